@@ -1,0 +1,8 @@
+// Environment for every wrangler child process: no telemetry, no account look-ups, no prompts,
+// so nothing leaves loopback locally (see ../shared/TOOLCHAIN.md, "Keeping wrangler offline").
+export const WRANGLER_OFFLINE_ENV: Readonly<Record<string, string>> = {
+  WRANGLER_SEND_METRICS: "false",
+  WRANGLER_HIDE_BANNER: "true",
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  WRANGLER_NO_SKILLS_UPDATE_PROMPTS: "true",
+};

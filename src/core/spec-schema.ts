@@ -1,0 +1,71 @@
+// The swarm spec accepted by POST /v1/swarms (public contract: ../shared/API.md). No I/O.
+// Parsing fills defaults, so everything downstream works with a complete, validated spec.
+import { z } from "zod";
+
+export const MAX_TASKS = 10_000;
+export const MAX_PROMPT_CHARS = 200_000;
+
+/** Task ids end up in call ids (`swarm:task:attempt:turn`) and URLs: no colon, no whitespace. */
+export const TaskIdSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[^\s:]+$/, "task id must not contain whitespace or ':'");
+
+export const TaskInputSchema = z.strictObject({
+  id: TaskIdSchema.optional(),
+  prompt: z.string().min(1, "prompt must not be empty").max(MAX_PROMPT_CHARS),
+});
+export type TaskInput = z.infer<typeof TaskInputSchema>;
+
+export const LimitsSchema = z.strictObject({
+  /** The swarm's window W: never more than this many tasks in flight. */
+  concurrency: z.number().int().min(1).max(1_500).default(32),
+  max_output_tokens: z.number().int().min(1).max(128_000).default(1_024),
+  /** Per model call. */
+  timeout_s: z.number().min(1).max(600).default(60),
+  /** Model calls a task may make across queue deliveries before it fails. */
+  max_attempts: z.number().int().min(1).max(10).default(4),
+});
+export type Limits = z.infer<typeof LimitsSchema>;
+
+export const ResponseFormatSchema = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("text") }),
+  z.strictObject({ type: z.literal("json_object") }),
+  z.strictObject({
+    type: z.literal("json_schema"),
+    json_schema: z.strictObject({
+      name: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/),
+      description: z.string().max(1_000).optional(),
+      schema: z.record(z.string(), z.unknown()),
+      strict: z.boolean().optional(),
+    }),
+  }),
+]);
+export type ResponseFormat = z.infer<typeof ResponseFormatSchema>;
+
+export const ModelNameSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\w.\-/:@]+$/, "model name has characters a model id never has");
+
+export const SwarmSpecSchema = z.strictObject({
+  name: z.string().min(1).max(100),
+  model: ModelNameSchema,
+  system: z.string().max(MAX_PROMPT_CHARS).optional(),
+  tasks: z.array(TaskInputSchema).min(1, "a swarm needs at least one task").max(MAX_TASKS),
+  limits: LimitsSchema.prefault({}),
+  response_format: ResponseFormatSchema.optional(),
+  metadata: z
+    .record(z.string().max(100), z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]))
+    .refine((m) => Object.keys(m).length <= 50, "metadata holds at most 50 keys")
+    .optional(),
+});
+export type SwarmSpec = z.infer<typeof SwarmSpecSchema>;
+
+/** A task after planning: its id is always set and unique within the swarm. */
+export interface PlannedTask {
+  id: string;
+  prompt: string;
+}

@@ -1,0 +1,159 @@
+// The SwarmRoom's RPC contract: what the orchestrator and the agent Worker exchange with it.
+// Types only, no I/O. Every shape here crosses a Worker boundary by structured clone.
+import type { ClassifiedError, ErrorClass } from "./error-class.ts";
+import type { Limits, PlannedTask, ResponseFormat, SwarmSpec } from "./spec-schema.ts";
+import type { Usage } from "./usage.ts";
+
+/**
+ * pending → dispatched → running → succeeded | failed
+ *                ↑          │
+ *                └ retry_wait ┘ (retryable failure, attempts left)
+ * Any non-terminal task can end cancelled or skipped_budget.
+ */
+export type TaskState =
+  | "pending"
+  | "dispatched"
+  | "running"
+  | "retry_wait"
+  | "succeeded"
+  | "failed"
+  | "cancelled"
+  | "skipped_budget";
+
+export const TERMINAL_TASK_STATES: readonly TaskState[] = ["succeeded", "failed", "cancelled", "skipped_budget"];
+/** Tasks that occupy a place in the swarm's window. */
+export const IN_FLIGHT_TASK_STATES: readonly TaskState[] = ["dispatched", "running", "retry_wait"];
+
+export type SwarmState =
+  | "planning"
+  | "running"
+  | "reducing"
+  | "completed"
+  | "completed_with_failures"
+  | "failed"
+  | "cancelled";
+
+export interface StartSwarmInput {
+  swarmId: string;
+  /** Who owns the swarm: the id of the API token that created it. */
+  tenant: string;
+  spec: Omit<SwarmSpec, "tasks">;
+  tasks: PlannedTask[];
+  /** Epoch ms. */
+  createdAt: number;
+  origin: { kind: "api" } | { kind: "schedule"; scheduleId: string };
+}
+
+/** What an agent needs to run any task of the swarm; sent once per claim. */
+export interface TaskRunConfig {
+  swarmId: string;
+  model: string;
+  system: string | null;
+  limits: Limits;
+  responseFormat: ResponseFormat | null;
+}
+
+export interface ClaimedTask {
+  taskId: string;
+  /** 1-based; the model call of this attempt has call id `swarm:task:attempt:turn`. */
+  attempt: number;
+  prompt: string;
+  /** Epoch ms after which the SwarmRoom may hand the task to someone else. */
+  leaseUntil: number;
+}
+
+export type ClaimRefusal = "done" | "leased" | "unknown";
+
+export interface ClaimResponse {
+  /** null when the swarm does not exist (a message for a swarm that was never started). */
+  config: TaskRunConfig | null;
+  granted: ClaimedTask[];
+  refused: { taskId: string; reason: ClaimRefusal }[];
+}
+
+/** One upstream model call, as it goes into the ledger. */
+export interface CallRecord {
+  turn: number;
+  model: string;
+  /** null when the upstream sent none (recorded as missing, never as zero). */
+  usage: Usage | null;
+  latencyMs: number;
+  status: "ok" | "error";
+  errorClass: ErrorClass | null;
+  /** Epoch ms. */
+  startedAt: number;
+}
+
+export type TaskOutcome =
+  | { kind: "succeeded"; output: string; finishReason: string | null }
+  | ({ kind: "failed" } & ClassifiedError);
+
+export interface TaskReport {
+  taskId: string;
+  attempt: number;
+  outcome: TaskOutcome;
+  calls: CallRecord[];
+}
+
+export interface TaskAction {
+  taskId: string;
+  /** ack: the task's outcome is recorded (or someone else owns it); retry: redeliver it later. */
+  action: "ack" | "retry";
+  delaySeconds: number;
+}
+
+export interface RecordResponse {
+  actions: TaskAction[];
+}
+
+export interface TaskCounts {
+  queued: number;
+  running: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  skipped_budget: number;
+}
+
+export interface UsageTotals {
+  calls: number;
+  prompt_tokens: number;
+  cached_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface SwarmStatus {
+  id: string;
+  name: string;
+  state: SwarmState;
+  model: string;
+  tasks: number;
+  window: number;
+  counts: TaskCounts;
+  usage: UsageTotals;
+  cost_usd: number;
+  wall_s: number;
+  latency_ms: { p50: number | null; p95: number | null };
+  output: unknown;
+  reduce: { kind: "collect" };
+  metadata: Record<string, unknown>;
+  created_at: string;
+  finished_at: string | null;
+}
+
+export interface TaskResult {
+  task_id: string;
+  state: TaskState;
+  output: string | null;
+  error: { class: ErrorClass; message: string } | null;
+  attempts: number;
+  usage: UsageTotals;
+  cost_usd: number;
+  latency_ms: number | null;
+}
+
+export interface ResultsPage {
+  results: TaskResult[];
+  next_cursor: string | null;
+}

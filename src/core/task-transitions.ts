@@ -1,0 +1,69 @@
+// The decisions of a task's life cycle, as pure functions: may this delivery run the task, and
+// what does a reported outcome do to it. The SwarmRoom applies them to its SQL rows. No I/O.
+import type { ErrorClass } from "./error-class.ts";
+import type { ClaimRefusal, SwarmState, TaskCounts, TaskOutcome, TaskState } from "./swarm-contract.ts";
+import { TERMINAL_TASK_STATES } from "./swarm-contract.ts";
+
+export interface TaskLifeRow {
+  state: TaskState;
+  /** Claims granted so far. */
+  attempts: number;
+  /** Lease end for `running`, epoch ms; null otherwise. */
+  leaseUntil: number | null;
+}
+
+export type ClaimDecision =
+  | { kind: "grant"; attempt: number }
+  | { kind: "refuse"; reason: ClaimRefusal }
+  /** A lease ran out on the last allowed attempt: the task fails instead of running again. */
+  | { kind: "fail"; errorClass: ErrorClass; message: string };
+
+export function isTerminal(state: TaskState): boolean {
+  return TERMINAL_TASK_STATES.includes(state);
+}
+
+export function decideClaim(task: TaskLifeRow | null, now: number, maxAttempts: number): ClaimDecision {
+  if (task === null) return { kind: "refuse", reason: "unknown" };
+  if (isTerminal(task.state)) return { kind: "refuse", reason: "done" };
+  if (task.state === "pending") {
+    // Never dispatched by this room (a forged or stale message): the window decides when it runs.
+    return { kind: "refuse", reason: "unknown" };
+  }
+  if (task.state === "running" && task.leaseUntil !== null && task.leaseUntil > now) {
+    return { kind: "refuse", reason: "leased" };
+  }
+  if (task.attempts >= maxAttempts) {
+    return {
+      kind: "fail",
+      errorClass: "lease_expired",
+      message: `no outcome was reported within the lease of attempt ${task.attempts} of ${maxAttempts}`,
+    };
+  }
+  return { kind: "grant", attempt: task.attempts + 1 };
+}
+
+export type RecordDecision =
+  | { kind: "succeed" }
+  | { kind: "fail" }
+  | { kind: "retry" }
+  /** The report changes nothing: the task is done, or a newer attempt owns it. */
+  | { kind: "ignore" };
+
+export function decideRecord(task: TaskLifeRow | null, attempt: number, outcome: TaskOutcome, maxAttempts: number): RecordDecision {
+  if (task === null || isTerminal(task.state)) return { kind: "ignore" };
+  if (attempt < 1 || attempt > task.attempts) return { kind: "ignore" };
+  // A success is kept even from an older attempt: the answer is valid and already paid for.
+  if (outcome.kind === "succeeded") return { kind: "succeed" };
+  if (attempt < task.attempts) return { kind: "ignore" };
+  // A repeated report of the attempt that is already waiting to retry gets the same answer.
+  if (task.state !== "running" && task.state !== "retry_wait") return { kind: "ignore" };
+  if (!outcome.retryable || attempt >= maxAttempts) return { kind: "fail" };
+  return { kind: "retry" };
+}
+
+/** The swarm's state once no task is open, or null while some still are. */
+export function decideCompletion(counts: TaskCounts, cancelled: boolean): SwarmState | null {
+  if (counts.queued + counts.running > 0) return null;
+  if (cancelled) return "cancelled";
+  return counts.failed + counts.skipped_budget + counts.cancelled > 0 ? "completed_with_failures" : "completed";
+}

@@ -1,0 +1,75 @@
+// The SwarmRoom's SQLite schema (one database per swarm). Documented in docs/data.md.
+// Versioned in `schema_version` (Durable Object SQLite refuses `PRAGMA user_version` with
+// SQLITE_AUTH): a new version appends statements, never edits old ones.
+
+const SCHEMA_V1 = `
+CREATE TABLE IF NOT EXISTS swarm (
+  id              TEXT PRIMARY KEY,
+  tenant          TEXT NOT NULL,
+  name            TEXT NOT NULL,
+  model           TEXT NOT NULL,
+  system          TEXT,
+  limits          TEXT NOT NULL,
+  response_format TEXT,
+  metadata        TEXT,
+  origin          TEXT NOT NULL,
+  state           TEXT NOT NULL,
+  window          INTEGER NOT NULL,
+  task_count      INTEGER NOT NULL,
+  created_at      INTEGER NOT NULL,
+  finished_at     INTEGER,
+  index_dirty     INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE IF NOT EXISTS tasks (
+  seq           INTEGER PRIMARY KEY,
+  id            TEXT NOT NULL UNIQUE,
+  prompt        TEXT NOT NULL,
+  state         TEXT NOT NULL,
+  attempts      INTEGER NOT NULL DEFAULT 0,
+  deadline      INTEGER,
+  retry_at      INTEGER,
+  output        TEXT,
+  finish_reason TEXT,
+  error_class   TEXT,
+  error_message TEXT,
+  started_at    INTEGER,
+  finished_at   INTEGER
+);
+CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state, seq);
+CREATE INDEX IF NOT EXISTS tasks_by_deadline ON tasks (deadline) WHERE deadline IS NOT NULL;
+CREATE TABLE IF NOT EXISTS calls (
+  call_id           TEXT PRIMARY KEY,
+  task_id           TEXT NOT NULL,
+  attempt           INTEGER NOT NULL,
+  turn              INTEGER NOT NULL,
+  model             TEXT NOT NULL,
+  status            TEXT NOT NULL,
+  error_class       TEXT,
+  prompt_tokens     INTEGER,
+  cached_tokens     INTEGER,
+  completion_tokens INTEGER,
+  reasoning_tokens  INTEGER,
+  total_tokens      INTEGER,
+  cost_usd          REAL,
+  latency_ms        INTEGER NOT NULL,
+  created_at        INTEGER NOT NULL,
+  flushed           INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS calls_by_task ON calls (task_id);
+CREATE INDEX IF NOT EXISTS calls_unflushed ON calls (flushed) WHERE flushed = 0;
+`;
+
+const MIGRATIONS: readonly string[] = [SCHEMA_V1];
+
+/** Brings the room's database to the newest schema; cheap when it is already there. */
+export function migrateSwarmRoom(sql: SqlStorage): void {
+  sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  const current = sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
+  for (let version = current; version < MIGRATIONS.length; version += 1) {
+    sql.exec(MIGRATIONS[version] ?? "");
+  }
+  if (current < MIGRATIONS.length) {
+    sql.exec("DELETE FROM schema_version");
+    sql.exec("INSERT INTO schema_version (version) VALUES (?)", MIGRATIONS.length);
+  }
+}

@@ -1,0 +1,287 @@
+// SwarmRoom, driven through its RPC surface with the real local Durable Object, queue producer
+// and D1: windowed dispatch, idempotent claim/record, retries, leases, completion, ledger flush.
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { StartSwarmInput, TaskOutcome, TaskReport } from "../core/swarm-contract.ts";
+import { LimitsSchema } from "../core/spec-schema.ts";
+
+const TENANT = "tk_test";
+let counter = 0;
+
+function newSwarm(taskCount: number, limits: Partial<{ concurrency: number; max_attempts: number; timeout_s: number }> = {}) {
+  counter += 1;
+  const swarmId = `sw_roomtest${Date.now().toString(36)}${counter}`;
+  const input: StartSwarmInput = {
+    swarmId,
+    tenant: TENANT,
+    spec: { name: `room test ${counter}`, model: "mock-1", limits: LimitsSchema.parse(limits) },
+    tasks: Array.from({ length: taskCount }, (_, i) => ({ id: `task-${String(i + 1).padStart(3, "0")}`, prompt: `prompt ${i + 1}` })),
+    createdAt: Date.now(),
+    origin: { kind: "api" },
+  };
+  const stub = env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(swarmId));
+  return { swarmId, input, stub };
+}
+
+type Stub = ReturnType<typeof newSwarm>["stub"];
+
+async function taskStates(stub: Stub): Promise<Record<string, string>> {
+  return runInDurableObject(stub, (_instance, state) => {
+    const out: Record<string, string> = {};
+    for (const row of state.storage.sql.exec<{ id: string; state: string }>("SELECT id, state FROM tasks ORDER BY seq")) {
+      out[row.id] = row.state;
+    }
+    return out;
+  });
+}
+
+function countStates(states: Record<string, string>): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const s of Object.values(states)) counts[s] = (counts[s] ?? 0) + 1;
+  return counts;
+}
+
+const usage = { prompt_tokens: 20, cached_tokens: 5, completion_tokens: 10, reasoning_tokens: 0, total_tokens: 30 };
+const ok = (text: string): TaskOutcome => ({ kind: "succeeded", output: text, finishReason: "stop" });
+const rateLimited: TaskOutcome = { kind: "failed", class: "rate_limited", retryable: true, retryAfterMs: 2_000, message: "429 Too Many Requests" };
+const unauthorized: TaskOutcome = { kind: "failed", class: "auth", retryable: false, retryAfterMs: null, message: "401 Unauthorized" };
+
+function report(taskId: string, attempt: number, outcome: TaskOutcome, withUsage = true): TaskReport {
+  return {
+    taskId,
+    attempt,
+    outcome,
+    calls: [
+      {
+        turn: 1,
+        model: "mock-1",
+        usage: withUsage ? usage : null,
+        latencyMs: 100 + attempt,
+        status: outcome.kind === "succeeded" ? "ok" : "error",
+        errorClass: outcome.kind === "failed" ? outcome.class : null,
+        startedAt: Date.now(),
+      },
+    ],
+  };
+}
+
+describe("SwarmRoom windowed dispatch", () => {
+  it("keeps at most W tasks in flight and releases the next one when a task finishes", async () => {
+    const { input, stub } = newSwarm(10, { concurrency: 3 });
+    expect(await stub.start(input)).toEqual({ created: true });
+    expect(countStates(await taskStates(stub))).toEqual({ dispatched: 3, pending: 7 });
+
+    const claim = await stub.claim(["task-001", "task-002", "task-003"]);
+    expect(claim.granted.map((g) => [g.taskId, g.attempt, g.prompt])).toEqual([
+      ["task-001", 1, "prompt 1"],
+      ["task-002", 1, "prompt 2"],
+      ["task-003", 1, "prompt 3"],
+    ]);
+    expect(countStates(await taskStates(stub))).toEqual({ running: 3, pending: 7 });
+
+    await stub.recordResults([report("task-001", 1, ok("one"))]);
+    const states = await taskStates(stub);
+    expect(countStates(states)).toEqual({ succeeded: 1, running: 2, dispatched: 1, pending: 6 });
+    expect(states["task-004"]).toBe("dispatched");
+  });
+
+  it("is idempotent by swarm id", async () => {
+    const { input, stub } = newSwarm(2);
+    await stub.start(input);
+    expect(await stub.start(input)).toEqual({ created: false });
+    expect(Object.keys(await taskStates(stub))).toHaveLength(2);
+  });
+});
+
+describe("SwarmRoom claim", () => {
+  it("hands a task out once: leased and finished tasks are refused, unknown ids say so", async () => {
+    const { input, stub } = newSwarm(3, { concurrency: 2 });
+    await stub.start(input);
+    const first = await stub.claim(["task-001"]);
+    expect(first.config).toMatchObject({ model: "mock-1", system: null, responseFormat: null });
+    expect(first.granted).toHaveLength(1);
+
+    const again = await stub.claim(["task-001", "task-003", "nope"]);
+    expect(again.granted).toEqual([]);
+    expect(again.refused).toEqual([
+      { taskId: "task-001", reason: "leased" },
+      { taskId: "task-003", reason: "unknown" }, // still pending: the window has not released it
+      { taskId: "nope", reason: "unknown" },
+    ]);
+
+    await stub.recordResults([report("task-001", 1, ok("done"))]);
+    const afterDone = await stub.claim(["task-001"]);
+    expect(afterDone.refused).toEqual([{ taskId: "task-001", reason: "done" }]);
+  });
+
+  it("answers a claim for a swarm that was never started with no config", async () => {
+    const { stub } = newSwarm(1);
+    const claim = await stub.claim(["task-001"]);
+    expect(claim).toEqual({ config: null, granted: [], refused: [{ taskId: "task-001", reason: "unknown" }] });
+  });
+});
+
+describe("SwarmRoom recordResults", () => {
+  it("records a report once, however often it is delivered", async () => {
+    const { input, stub } = newSwarm(2);
+    await stub.start(input);
+    await stub.claim(["task-001"]);
+    const r = report("task-001", 1, ok("answer"));
+    expect((await stub.recordResults([r])).actions).toEqual([{ taskId: "task-001", action: "ack", delaySeconds: 0 }]);
+    expect((await stub.recordResults([r])).actions).toEqual([{ taskId: "task-001", action: "ack", delaySeconds: 0 }]);
+    const calls = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec("SELECT * FROM calls").toArray().length);
+    expect(calls).toBe(1);
+    const page = await stub.getResults(TENANT, null, 10);
+    expect(page?.results[0]).toMatchObject({ task_id: "task-001", state: "succeeded", output: "answer", attempts: 1 });
+    expect(page?.results[0]?.usage).toEqual({ calls: 1, prompt_tokens: 20, cached_tokens: 5, completion_tokens: 10, total_tokens: 30 });
+  });
+
+  it("asks for a retry with back-off on a retryable failure, and fails the task after max_attempts", async () => {
+    const { input, stub } = newSwarm(1, { max_attempts: 2 });
+    await stub.start(input);
+    await stub.claim(["task-001"]);
+    const first = await stub.recordResults([report("task-001", 1, rateLimited)]);
+    expect(first.actions[0]).toMatchObject({ taskId: "task-001", action: "retry" });
+    // Retry-After (2 s) is a floor for the delay.
+    expect(first.actions[0]?.delaySeconds).toBeGreaterThanOrEqual(2);
+    expect((await taskStates(stub))["task-001"]).toBe("retry_wait");
+
+    const second = await stub.claim(["task-001"]);
+    expect(second.granted.map((g) => g.attempt)).toEqual([2]);
+    const last = await stub.recordResults([report("task-001", 2, rateLimited)]);
+    expect(last.actions).toEqual([{ taskId: "task-001", action: "ack", delaySeconds: 0 }]);
+    const status = await stub.getStatus(TENANT);
+    expect(status?.state).toBe("completed_with_failures");
+    expect(status?.counts).toMatchObject({ failed: 1, succeeded: 0, queued: 0, running: 0 });
+    const page = await stub.getResults(TENANT, null, 10);
+    expect(page?.results[0]).toMatchObject({ state: "failed", attempts: 2, error: { class: "rate_limited" } });
+    expect(page?.results[0]?.usage.calls).toBe(2);
+  });
+
+  it("fails a task at once on a permanent failure", async () => {
+    const { input, stub } = newSwarm(1, { max_attempts: 4 });
+    await stub.start(input);
+    await stub.claim(["task-001"]);
+    const response = await stub.recordResults([report("task-001", 1, unauthorized)]);
+    expect(response.actions[0]?.action).toBe("ack");
+    expect((await taskStates(stub))["task-001"]).toBe("failed");
+  });
+
+  it("keeps a late success from an older attempt but ignores its late failure", async () => {
+    const { input, stub } = newSwarm(2, { max_attempts: 3 });
+    await stub.start(input);
+    for (const id of ["task-001", "task-002"]) {
+      await stub.claim([id]);
+      await stub.recordResults([report(id, 1, rateLimited)]);
+      await stub.claim([id]); // attempt 2 now running
+    }
+    await stub.recordResults([report("task-001", 1, ok("late but good"))]);
+    await stub.recordResults([report("task-002", 1, unauthorized)]);
+    const states = await taskStates(stub);
+    expect(states).toEqual({ "task-001": "succeeded", "task-002": "running" });
+  });
+});
+
+describe("SwarmRoom alarm", () => {
+  it("re-dispatches a task whose lease expired, and fails it when no attempt is left", async () => {
+    const { input, stub } = newSwarm(2, { max_attempts: 2 });
+    await stub.start(input);
+    await stub.claim(["task-001", "task-002"]);
+    // Both leases run out; task-002 is on its last attempt.
+    await runInDurableObject(stub, (_i, state) => {
+      state.storage.sql.exec("UPDATE tasks SET deadline = ?", Date.now() - 1);
+      state.storage.sql.exec("UPDATE tasks SET attempts = 2 WHERE id = 'task-002'");
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await taskStates(stub)).toEqual({ "task-001": "dispatched", "task-002": "failed" });
+    const claim = await stub.claim(["task-001"]);
+    expect(claim.granted.map((g) => g.attempt)).toEqual([2]);
+    const page = await stub.getResults(TENANT, null, 10);
+    expect(page?.results[1]?.error?.class).toBe("lease_expired");
+  });
+
+  it("flushes ledger rows and the swarm index to D1, exactly once however often it runs", async () => {
+    const { swarmId, input, stub } = newSwarm(3);
+    await stub.start(input);
+    await stub.claim(["task-001", "task-002", "task-003"]);
+    await stub.recordResults([
+      report("task-001", 1, ok("a")),
+      report("task-002", 1, ok("b"), false),
+      report("task-003", 1, unauthorized),
+    ]);
+    await runDurableObjectAlarm(stub);
+    const ledger = await env.LEDGER_DB.prepare(
+      "SELECT call_id, status, error_class, prompt_tokens, total_tokens, cost_usd FROM ledger WHERE swarm_id = ? ORDER BY call_id",
+    )
+      .bind(swarmId)
+      .all();
+    expect(ledger.results).toEqual([
+      { call_id: `${swarmId}:task-001:1:1`, status: "ok", error_class: null, prompt_tokens: 20, total_tokens: 30, cost_usd: expect.any(Number) },
+      // No usage from the upstream: recorded as missing, not as zero.
+      { call_id: `${swarmId}:task-002:1:1`, status: "ok", error_class: null, prompt_tokens: null, total_tokens: null, cost_usd: null },
+      { call_id: `${swarmId}:task-003:1:1`, status: "error", error_class: "auth", prompt_tokens: 20, total_tokens: 30, cost_usd: expect.any(Number) },
+    ]);
+    // mock-1: (15 × 0.1 + 5 × 0.01 + 10 × 0.4) / 1e6 USD
+    expect(ledger.results[0]?.cost_usd).toBeCloseTo(5.55e-6, 12);
+
+    // A second flush of the same rows (as after a crash between the D1 write and the local mark) adds nothing.
+    await runInDurableObject(stub, (_i, state) => state.storage.sql.exec("UPDATE calls SET flushed = 0"));
+    await runInDurableObject(stub, async (instance) => {
+      await instance.alarm();
+    });
+    const count = await env.LEDGER_DB.prepare("SELECT COUNT(*) AS n FROM ledger WHERE swarm_id = ?").bind(swarmId).first<{ n: number }>();
+    expect(count?.n).toBe(3);
+
+    const index = await env.LEDGER_DB.prepare("SELECT state, succeeded, failed, calls, total_tokens FROM swarms WHERE id = ?")
+      .bind(swarmId)
+      .first();
+    expect(index).toEqual({ state: "completed_with_failures", succeeded: 2, failed: 1, calls: 3, total_tokens: 60 });
+  });
+});
+
+describe("SwarmRoom reading", () => {
+  it("hides a swarm from other tenants and pages results in task order", async () => {
+    const { input, stub } = newSwarm(5, { concurrency: 5 });
+    await stub.start(input);
+    expect(await stub.getStatus("tk_other")).toBeNull();
+    expect(await stub.getResults("tk_other", null, 10)).toBeNull();
+
+    const first = await stub.getResults(TENANT, null, 2);
+    expect(first?.results.map((r) => r.task_id)).toEqual(["task-001", "task-002"]);
+    const second = await stub.getResults(TENANT, first?.next_cursor ?? null, 2);
+    expect(second?.results.map((r) => r.task_id)).toEqual(["task-003", "task-004"]);
+    const third = await stub.getResults(TENANT, second?.next_cursor ?? null, 2);
+    expect(third?.results.map((r) => r.task_id)).toEqual(["task-005"]);
+    expect(third?.next_cursor).toBeNull();
+  });
+
+  it("reports completion with counts, usage, latency percentiles and the collected output in task order", async () => {
+    const { input, stub } = newSwarm(3, { concurrency: 3 });
+    await stub.start(input);
+    await stub.claim(["task-003", "task-001", "task-002"]);
+    await stub.recordResults([report("task-003", 1, ok("c")), report("task-001", 1, ok("a")), report("task-002", 1, ok("b"))]);
+    const status = await stub.getStatus(TENANT);
+    expect(status).toMatchObject({
+      state: "completed",
+      tasks: 3,
+      counts: { queued: 0, running: 0, succeeded: 3, failed: 0, cancelled: 0, skipped_budget: 0 },
+      usage: { calls: 3, prompt_tokens: 60, cached_tokens: 15, completion_tokens: 30, total_tokens: 90 },
+      latency_ms: { p50: 101, p95: 101 },
+      output: { results: [{ task_id: "task-001", output: "a" }, { task_id: "task-002", output: "b" }, { task_id: "task-003", output: "c" }], truncated: false },
+    });
+    expect(status?.finished_at).not.toBeNull();
+  });
+
+  it("ends still-open tasks failed when their message was dead-lettered", async () => {
+    const { input, stub } = newSwarm(2, { concurrency: 2 });
+    await stub.start(input);
+    await stub.recordDeadLetter(["task-001", "task-002"]);
+    const page = await stub.getResults(TENANT, null, 10);
+    expect(page?.results.map((r) => [r.state, r.error?.class])).toEqual([
+      ["failed", "dead_letter"],
+      ["failed", "dead_letter"],
+    ]);
+    expect((await stub.getStatus(TENANT))?.state).toBe("completed_with_failures");
+  });
+});

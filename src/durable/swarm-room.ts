@@ -1,0 +1,652 @@
+// SwarmRoom: one SQLite-backed Durable Object per swarm, the swarm's single source of truth.
+// It owns task states, leases, results, per-call usage, the dispatch window and completion; it
+// never calls a model (a Durable Object is single-threaded and billed for wall time).
+import { DurableObject } from "cloudflare:workers";
+import type { ErrorClass } from "../core/error-class.ts";
+import { toCallId } from "../core/ids.ts";
+import { percentile } from "../core/percentile.ts";
+import { costOfUsage, parsePriceTable, resolvePrice, type PriceTable } from "../core/pricing.ts";
+import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
+import { LimitsSchema, ResponseFormatSchema, type Limits, type ResponseFormat } from "../core/spec-schema.ts";
+import type {
+  CallRecord,
+  ClaimResponse,
+  RecordResponse,
+  ResultsPage,
+  StartSwarmInput,
+  SwarmState,
+  SwarmStatus,
+  TaskAction,
+  TaskCounts,
+  TaskReport,
+  TaskResult,
+  TaskRunConfig,
+  TaskState,
+  UsageTotals,
+} from "../core/swarm-contract.ts";
+import { decideClaim, decideCompletion, decideRecord, isTerminal, type TaskLifeRow } from "../core/task-transitions.ts";
+import { toPacketSize, toPackets, toSendBatches, type TaskPacket } from "../core/task-packet.ts";
+import { flushToLedger, type LedgerRow, type SwarmIndexRow } from "../ledger/d1-ledger.ts";
+import { migrateSwarmRoom } from "./swarm-room-schema.ts";
+
+/** The bindings and settings the SwarmRoom reads; the orchestrator's Env provides them. */
+export interface SwarmRoomEnv {
+  LEDGER_DB: D1Database;
+  TASK_QUEUE: Queue;
+  DISPATCH_PACKET_SIZE?: string;
+  MODEL_PRICES?: string;
+  LEASE_GRACE_S?: string;
+  LEDGER_FLUSH_MS?: string;
+}
+
+interface RoomSettings {
+  packetSize: string | undefined;
+  prices: PriceTable;
+  leaseGraceMs: number;
+  flushMs: number;
+}
+
+/** A dispatched message that no consumer claimed by then is sent again (local queues lose messages on restart). */
+const DISPATCH_DEADLINE_MS = 5 * 60_000;
+/** After a failed D1 flush, the next try waits this long. */
+const FLUSH_RETRY_MS = 5_000;
+/** Ledger rows per D1 transaction. */
+const FLUSH_CHUNK = 500;
+/** The collect reducer's inline answer stays small; the results endpoint pages through the rest. */
+const COLLECT_MAX_ENTRIES = 1_000;
+const COLLECT_MAX_CHARS = 1_000_000;
+
+type SwarmRow = {
+  id: string;
+  tenant: string;
+  name: string;
+  model: string;
+  system: string | null;
+  limits: string;
+  response_format: string | null;
+  metadata: string | null;
+  origin: string;
+  state: SwarmState;
+  window: number;
+  task_count: number;
+  created_at: number;
+  finished_at: number | null;
+  index_dirty: number;
+};
+
+type TaskRow = {
+  seq: number;
+  id: string;
+  state: TaskState;
+  attempts: number;
+  deadline: number | null;
+  retry_at: number | null;
+};
+
+function toNonNegativeInt(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined || value === "") return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${value}"`);
+  return n;
+}
+
+function toSettings(env: SwarmRoomEnv): RoomSettings {
+  const prices = parsePriceTable(env.MODEL_PRICES);
+  if (!prices.ok) throw new Error(`MODEL_PRICES is invalid: ${prices.error}`);
+  return {
+    packetSize: env.DISPATCH_PACKET_SIZE,
+    prices: prices.value,
+    leaseGraceMs: toNonNegativeInt(env.LEASE_GRACE_S, 30, "LEASE_GRACE_S") * 1_000,
+    flushMs: toNonNegativeInt(env.LEDGER_FLUSH_MS, 1_000, "LEDGER_FLUSH_MS"),
+  };
+}
+
+const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
+  private readonly sql: SqlStorage;
+  private readonly settings: RoomSettings;
+  /** The alarm time this instance last set; null = unknown (read it from storage). */
+  private alarmAt: number | null = null;
+
+  constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.settings = toSettings(env);
+    migrateSwarmRoom(this.sql);
+  }
+
+  // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
+
+  /** Stores the swarm and its tasks and starts dispatch. Idempotent by swarm id. */
+  async start(input: StartSwarmInput): Promise<{ created: boolean }> {
+    if (this.swarm() !== null) return { created: false };
+    const { spec } = input;
+    const origin = input.origin.kind === "api" ? "api" : `schedule:${input.origin.scheduleId}`;
+    this.sql.exec(
+      `INSERT INTO swarm (id, tenant, name, model, system, limits, response_format, metadata, origin, state, window, task_count, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+      input.swarmId,
+      input.tenant,
+      spec.name,
+      spec.model,
+      spec.system ?? null,
+      JSON.stringify(spec.limits),
+      spec.response_format ? JSON.stringify(spec.response_format) : null,
+      spec.metadata ? JSON.stringify(spec.metadata) : null,
+      origin,
+      spec.limits.concurrency,
+      input.tasks.length,
+      input.createdAt,
+    );
+    for (const task of input.tasks) {
+      this.sql.exec("INSERT INTO tasks (id, prompt, state) VALUES (?, ?, 'pending')", task.id, task.prompt);
+    }
+    // The index row is written now so the swarm is listed at once; if D1 is down the alarm retries.
+    try {
+      await this.flush();
+    } catch (error) {
+      console.error(`swarm ${input.swarmId}: index write failed, retrying from the alarm`, error);
+    }
+    await this.dispatch();
+    await this.scheduleAlarm();
+    return { created: true };
+  }
+
+  async getStatus(tenant: string): Promise<SwarmStatus | null> {
+    const swarm = this.swarm();
+    if (swarm === null || swarm.tenant !== tenant) return null;
+    return this.toStatus(swarm);
+  }
+
+  async getResults(tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null> {
+    const swarm = this.swarm();
+    if (swarm === null || swarm.tenant !== tenant) return null;
+    const after = cursor === null ? 0 : Number(cursor);
+    const pageSize = Math.min(Math.max(1, Math.floor(limit)), 1_000);
+    const rows = this.sql
+      .exec<{
+        seq: number;
+        id: string;
+        state: TaskState;
+        output: string | null;
+        error_class: ErrorClass | null;
+        error_message: string | null;
+        attempts: number;
+        calls: number;
+        prompt_tokens: number | null;
+        cached_tokens: number | null;
+        completion_tokens: number | null;
+        total_tokens: number | null;
+        cost_usd: number | null;
+        latency_ms: number | null;
+      }>(
+        `SELECT t.seq, t.id, t.state, t.output, t.error_class, t.error_message, t.attempts,
+                COUNT(c.call_id) AS calls, SUM(c.prompt_tokens) AS prompt_tokens, SUM(c.cached_tokens) AS cached_tokens,
+                SUM(c.completion_tokens) AS completion_tokens, SUM(c.total_tokens) AS total_tokens,
+                SUM(c.cost_usd) AS cost_usd, SUM(c.latency_ms) AS latency_ms
+         FROM tasks t LEFT JOIN calls c ON c.task_id = t.id
+         WHERE t.seq > ? GROUP BY t.seq ORDER BY t.seq LIMIT ?`,
+        after,
+        pageSize + 1,
+      )
+      .toArray();
+    const page = rows.slice(0, pageSize);
+    const results: TaskResult[] = page.map((row) => ({
+      task_id: row.id,
+      state: row.state,
+      output: row.output,
+      error: row.error_class === null ? null : { class: row.error_class, message: row.error_message ?? "" },
+      attempts: row.attempts,
+      usage: {
+        calls: row.calls,
+        prompt_tokens: row.prompt_tokens ?? 0,
+        cached_tokens: row.cached_tokens ?? 0,
+        completion_tokens: row.completion_tokens ?? 0,
+        total_tokens: row.total_tokens ?? 0,
+      },
+      cost_usd: row.cost_usd ?? 0,
+      latency_ms: row.latency_ms,
+    }));
+    const last = page[page.length - 1];
+    return { results, next_cursor: rows.length > pageSize && last ? String(last.seq) : null };
+  }
+
+  // ── RPC: agent Worker (one claim and one record per consumer batch) ─────────────────────────
+
+  /** Leases each claimable task to the caller. A finished or validly leased task is refused. */
+  async claim(taskIds: string[]): Promise<ClaimResponse> {
+    const swarm = this.swarm();
+    if (swarm === null) return { config: null, granted: [], refused: taskIds.map((taskId) => ({ taskId, reason: "unknown" })) };
+    const config = this.toRunConfig(swarm);
+    const now = Date.now();
+    const leaseUntil = now + config.limits.timeout_s * 1_000 + this.settings.leaseGraceMs;
+    const response: ClaimResponse = { config, granted: [], refused: [] };
+    let ended = false;
+    for (const taskId of new Set(taskIds)) {
+      const task = this.task(taskId);
+      const decision = decideClaim(task && this.toLifeRow(task), now, config.limits.max_attempts);
+      switch (decision.kind) {
+        case "grant": {
+          const prompt = this.sql
+            .exec<{ prompt: string }>(
+              `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL,
+                 started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt`,
+              decision.attempt,
+              leaseUntil,
+              now,
+              taskId,
+            )
+            .one().prompt;
+          response.granted.push({ taskId, attempt: decision.attempt, prompt, leaseUntil });
+          break;
+        }
+        case "fail":
+          this.endTask(taskId, "failed", now, { errorClass: decision.errorClass, message: decision.message });
+          response.refused.push({ taskId, reason: "done" });
+          ended = true;
+          break;
+        case "refuse":
+          response.refused.push({ taskId, reason: decision.reason });
+          break;
+      }
+    }
+    if (ended) await this.afterTasksEnded();
+    await this.scheduleAlarm();
+    return response;
+  }
+
+  /** Records outcomes and usage; idempotent by task and attempt (and by call id for usage). */
+  async recordResults(reports: TaskReport[]): Promise<RecordResponse> {
+    const swarm = this.swarm();
+    if (swarm === null) return { actions: reports.map((r) => ({ taskId: r.taskId, action: "ack", delaySeconds: 0 })) };
+    const limits = this.limits(swarm);
+    const now = Date.now();
+    const actions: TaskAction[] = [];
+    for (const report of reports) {
+      for (const call of report.calls) this.insertCall(swarm, report, call);
+      const task = this.task(report.taskId);
+      const decision = decideRecord(task && this.toLifeRow(task), report.attempt, report.outcome, limits.max_attempts);
+      const { outcome } = report;
+      if (decision.kind === "succeed" && outcome.kind === "succeeded") {
+        this.endTask(report.taskId, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
+      } else if (decision.kind === "fail" && outcome.kind === "failed") {
+        this.endTask(report.taskId, "failed", now, { errorClass: outcome.class, message: outcome.message });
+      } else if (decision.kind === "retry" && outcome.kind === "failed" && task !== null) {
+        const retryAt =
+          task.state === "retry_wait" && task.retry_at !== null
+            ? task.retry_at
+            : now + backoffDelayMs(report.attempt, outcome.retryAfterMs);
+        this.sql.exec(
+          `UPDATE tasks SET state = 'retry_wait', retry_at = ?, deadline = ?, error_class = ?, error_message = ? WHERE id = ?`,
+          retryAt,
+          retryAt + limits.timeout_s * 1_000 + this.settings.leaseGraceMs,
+          outcome.class,
+          outcome.message,
+          report.taskId,
+        );
+        actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
+        continue;
+      }
+      actions.push({ taskId: report.taskId, action: "ack", delaySeconds: 0 });
+    }
+    await this.afterTasksEnded();
+    await this.scheduleAlarm();
+    return { actions };
+  }
+
+  /** The queue gave up on these tasks' message: each still-open task ends failed, unless a live lease owns it. */
+  async recordDeadLetter(taskIds: string[]): Promise<void> {
+    if (this.swarm() === null) return;
+    const now = Date.now();
+    for (const taskId of new Set(taskIds)) {
+      const task = this.task(taskId);
+      if (task === null || isTerminal(task.state)) continue;
+      if (task.state === "running" && task.deadline !== null && task.deadline > now) continue;
+      this.endTask(taskId, "failed", now, {
+        errorClass: "dead_letter",
+        message: `the task queue gave up delivering this task after ${task.attempts} attempt(s)`,
+      });
+    }
+    await this.afterTasksEnded();
+    await this.scheduleAlarm();
+  }
+
+  // ── Alarm: lease and delivery deadlines, window refill, ledger flush ─────────────────────────
+
+  override async alarm(): Promise<void> {
+    this.alarmAt = null;
+    const swarm = this.swarm();
+    if (swarm === null) return;
+    const now = Date.now();
+    const limits = this.limits(swarm);
+    const overdue = this.sql
+      .exec<TaskRow>("SELECT seq, id, state, attempts, deadline, retry_at FROM tasks WHERE deadline IS NOT NULL AND deadline <= ? ORDER BY seq", now)
+      .toArray();
+    const resend: string[] = [];
+    for (const task of overdue) {
+      if (task.state === "running" && task.attempts >= limits.max_attempts) {
+        this.endTask(task.id, "failed", now, {
+          errorClass: "lease_expired",
+          message: `no outcome was reported within the lease of attempt ${task.attempts} of ${limits.max_attempts}`,
+        });
+      } else {
+        resend.push(task.id);
+      }
+    }
+    if (resend.length > 0) {
+      this.markDispatched(resend, now);
+      await this.send(resend);
+    }
+    await this.afterTasksEnded();
+    try {
+      await this.flush();
+    } catch (error) {
+      console.error(`swarm ${swarm.id}: ledger flush failed, retrying in ${FLUSH_RETRY_MS} ms`, error);
+      await this.setAlarmNoLaterThan(Date.now() + FLUSH_RETRY_MS);
+    }
+    await this.scheduleAlarm();
+  }
+
+  // ── internals ─────────────────────────────────────────────────────────────────────────────
+
+  private swarm(): SwarmRow | null {
+    return this.sql.exec<SwarmRow>("SELECT * FROM swarm LIMIT 1").toArray()[0] ?? null;
+  }
+
+  private task(taskId: string): TaskRow | null {
+    return (
+      this.sql.exec<TaskRow>("SELECT seq, id, state, attempts, deadline, retry_at FROM tasks WHERE id = ?", taskId).toArray()[0] ?? null
+    );
+  }
+
+  private toLifeRow(task: TaskRow): TaskLifeRow {
+    return { state: task.state, attempts: task.attempts, leaseUntil: task.state === "running" ? task.deadline : null };
+  }
+
+  private limits(swarm: SwarmRow): Limits {
+    return LimitsSchema.parse(JSON.parse(swarm.limits));
+  }
+
+  private toRunConfig(swarm: SwarmRow): TaskRunConfig {
+    const responseFormat: ResponseFormat | null =
+      swarm.response_format === null ? null : ResponseFormatSchema.parse(JSON.parse(swarm.response_format));
+    return { swarmId: swarm.id, model: swarm.model, system: swarm.system, limits: this.limits(swarm), responseFormat };
+  }
+
+  private insertCall(swarm: SwarmRow, report: TaskReport, call: CallRecord): void {
+    const usage = call.usage;
+    const price = resolvePrice(this.settings.prices, call.model);
+    const cost = usage !== null && price !== null ? costOfUsage(usage, price) : null;
+    this.sql.exec(
+      `INSERT OR IGNORE INTO calls (call_id, task_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens,
+         completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      toCallId(swarm.id, report.taskId, report.attempt, call.turn),
+      report.taskId,
+      report.attempt,
+      call.turn,
+      call.model,
+      call.status,
+      call.errorClass,
+      usage?.prompt_tokens ?? null,
+      usage?.cached_tokens ?? null,
+      usage?.completion_tokens ?? null,
+      usage?.reasoning_tokens ?? null,
+      usage?.total_tokens ?? null,
+      cost,
+      Math.max(0, Math.round(call.latencyMs)),
+      call.startedAt,
+    );
+  }
+
+  private endTask(
+    taskId: string,
+    state: "succeeded" | "failed",
+    now: number,
+    detail: { output: string; finishReason: string | null } | { errorClass: ErrorClass; message: string },
+  ): void {
+    if ("output" in detail) {
+      this.sql.exec(
+        `UPDATE tasks SET state = ?, output = ?, finish_reason = ?, error_class = NULL, error_message = NULL,
+           deadline = NULL, retry_at = NULL, finished_at = ? WHERE id = ?`,
+        state,
+        detail.output,
+        detail.finishReason,
+        now,
+        taskId,
+      );
+    } else {
+      this.sql.exec(
+        `UPDATE tasks SET state = ?, error_class = ?, error_message = ?, deadline = NULL, retry_at = NULL, finished_at = ? WHERE id = ?`,
+        state,
+        detail.errorClass,
+        detail.message,
+        now,
+        taskId,
+      );
+    }
+  }
+
+  private counts(): TaskCounts {
+    const counts: TaskCounts = { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, skipped_budget: 0 };
+    for (const row of this.sql.exec<{ state: TaskState; n: number }>("SELECT state, COUNT(*) AS n FROM tasks GROUP BY state")) {
+      switch (row.state) {
+        case "pending":
+        case "dispatched":
+        case "retry_wait":
+          counts.queued += row.n;
+          break;
+        case "running":
+          counts.running += row.n;
+          break;
+        default:
+          counts[row.state] += row.n;
+      }
+    }
+    return counts;
+  }
+
+  /** After outcomes land: refill the window, and finish the swarm when no task is open. */
+  private async afterTasksEnded(): Promise<void> {
+    const swarm = this.swarm();
+    if (swarm === null || swarm.finished_at !== null) return;
+    await this.dispatch();
+    const state = decideCompletion(this.counts(), swarm.state === "cancelled");
+    if (state === null) {
+      this.sql.exec("UPDATE swarm SET index_dirty = 1");
+      return;
+    }
+    this.sql.exec("UPDATE swarm SET state = ?, finished_at = ?, index_dirty = 1", state, Date.now());
+    // The final row reaches D1 on the next alarm, right away.
+    await this.setAlarmNoLaterThan(Date.now());
+  }
+
+  /** Windowed dispatch: keeps at most W tasks in flight, releasing pending ones in task order. */
+  private async dispatch(): Promise<void> {
+    const swarm = this.swarm();
+    if (swarm === null || swarm.state !== "running") return;
+    const inFlight = this.sql
+      .exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state IN ('dispatched', 'running', 'retry_wait')")
+      .one().n;
+    const room = swarm.window - inFlight;
+    if (room <= 0) return;
+    const ids = this.sql
+      .exec<{ id: string }>("SELECT id FROM tasks WHERE state = 'pending' ORDER BY seq LIMIT ?", room)
+      .toArray()
+      .map((row) => row.id);
+    if (ids.length === 0) return;
+    this.markDispatched(ids, Date.now());
+    await this.send(ids);
+  }
+
+  private markDispatched(taskIds: readonly string[], now: number): void {
+    for (const id of taskIds) {
+      this.sql.exec("UPDATE tasks SET state = 'dispatched', deadline = ?, retry_at = NULL WHERE id = ?", now + DISPATCH_DEADLINE_MS, id);
+    }
+  }
+
+  /**
+   * Sends packets of task references. The tasks were marked dispatched before this await, so a
+   * concurrent dispatch never sends them twice; a failed send puts them back for the alarm.
+   */
+  private async send(taskIds: readonly string[]): Promise<void> {
+    const swarm = this.swarm();
+    if (swarm === null) return;
+    const packets = toPackets(swarm.id, taskIds, toPacketSize(this.settings.packetSize, swarm.window));
+    for (const batch of toSendBatches(packets)) {
+      try {
+        await this.env.TASK_QUEUE.sendBatch(batch.map((body: TaskPacket) => ({ body })));
+      } catch (error) {
+        console.error(`swarm ${swarm.id}: queue send failed, the alarm re-sends in 1 s`, error);
+        const retryAt = Date.now() + 1_000;
+        for (const packet of batch) {
+          for (const id of packet.task_ids) {
+            this.sql.exec("UPDATE tasks SET deadline = ? WHERE id = ? AND state = 'dispatched'", retryAt, id);
+          }
+        }
+        await this.setAlarmNoLaterThan(retryAt);
+      }
+    }
+  }
+
+  /** Writes unflushed ledger rows and, when changed, the swarm's index row to D1. */
+  private async flush(): Promise<void> {
+    const swarm = this.swarm();
+    if (swarm === null) return;
+    for (;;) {
+      const rows = this.sql
+        .exec<LedgerRow & { rowid: number }>(
+          `SELECT rowid, call_id, task_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens,
+                  completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at
+           FROM calls WHERE flushed = 0 ORDER BY rowid LIMIT ?`,
+          FLUSH_CHUNK,
+        )
+        .toArray()
+        .map((row) => ({ ...row, swarm_id: swarm.id, tenant: swarm.tenant }));
+      const current = this.swarm();
+      const index = current !== null && current.index_dirty === 1 ? this.toIndexRow(current) : null;
+      if (rows.length === 0 && index === null) return;
+      await flushToLedger(
+        this.env.LEDGER_DB,
+        rows.map(({ rowid: _rowid, ...row }) => row),
+        index,
+      );
+      const last = rows[rows.length - 1];
+      if (last) this.sql.exec("UPDATE calls SET flushed = 1 WHERE flushed = 0 AND rowid <= ?", last.rowid);
+      // Only clear the flag if nothing changed the swarm while the write was in flight.
+      if (index !== null) {
+        const after = this.swarm();
+        if (after !== null && JSON.stringify(this.toIndexRow(after)) === JSON.stringify(index)) {
+          this.sql.exec("UPDATE swarm SET index_dirty = 0");
+        }
+      }
+      if (rows.length < FLUSH_CHUNK) return;
+    }
+  }
+
+  private usageTotals(): UsageTotals & { cost_usd: number } {
+    const row = this.sql
+      .exec<{ calls: number; p: number | null; c: number | null; o: number | null; t: number | null; cost: number | null }>(
+        `SELECT COUNT(*) AS calls, SUM(prompt_tokens) AS p, SUM(cached_tokens) AS c, SUM(completion_tokens) AS o,
+                SUM(total_tokens) AS t, SUM(cost_usd) AS cost FROM calls`,
+      )
+      .one();
+    return {
+      calls: row.calls,
+      prompt_tokens: row.p ?? 0,
+      cached_tokens: row.c ?? 0,
+      completion_tokens: row.o ?? 0,
+      total_tokens: row.t ?? 0,
+      cost_usd: row.cost ?? 0,
+    };
+  }
+
+  private toIndexRow(swarm: SwarmRow): SwarmIndexRow {
+    const counts = this.counts();
+    const usage = this.usageTotals();
+    return {
+      id: swarm.id,
+      tenant: swarm.tenant,
+      name: swarm.name,
+      model: swarm.model,
+      state: swarm.state,
+      task_count: swarm.task_count,
+      origin: swarm.origin,
+      metadata: swarm.metadata,
+      created_at: swarm.created_at,
+      finished_at: swarm.finished_at,
+      succeeded: counts.succeeded,
+      failed: counts.failed,
+      cancelled: counts.cancelled,
+      skipped_budget: counts.skipped_budget,
+      calls: usage.calls,
+      prompt_tokens: usage.prompt_tokens,
+      cached_tokens: usage.cached_tokens,
+      completion_tokens: usage.completion_tokens,
+      total_tokens: usage.total_tokens,
+      cost_usd: usage.cost_usd,
+    };
+  }
+
+  private toStatus(swarm: SwarmRow): SwarmStatus {
+    const { cost_usd, ...usage } = this.usageTotals();
+    const latencies = this.sql
+      .exec<{ latency_ms: number }>("SELECT latency_ms FROM calls")
+      .toArray()
+      .map((row) => row.latency_ms);
+    const finished = swarm.finished_at !== null;
+    const metadata: unknown = swarm.metadata === null ? {} : JSON.parse(swarm.metadata);
+    return {
+      id: swarm.id,
+      name: swarm.name,
+      state: swarm.state,
+      model: swarm.model,
+      tasks: swarm.task_count,
+      window: swarm.window,
+      counts: this.counts(),
+      usage,
+      cost_usd,
+      wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,
+      latency_ms: { p50: percentile(latencies, 50), p95: percentile(latencies, 95) },
+      output: finished ? this.collectOutput() : null,
+      reduce: { kind: "collect" },
+      metadata: typeof metadata === "object" && metadata !== null ? { ...metadata } : {},
+      created_at: toIso(swarm.created_at) ?? "",
+      finished_at: toIso(swarm.finished_at),
+    };
+  }
+
+  /** The collect reducer: succeeded outputs in task order (inline up to a size; page /results for all). */
+  private collectOutput(): { results: { task_id: string; output: string }[]; truncated: boolean } {
+    const results: { task_id: string; output: string }[] = [];
+    let chars = 0;
+    for (const row of this.sql.exec<{ id: string; output: string }>(
+      "SELECT id, output FROM tasks WHERE state = 'succeeded' ORDER BY seq LIMIT ?",
+      COLLECT_MAX_ENTRIES + 1,
+    )) {
+      chars += row.output.length + row.id.length;
+      if (results.length >= COLLECT_MAX_ENTRIES || chars > COLLECT_MAX_CHARS) return { results, truncated: true };
+      results.push({ task_id: row.id, output: row.output });
+    }
+    return { results, truncated: false };
+  }
+
+  /** Keeps one alarm at the earliest moment something is due: a deadline or a ledger flush. */
+  private async scheduleAlarm(): Promise<void> {
+    const next = this.sql.exec<{ at: number | null }>("SELECT MIN(deadline) AS at FROM tasks WHERE deadline IS NOT NULL").one().at;
+    const unflushed = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE flushed = 0").one().n;
+    const dirty = this.sql.exec<{ d: number }>("SELECT index_dirty AS d FROM swarm").toArray()[0]?.d === 1;
+    const flushAt = unflushed > 0 || dirty ? Date.now() + this.settings.flushMs : null;
+    const candidates = [next, flushAt].filter((t): t is number => t !== null);
+    if (candidates.length === 0) return;
+    await this.setAlarmNoLaterThan(Math.min(...candidates));
+  }
+
+  private async setAlarmNoLaterThan(at: number): Promise<void> {
+    if (this.alarmAt === null) this.alarmAt = await this.ctx.storage.getAlarm();
+    if (this.alarmAt !== null && this.alarmAt <= at) return;
+    await this.ctx.storage.setAlarm(at);
+    this.alarmAt = at;
+  }
+}

@@ -1,0 +1,91 @@
+// The D1 side of the ledger: batched, idempotent writes of model-call rows and of the swarm index.
+// Takes only the D1 binding. Never called per model call: the SwarmRoom flushes in batches.
+
+/** One ledger row, as stored in D1 `ledger` (docs/data.md). Token columns are null when the upstream sent no usage. */
+export type LedgerRow = {
+  call_id: string;
+  swarm_id: string;
+  task_id: string;
+  attempt: number;
+  turn: number;
+  tenant: string;
+  model: string;
+  status: "ok" | "error";
+  error_class: string | null;
+  prompt_tokens: number | null;
+  cached_tokens: number | null;
+  completion_tokens: number | null;
+  reasoning_tokens: number | null;
+  total_tokens: number | null;
+  cost_usd: number | null;
+  latency_ms: number;
+  created_at: number;
+};
+
+/** One row of D1 `swarms`, the index of swarms across tenants. */
+export type SwarmIndexRow = {
+  id: string;
+  tenant: string;
+  name: string;
+  model: string;
+  state: string;
+  task_count: number;
+  origin: string;
+  metadata: string | null;
+  created_at: number;
+  finished_at: number | null;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  skipped_budget: number;
+  calls: number;
+  prompt_tokens: number;
+  cached_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cost_usd: number;
+};
+
+const LEDGER_COLUMNS = [
+  "call_id", "swarm_id", "task_id", "attempt", "turn", "tenant", "model", "status", "error_class",
+  "prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens", "total_tokens",
+  "cost_usd", "latency_ms", "created_at",
+] as const satisfies readonly (keyof LedgerRow)[];
+
+const INDEX_COLUMNS = [
+  "id", "tenant", "name", "model", "state", "task_count", "origin", "metadata", "created_at", "finished_at",
+  "succeeded", "failed", "cancelled", "skipped_budget", "calls", "prompt_tokens", "cached_tokens",
+  "completion_tokens", "total_tokens", "cost_usd",
+] as const satisfies readonly (keyof SwarmIndexRow)[];
+
+/** D1 binds at most 100 parameters per statement. */
+const D1_MAX_PARAMS = 100;
+const ROWS_PER_INSERT = Math.floor(D1_MAX_PARAMS / LEDGER_COLUMNS.length);
+
+/** Statements that insert the rows, ignoring call ids already present, so a repeated flush is a no-op. */
+export function toLedgerInserts(db: D1Database, rows: readonly LedgerRow[]): D1PreparedStatement[] {
+  const statements: D1PreparedStatement[] = [];
+  const placeholders = `(${LEDGER_COLUMNS.map(() => "?").join(", ")})`;
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    const chunk = rows.slice(i, i + ROWS_PER_INSERT);
+    const sql = `INSERT OR IGNORE INTO ledger (${LEDGER_COLUMNS.join(", ")}) VALUES ${chunk.map(() => placeholders).join(", ")}`;
+    statements.push(db.prepare(sql).bind(...chunk.flatMap((row) => LEDGER_COLUMNS.map((column) => row[column]))));
+  }
+  return statements;
+}
+
+/** Insert or update the swarm's index row; `tenant`, `created_at` and `origin` never change. */
+export function toSwarmIndexUpsert(db: D1Database, row: SwarmIndexRow): D1PreparedStatement {
+  const updates = INDEX_COLUMNS.filter((c) => c !== "id" && c !== "tenant" && c !== "created_at" && c !== "origin")
+    .map((c) => `${c} = excluded.${c}`)
+    .join(", ");
+  const sql = `INSERT INTO swarms (${INDEX_COLUMNS.join(", ")}) VALUES (${INDEX_COLUMNS.map(() => "?").join(", ")}) ON CONFLICT (id) DO UPDATE SET ${updates}`;
+  return db.prepare(sql).bind(...INDEX_COLUMNS.map((column) => row[column]));
+}
+
+/** Writes everything in one D1 transaction (`batch()`), so a flush lands whole or not at all. */
+export async function flushToLedger(db: D1Database, rows: readonly LedgerRow[], index: SwarmIndexRow | null): Promise<void> {
+  const statements = toLedgerInserts(db, rows);
+  if (index !== null) statements.push(toSwarmIndexUpsert(db, index));
+  if (statements.length > 0) await db.batch(statements);
+}

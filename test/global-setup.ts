@@ -1,0 +1,37 @@
+// Vitest globalSetup for the Worker projects (runs in Node): starts the mock model on an
+// ephemeral loopback port and builds the orchestrator bundle that the agent project loads as an
+// auxiliary Worker (an auxiliary Worker needs a pre-built bundle, see ../shared/TOOLCHAIN.md).
+import { execFile } from "node:child_process";
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import type { TestProject } from "vitest/node";
+import { startMockModel } from "../dev/mock-model/server.ts";
+import { WRANGLER_OFFLINE_ENV } from "../scripts/lib/wrangler-env.ts";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    mockModelUrl: string;
+  }
+}
+
+const root = path.resolve(import.meta.dirname, "..");
+export const ORCHESTRATOR_BUNDLE_DIR = path.join(root, ".tmp", "orchestrator-bundle");
+
+export async function buildOrchestratorBundle(): Promise<void> {
+  await mkdir(ORCHESTRATOR_BUNDLE_DIR, { recursive: true });
+  await promisify(execFile)(
+    process.execPath,
+    [path.join(root, "node_modules", "wrangler", "bin", "wrangler.js"), "deploy", "--dry-run", "--outdir", ORCHESTRATOR_BUNDLE_DIR, "-c", "wrangler.toml"],
+    { cwd: root, env: { ...process.env, ...WRANGLER_OFFLINE_ENV } },
+  );
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const mock = await startMockModel({ port: 0, latency: 5 });
+  project.provide("mockModelUrl", mock.url);
+  if (project.name === "agent") await buildOrchestratorBundle();
+  return async () => {
+    await mock.close();
+  };
+}

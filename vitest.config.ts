@@ -1,0 +1,102 @@
+import path from "node:path";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+// One vitest project per runtime: pure core and Node tools run in Node; each Worker's tests run
+// inside workerd with its real local bindings (@cloudflare/vitest-plugin); e2e drives the real
+// `wrangler dev` stack over HTTP, as `npm start` runs it.
+const root = import.meta.dirname;
+const migrations = await readD1Migrations(path.join(root, "migrations"));
+const bundleDir = path.join(root, ".tmp", "orchestrator-bundle");
+const compatibilityDate = "2026-11-01";
+// The same id as in wrangler.toml: workers bound to the same id share one local D1 database.
+const LEDGER_DB_ID = "6f1c2f4e-5a1b-4c3d-9e8f-0e1d2c3b4a59";
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: { name: "core", environment: "node", include: ["src/core/**/*.test.ts"] },
+      },
+      {
+        test: { name: "mock-model", environment: "node", include: ["dev/mock-model/**/*.test.ts"] },
+      },
+      {
+        plugins: [
+          cloudflareTest(({ inject }) => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                API_TOKENS: "test-token-a,test-token-b",
+                TEST_MIGRATIONS: migrations,
+                MOCK_MODEL_URL: inject("mockModelUrl"),
+                LEDGER_FLUSH_MS: "50",
+              },
+              // Dispatched packets go to a queue nobody consumes: these tests drive the agent side by hand.
+              queueProducers: { TASK_QUEUE: "orchestrator-test-dispatch" },
+            },
+          })),
+        ],
+        test: {
+          name: "orchestrator",
+          include: ["workers/orchestrator/**/*.test.ts", "src/durable/**/*.test.ts", "src/ledger/**/*.test.ts"],
+          globalSetup: ["./test/global-setup.ts"],
+          setupFiles: ["./test/apply-migrations.ts"],
+        },
+      },
+      {
+        plugins: [
+          cloudflareTest(({ inject }) => ({
+            wrangler: { configPath: "./workers/agent/wrangler.toml" },
+            miniflare: {
+              bindings: {
+                MODEL_BASE_URL: `${inject("mockModelUrl")}/v1`,
+                MODEL_API_KEY: "test-model-key",
+                TEST_MIGRATIONS: migrations,
+                MOCK_MODEL_URL: inject("mockModelUrl"),
+              },
+              // The ledger, shared with the orchestrator below, so tests can read what it flushed.
+              d1Databases: { LEDGER_DB: LEDGER_DB_ID },
+              workers: [
+                {
+                  name: "edgeswarm-orchestrator",
+                  modules: true,
+                  modulesRoot: bundleDir,
+                  scriptPath: path.join(bundleDir, "index.js"),
+                  compatibilityDate,
+                  durableObjects: { SWARM_ROOM: { className: "SwarmRoom", useSQLite: true } },
+                  d1Databases: { LEDGER_DB: LEDGER_DB_ID },
+                  // Dispatched packets are not consumed automatically: tests deliver batches by hand.
+                  queueProducers: { TASK_QUEUE: "agent-test-dispatch" },
+                  bindings: {
+                    API_TOKENS: "test-token-a",
+                    DISPATCH_PACKET_SIZE: "1",
+                    MAX_BODY_BYTES: "8388608",
+                    MODEL_PRICES: "",
+                    LEASE_GRACE_S: "30",
+                    LEDGER_FLUSH_MS: "50",
+                  },
+                },
+              ],
+            },
+          })),
+        ],
+        test: {
+          name: "agent",
+          include: ["workers/agent/**/*.test.ts", "src/model/**/*.test.ts"],
+          globalSetup: ["./test/global-setup.ts"],
+          setupFiles: ["./test/apply-migrations.ts"],
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          environment: "node",
+          include: ["test/e2e/**/*.test.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+        },
+      },
+    ],
+  },
+});
