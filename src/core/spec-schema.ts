@@ -50,6 +50,11 @@ export const ModelNameSchema = z
   .max(200)
   .regex(/^[\w.\-/:@]+$/, "model name has characters a model id never has");
 
+/** Free-form labels a user attaches to a swarm (team, ticket, commit): flat and small. */
+export const SwarmMetadataSchema = z
+  .record(z.string().max(100), z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]))
+  .refine((m) => Object.keys(m).length <= 50, "metadata holds at most 50 keys");
+
 export const SwarmSpecSchema = z.strictObject({
   name: z.string().min(1).max(100),
   model: ModelNameSchema,
@@ -57,10 +62,7 @@ export const SwarmSpecSchema = z.strictObject({
   tasks: z.array(TaskInputSchema).min(1, "a swarm needs at least one task").max(MAX_TASKS),
   limits: LimitsSchema.prefault({}),
   response_format: ResponseFormatSchema.optional(),
-  metadata: z
-    .record(z.string().max(100), z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]))
-    .refine((m) => Object.keys(m).length <= 50, "metadata holds at most 50 keys")
-    .optional(),
+  metadata: SwarmMetadataSchema.optional(),
 });
 export type SwarmSpec = z.infer<typeof SwarmSpecSchema>;
 

@@ -135,11 +135,20 @@ export interface SwarmStatus {
   cost_usd: number;
   wall_s: number;
   latency_ms: { p50: number | null; p95: number | null };
-  output: unknown;
+  /** The reduced answer once the swarm is done; null while it runs. */
+  output: CollectOutput | null;
   reduce: { kind: "collect" };
-  metadata: Record<string, unknown>;
+  metadata: SwarmMetadata;
   created_at: string;
   finished_at: string | null;
+}
+
+export type SwarmMetadata = Record<string, string | number | boolean | null>;
+
+/** The collect reducer's answer: succeeded outputs in task order; `truncated` when only a prefix fits inline. */
+export interface CollectOutput {
+  results: { task_id: string; output: string }[];
+  truncated: boolean;
 }
 
 export interface TaskResult {

@@ -7,9 +7,10 @@ import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
 import { costOfUsage, parsePriceTable, resolvePrice, type PriceTable } from "../core/pricing.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
-import { LimitsSchema, ResponseFormatSchema, type Limits, type ResponseFormat } from "../core/spec-schema.ts";
+import { LimitsSchema, ResponseFormatSchema, SwarmMetadataSchema, type Limits, type ResponseFormat } from "../core/spec-schema.ts";
 import type {
   CallRecord,
+  CollectOutput,
   ClaimResponse,
   RecordResponse,
   ResultsPage,
@@ -596,7 +597,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       .toArray()
       .map((row) => row.latency_ms);
     const finished = swarm.finished_at !== null;
-    const metadata: unknown = swarm.metadata === null ? {} : JSON.parse(swarm.metadata);
+    const metadata = swarm.metadata === null ? {} : SwarmMetadataSchema.parse(JSON.parse(swarm.metadata));
     return {
       id: swarm.id,
       name: swarm.name,
@@ -611,14 +612,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       latency_ms: { p50: percentile(latencies, 50), p95: percentile(latencies, 95) },
       output: finished ? this.collectOutput() : null,
       reduce: { kind: "collect" },
-      metadata: typeof metadata === "object" && metadata !== null ? { ...metadata } : {},
+      metadata,
       created_at: toIso(swarm.created_at) ?? "",
       finished_at: toIso(swarm.finished_at),
     };
   }
 
   /** The collect reducer: succeeded outputs in task order (inline up to a size; page /results for all). */
-  private collectOutput(): { results: { task_id: string; output: string }[]; truncated: boolean } {
+  private collectOutput(): CollectOutput {
     const results: { task_id: string; output: string }[] = [];
     let chars = 0;
     for (const row of this.sql.exec<{ id: string; output: string }>(

@@ -1,0 +1,148 @@
+// Starts and stops the local edgeswarm stack: D1 migrations, the mock model (unless a real
+// upstream is configured) and both Workers in one `wrangler dev`. Used by npm start, bench and e2e.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
+import path from "node:path";
+import { startMockModel, type MockModelHandle, type MockModelOptions } from "../../dev/mock-model/server.ts";
+import { WRANGLER_OFFLINE_ENV } from "./wrangler-env.ts";
+
+export const ROOT = path.resolve(import.meta.dirname, "..", "..");
+const WRANGLER = path.join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
+
+export interface StackOptions {
+  /** API port; 0 picks a free one. */
+  port: number;
+  /** Bearer token the API accepts. */
+  apiToken: string;
+  /** A real OpenAI-compatible upstream; when unset the mock model is started. */
+  modelBaseUrl?: string | undefined;
+  modelApiKey?: string | undefined;
+  /** Options for the mock model (ignored with a real upstream). */
+  mock?: MockModelOptions;
+  /** Where local D1/DO state lives; defaults to wrangler's `.wrangler/state`. */
+  persistTo?: string;
+  /** Extra `--var KEY:VALUE` settings for the orchestrator. */
+  vars?: Record<string, string>;
+  /** Pass wrangler's output through (npm start) or keep it for error reports (tests, bench). */
+  log: "inherit" | "capture";
+}
+
+export interface Stack {
+  url: string;
+  token: string;
+  /** The upstream the agents call, for display (never the key). */
+  modelBaseUrl: string;
+  mock: MockModelHandle | null;
+  /** wrangler's output so far, when captured. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+export function generateToken(): string {
+  return `es_local_${randomBytes(18).toString("base64url")}`;
+}
+
+export async function findFreePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function wranglerArgs(args: string[], persistTo: string | undefined): string[] {
+  return [WRANGLER, ...args, ...(persistTo ? ["--persist-to", persistTo] : [])];
+}
+
+export function applyLocalMigrations(persistTo: string | undefined): void {
+  const run = spawnSync(process.execPath, wranglerArgs(["d1", "migrations", "apply", "LEDGER_DB", "--local", "-c", "wrangler.toml"], persistTo), {
+    cwd: ROOT,
+    env: { ...process.env, ...WRANGLER_OFFLINE_ENV, CI: "true" },
+    encoding: "utf8",
+  });
+  if (run.status !== 0) throw new Error(`applying local D1 migrations failed:\n${run.stdout}${run.stderr}`);
+}
+
+async function waitForHealthy(url: string, child: ChildProcess, output: () => string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited with code ${child.exitCode}:\n${output()}`);
+    try {
+      const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`wrangler dev did not answer ${url}/healthz within ${timeoutMs / 1000} s:\n${output()}`);
+}
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const port = options.port === 0 ? await findFreePort() : options.port;
+  const inspectorPort = await findFreePort();
+  applyLocalMigrations(options.persistTo);
+
+  const realUpstream = Boolean(options.modelBaseUrl);
+  const mock = realUpstream ? null : await startMockModel({ port: 0, ...options.mock });
+  const modelBaseUrl = realUpstream ? String(options.modelBaseUrl) : `${mock?.url}/v1`;
+  const modelApiKey = options.modelApiKey || (realUpstream ? "" : "mock-key-local");
+  if (realUpstream && !modelApiKey) throw new Error("MODEL_BASE_URL is set but MODEL_API_KEY is empty");
+
+  const vars = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const args = wranglerArgs(
+    ["dev", "-c", "wrangler.toml", "-c", "workers/agent/wrangler.toml", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--show-interactive-dev-session=false", ...vars],
+    options.persistTo,
+  );
+  // Secrets declared under [secrets] in the configs are read from the process environment.
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...WRANGLER_OFFLINE_ENV, API_TOKENS: options.apiToken, MODEL_BASE_URL: modelBaseUrl, MODEL_API_KEY: modelApiKey },
+    stdio: ["ignore", options.log === "inherit" ? "inherit" : "pipe", options.log === "inherit" ? "inherit" : "pipe"],
+    detached: true,
+  });
+  let captured = "";
+  const keep = (chunk: Buffer) => {
+    captured = (captured + chunk.toString()).slice(-200_000);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+
+  let stopped = false;
+  const stop = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    if (child.exitCode === null && child.pid !== undefined) {
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      const timer = setTimeout(() => {
+        try {
+          if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }, 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    await mock?.close();
+  };
+
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHealthy(url, child, () => captured, 90_000);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url, token: options.apiToken, modelBaseUrl, mock, output: () => captured, stop };
+}

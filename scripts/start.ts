@@ -1,0 +1,103 @@
+// `npm start`: the whole stack on this machine — local D1 migrations, the mock model (unless
+// MODEL_BASE_URL/MODEL_API_KEY name a real endpoint), both Workers in one `wrangler dev` — then a
+// 100-task demo swarm and its summary line. Stays up until Ctrl-C, which stops all it started.
+import { parseArgs } from "node:util";
+import { generateToken, startStack, type Stack } from "./lib/local-stack.ts";
+import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
+
+const { values } = parseArgs({
+  options: {
+    "no-demo": { type: "boolean", default: false },
+    tasks: { type: "string", default: "100" },
+    "exit-after-demo": { type: "boolean", default: false },
+  },
+});
+
+const port = Number(process.env.PORT ?? 8787);
+if (!Number.isInteger(port) || port < 1 || port > 65_535) {
+  console.error(`PORT must be a TCP port (1-65535), got "${process.env.PORT}"`);
+  process.exit(2);
+}
+const taskCount = Number(values.tasks);
+if (!Number.isInteger(taskCount) || taskCount < 1 || taskCount > 10_000) {
+  console.error(`--tasks must be an integer 1-10000, got "${values.tasks}"`);
+  process.exit(2);
+}
+const apiToken = process.env.EDGESWARM_API_TOKEN || generateToken();
+const modelBaseUrl = process.env.MODEL_BASE_URL || undefined;
+const demoModel = process.env.EDGESWARM_DEMO_MODEL || (modelBaseUrl ? "gpt-4.1-mini" : "mock-1");
+
+const DEMO_TOPICS = ["rate limiting", "idempotency keys", "retry budgets", "circuit breakers", "back-pressure"];
+function demoSpec(n: number) {
+  return {
+    name: "demo: 100 one-line reviews",
+    model: demoModel,
+    system: "You are a terse senior engineer. Answer in one sentence.",
+    tasks: Array.from({ length: n }, (_, i) => ({
+      id: `demo-${String(i + 1).padStart(3, "0")}`,
+      prompt: `Tip #${i + 1}: give one practical tip about ${DEMO_TOPICS[i % DEMO_TOPICS.length]} in distributed systems.`,
+    })),
+    limits: { concurrency: 50, max_output_tokens: 64, timeout_s: 30, max_attempts: 3 },
+    metadata: { source: "npm start demo" },
+  };
+}
+
+let stack: Stack | null = null;
+let stopping = false;
+async function shutdown(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    console.log("\nstopping edgeswarm …");
+    await stack?.stop();
+  }
+  process.exit(code);
+}
+process.on("SIGINT", () => void shutdown(0));
+process.on("SIGTERM", () => void shutdown(0));
+
+console.log("edgeswarm: starting the local stack (D1 migrations, model upstream, orchestrator + agent Workers) …");
+try {
+  stack = await startStack({
+    port,
+    apiToken,
+    modelBaseUrl,
+    modelApiKey: process.env.MODEL_API_KEY,
+    mock: { latency: { dist: "normal", mean: 200, stddev: 40 } },
+    log: process.env.EDGESWARM_VERBOSE ? "inherit" : "capture",
+  });
+} catch (error) {
+  console.error(`edgeswarm: could not start: ${error instanceof Error ? error.message : String(error)}`);
+  await shutdown(1);
+}
+if (stack === null) process.exit(1);
+
+console.log(`
+API: ${stack.url}
+token: ${stack.token}
+model: ${stack.mock ? `${stack.modelBaseUrl} (built-in mock model: outputs are fake)` : stack.modelBaseUrl}
+`);
+
+if (!values["no-demo"]) {
+  console.log(`running the demo swarm (${taskCount} tasks) …`);
+  try {
+    const { id } = await submitSwarm(stack.url, stack.token, demoSpec(taskCount));
+    const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 600_000 });
+    console.log(formatSummary(status));
+    console.log(`\n  swarm:   ${stack.url}/v1/swarms/${id}\n  results: ${stack.url}/v1/swarms/${id}/results`);
+  } catch (error) {
+    console.error(`demo swarm failed: ${error instanceof Error ? error.message : String(error)}`);
+    if (!process.env.EDGESWARM_VERBOSE) console.error(stack.output().split("\n").slice(-40).join("\n"));
+    await shutdown(1);
+  }
+}
+
+console.log(`
+Try it:
+  curl -s -H "Authorization: Bearer ${stack.token}" ${stack.url}/v1/swarms
+  EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npm run swarm -- examples/code-review.json
+  curl -s "${stack.url}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*"   # run due cron schedules now
+
+Ctrl-C stops everything.`);
+if (values["exit-after-demo"]) await shutdown(0);
+// Keep running until a signal arrives.
+setInterval(() => {}, 1 << 30);

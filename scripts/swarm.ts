@@ -1,0 +1,52 @@
+// `npm run swarm -- <spec.json>`: submits a swarm spec to a running stack (EDGESWARM_URL, default
+// http://127.0.0.1:8787, token EDGESWARM_API_TOKEN), waits for it to end and prints the summary.
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import { ApiCallError, formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { "timeout-s": { type: "string", default: "1800" }, quiet: { type: "boolean", default: false } },
+});
+const specPath = positionals[0];
+if (specPath === undefined) {
+  console.error("usage: npm run swarm -- <spec.json> [--timeout-s 1800] [--quiet]");
+  process.exit(2);
+}
+const baseUrl = (process.env.EDGESWARM_URL ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
+const token = process.env.EDGESWARM_API_TOKEN;
+if (!token) {
+  console.error("EDGESWARM_API_TOKEN is not set: use the token `npm start` printed (or your deployment's token).");
+  process.exit(2);
+}
+
+let spec: unknown;
+try {
+  spec = JSON.parse(await readFile(specPath, "utf8"));
+} catch (error) {
+  console.error(`cannot read ${specPath} as JSON: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(2);
+}
+
+try {
+  const { id } = await submitSwarm(baseUrl, token, spec);
+  console.log(`swarm ${id} started: ${baseUrl}/v1/swarms/${id}`);
+  let last = "";
+  const status = await waitForSwarm(baseUrl, token, id, {
+    timeoutMs: Number(values["timeout-s"]) * 1_000,
+    pollMs: 500,
+    onProgress: (s) => {
+      const line = `  ${s.state}: ${s.counts.succeeded + s.counts.failed}/${s.tasks} done (${s.counts.running} running, ${s.counts.failed} failed)`;
+      if (!values.quiet && line !== last) console.log(line);
+      last = line;
+    },
+  });
+  console.log(formatSummary(status));
+  console.log(`results: ${baseUrl}/v1/swarms/${id}/results`);
+  process.exit(status.state === "completed" ? 0 : 1);
+} catch (error) {
+  if (error instanceof ApiCallError) console.error(error.message);
+  else console.error(`swarm failed: ${error instanceof Error ? error.message : String(error)}`);
+  if (error instanceof TypeError) console.error(`is the stack running at ${baseUrl}? (npm start)`);
+  process.exit(1);
+}
