@@ -1,0 +1,252 @@
+// Tests fault injection over real loopback HTTP: every kind, forced/scripted/rated, per-key RPM, hangs and aborts.
+
+import OpenAI from "openai";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { KEY, chat, eventually, readAll, sseData, userBody } from "./test-helpers.ts";
+import { startMockModel } from "./server.ts";
+import type { FaultKind, MockModelHandle } from "./server.ts";
+
+let mock: MockModelHandle;
+let client: OpenAI;
+
+beforeAll(async () => {
+  mock = await startMockModel({ port: 0 });
+  client = new OpenAI({ apiKey: KEY, baseURL: `${mock.url}/v1`, maxRetries: 0, timeout: 20_000 });
+});
+afterAll(() => mock.close());
+beforeEach(() => {
+  mock.setScenario({});
+  mock.resetStats();
+});
+
+const streamBody = (content = "hello"): Record<string, unknown> => userBody(content, { stream: true, stream_options: { include_usage: true } });
+
+describe("HTTP error faults (forced with x-mock-fault)", () => {
+  const cases: Array<[FaultKind, number, string, string | null]> = [
+    ["429", 429, "requests", "rate_limit_exceeded"],
+    ["insufficient_quota", 429, "insufficient_quota", "insufficient_quota"],
+    ["500", 500, "server_error", null],
+    ["502", 502, "server_error", null],
+    ["503", 503, "server_error", null],
+    ["400", 400, "invalid_request_error", null],
+    ["401", 401, "invalid_request_error", "invalid_api_key"],
+    ["404", 404, "invalid_request_error", "model_not_found"],
+    ["context_length", 400, "invalid_request_error", "context_length_exceeded"],
+  ];
+  it.each(cases)("%s → HTTP %i in the OpenAI error shape (stream and not)", async (kind, status, type, code) => {
+    for (const body of [userBody("x"), streamBody("x")]) {
+      const res = await chat(mock, { body, headers: { "x-mock-fault": kind } });
+      expect(res.status).toBe(status);
+      expect(res.headers.get("x-mock-model")).toBe("true");
+      expect(res.headers.get("x-mock-fault-injected")).toBe(kind);
+      expect(res.headers.get("content-type")).toBe("application/json");
+      const err = (await res.json()) as { error: Record<string, unknown> };
+      expect(err.error).toMatchObject({ type, code });
+      expect(typeof err.error.message).toBe("string");
+      if (kind === "429") {
+        expect(res.headers.get("retry-after")).toBe("1");
+        expect(res.headers.get("retry-after-ms")).toBe("1000");
+      }
+    }
+    const s = mock.stats();
+    expect(s.faults_injected).toEqual({ [kind]: 2 });
+    expect(s.by_status).toEqual({ [String(status)]: 2 });
+    expect(s).toMatchObject({ total_tokens: 0, completed: 0, in_flight: 0 });
+  });
+
+  it("retry_after_s sets retry-after (rounded up) and retry-after-ms; the SDK sees a RateLimitError", async () => {
+    mock.setScenario({ retry_after_s: 2.5 });
+    const res = await chat(mock, { headers: { "x-mock-fault": "429" } });
+    expect(res.headers.get("retry-after")).toBe("3");
+    expect(res.headers.get("retry-after-ms")).toBe("2500");
+    await res.arrayBuffer();
+    mock.setScenario({ script: ["429"] });
+    await expect(client.chat.completions.create({ model: "mock-1", messages: [{ role: "user", content: "x" }] })).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+  });
+});
+
+describe("fault selection", () => {
+  it("script steps are consumed in order, then rates (off) apply; x-mock-fault: ok bypasses the script", async () => {
+    mock.setScenario({ script: ["429", "500", "ok", "503"] });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await chat(mock, i === 1 ? { headers: { "x-mock-fault": "ok" } } : {});
+      statuses.push(res.status);
+      await res.arrayBuffer();
+    }
+    expect(statuses).toEqual([429, 200, 500, 200, 503]);
+    expect(mock.getScenario().script).toEqual([]);
+    const last = await chat(mock);
+    expect(last.status).toBe(200);
+    await last.arrayBuffer();
+  });
+
+  it("rates are seeded: the same seed gives the same fault sequence", async () => {
+    const run = async (seed: number): Promise<number[]> => {
+      mock.setScenario({ seed, rates: { "500": 0.3, "503": 0.2 } });
+      const out: number[] = [];
+      for (let i = 0; i < 30; i++) {
+        const res = await chat(mock);
+        out.push(res.status);
+        await res.arrayBuffer();
+      }
+      return out;
+    };
+    const a = await run(7);
+    const b = await run(7);
+    expect(a).toEqual(b);
+    const faults = a.filter((s) => s !== 200).length;
+    expect(faults).toBeGreaterThan(0);
+    expect(faults).toBeLessThan(30);
+    expect(a.every((s) => [200, 500, 503].includes(s))).toBe(true);
+  });
+});
+
+describe("body faults", () => {
+  it("malformed: 200 with a non-JSON body; stream has a broken data line; the SDK rejects both", async () => {
+    const res = await chat(mock, { headers: { "x-mock-fault": "malformed" } });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(() => JSON.parse(text)).toThrow();
+
+    const sres = await chat(mock, { body: streamBody(), headers: { "x-mock-fault": "malformed" } });
+    const data = sseData(await sres.text());
+    expect(data.some((d) => d !== "[DONE]" && !isJson(d))).toBe(true);
+
+    mock.setScenario({ script: ["malformed", "malformed"] });
+    await expect(client.chat.completions.create({ model: "mock-1", messages: [{ role: "user", content: "x" }] })).rejects.toThrow();
+    await expect(consume(client, true)).rejects.toThrow();
+    const s = mock.stats();
+    expect(s).toMatchObject({ faults_injected: { malformed: 4 }, by_status: { "200": 4 }, total_tokens: 0, completed: 0 });
+  });
+
+  it("truncated: the stream stops without [DONE] or usage and the socket closes; non-stream body is cut", async () => {
+    const sres = await chat(mock, { body: streamBody(), headers: { "x-mock-fault": "truncated" } });
+    expect(sres.status).toBe(200);
+    const got = await readAll(sres);
+    const data = sseData(got.text);
+    expect(data.length).toBeGreaterThan(0);
+    expect(data).not.toContain("[DONE]");
+    expect(got.text).not.toContain('"usage"');
+
+    const res = await chat(mock, { headers: { "x-mock-fault": "truncated" } });
+    expect(res.status).toBe(200);
+    const body = await readAll(res);
+    expect(body.errored).toBe(true);
+
+    mock.setScenario({ script: ["truncated"] });
+    await expect(consume(client, true)).rejects.toThrow();
+    await eventually(() => mock.stats().in_flight === 0);
+    expect(mock.stats()).toMatchObject({ faults_injected: { truncated: 3 }, total_tokens: 0, completed: 0, aborted: 0 });
+  });
+
+  it("no_usage: a normal answer with no usage anywhere, and no tokens counted", async () => {
+    const res = await chat(mock, { headers: { "x-mock-fault": "no_usage" } });
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).not.toHaveProperty("usage");
+    expect(body).toMatchObject({ object: "chat.completion", choices: [{ finish_reason: "stop" }] });
+
+    const sres = await chat(mock, { body: streamBody(), headers: { "x-mock-fault": "no_usage" } });
+    const text = await sres.text();
+    expect(sseData(text).at(-1)).toBe("[DONE]");
+    expect(text).not.toContain('"usage"');
+    expect(mock.stats()).toMatchObject({ faults_injected: { no_usage: 2 }, completed: 2, total_tokens: 0 });
+  });
+});
+
+describe("hang", () => {
+  it("never answers until the client gives up; then in_flight drops and nothing leaks", async () => {
+    await expect(chat(mock, { headers: { "x-mock-fault": "hang" }, signal: AbortSignal.timeout(1000) })).rejects.toThrow();
+
+    // Streaming: headers arrive, then nothing.
+    const ac = new AbortController();
+    const sres = await chat(mock, { body: streamBody(), headers: { "x-mock-fault": "hang" }, signal: ac.signal });
+    expect(sres.status).toBe(200);
+    const reading = readAll(sres);
+    await new Promise((r) => setTimeout(r, 200));
+    ac.abort();
+    expect((await reading).text).toBe("");
+
+    // The SDK's own timeout.
+    mock.setScenario({ script: ["hang"] });
+    const impatient = new OpenAI({ apiKey: KEY, baseURL: `${mock.url}/v1`, maxRetries: 0, timeout: 1000 });
+    await expect(impatient.chat.completions.create({ model: "mock-1", messages: [{ role: "user", content: "x" }] })).rejects.toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
+
+    await eventually(() => mock.stats().in_flight === 0);
+    expect(mock.stats()).toMatchObject({ faults_injected: { hang: 3 }, aborted: 3, completed: 0 });
+  });
+
+  it("close() does not wait for hung requests", async () => {
+    const other = await startMockModel({ script: ["hang"] });
+    const pending = chat(other).catch(() => "closed");
+    await eventually(() => other.stats().in_flight === 1);
+    await other.close();
+    expect(await pending).toBe("closed");
+  });
+});
+
+describe("rpm_per_key", () => {
+  it("limits each API key separately with retry-after and the OpenAI rate-limit body", async () => {
+    mock.setScenario({ rpm_per_key: 2 });
+    const remaining: Array<string | null> = [];
+    for (let i = 0; i < 2; i++) {
+      const ok = await chat(mock);
+      expect(ok.status).toBe(200);
+      remaining.push(ok.headers.get("x-ratelimit-remaining-requests"));
+      await ok.arrayBuffer();
+    }
+    expect(remaining).toEqual(["1", "0"]);
+    const limited = await chat(mock);
+    expect(limited.status).toBe(429);
+    const retryAfter = Number(limited.headers.get("retry-after"));
+    const retryAfterMs = Number(limited.headers.get("retry-after-ms"));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(retryAfterMs).toBeGreaterThan(0);
+    expect(retryAfterMs).toBeLessThanOrEqual(60_000);
+    const err = (await limited.json()) as { error: { message: string; type: string; code: string } };
+    expect(err.error).toMatchObject({ type: "requests", code: "rate_limit_exceeded" });
+    expect(err.error.message).toMatch(/^Rate limit reached/);
+
+    const otherKey = await chat(mock, { headers: { authorization: "Bearer another-key" } });
+    expect(otherKey.status).toBe(200);
+    await otherKey.arrayBuffer();
+    expect(mock.stats()).toMatchObject({ faults_injected: { rpm_per_key: 1 }, by_status: { "200": 3, "429": 1 } });
+  });
+});
+
+describe("streaming with chunk_delay_ms", () => {
+  it("spaces chunks out, and an abort mid-stream cleans up", async () => {
+    mock.setScenario({ chunk_delay_ms: 40 });
+    const t0 = performance.now();
+    const res = await chat(mock, { body: streamBody() });
+    const data = sseData(await res.text());
+    expect(data.at(-1)).toBe("[DONE]");
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(40 * 3);
+
+    mock.setScenario({ chunk_delay_ms: 10_000 });
+    const ac = new AbortController();
+    const sres = await chat(mock, { body: streamBody(), signal: ac.signal });
+    const reader = sres.body?.getReader();
+    await reader?.read(); // the first chunk arrives, the rest is 10 s apart
+    ac.abort();
+    await eventually(() => mock.stats().in_flight === 0);
+    expect(mock.stats()).toMatchObject({ aborted: 1, completed: 1 });
+  });
+});
+
+function isJson(s: string): boolean {
+  try {
+    JSON.parse(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function consume(c: OpenAI, stream: true): Promise<string> {
+  const s = await c.chat.completions.create({ model: "mock-1", messages: [{ role: "user", content: "x" }], stream, stream_options: { include_usage: true } });
+  let out = "";
+  for await (const chunk of s) out += chunk.choices[0]?.delta.content ?? "";
+  return out;
+}

@@ -1,0 +1,90 @@
+// Latency specs (fixed ms or a distribution): parsing from JSON/CLI strings and seeded sampling.
+
+import type { Prng } from "./prng.ts";
+
+export type LatencySpec =
+  | number
+  | { dist: "fixed"; ms: number }
+  | { dist: "uniform"; min: number; max: number }
+  | { dist: "normal"; mean: number; stddev: number }
+  | { dist: "lognormal"; median: number; p95: number };
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
+
+/** z-score of the 95th percentile of a standard normal. */
+const Z95 = 1.6448536269514722;
+/** Upper bound on any single sampled or requested latency (10 minutes). */
+export const MAX_LATENCY_MS = 600_000;
+
+const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+const clampMs = (ms: number): number => Math.min(MAX_LATENCY_MS, Math.max(0, ms));
+
+/** Draws one latency in ms (≥ 0, rounded) from a spec. */
+export function sampleLatency(spec: LatencySpec | undefined, prng: Prng): number {
+  if (spec === undefined) return 0;
+  if (typeof spec === "number") return clampMs(Math.round(spec));
+  switch (spec.dist) {
+    case "fixed":
+      return clampMs(Math.round(spec.ms));
+    case "uniform":
+      return clampMs(Math.round(spec.min + (spec.max - spec.min) * prng.next()));
+    case "normal":
+      return clampMs(Math.round(spec.mean + spec.stddev * prng.normal()));
+    case "lognormal": {
+      const mu = Math.log(spec.median);
+      const sigma = Math.max(0, (Math.log(spec.p95) - mu) / Z95);
+      return clampMs(Math.round(Math.exp(mu + sigma * prng.normal())));
+    }
+  }
+}
+
+/**
+ * Accepts a number, a CLI-style string (`200`, `uniform:100:300`, `normal:200:50`,
+ * `lognormal:200:800`) or a `{dist, ...}` object.
+ */
+export function parseLatency(input: unknown): Parsed<LatencySpec> {
+  if (isNum(input)) return input >= 0 ? { ok: true, value: input } : { ok: false, error: "latency must be ≥ 0" };
+  if (typeof input === "string") return parseLatencyString(input);
+  if (typeof input !== "object" || input === null) return { ok: false, error: "latency must be a number, string or object" };
+  const o = input as Record<string, unknown>;
+  switch (o.dist) {
+    case "fixed":
+      return isNum(o.ms) && o.ms >= 0 ? { ok: true, value: { dist: "fixed", ms: o.ms } } : bad("fixed needs ms ≥ 0");
+    case "uniform":
+      return isNum(o.min) && isNum(o.max) && o.min >= 0 && o.max >= o.min
+        ? { ok: true, value: { dist: "uniform", min: o.min, max: o.max } }
+        : bad("uniform needs 0 ≤ min ≤ max");
+    case "normal":
+      return isNum(o.mean) && isNum(o.stddev) && o.stddev >= 0
+        ? { ok: true, value: { dist: "normal", mean: o.mean, stddev: o.stddev } }
+        : bad("normal needs mean and stddev ≥ 0");
+    case "lognormal":
+      return isNum(o.median) && isNum(o.p95) && o.median > 0 && o.p95 >= o.median
+        ? { ok: true, value: { dist: "lognormal", median: o.median, p95: o.p95 } }
+        : bad("lognormal needs 0 < median ≤ p95");
+    default:
+      return bad(`unknown latency dist ${JSON.stringify(o.dist)}`);
+  }
+}
+
+function parseLatencyString(s: string): Parsed<LatencySpec> {
+  const parts = s.trim().split(":");
+  const nums = parts.slice(1).map(Number);
+  if (parts.length === 1) return parseLatency(Number(parts[0]));
+  const [a, b] = nums;
+  if (nums.length !== 2 || a === undefined || b === undefined) return bad(`bad latency "${s}"`);
+  switch (parts[0]) {
+    case "uniform":
+      return parseLatency({ dist: "uniform", min: a, max: b });
+    case "normal":
+      return parseLatency({ dist: "normal", mean: a, stddev: b });
+    case "lognormal":
+      return parseLatency({ dist: "lognormal", median: a, p95: b });
+    default:
+      return bad(`bad latency "${s}" (want MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95)`);
+  }
+}
+
+function bad(error: string): Parsed<never> {
+  return { ok: false, error: `latency: ${error}` };
+}

@@ -1,0 +1,119 @@
+// The run-time scenario (latency + faults): its type, defaults and validation of untrusted JSON.
+
+import { isFaultKind, isScriptStep } from "./faults.ts";
+import type { FaultKind, ScriptStep } from "./faults.ts";
+import { parseLatency } from "./latency.ts";
+import type { LatencySpec, Parsed } from "./latency.ts";
+
+export interface Scenario {
+  /** PRNG seed for latency sampling and fault decisions (default 1). Setting a scenario re-seeds. */
+  seed?: number;
+  /** Latency before the answer (default 0). */
+  latency?: LatencySpec;
+  /** Per-model latency overriding `latency`. */
+  latency_by_model?: Record<string, LatencySpec>;
+  /** Delay between streamed chunks in ms (default 0: all chunks in one write). */
+  chunk_delay_ms?: number;
+  /** Per-request probability of each fault kind. */
+  rates?: Partial<Record<FaultKind, number>>;
+  /** Fault kinds consumed in order by successive requests before `rates` apply ("ok" = normal). */
+  script?: ScriptStep[];
+  /** retry-after for injected 429s, in seconds (may be fractional; default 1). */
+  retry_after_s?: number;
+  /** Requests per minute allowed per API key (sliding 60 s window; default off). */
+  rpm_per_key?: number;
+}
+
+const SCENARIO_KEYS: ReadonlySet<string> = new Set([
+  "seed",
+  "latency",
+  "latency_by_model",
+  "chunk_delay_ms",
+  "rates",
+  "script",
+  "retry_after_s",
+  "rpm_per_key",
+]);
+
+const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Validates a scenario from JSON (POST /admin/scenario, --scenario file). Unknown fields are errors. */
+export function parseScenario(input: unknown): Parsed<Scenario> {
+  if (!isObj(input)) return { ok: false, error: "scenario must be a JSON object" };
+  const out: Scenario = {};
+  for (const [key, v] of Object.entries(input)) {
+    if (!SCENARIO_KEYS.has(key)) return { ok: false, error: `unknown scenario field "${key}"` };
+    if (v === null || v === undefined) continue;
+    switch (key) {
+      case "seed":
+        if (!isNum(v) || !Number.isInteger(v)) return { ok: false, error: "seed must be an integer" };
+        out.seed = v;
+        break;
+      case "latency": {
+        const r = parseLatency(v);
+        if (!r.ok) return r;
+        out.latency = r.value;
+        break;
+      }
+      case "latency_by_model": {
+        if (!isObj(v)) return { ok: false, error: "latency_by_model must be an object" };
+        const map: Record<string, LatencySpec> = {};
+        for (const [model, spec] of Object.entries(v)) {
+          const r = parseLatency(spec);
+          if (!r.ok) return { ok: false, error: `latency_by_model.${model}: ${r.error}` };
+          map[model] = r.value;
+        }
+        out.latency_by_model = map;
+        break;
+      }
+      case "chunk_delay_ms":
+        if (!isNum(v) || v < 0) return { ok: false, error: "chunk_delay_ms must be ≥ 0" };
+        out.chunk_delay_ms = v;
+        break;
+      case "rates": {
+        if (!isObj(v)) return { ok: false, error: "rates must be an object" };
+        const rates: Partial<Record<FaultKind, number>> = {};
+        for (const [kind, p] of Object.entries(v)) {
+          if (!isFaultKind(kind)) return { ok: false, error: `rates: unknown fault kind "${kind}"` };
+          if (!isNum(p) || p < 0 || p > 1) return { ok: false, error: `rates.${kind} must be in [0, 1]` };
+          rates[kind] = p;
+        }
+        out.rates = rates;
+        break;
+      }
+      case "script": {
+        if (!Array.isArray(v)) return { ok: false, error: "script must be an array" };
+        const steps: ScriptStep[] = [];
+        for (const s of v) {
+          if (!isScriptStep(s)) return { ok: false, error: `script: unknown step ${JSON.stringify(s)}` };
+          steps.push(s);
+        }
+        out.script = steps;
+        break;
+      }
+      case "retry_after_s":
+        if (!isNum(v) || v < 0) return { ok: false, error: "retry_after_s must be ≥ 0" };
+        out.retry_after_s = v;
+        break;
+      case "rpm_per_key":
+        if (!isNum(v) || !Number.isInteger(v) || v < 0) return { ok: false, error: "rpm_per_key must be an integer ≥ 0 (0 = off)" };
+        out.rpm_per_key = v;
+        break;
+    }
+  }
+  return { ok: true, value: out };
+}
+
+/** Parses `429=0.2,500=0.05` (CLI --fault-rate). */
+export function parseRatesCli(s: string): Parsed<Partial<Record<FaultKind, number>>> {
+  const obj: Record<string, number> = {};
+  for (const part of s.split(",")) {
+    if (part.trim() === "") continue;
+    const [k, p] = part.split("=");
+    if (k === undefined || p === undefined) return { ok: false, error: `bad --fault-rate entry "${part}" (want KIND=P)` };
+    obj[k.trim()] = Number(p);
+  }
+  const r = parseScenario({ rates: obj });
+  return r.ok ? { ok: true, value: r.value.rates ?? {} } : r;
+}

@@ -1,0 +1,576 @@
+// The mock model HTTP server (OpenAI-compatible, 127.0.0.1 only): routing, request lifecycle, CLI.
+
+import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { parseArgs } from "node:util";
+import { buildAnswer } from "./answer.ts";
+import { ERROR_STATUS, FaultPicker, RpmLimiter, faultResponse, isFaultKind, retryAfterHeaders } from "./faults.ts";
+import type { FaultKind } from "./faults.ts";
+import { MAX_LATENCY_MS, sampleLatency } from "./latency.ts";
+import { completionObject, errorBody, validateChatRequest } from "./openai.ts";
+import type { ChunkMeta, ErrorBody } from "./openai.ts";
+import { createPrng } from "./prng.ts";
+import { parseRatesCli, parseScenario } from "./scenario.ts";
+import type { Scenario } from "./scenario.ts";
+import { Stats } from "./stats.ts";
+import type { StatsSnapshot } from "./stats.ts";
+import { streamPlan } from "./stream.ts";
+import type { StreamEvent } from "./stream.ts";
+import { countPromptTokens } from "./text.ts";
+
+export type { Scenario } from "./scenario.ts";
+export type { LatencySpec } from "./latency.ts";
+export type { FaultKind, ScriptStep } from "./faults.ts";
+export type { StatsSnapshot, TokenCounts } from "./stats.ts";
+
+export const DEFAULT_MODELS: readonly string[] = ["mock-1", "gpt-4.1", "claude-sonnet-4.5", "gemini-2.5-flash", "deepseek-v3.2", "kimi-k2.5"];
+export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+export interface MockModelOptions extends Scenario {
+  /** TCP port on 127.0.0.1; 0 (default) = ephemeral. */
+  port?: number;
+  /** Ids listed by GET /v1/models (any model name is accepted by completions). */
+  models?: readonly string[];
+  /** Request bodies above this size get 413 (default 4 MiB). */
+  max_body_bytes?: number;
+}
+
+export interface MockModelHandle {
+  /** `http://127.0.0.1:PORT` (append `/v1` for an OpenAI client baseURL). */
+  url: string;
+  port: number;
+  /** Stops listening and drops every open connection (including hung requests). */
+  close(): Promise<void>;
+  stats(): StatsSnapshot;
+  resetStats(): void;
+  /** Replaces the whole scenario (validated; throws on invalid input) and re-seeds the PRNG. */
+  setScenario(scenario: Scenario): void;
+  /** The current scenario; `script` lists only the steps not consumed yet. */
+  getScenario(): Scenario;
+}
+
+/** Stats key for an API key: never the key itself. */
+export const keyIdOf = (apiKey: string): string => `key_${createHash("sha256").update(apiKey).digest("hex").slice(0, 12)}`;
+
+const JSON_TYPE = "application/json";
+const MOCK_HEADER = { "x-mock-model": "true" } as const;
+
+interface State {
+  scenario: Scenario;
+  latencyPrng: ReturnType<typeof createPrng>;
+  picker: FaultPicker;
+  rpm: RpmLimiter | undefined;
+}
+
+function makeState(scenario: Scenario): State {
+  const seed = scenario.seed ?? 1;
+  return {
+    scenario: { ...scenario, seed },
+    latencyPrng: createPrng(seed),
+    picker: new FaultPicker(scenario.script ?? [], scenario.rates ?? {}, createPrng(seed ^ 0x5bd1e995)),
+    rpm: scenario.rpm_per_key !== undefined && scenario.rpm_per_key > 0 ? new RpmLimiter(scenario.rpm_per_key) : undefined,
+  };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...MOCK_HEADER, "content-type": JSON_TYPE, "content-length": Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+/** A bug in the mock must not take the server down: answer 500 (or drop the connection). */
+function internalError(res: ServerResponse, e: unknown): void {
+  process.stderr.write(`mock-model: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  if (!res.headersSent) sendJson(res, 500, errorBody("Internal error in the mock model.", "server_error", null, "mock_internal_error"));
+  else res.destroy();
+}
+
+type Body = { ok: true; text: string } | { ok: false; reason: "too_large" | "aborted" };
+
+function readBody(req: IncomingMessage, limit: number): Promise<Body> {
+  return new Promise((resolve) => {
+    const declared = Number(req.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > limit) {
+      resolve({ ok: false, reason: "too_large" });
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (b: Body): void => {
+      if (!settled) {
+        settled = true;
+        resolve(b);
+      }
+    };
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.pause();
+        settle({ ok: false, reason: "too_large" });
+      } else chunks.push(c);
+    });
+    req.on("end", () => settle({ ok: true, text: Buffer.concat(chunks, size).toString("utf8") }));
+    req.on("error", () => settle({ ok: false, reason: "aborted" }));
+    req.on("close", () => settle({ ok: false, reason: "aborted" }));
+  });
+}
+
+/** Starts the mock on 127.0.0.1 and resolves once it is listening. */
+export async function startMockModel(options: MockModelOptions = {}): Promise<MockModelHandle> {
+  const { port = 0, models = DEFAULT_MODELS, max_body_bytes: maxBody = DEFAULT_MAX_BODY_BYTES, ...scenarioInput } = options;
+  const checked = parseScenario(JSON.parse(JSON.stringify(scenarioInput)));
+  if (!checked.ok) throw new Error(`mock-model: ${checked.error}`);
+  let state = makeState(checked.value);
+  const stats = new Stats();
+  const idPrefix = randomBytes(4).toString("hex");
+  let idCounter = 0;
+  const keyIds = new Map<string, string>();
+
+  const keyIdCached = (key: string): string => {
+    let id = keyIds.get(key);
+    if (id === undefined) {
+      if (keyIds.size > 10_000) keyIds.clear();
+      id = keyIdOf(key);
+      keyIds.set(key, id);
+    }
+    return id;
+  };
+
+  const setScenario = (input: unknown): void => {
+    const r = parseScenario(input);
+    if (!r.ok) throw new Error(r.error);
+    state = makeState(r.value);
+  };
+  const getScenario = (): Scenario => ({ ...state.scenario, ...(state.scenario.script ? { script: state.picker.remainingScript() } : {}) });
+
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    try {
+      route(req, res);
+    } catch (e) {
+      internalError(res, e);
+    }
+  });
+
+  function route(req: IncomingMessage, res: ServerResponse): void {
+    const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
+    const method = req.method ?? "GET";
+    switch (`${method} ${path}`) {
+      case "POST /v1/chat/completions":
+        chat(req, res).catch((e: unknown) => internalError(res, e));
+        return;
+      case "GET /v1/models": {
+        if (!authKey(req, res)) return;
+        sendJson(res, 200, { object: "list", data: models.map(modelObject) });
+        return;
+      }
+      case "GET /stats":
+        sendJson(res, 200, stats.snapshot());
+        return;
+      case "POST /stats/reset":
+        stats.reset();
+        sendJson(res, 200, stats.snapshot());
+        return;
+      case "GET /healthz":
+        sendJson(res, 200, { ok: true, mock: true });
+        return;
+      case "GET /admin/scenario":
+        sendJson(res, 200, getScenario());
+        return;
+      case "POST /admin/scenario":
+        adminScenario(req, res).catch((e: unknown) => internalError(res, e));
+        return;
+    }
+    if (method === "GET" && path.startsWith("/v1/models/")) {
+      if (!authKey(req, res)) return;
+      let id = path.slice("/v1/models/".length);
+      try {
+        id = decodeURIComponent(id);
+      } catch {
+        // keep the raw id
+      }
+      sendJson(res, 200, modelObject(id));
+      return;
+    }
+    const known = ["/v1/chat/completions", "/v1/models", "/stats", "/stats/reset", "/healthz", "/admin/scenario"];
+    if (known.includes(path)) {
+      sendJson(res, 405, errorBody(`Method ${method} not allowed on ${path}`, "invalid_request_error", null, "method_not_allowed"));
+      return;
+    }
+    sendJson(res, 404, errorBody(`Invalid URL (${method} ${path})`, "invalid_request_error", null, "not_found"));
+  }
+
+  function modelObject(id: string): Record<string, unknown> {
+    return { id, object: "model", created: 1_700_000_000, owned_by: "mock" };
+  }
+
+  /** The bearer key, or undefined after answering 401. */
+  function authKey(req: IncomingMessage, res: ServerResponse): string | undefined {
+    const h = req.headers.authorization;
+    const m = typeof h === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(h) : null;
+    if (m?.[1] !== undefined) return m[1];
+    sendJson(
+      res,
+      401,
+      errorBody(
+        "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY). (mock)",
+        "invalid_request_error",
+        null,
+        "missing_api_key",
+      ),
+    );
+    return undefined;
+  }
+
+  async function adminScenario(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readBody(req, maxBody);
+    if (!body.ok) {
+      if (body.reason === "too_large") sendJson(res, 413, errorBody("Request body too large.", "invalid_request_error"), { connection: "close" });
+      return;
+    }
+    try {
+      setScenario(JSON.parse(body.text));
+    } catch (e) {
+      sendJson(res, 400, errorBody(`Invalid scenario: ${e instanceof Error ? e.message : String(e)}`, "invalid_request_error"));
+      return;
+    }
+    sendJson(res, 200, getScenario());
+  }
+
+  async function chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    stats.begin();
+    let done = false;
+    let timer: NodeJS.Timeout | undefined;
+    /** Ends the in-flight accounting exactly once (synchronously, before the client can see the end). */
+    const finish = (outcome: "completed" | "aborted" | "other"): void => {
+      if (done) return;
+      done = true;
+      stats.end(outcome);
+    };
+    res.on("close", () => {
+      if (timer !== undefined) clearTimeout(timer);
+      finish("aborted");
+    });
+    const fail = (status: number, body: ErrorBody, headers?: Record<string, string>): void => {
+      stats.status(status);
+      finish("other");
+      sendJson(res, status, body, headers);
+    };
+
+    const apiKey = authKey(req, res);
+    if (apiKey === undefined) {
+      stats.status(401);
+      finish("other");
+      return;
+    }
+    const keyId = keyIdCached(apiKey);
+
+    const body = await readBody(req, maxBody);
+    if (!body.ok) {
+      if (body.reason === "too_large") fail(413, errorBody(`Request body too large (limit ${maxBody} bytes).`, "invalid_request_error", null, "request_too_large"), { connection: "close" });
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.text);
+    } catch {
+      fail(400, errorBody("We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.) (mock)", "invalid_request_error"));
+      return;
+    }
+    const v = validateChatRequest(parsed);
+    if (!v.ok) {
+      fail(400, v.error);
+      return;
+    }
+    const request = v.value;
+    stats.attribute(request.model, keyId);
+
+    const latencyHeader = req.headers["x-mock-latency-ms"];
+    let latencyOverride: number | undefined;
+    if (typeof latencyHeader === "string") {
+      latencyOverride = Number(latencyHeader);
+      if (!Number.isFinite(latencyOverride) || latencyOverride < 0) {
+        fail(400, errorBody("Invalid x-mock-latency-ms header: expected a number ≥ 0.", "invalid_request_error", null, "invalid_mock_header"));
+        return;
+      }
+    }
+    const outputHeader = req.headers["x-mock-output-tokens"];
+    let targetTokens: number | undefined;
+    if (typeof outputHeader === "string") {
+      targetTokens = Number(outputHeader);
+      if (!Number.isInteger(targetTokens) || targetTokens < 1) {
+        fail(400, errorBody("Invalid x-mock-output-tokens header: expected an integer ≥ 1.", "invalid_request_error", null, "invalid_mock_header"));
+        return;
+      }
+    }
+
+    // Fault decision: forced header > per-key RPM limit > script > rates.
+    const extraHeaders: Record<string, string> = {};
+    let fault: FaultKind | undefined;
+    const forced = req.headers["x-mock-fault"];
+    if (typeof forced === "string" && forced !== "ok") {
+      if (!isFaultKind(forced)) {
+        fail(400, errorBody(`Unknown x-mock-fault kind "${forced}".`, "invalid_request_error", null, "invalid_mock_header"));
+        return;
+      }
+      fault = forced;
+    } else if (forced === undefined) {
+      const st = state;
+      if (st.rpm !== undefined) {
+        const d = st.rpm.admit(keyId, performance.now());
+        if (!d.ok) {
+          stats.fault("rpm_per_key");
+          fail(
+            429,
+            errorBody(
+              `Rate limit reached for ${request.model} on requests per min (RPM): Limit ${st.rpm.limit}. Please try again in ${Math.ceil(d.retryAfterMs / 1000)}s. (mock)`,
+              "requests",
+              null,
+              "rate_limit_exceeded",
+            ),
+            { ...retryAfterHeaders(d.retryAfterMs), "x-ratelimit-limit-requests": String(st.rpm.limit), "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": `${d.retryAfterMs}ms` },
+          );
+          return;
+        }
+        extraHeaders["x-ratelimit-limit-requests"] = String(st.rpm.limit);
+        extraHeaders["x-ratelimit-remaining-requests"] = String(d.remaining);
+        extraHeaders["x-ratelimit-reset-requests"] = `${d.resetMs}ms`;
+      }
+      fault = st.picker.pick();
+    }
+
+    if (fault !== undefined) {
+      stats.fault(fault);
+      extraHeaders["x-mock-fault-injected"] = fault;
+      if (ERROR_STATUS[fault] !== undefined) {
+        const promptTokens = fault === "context_length" ? countPromptTokens(request.messages, request.raw_tools) : 0;
+        const r = faultResponse(fault, request.model, promptTokens, state.scenario.retry_after_s ?? 1);
+        fail(r.status, r.body, { ...extraHeaders, ...r.headers });
+        return;
+      }
+    }
+
+    const id = `${idPrefix}-${(++idCounter).toString(36)}`;
+    const meta: ChunkMeta = { id: `chatcmpl-mock-${id}`, created: Math.floor(Date.now() / 1000), model: request.model };
+    extraHeaders["x-request-id"] = `req_mock_${id}`;
+    const modelLatency = state.scenario.latency_by_model?.[request.model];
+    const delay = latencyOverride ?? sampleLatency(modelLatency ?? state.scenario.latency, state.latencyPrng);
+    const after = (ms: number, fn: () => void): void => {
+      timer = setTimeout(() => {
+        timer = undefined;
+        try {
+          fn();
+        } catch (e) {
+          internalError(res, e);
+        }
+      }, Math.min(ms, MAX_LATENCY_MS));
+    };
+
+    if (request.stream) {
+      // Headers go out now: a client (e.g. a Worker) must not wait for headers during the latency.
+      res.writeHead(200, { ...MOCK_HEADER, "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...extraHeaders });
+      res.flushHeaders();
+      stats.status(200);
+      if (fault === "hang") return;
+      const events = streamPlan(request, meta, buildAnswer(request, targetTokens), fault);
+      after(delay, () => writeEvents(events, state.scenario.chunk_delay_ms ?? 0));
+      return;
+    }
+
+    if (fault === "hang") return;
+    after(delay, () => {
+      if (res.destroyed) return;
+      const answer = buildAnswer(request, targetTokens);
+      if (fault === "malformed" || fault === "truncated") {
+        const full = JSON.stringify(completionObject(meta, answer, false));
+        const cut = full.slice(0, Math.floor(full.length / 2));
+        stats.status(200);
+        finish("other");
+        if (fault === "malformed") {
+          res.writeHead(200, { ...MOCK_HEADER, "content-type": JSON_TYPE, "content-length": Buffer.byteLength(cut), ...extraHeaders });
+          res.end(cut);
+        } else {
+          res.writeHead(200, { ...MOCK_HEADER, "content-type": JSON_TYPE, "content-length": Buffer.byteLength(full), ...extraHeaders });
+          res.write(cut, () => res.destroy());
+        }
+        return;
+      }
+      const withUsage = fault !== "no_usage";
+      if (withUsage) stats.usage(request.model, keyId, answer.usage);
+      stats.status(200);
+      finish("completed");
+      sendJson(res, 200, completionObject(meta, answer, withUsage), extraHeaders);
+    });
+
+    /** Writes the plan; consecutive events go out as one write unless chunk_delay_ms spaces them. */
+    function writeEvents(events: StreamEvent[], gapMs: number): void {
+      let i = 0;
+      const step = (): void => {
+        let batch = "";
+        while (i < events.length && !res.destroyed) {
+          const ev = events[i++];
+          if (ev === undefined) break;
+          if (typeof ev === "string") {
+            batch += ev;
+            if (gapMs > 0 && i < events.length) {
+              res.write(batch);
+              after(gapMs, step);
+              return;
+            }
+          } else if ("usage" in ev) {
+            stats.usage(request.model, keyId, ev.usage);
+          } else if (ev.end === "done") {
+            finish(fault === "malformed" ? "other" : "completed");
+            res.end(batch);
+            return;
+          } else {
+            // truncated: flush what was written, then drop the connection without [DONE].
+            finish("other");
+            if (batch === "") res.destroy();
+            else res.write(batch, () => res.destroy());
+            return;
+          }
+        }
+        if (batch !== "" && !res.destroyed) res.write(batch);
+      };
+      step();
+    }
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ port, host: "127.0.0.1", backlog: 4096 }, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const actualPort = (server.address() as AddressInfo).port;
+
+  return {
+    url: `http://127.0.0.1:${actualPort}`,
+    port: actualPort,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+    stats: () => stats.snapshot(),
+    resetStats: () => stats.reset(),
+    setScenario: (s: Scenario) => setScenario(JSON.parse(JSON.stringify(s))),
+    getScenario,
+  };
+}
+
+const HELP = `Usage: node dev/mock-model/server.ts [flags]   (a MOCK OpenAI-compatible model: outputs are fake)
+  --port N                 port on 127.0.0.1 (default 8788; 0 = ephemeral)
+  --latency SPEC           MS | uniform:MIN:MAX | normal:MEAN:SD | lognormal:MEDIAN:P95
+  --latency-by-model LIST  model=SPEC,model=SPEC
+  --chunk-delay-ms N       delay between streamed chunks
+  --seed N                 PRNG seed (default 1)
+  --models a,b,c           ids listed by GET /v1/models
+  --scenario FILE.json     initial scenario (flags override its fields)
+  --rpm-per-key N          per-API-key requests/minute limit
+  --fault-rate LIST        kind=p,... e.g. 429=0.2,500=0.05
+  --script LIST            fault kinds for successive requests, e.g. 429,429,ok
+  --retry-after S          retry-after for injected 429s, seconds (default 1)
+  --max-body-bytes N       request body limit (default 4 MiB)`;
+
+function die(message: string): never {
+  process.stderr.write(`mock-model: ${message}\n`);
+  process.exit(2);
+}
+
+/** CLI entry: parses flags, starts the server, prints one line, exits cleanly on SIGINT/SIGTERM. */
+export async function main(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      port: { type: "string", default: "8788" },
+      latency: { type: "string" },
+      "latency-by-model": { type: "string" },
+      "chunk-delay-ms": { type: "string" },
+      seed: { type: "string" },
+      models: { type: "string" },
+      scenario: { type: "string" },
+      "rpm-per-key": { type: "string" },
+      "fault-rate": { type: "string" },
+      script: { type: "string" },
+      "retry-after": { type: "string" },
+      "max-body-bytes": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help === true) {
+    process.stdout.write(`${HELP}\n`);
+    return;
+  }
+  const raw: Record<string, unknown> = {};
+  if (values.scenario !== undefined) {
+    try {
+      Object.assign(raw, JSON.parse(readFileSync(values.scenario, "utf8")));
+    } catch (e) {
+      die(`cannot read scenario ${values.scenario}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  const num = (flag: string, v: string | undefined): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (v.trim() === "" || !Number.isFinite(n)) die(`--${flag} expects a number, got "${v}"`);
+    return n;
+  };
+  if (values.latency !== undefined) raw.latency = values.latency;
+  if (values["latency-by-model"] !== undefined) {
+    const map: Record<string, string> = {};
+    for (const part of values["latency-by-model"].split(",")) {
+      const eq = part.indexOf("=");
+      if (eq <= 0) die(`--latency-by-model entry "${part}" should be model=SPEC`);
+      map[part.slice(0, eq)] = part.slice(eq + 1);
+    }
+    raw.latency_by_model = map;
+  }
+  if (values["fault-rate"] !== undefined) {
+    const r = parseRatesCli(values["fault-rate"]);
+    if (!r.ok) die(r.error);
+    raw.rates = r.value;
+  }
+  if (values.script !== undefined) raw.script = values.script.split(",").filter((s) => s !== "");
+  const numeric: Array<[string, string]> = [
+    ["chunk-delay-ms", "chunk_delay_ms"],
+    ["seed", "seed"],
+    ["rpm-per-key", "rpm_per_key"],
+    ["retry-after", "retry_after_s"],
+  ];
+  for (const [flag, field] of numeric) {
+    const n = num(flag, values[flag as keyof typeof values] as string | undefined);
+    if (n !== undefined) raw[field] = n;
+  }
+  const scenario = parseScenario(raw);
+  if (!scenario.ok) die(scenario.error);
+  const port = num("port", values.port) ?? 8788;
+  const maxBody = num("max-body-bytes", values["max-body-bytes"]);
+  const models = values.models?.split(",").map((s) => s.trim()).filter((s) => s !== "");
+
+  let handle: MockModelHandle;
+  try {
+    handle = await startMockModel({ ...scenario.value, port, ...(models ? { models } : {}), ...(maxBody !== undefined ? { max_body_bytes: maxBody } : {}) });
+  } catch (e) {
+    die(e instanceof Error ? e.message : String(e));
+  }
+  process.stdout.write(`mock-model listening on ${handle.url} (this is a MOCK model: outputs are fake)\n`);
+  let closing = false;
+  const stop = (): void => {
+    if (closing) return;
+    closing = true;
+    void handle.close().then(() => process.exit(0));
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2)).catch((e: unknown) => die(e instanceof Error ? e.message : String(e)));
+}

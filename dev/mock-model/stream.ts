@@ -1,0 +1,49 @@
+// The SSE event plan for one streamed answer (normal, no_usage, truncated, malformed), as pure data.
+
+import type { FaultKind } from "./faults.ts";
+import { DONE_EVENT, chunkEvent } from "./openai.ts";
+import type { Answer, ChatRequest, ChunkMeta } from "./openai.ts";
+import type { Usage } from "./stats.ts";
+import { splitForStream } from "./text.ts";
+
+/** Wire text to write, a usage marker (count tokens now: the usage chunk follows), or how to end. */
+export type StreamEvent = string | { usage: Usage } | { end: "done" | "destroy" };
+
+/** Stream pieces: at least 16 chars, at most ~8 content chunks per answer (cheap at 1,000+ streams). */
+const pieceSize = (text: string): number => Math.max(16, Math.ceil(text.length / 8));
+
+/**
+ * Role chunk, content (or tool-call argument) chunks, finish chunk, then — only with
+ * stream_options.include_usage — a `choices: []` usage chunk, then `[DONE]`. Chunks carry
+ * `usage: null` when usage was requested, like the OpenAI API. `truncated` stops halfway and
+ * drops the connection; `malformed` sends one broken data line.
+ */
+export function streamPlan(r: ChatRequest, m: ChunkMeta, a: Answer, f: FaultKind | undefined): StreamEvent[] {
+  const withUsage = r.include_usage && f !== "no_usage" && f !== "truncated" && f !== "malformed";
+  const u = withUsage ? null : undefined;
+  const out: StreamEvent[] = [];
+  const body: string[] = [];
+  if (a.tool_calls !== undefined) {
+    const call = a.tool_calls[0];
+    if (call !== undefined) {
+      out.push(chunkEvent(m, { role: "assistant", content: null, tool_calls: [{ index: 0, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] }, null, u));
+      for (const piece of splitForStream(call.function.arguments, pieceSize(call.function.arguments))) body.push(chunkEvent(m, { tool_calls: [{ index: 0, function: { arguments: piece } }] }, null, u));
+    }
+  } else {
+    out.push(chunkEvent(m, { role: "assistant", content: "", refusal: null }, null, u));
+    for (const piece of splitForStream(a.content ?? "", pieceSize(a.content ?? ""))) body.push(chunkEvent(m, { content: piece }, null, u));
+  }
+  if (f === "truncated") {
+    out.push(...body.slice(0, Math.max(1, Math.floor(body.length / 2))), { end: "destroy" });
+    return out;
+  }
+  if (f === "malformed") {
+    const broken = chunkEvent(m, { content: a.content ?? "" }, null, u);
+    out.push(`${broken.slice(0, Math.floor(broken.length / 2))}\n\n`, DONE_EVENT, { end: "done" });
+    return out;
+  }
+  out.push(...body, chunkEvent(m, {}, a.finish_reason, u));
+  if (withUsage) out.push({ usage: a.usage }, chunkEvent(m, null, null, a.usage));
+  out.push(DONE_EVENT, { end: "done" });
+  return out;
+}
