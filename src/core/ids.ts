@@ -1,0 +1,59 @@
+// Ids of swarms, schedules and model calls. No I/O: random bytes come from the caller
+// (in a Worker, `(n) => crypto.getRandomValues(new Uint8Array(n))`).
+
+/** RFC 4648 base32 alphabet, lower-cased. */
+const ALPHABET = "abcdefghijklmnopqrstuvwxyz234567";
+
+export const SWARM_ID_PREFIX = "sw_";
+export const SCHEDULE_ID_PREFIX = "sch_";
+const SWARM_ID_CHARS = 20;
+const SCHEDULE_ID_CHARS = 16;
+
+const SWARM_ID_PATTERN = /^sw_[a-z2-7]{20}$/;
+const SCHEDULE_ID_PATTERN = /^sch_[a-z2-7]{16}$/;
+
+/**
+ * `chars` base32 characters (5 bits each) from ⌈chars × 5 / 8⌉ random bytes.
+ * A `random` that returns fewer bytes than asked for is a programming error and throws.
+ */
+function randomBase32(chars: number, random: (bytes: number) => Uint8Array): string {
+  const needed = Math.ceil((chars * 5) / 8);
+  const bytes = random(needed);
+  if (bytes.length < needed) throw new RangeError(`random(${needed}) returned only ${bytes.length} bytes`);
+  let out = "";
+  let buffer = 0;
+  let bits = 0;
+  for (let i = 0; out.length < chars; ) {
+    if (bits < 5) {
+      buffer = ((buffer << 8) | (bytes[i] ?? 0)) & 0xffff;
+      i += 1;
+      bits += 8;
+    }
+    bits -= 5;
+    out += ALPHABET[(buffer >> bits) & 31] ?? "";
+  }
+  return out;
+}
+
+/** `sw_` + 20 base32 characters (100 random bits). */
+export function newSwarmId(random: (bytes: number) => Uint8Array): string {
+  return SWARM_ID_PREFIX + randomBase32(SWARM_ID_CHARS, random);
+}
+
+/** `sch_` + 16 base32 characters (80 random bits). */
+export function newScheduleId(random: (bytes: number) => Uint8Array): string {
+  return SCHEDULE_ID_PREFIX + randomBase32(SCHEDULE_ID_CHARS, random);
+}
+
+/** The id of one model call, the idempotency key of its ledger row: `swarm:task:attempt:turn`. */
+export function toCallId(swarmId: string, taskId: string, attempt: number, turn: number): string {
+  return `${swarmId}:${taskId}:${attempt}:${turn}`;
+}
+
+export function isSwarmId(s: string): boolean {
+  return SWARM_ID_PATTERN.test(s);
+}
+
+export function isScheduleId(s: string): boolean {
+  return SCHEDULE_ID_PATTERN.test(s);
+}

@@ -1,0 +1,59 @@
+// The orchestrator's composition root: the only module that reads `env`. It parses the settings and
+// builds each adapter from the one binding it needs; handlers and cron receive the result.
+import { z } from "zod";
+import { newScheduleId, newSwarmId } from "../../src/core/ids.ts";
+import { createScheduleStore, type ScheduleStore } from "./schedule-store.ts";
+import { createSwarmIndex, type SwarmIndex } from "./swarm-index.ts";
+import { createSwarmRooms, type SwarmRooms } from "./swarm-rooms.ts";
+
+export interface OrchestratorConfig {
+  /** Largest request body accepted on /v1/*, in bytes. */
+  maxBodyBytes: number;
+  /** Bearer tokens accepted on /v1/*; empty means the server refuses every request. */
+  apiTokens: readonly string[];
+}
+
+export interface OrchestratorDeps {
+  config: OrchestratorConfig;
+  swarmRooms: SwarmRooms;
+  swarmIndex: SwarmIndex;
+  schedules: ScheduleStore;
+  newSwarmId: () => string;
+  newScheduleId: () => string;
+  /** Epoch ms. */
+  now: () => number;
+}
+
+const ConfigSchema = z.object({
+  MAX_BODY_BYTES: z
+    .string()
+    .regex(/^\d{1,10}$/, "MAX_BODY_BYTES must be a byte count")
+    .transform(Number)
+    .pipe(z.number().int().min(1)),
+  API_TOKENS: z
+    .string()
+    .optional()
+    .transform((raw) => (raw ?? "").split(",").map((token) => token.trim()).filter((token) => token.length > 0)),
+});
+
+/** API_TOKENS is optional here because an unset secret is absent at runtime, whatever Env says. */
+export function toOrchestratorConfig(env: { MAX_BODY_BYTES: string; API_TOKENS?: string | undefined }): OrchestratorConfig {
+  const parsed = ConfigSchema.safeParse({ MAX_BODY_BYTES: env.MAX_BODY_BYTES, API_TOKENS: env.API_TOKENS });
+  // A misconfigured Worker is an operator error: it surfaces as a 500 with the cause in the log only.
+  if (!parsed.success) throw new Error(`invalid orchestrator configuration: ${z.prettifyError(parsed.error)}`);
+  return { maxBodyBytes: parsed.data.MAX_BODY_BYTES, apiTokens: parsed.data.API_TOKENS };
+}
+
+const randomBytes = (n: number): Uint8Array => crypto.getRandomValues(new Uint8Array(n));
+
+export function composeDeps(env: Env): OrchestratorDeps {
+  return {
+    config: toOrchestratorConfig(env),
+    swarmRooms: createSwarmRooms(env.SWARM_ROOM),
+    swarmIndex: createSwarmIndex(env.LEDGER_DB),
+    schedules: createScheduleStore(env.LEDGER_DB),
+    newSwarmId: () => newSwarmId(randomBytes),
+    newScheduleId: () => newScheduleId(randomBytes),
+    now: () => Date.now(),
+  };
+}

@@ -1,0 +1,12 @@
+// Orchestrator Worker entry: wires the HTTP app, the cron handler and the Durable Object classes.
+import { createApp } from "./app.ts";
+import { scheduled } from "./scheduled.ts";
+
+export { SwarmRoom } from "../../src/durable/swarm-room.ts";
+
+const app = createApp();
+
+export default {
+  fetch: app.fetch,
+  scheduled,
+} satisfies ExportedHandler<Env>;

@@ -1,0 +1,24 @@
+// Reads a request body as JSON with the API's errors: 415 for another media type, 400 for bad JSON.
+// The size limit is enforced earlier, by limitBodySize, before anything is buffered here.
+import type { Context } from "hono";
+import { ApiError } from "../../src/core/errors.ts";
+
+/** `application/json` or any `application/*+json`, with or without parameters (charset). */
+function isJsonMediaType(contentType: string | undefined): boolean {
+  const mediaType = contentType?.split(";")[0]?.trim().toLowerCase() ?? "";
+  return mediaType === "application/json" || /^application\/[\w.+-]+\+json$/.test(mediaType);
+}
+
+export async function readJsonBody(c: Context): Promise<unknown> {
+  if (!isJsonMediaType(c.req.header("content-type"))) {
+    throw new ApiError("unsupported_media_type", "request body must be JSON (Content-Type: application/json)");
+  }
+  const text = await c.req.text();
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    // The parser's message names the position of the problem; it says nothing about the server.
+    const why = error instanceof SyntaxError ? error.message : "unparseable";
+    throw new ApiError("invalid_request", "request body is not valid JSON", [{ path: "(body)", message: why }]);
+  }
+}

@@ -1,0 +1,90 @@
+// /v1/swarms: start a swarm, list the tenant's swarms, read one's status, results and live events.
+// Handlers stay thin: validation is in core, swarm state in its SwarmRoom, the index in D1.
+import { Hono } from "hono";
+import { streamSSE } from "hono/streaming";
+import { z } from "zod";
+import { ApiError } from "../../../src/core/errors.ts";
+import { isSwarmId } from "../../../src/core/ids.ts";
+import { parseSwarmSpec } from "../../../src/core/parse-swarm-spec.ts";
+import type { AppEnv } from "../app-env.ts";
+import { readJsonBody } from "../json-body.ts";
+import { parseQuery } from "../parse-query.ts";
+import { startSwarm } from "../start-swarm.ts";
+import { streamSwarmEvents } from "../swarm-events.ts";
+import { parseSwarmListCursor, toSwarmListCursor } from "../swarm-list-cursor.ts";
+
+/** A decimal limit within [min, max]; "1e3", " 5" and "" are refused rather than coerced. */
+const limitParam = (min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .regex(/^\d{1,6}$/, "must be a whole number")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .default(fallback);
+
+const ListSwarmsQuery = z.object({
+  limit: limitParam(1, 100, 20),
+  cursor: z
+    .string()
+    .transform((text, ctx) => {
+      const cursor = parseSwarmListCursor(text);
+      if (cursor === null) ctx.addIssue({ code: "custom", message: "not a cursor returned by this API" });
+      return cursor ?? z.NEVER;
+    })
+    .optional(),
+});
+
+const ResultsQuery = z.object({
+  limit: limitParam(1, 1_000, 100),
+  // The SwarmRoom's next_cursor is a decimal position; anything else never came from it.
+  cursor: z.string().regex(/^\d{1,12}$/, "not a cursor returned by this API").optional(),
+});
+
+/** A malformed id names no swarm: answer as for an unknown one, without waking a Durable Object for it. */
+function requireSwarmId(id: string): string {
+  if (!isSwarmId(id)) throw new ApiError("not_found", "swarm not found");
+  return id;
+}
+
+const swarmNotFound = (): ApiError => new ApiError("not_found", "swarm not found");
+
+export const swarmRoutes = new Hono<AppEnv>()
+  .post("/", async (c) => {
+    const swarm = parseSwarmSpec(await readJsonBody(c));
+    if (!swarm.ok) throw new ApiError("invalid_spec", "the swarm spec is invalid", swarm.error);
+    const { swarmId } = await startSwarm(c.var.deps, c.var.tenant, swarm.value, { kind: "api" });
+    const self = new URL(`/v1/swarms/${swarmId}`, c.req.url).href;
+    c.header("Location", self);
+    return c.json({ id: swarmId, state: "running", urls: { self, results: `${self}/results`, events: `${self}/events` } }, 202);
+  })
+
+  .get("/", async (c) => {
+    const query = parseQuery(c, ListSwarmsQuery);
+    const page = await c.var.deps.swarmIndex.listForTenant(c.var.tenant, { limit: query.limit, after: query.cursor ?? null });
+    return c.json({ swarms: page.swarms, next_cursor: page.next === null ? null : toSwarmListCursor(page.next) });
+  })
+
+  .get("/:id", async (c) => {
+    const status = await c.var.deps.swarmRooms.getStatus(requireSwarmId(c.req.param("id")), c.var.tenant);
+    if (status === null) throw swarmNotFound();
+    return c.json(status);
+  })
+
+  .get("/:id/results", async (c) => {
+    const id = requireSwarmId(c.req.param("id"));
+    const query = parseQuery(c, ResultsQuery);
+    const page = await c.var.deps.swarmRooms.getResults(id, c.var.tenant, query.cursor ?? null, query.limit);
+    if (page === null) throw swarmNotFound();
+    return c.json(page);
+  })
+
+  .get("/:id/events", async (c) => {
+    const id = requireSwarmId(c.req.param("id"));
+    const { swarmRooms } = c.var.deps;
+    const tenant = c.var.tenant;
+    // Read once before streaming so an unknown swarm is a plain 404, not an empty stream.
+    const first = await swarmRooms.getStatus(id, tenant);
+    if (first === null) throw swarmNotFound();
+    const requestId = c.var.requestId;
+    return streamSSE(c, (stream) => streamSwarmEvents(stream, { first, poll: () => swarmRooms.getStatus(id, tenant), requestId }));
+  });

@@ -1,0 +1,101 @@
+// Reads the D1 `swarms` index: the tenant's swarms, newest first. Takes only the D1 database.
+// The SwarmRoom writes and updates these rows (with its ledger flush), so counts may lag the room.
+import { z } from "zod";
+import type { SwarmState, UsageTotals } from "../../src/core/swarm-contract.ts";
+import type { SwarmListCursor } from "./swarm-list-cursor.ts";
+
+export interface SwarmSummary {
+  id: string;
+  name: string;
+  model: string;
+  state: SwarmState;
+  tasks: number;
+  counts: { succeeded: number; failed: number; cancelled: number; skipped_budget: number };
+  usage: UsageTotals;
+  cost_usd: number;
+  created_at: string;
+  finished_at: string | null;
+}
+
+export interface SwarmPage {
+  swarms: SwarmSummary[];
+  /** Where the next page starts; null on the last page. */
+  next: SwarmListCursor | null;
+}
+
+export interface SwarmIndex {
+  listForTenant(tenant: string, page: { limit: number; after: SwarmListCursor | null }): Promise<SwarmPage>;
+}
+
+const count = z.number().int().nonnegative();
+const SwarmRowSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  model: z.string(),
+  state: z.enum(["planning", "running", "reducing", "completed", "completed_with_failures", "failed", "cancelled"]),
+  task_count: count,
+  created_at: z.number(),
+  finished_at: z.number().nullable(),
+  succeeded: count,
+  failed: count,
+  cancelled: count,
+  skipped_budget: count,
+  calls: count,
+  prompt_tokens: count,
+  cached_tokens: count,
+  completion_tokens: count,
+  total_tokens: count,
+  cost_usd: z.number(),
+});
+type SwarmRow = z.infer<typeof SwarmRowSchema>;
+
+const COLUMNS =
+  "id, name, model, state, task_count, created_at, finished_at, succeeded, failed, cancelled, skipped_budget, " +
+  "calls, prompt_tokens, cached_tokens, completion_tokens, total_tokens, cost_usd";
+
+function toSwarmSummary(row: SwarmRow): SwarmSummary {
+  return {
+    id: row.id,
+    name: row.name,
+    model: row.model,
+    state: row.state,
+    tasks: row.task_count,
+    counts: { succeeded: row.succeeded, failed: row.failed, cancelled: row.cancelled, skipped_budget: row.skipped_budget },
+    usage: {
+      calls: row.calls,
+      prompt_tokens: row.prompt_tokens,
+      cached_tokens: row.cached_tokens,
+      completion_tokens: row.completion_tokens,
+      total_tokens: row.total_tokens,
+    },
+    cost_usd: row.cost_usd,
+    created_at: new Date(row.created_at).toISOString(),
+    finished_at: row.finished_at === null ? null : new Date(row.finished_at).toISOString(),
+  };
+}
+
+export function createSwarmIndex(db: D1Database): SwarmIndex {
+  return {
+    async listForTenant(tenant, { limit, after }) {
+      // One row past the page tells whether another page exists. Keyset pagination on
+      // (created_at, id) follows the swarms_by_tenant index and stays stable while swarms are added.
+      const statement =
+        after === null
+          ? db.prepare(`SELECT ${COLUMNS} FROM swarms WHERE tenant = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2`).bind(tenant, limit + 1)
+          : db
+              .prepare(
+                `SELECT ${COLUMNS} FROM swarms WHERE tenant = ?1 AND (created_at < ?2 OR (created_at = ?2 AND id < ?3)) ` +
+                  "ORDER BY created_at DESC, id DESC LIMIT ?4",
+              )
+              .bind(tenant, after.createdAt, after.id, limit + 1);
+      const { results } = await statement.all();
+      const rows = z.array(SwarmRowSchema).parse(results);
+      const page = rows.slice(0, limit);
+      const last = page.at(-1);
+      return {
+        swarms: page.map(toSwarmSummary),
+        next: rows.length > limit && last !== undefined ? { createdAt: last.created_at, id: last.id } : null,
+      };
+    },
+  };
+}

@@ -1,0 +1,20 @@
+// The orchestrator's door to SwarmRoom Durable Objects (one per swarm, named by the swarm id).
+// Takes only the SWARM_ROOM namespace; all swarm state lives in the room, never here.
+import type { ResultsPage, StartSwarmInput, SwarmStatus } from "../../src/core/swarm-contract.ts";
+import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
+
+export interface SwarmRooms {
+  start(input: StartSwarmInput): Promise<{ created: boolean }>;
+  /** null: no such swarm, or it belongs to another tenant (the caller answers 404 either way). */
+  getStatus(swarmId: string, tenant: string): Promise<SwarmStatus | null>;
+  getResults(swarmId: string, tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null>;
+}
+
+export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): SwarmRooms {
+  const room = (swarmId: string): DurableObjectStub<SwarmRoom> => namespace.get(namespace.idFromName(swarmId));
+  return {
+    start: (input) => room(input.swarmId).start(input),
+    getStatus: (swarmId, tenant) => room(swarmId).getStatus(tenant),
+    getResults: (swarmId, tenant, cursor, limit) => room(swarmId).getResults(tenant, cursor, limit),
+  };
+}

@@ -1,0 +1,350 @@
+// HTTP: /v1/swarms against the real SwarmRoom Durable Object and local D1: spec validation,
+// body limits, start, status, listing, results paging, tenant isolation and the event stream.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { MAX_TASKS } from "../../../src/core/spec-schema.ts";
+import type { TaskReport } from "../../../src/core/swarm-contract.ts";
+import { createApp } from "../app.ts";
+import { callApi, ORIGIN, TOKEN_A, TOKEN_B, validSpec } from "./call-api.ts";
+import { readErrorBody } from "./error-body.ts";
+
+const CreatedSchema = z.strictObject({
+  id: z.string().regex(/^sw_[a-z2-7]{20}$/),
+  state: z.literal("running"),
+  urls: z.strictObject({ self: z.string(), results: z.string(), events: z.string() }),
+});
+
+const CountsSchema = z.strictObject({
+  queued: z.number(),
+  running: z.number(),
+  succeeded: z.number(),
+  failed: z.number(),
+  cancelled: z.number(),
+  skipped_budget: z.number(),
+});
+const StatusSchema = z.object({ id: z.string(), name: z.string(), state: z.string(), tasks: z.number(), counts: CountsSchema });
+
+const ResultsSchema = z.strictObject({
+  results: z.array(z.object({ task_id: z.string(), state: z.string() })),
+  next_cursor: z.string().nullable(),
+});
+
+const ListSchema = z.strictObject({
+  swarms: z.array(z.object({ id: z.string(), name: z.string(), model: z.string(), state: z.string(), tasks: z.number(), created_at: z.string() })),
+  next_cursor: z.string().nullable(),
+});
+
+async function createSwarm(spec: Record<string, unknown> = validSpec(), token = TOKEN_A): Promise<z.infer<typeof CreatedSchema>> {
+  const response = await callApi("/v1/swarms", { json: spec, token });
+  expect(response.status).toBe(202);
+  return CreatedSchema.parse(await response.json());
+}
+
+function room(swarmId: string) {
+  return env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(swarmId));
+}
+
+/** Plays the agent Worker by hand: claims every dispatched task and records a success for it. */
+async function finishAllTasks(swarmId: string, taskIds: string[]): Promise<void> {
+  const claim = await room(swarmId).claim(taskIds);
+  const reports: TaskReport[] = claim.granted.map((task) => ({
+    taskId: task.taskId,
+    attempt: task.attempt,
+    outcome: { kind: "succeeded", output: `done: ${task.prompt}`, finishReason: "stop" },
+    calls: [],
+  }));
+  await room(swarmId).recordResults(reports);
+}
+
+const manyTasks = (n: number) => Array.from({ length: n }, (_, i) => ({ prompt: `task ${i}` }));
+
+describe("POST /v1/swarms validation", () => {
+  it.each<[string, unknown, string]>([
+    ["missing name", { model: "mock-1", tasks: [{ prompt: "x" }] }, "name"],
+    ["empty name", validSpec({ name: "" }), "name"],
+    ["empty tasks", validSpec({ tasks: [] }), "tasks"],
+    [`${MAX_TASKS + 1} tasks`, validSpec({ tasks: manyTasks(MAX_TASKS + 1) }), "tasks"],
+    ["an empty prompt", validSpec({ tasks: [{ prompt: "a" }, { prompt: "b" }, { prompt: "c" }, { prompt: "" }] }), "tasks.3.prompt"],
+    ["concurrency 0", validSpec({ limits: { concurrency: 0 } }), "limits.concurrency"],
+    ["fractional concurrency", validSpec({ limits: { concurrency: 1.5 } }), "limits.concurrency"],
+    ["an unknown limit", validSpec({ limits: { concurency: 4 } }), "limits"],
+    ["an unknown top-level key", validSpec({ colour: "red" }), "(root)"],
+    ["duplicate task ids", validSpec({ tasks: [{ id: "a", prompt: "1" }, { id: "b", prompt: "2" }, { id: "a", prompt: "3" }] }), "tasks.2.id"],
+    ["an unknown response_format type", validSpec({ response_format: { type: "yaml" } }), "response_format.type"],
+    ["json_schema without a schema", validSpec({ response_format: { type: "json_schema", json_schema: { name: "x" } } }), "response_format.json_schema.schema"],
+    ["a spec that is an array", [validSpec()], "(root)"],
+  ])("%s → 400 invalid_spec at %s", async (_case, spec, path) => {
+    const response = await callApi("/v1/swarms", { json: spec });
+    expect(response.status).toBe(400);
+    const error = await readErrorBody(response);
+    expect(error.code).toBe("invalid_spec");
+    expect(error.details.map((d) => d.path)).toContain(path);
+  });
+
+  it.each([
+    ["truncated JSON", '{"name": "x", "tasks": ['],
+    ["an empty body", ""],
+    ["not JSON at all", "name=x"],
+  ])("%s → 400 invalid_request at (body)", async (_case, body) => {
+    const response = await callApi("/v1/swarms", { body, headers: { "content-type": "application/json" } });
+    expect(response.status).toBe(400);
+    const error = await readErrorBody(response);
+    expect(error.code).toBe("invalid_request");
+    expect(error.details.map((d) => d.path)).toEqual(["(body)"]);
+  });
+
+  it.each([
+    ["text/plain", { "content-type": "text/plain" }],
+    ["form data", { "content-type": "application/x-www-form-urlencoded" }],
+    ["a string body with no explicit type (sent as text/plain)", {}],
+  ])("%s → 415", async (_case, headers) => {
+    const response = await callApi("/v1/swarms", { body: JSON.stringify(validSpec()), headers });
+    expect(response.status).toBe(415);
+    expect((await readErrorBody(response)).code).toBe("unsupported_media_type");
+  });
+
+  it("accepts application/json with a charset", async () => {
+    const response = await callApi("/v1/swarms", { body: JSON.stringify(validSpec()), headers: { "content-type": "application/json; charset=utf-8" } });
+    expect(response.status).toBe(202);
+  });
+});
+
+describe("body size limit", () => {
+  const limit = Number(env.MAX_BODY_BYTES);
+
+  it("refuses a body over MAX_BODY_BYTES with 413 naming the limit", async () => {
+    const spec = validSpec({ system: "x".repeat(limit) });
+    const response = await callApi("/v1/swarms", { json: spec });
+    expect(response.status).toBe(413);
+    const error = await readErrorBody(response);
+    expect(error.code).toBe("payload_too_large");
+    expect(error.message).toContain(`${limit} bytes`);
+  });
+
+  it("refuses a declared Content-Length over the limit before reading the body", async () => {
+    const app = createApp();
+    const response = await app.request(
+      "/v1/swarms",
+      { method: "POST", headers: { authorization: `Bearer ${TOKEN_A}`, "content-type": "application/json", "content-length": "1001" }, body: "{}" },
+      { ...env, MAX_BODY_BYTES: "1000" },
+    );
+    expect(response.status).toBe(413);
+    expect((await readErrorBody(response)).message).toContain("1000 bytes");
+  });
+
+  it("counts a streamed body without Content-Length as it arrives", async () => {
+    const chunk = new TextEncoder().encode(JSON.stringify(validSpec({ system: "y".repeat(600) })));
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(chunk);
+        controller.enqueue(chunk);
+        controller.close();
+      },
+    });
+    const response = await createApp().request(
+      "/v1/swarms",
+      { method: "POST", headers: { authorization: `Bearer ${TOKEN_A}`, "content-type": "application/json" }, body },
+      { ...env, MAX_BODY_BYTES: "1000" },
+    );
+    expect(response.status).toBe(413);
+    expect((await readErrorBody(response)).code).toBe("payload_too_large");
+  });
+});
+
+describe("starting and reading a swarm", () => {
+  it("answers 202 with the id, absolute urls and a Location header, and the swarm runs", async () => {
+    const response = await callApi("/v1/swarms", { json: validSpec() });
+    expect(response.status).toBe(202);
+    const created = CreatedSchema.parse(await response.json());
+    const self = `${ORIGIN}/v1/swarms/${created.id}`;
+    expect(response.headers.get("location")).toBe(self);
+    expect(created.urls).toEqual({ self, results: `${self}/results`, events: `${self}/events` });
+
+    const status = await callApi(`/v1/swarms/${created.id}`);
+    expect(status.status).toBe(200);
+    const body = StatusSchema.parse(await status.json());
+    expect(body).toMatchObject({ id: created.id, name: "review", state: "running", tasks: 3 });
+    // No agent consumes the queue in this project: every task is queued or running, none finished.
+    expect(body.counts.queued + body.counts.running).toBe(3);
+    expect(body.counts.succeeded + body.counts.failed).toBe(0);
+  });
+
+  it("keeps the user's task ids and generates the missing ones, in order", async () => {
+    const created = await createSwarm();
+    const response = await callApi(`/v1/swarms/${created.id}/results`);
+    expect(response.status).toBe(200);
+    const page = ResultsSchema.parse(await response.json());
+    expect(page.results.map((r) => r.task_id)).toEqual(["auth.py", "t00001", "t00002"]);
+    expect(page.next_cursor).toBeNull();
+  });
+
+  it("answers 404 for an unknown or malformed swarm id", async () => {
+    for (const id of ["sw_aaaaaaaaaaaaaaaaaaaa", "sw_nope", "..", "%00"]) {
+      for (const suffix of ["", "/results", "/events"]) {
+        const response = await callApi(`/v1/swarms/${id}${suffix}`);
+        expect(response.status, `${id}${suffix}`).toBe(404);
+        expect((await readErrorBody(response)).code).toBe("not_found");
+      }
+    }
+  });
+});
+
+describe("tenant isolation", () => {
+  it("hides a swarm from another token's tenant (404, not 403)", async () => {
+    const created = await createSwarm(validSpec({ name: "tenant-a-only" }), TOKEN_A);
+    for (const suffix of ["", "/results", "/events"]) {
+      const response = await callApi(`/v1/swarms/${created.id}${suffix}`, { token: TOKEN_B });
+      expect(response.status).toBe(404);
+      expect((await readErrorBody(response)).code).toBe("not_found");
+    }
+    const list = ListSchema.parse(await (await callApi("/v1/swarms?limit=100", { token: TOKEN_B })).json());
+    expect(list.swarms.map((s) => s.id)).not.toContain(created.id);
+  });
+});
+
+describe("GET /v1/swarms/:id/results paging", () => {
+  it("pages through the tasks in order with next_cursor", async () => {
+    const created = await createSwarm(validSpec({ tasks: manyTasks(5) }));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const query: string = cursor === null ? "?limit=2" : `?limit=2&cursor=${cursor}`;
+      const response = await callApi(`/v1/swarms/${created.id}/results${query}`);
+      expect(response.status).toBe(200);
+      const page = ResultsSchema.parse(await response.json());
+      seen.push(...page.results.map((r) => r.task_id));
+      cursor = page.next_cursor;
+      pages += 1;
+    } while (cursor !== null && pages < 10);
+    expect(pages).toBe(3);
+    expect(seen).toEqual(["t00001", "t00002", "t00003", "t00004", "t00005"]);
+  });
+
+  it.each([
+    ["limit=0", "limit"],
+    ["limit=1001", "limit"],
+    ["limit=abc", "limit"],
+    ["limit=1e3", "limit"],
+    ["limit=-1", "limit"],
+    ["cursor=abc", "cursor"],
+    ["cursor=-1", "cursor"],
+    ["cursor=1234567890123", "cursor"],
+    ["cursor=", "cursor"],
+  ])("?%s → 400 invalid_request at %s", async (query, path) => {
+    const created = await createSwarm();
+    const response = await callApi(`/v1/swarms/${created.id}/results?${query}`);
+    expect(response.status).toBe(400);
+    const error = await readErrorBody(response);
+    expect(error.code).toBe("invalid_request");
+    expect(error.details.map((d) => d.path)).toEqual([path]);
+  });
+});
+
+describe("GET /v1/swarms", () => {
+  it("lists the caller's swarms newest first, paging with an opaque cursor", async () => {
+    const ids: string[] = [];
+    for (const name of ["first", "second", "third"]) ids.push((await createSwarm(validSpec({ name }), TOKEN_B)).id);
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 5; page += 1) {
+      const query: string = cursor === null ? "?limit=2" : `?limit=2&cursor=${encodeURIComponent(cursor)}`;
+      const response = await callApi(`/v1/swarms${query}`, { token: TOKEN_B });
+      expect(response.status).toBe(200);
+      const body = ListSchema.parse(await response.json());
+      expect(body.swarms.length).toBeLessThanOrEqual(2);
+      seen.push(...body.swarms.map((s) => s.id));
+      cursor = body.next_cursor;
+      if (cursor === null) break;
+    }
+    // Other tests of this file may have added swarms for tenant b; ours are in creation order reversed.
+    expect(seen.filter((id) => ids.includes(id))).toEqual([...ids].reverse());
+    expect(new Set(seen).size).toBe(seen.length);
+  });
+
+  it("describes each swarm from the D1 index", async () => {
+    const created = await createSwarm(validSpec({ name: "indexed" }));
+    const body = ListSchema.parse(await (await callApi("/v1/swarms?limit=100")).json());
+    const listed = body.swarms.find((s) => s.id === created.id);
+    expect(listed).toMatchObject({ name: "indexed", model: "mock-1", state: "running", tasks: 3 });
+    expect(Number.isNaN(Date.parse(listed?.created_at ?? ""))).toBe(false);
+  });
+
+  it.each([
+    ["limit=0", "limit"],
+    ["limit=101", "limit"],
+    ["limit=ten", "limit"],
+    ["cursor=not-a-cursor", "cursor"],
+    [`cursor=${btoa("123:sw_nope")}`, "cursor"],
+  ])("?%s → 400 invalid_request at %s", async (query, path) => {
+    const response = await callApi(`/v1/swarms?${query}`);
+    expect(response.status).toBe(400);
+    const error = await readErrorBody(response);
+    expect(error.code).toBe("invalid_request");
+    expect(error.details.map((d) => d.path)).toEqual([path]);
+  });
+});
+
+/** Reads Server-Sent Events from a response until `stopAfter` has been seen or the stream ends. */
+async function readEvents(response: Response, stopAfter: string): Promise<{ event: string; data: string }[]> {
+  const body = response.body;
+  if (body === null) throw new Error("no body");
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  const events: { event: string; data: string }[] = [];
+  let buffer = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end: number;
+    while ((end = buffer.indexOf("\n\n")) !== -1) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (event !== undefined && data !== undefined) events.push({ event, data });
+      if (event === stopAfter) {
+        await reader.cancel();
+        return events;
+      }
+    }
+  }
+  return events;
+}
+
+describe("GET /v1/swarms/:id/events", () => {
+  it("streams the running status first; the client may leave at any time", async () => {
+    const created = await createSwarm();
+    const response = await callApi(`/v1/swarms/${created.id}/events`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const [first] = await readEvents(response, "status");
+    expect(first?.event).toBe("status");
+    expect(StatusSchema.parse(JSON.parse(first?.data ?? "null"))).toMatchObject({ id: created.id, state: "running" });
+  });
+
+  it("ends with `done` once the swarm is terminal", async () => {
+    const created = await createSwarm();
+    await finishAllTasks(created.id, ["auth.py", "t00001", "t00002"]);
+    const response = await callApi(`/v1/swarms/${created.id}/events`);
+    const events = await readEvents(response, "never");
+    expect(events.map((e) => e.event)).toEqual(["status", "done"]);
+    expect(StatusSchema.parse(JSON.parse(events[0]?.data ?? "null")).state).toBe("completed");
+    expect(JSON.parse(events[1]?.data ?? "null")).toEqual({ id: created.id, state: "completed" });
+  });
+
+  it("emits the change when a running swarm finishes, then `done`", async () => {
+    const created = await createSwarm();
+    const response = await callApi(`/v1/swarms/${created.id}/events`);
+    const reading = readEvents(response, "done");
+    await finishAllTasks(created.id, ["auth.py", "t00001", "t00002"]);
+    const events = await reading;
+    expect(events.at(0)?.event).toBe("status");
+    expect(events.at(-1)?.event).toBe("done");
+    const states = events.filter((e) => e.event === "status").map((e) => StatusSchema.parse(JSON.parse(e.data)).state);
+    expect(states.at(0)).toBe("running");
+    expect(states.at(-1)).toBe("completed");
+  });
+});
