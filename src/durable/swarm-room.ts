@@ -109,6 +109,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly settings: RoomSettings;
   /** The alarm time this instance last set; null = unknown (read it from storage). */
   private alarmAt: number | null = null;
+  /** p50/p95 over the calls recorded so far, recomputed only when a call was added (status is polled). */
+  private latencyCache: { calls: number; p50: number | null; p95: number | null } | null = null;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
@@ -592,10 +594,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   private toStatus(swarm: SwarmRow): SwarmStatus {
     const { cost_usd, ...usage } = this.usageTotals();
-    const latencies = this.sql
-      .exec<{ latency_ms: number }>("SELECT latency_ms FROM calls")
-      .toArray()
-      .map((row) => row.latency_ms);
     const finished = swarm.finished_at !== null;
     const metadata = swarm.metadata === null ? {} : SwarmMetadataSchema.parse(JSON.parse(swarm.metadata));
     return {
@@ -609,13 +607,24 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       usage,
       cost_usd,
       wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,
-      latency_ms: { p50: percentile(latencies, 50), p95: percentile(latencies, 95) },
+      latency_ms: this.latencyPercentiles(usage.calls),
       output: finished ? this.collectOutput() : null,
       reduce: { kind: "collect" },
       metadata,
       created_at: toIso(swarm.created_at) ?? "",
       finished_at: toIso(swarm.finished_at),
     };
+  }
+
+  private latencyPercentiles(calls: number): { p50: number | null; p95: number | null } {
+    if (this.latencyCache?.calls !== calls) {
+      const latencies = this.sql
+        .exec<{ latency_ms: number }>("SELECT latency_ms FROM calls")
+        .toArray()
+        .map((row) => row.latency_ms);
+      this.latencyCache = { calls, p50: percentile(latencies, 50), p95: percentile(latencies, 95) };
+    }
+    return { p50: this.latencyCache.p50, p95: this.latencyCache.p95 };
   }
 
   /** The collect reducer: succeeded outputs in task order (inline up to a size; page /results for all). */

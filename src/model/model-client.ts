@@ -1,0 +1,201 @@
+// The model adapter: one streaming chat-completions call to an OpenAI-compatible upstream, and the
+// one place where upstream failures are classified. It never throws and never leaks the API key.
+import OpenAI from "openai";
+import type { ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam } from "openai/resources/chat/completions";
+import type { ClassifiedError } from "../core/error-class.ts";
+import type { ResponseFormat } from "../core/spec-schema.ts";
+import { classifyUpstreamError } from "../core/upstream-error.ts";
+import type { UpstreamFailure } from "../core/upstream-error.ts";
+import { extractStreamUsage, normalizeUsage } from "../core/usage.ts";
+import type { Usage } from "../core/usage.ts";
+
+export interface ModelRequest {
+  model: string;
+  system: string | null;
+  prompt: string;
+  maxOutputTokens: number;
+  /** Wall-time limit of the whole call, headers and body. */
+  timeoutMs: number;
+  responseFormat: ResponseFormat | null;
+}
+
+interface CallTiming {
+  latencyMs: number;
+  /** Epoch ms. */
+  startedAt: number;
+}
+
+export type ModelCallResult =
+  | ({ ok: true; text: string; finishReason: string | null; usage: Usage | null } & CallTiming)
+  | ({ ok: false; error: ClassifiedError; usage: Usage | null } & CallTiming);
+
+export interface ModelClient {
+  complete(request: ModelRequest): Promise<ModelCallResult>;
+}
+
+export interface ModelClientOptions {
+  baseURL: string;
+  apiKey: string;
+  fetch?: typeof fetch;
+}
+
+/** The SDK's own ceiling; every request passes its own, shorter timeout. */
+const CLIENT_TIMEOUT_MS = 600_000;
+
+/**
+ * One SDK client per (baseURL, key): callers keep the returned client and reuse it.
+ * Everything the SDK would otherwise read from `process.env` (OPENAI_*) is passed explicitly, and
+ * `maxRetries: 0` because retries belong to the queue (a retry is a new attempt with its own
+ * ledger row, decided by the SwarmRoom).
+ */
+export function createModelClient(options: ModelClientOptions): ModelClient {
+  const client = new OpenAI({
+    apiKey: options.apiKey,
+    baseURL: options.baseURL,
+    organization: null,
+    project: null,
+    timeout: CLIENT_TIMEOUT_MS,
+    maxRetries: 0,
+    // Failures come back as values and are logged by the caller, without the SDK's own noise.
+    logLevel: "off",
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  });
+  return { complete: (request) => completeOnce(client, options.apiKey, request) };
+}
+
+async function completeOnce(client: OpenAI, apiKey: string, request: ModelRequest): Promise<ModelCallResult> {
+  const startedAt = Date.now();
+  // The SDK's `timeout` only covers the wait for response headers; this deadline also bounds the
+  // streamed body, so a call never holds its lease longer than timeout_s.
+  const deadline = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    deadline.abort();
+  }, request.timeoutMs);
+  let usage: Usage | null = null;
+  let streaming = false;
+  const timing = (): CallTiming => ({ startedAt, latencyMs: Math.max(0, Date.now() - startedAt) });
+  const fail = (failure: UpstreamFailure): ModelCallResult => ({
+    ok: false,
+    error: classifyUpstreamError(scrubKey(failure, apiKey), Date.now()),
+    usage,
+    ...timing(),
+  });
+
+  try {
+    // Streaming: a Worker invocation may have only 6 connections waiting for response headers;
+    // a streamed response sends its headers at once and frees the slot, so one consumer
+    // invocation can keep many model calls open (ARCHITECTURE.md §4).
+    const stream = await client.chat.completions.create(toParams(request), {
+      signal: deadline.signal,
+      timeout: request.timeoutMs,
+    });
+    streaming = true;
+    let text = "";
+    let finishReason: string | null = null;
+    for await (const chunk of stream) {
+      const raw = extractStreamUsage(chunk);
+      const chunkUsage = raw === undefined ? null : normalizeUsage(raw);
+      if (chunkUsage !== null) usage = chunkUsage;
+      // Some vendors send keep-alive or usage-only chunks without `choices`, whatever the types say.
+      const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+      const piece = choice?.delta?.content;
+      if (typeof piece === "string") text += piece;
+      if (typeof choice?.finish_reason === "string") finishReason = choice.finish_reason;
+    }
+    // A finished answer is kept even if the deadline hit while waiting for the usage chunk.
+    if (finishReason !== null) return { ok: true, text, finishReason, usage, ...timing() };
+    // The SDK ends the iteration quietly when the request is aborted mid-stream.
+    return fail(timedOut ? timeoutFailure(request.timeoutMs) : { kind: "truncated" });
+  } catch (error) {
+    return fail(toUpstreamFailure(error, { timedOut, streaming, timeoutMs: request.timeoutMs }));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function toParams(request: ModelRequest): ChatCompletionCreateParamsStreaming {
+  const messages: ChatCompletionMessageParam[] = [];
+  if (request.system !== null) messages.push({ role: "system", content: request.system });
+  messages.push({ role: "user", content: request.prompt });
+  const format = request.responseFormat;
+  return {
+    model: request.model,
+    messages,
+    max_tokens: request.maxOutputTokens,
+    stream: true,
+    stream_options: { include_usage: true },
+    // "text" is every upstream's default; some OpenAI-compatible servers reject the field.
+    ...(format === null || format.type === "text" ? {} : { response_format: format }),
+  };
+}
+
+function timeoutFailure(timeoutMs: number): UpstreamFailure {
+  return { kind: "timeout", message: `no complete response within ${timeoutMs} ms` };
+}
+
+/** Maps what the SDK (or the stream under it) threw to the classifier's input. */
+function toUpstreamFailure(
+  error: unknown,
+  context: { timedOut: boolean; streaming: boolean; timeoutMs: number },
+): UpstreamFailure {
+  // Our deadline surfaces as APIUserAbortError before the headers; the SDK's own as a timeout error.
+  if (context.timedOut || error instanceof OpenAI.APIConnectionTimeoutError) return timeoutFailure(context.timeoutMs);
+  if (error instanceof OpenAI.APIConnectionError) return { kind: "connection", message: error.message };
+  // The SDK throws a SyntaxError for an SSE event whose data is not JSON.
+  if (error instanceof SyntaxError) return { kind: "malformed", message: error.message };
+  if (error instanceof OpenAI.APIError) {
+    // status is undefined for an error event inside a 200 stream: the classifier calls that
+    // a retryable upstream_error, with the upstream's own message.
+    return {
+      kind: "http",
+      ...(error.status === undefined ? {} : { status: error.status }),
+      headers: toHeaderRecord(error.headers),
+      body: error.error ?? toRawBody(error),
+    };
+  }
+  // Anything else after the headers arrived is the body breaking off (e.g. a reset connection).
+  if (context.streaming) return { kind: "truncated", message: messageOf(error) };
+  return { kind: "connection", message: messageOf(error) };
+}
+
+function toHeaderRecord(headers: Headers | undefined): Record<string, string> {
+  return headers === undefined ? {} : Object.fromEntries(headers.entries());
+}
+
+/**
+ * The SDK keeps only `body.error` of a JSON error body; a non-JSON body (an HTML 502 page, plain
+ * text) ends up in the message after the status, where the classifier can still use it.
+ */
+function toRawBody(error: InstanceType<typeof OpenAI.APIError>): string | undefined {
+  const prefix = error.status === undefined ? "" : `${error.status} `;
+  const text = error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message;
+  return text === "status code (no body)" || text === "(no status code or body)" ? undefined : text;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/**
+ * The classifier redacts key-shaped strings; this also removes the configured key verbatim (before
+ * the message is shortened, which could leave half a key), since a self-hosted upstream's key may
+ * look like anything and some upstreams echo the key they were sent.
+ */
+function scrubKey(failure: UpstreamFailure, apiKey: string): UpstreamFailure {
+  if (apiKey.length === 0) return failure;
+  const scrub = (value: unknown): unknown => {
+    if (typeof value === "string") return value.split(apiKey).join("[redacted]");
+    if (Array.isArray(value)) return value.map(scrub);
+    if (typeof value === "object" && value !== null) {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrub(v)]));
+    }
+    return value;
+  };
+  return {
+    ...failure,
+    ...(failure.message === undefined ? {} : { message: failure.message.split(apiKey).join("[redacted]") }),
+    ...(failure.body === undefined ? {} : { body: scrub(failure.body) }),
+  };
+}

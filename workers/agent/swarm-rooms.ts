@@ -1,0 +1,17 @@
+// The agent's port to the SwarmRoom Durable Object: the three RPCs it makes, and the adapter from
+// the SWARM_ROOM namespace. It decides nothing; the handlers take this port so tests can fake it.
+import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
+import type { ClaimResponse, RecordResponse, TaskReport } from "../../src/core/swarm-contract.ts";
+
+export interface SwarmRoomRpc {
+  claim(taskIds: string[]): Promise<ClaimResponse>;
+  recordResults(reports: TaskReport[]): Promise<RecordResponse>;
+  recordDeadLetter(taskIds: string[]): Promise<void>;
+}
+
+/** The SwarmRoom of one swarm, by swarm id. */
+export type SwarmRooms = (swarmId: string) => SwarmRoomRpc;
+
+export function toSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): SwarmRooms {
+  return (swarmId) => namespace.get(namespace.idFromName(swarmId));
+}

@@ -1,0 +1,8 @@
+// Bindings the agent test project adds to the Worker's own (see vitest.config.ts, project "agent").
+declare namespace Cloudflare {
+  interface Env {
+    TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
+    MOCK_MODEL_URL: string;
+    LEDGER_DB: D1Database;
+  }
+}

@@ -1,0 +1,345 @@
+// The agent Worker's queue handler end to end: real SwarmRoom (auxiliary orchestrator Worker), the
+// mock model over loopback and the local D1 ledger. Batches are delivered by hand, since the
+// SwarmRoom's dispatches go to a queue nobody consumes here.
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { LimitsSchema } from "../../../src/core/spec-schema.ts";
+import type { StartSwarmInput, SwarmStatus, TaskResult } from "../../../src/core/swarm-contract.ts";
+import worker from "../index.ts";
+
+const TENANT = "tk_agent_test";
+const TASK_QUEUE = "edgeswarm-tasks";
+const DEAD_LETTER_QUEUE = "edgeswarm-tasks-dlq";
+let counter = 0;
+let messageCounter = 0;
+
+interface Swarm {
+  swarmId: string;
+  taskIds: string[];
+  status(): Promise<SwarmStatus>;
+  results(): Promise<TaskResult[]>;
+}
+
+async function startSwarm(taskCount: number, limits: Partial<{ max_attempts: number; timeout_s: number }> = {}): Promise<Swarm> {
+  counter += 1;
+  const swarmId = `sw_agent${Date.now().toString(36)}${counter}`;
+  const taskIds = Array.from({ length: taskCount }, (_, i) => `task-${i + 1}`);
+  const input: StartSwarmInput = {
+    swarmId,
+    tenant: TENANT,
+    // The window holds every task, so all of them are dispatched (and claimable) at once.
+    spec: { name: `agent test ${counter}`, model: "mock-1", system: "You are a test agent.", limits: LimitsSchema.parse({ concurrency: 100, ...limits }) },
+    tasks: taskIds.map((id) => ({ id, prompt: `Summarize item ${id}.` })),
+    createdAt: Date.now(),
+    origin: { kind: "api" },
+  };
+  const stub = env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(swarmId));
+  expect(await stub.start(input)).toEqual({ created: true });
+  return {
+    swarmId,
+    taskIds,
+    async status() {
+      const status = await stub.getStatus(TENANT);
+      if (status === null) throw new Error(`swarm ${swarmId} not found`);
+      return status;
+    },
+    async results() {
+      const page = await stub.getResults(TENANT, null, 1_000);
+      if (page === null) throw new Error(`swarm ${swarmId} not found`);
+      return page.results;
+    },
+  };
+}
+
+function packets(swarmId: string, taskIds: string[], perPacket: number, attempts = 1): MessageBatchMessage<unknown>[] {
+  const out: MessageBatchMessage<unknown>[] = [];
+  for (let i = 0; i < taskIds.length; i += perPacket) {
+    messageCounter += 1;
+    out.push({ id: `msg-${messageCounter}`, timestamp: new Date(), attempts, body: { v: 1, swarm_id: swarmId, task_ids: taskIds.slice(i, i + perPacket) } });
+  }
+  return out;
+}
+
+/** The same messages, delivered again by the queue (one more attempt). */
+function redelivered(messages: MessageBatchMessage<unknown>[]): MessageBatchMessage<unknown>[] {
+  return messages.map((m) => ({ ...m, attempts: m.attempts + 1 }));
+}
+
+async function deliver(queue: string, messages: MessageBatchMessage<unknown>[]): Promise<QueueResult> {
+  const batch = createMessageBatch(queue, messages);
+  const ctx = createExecutionContext();
+  await worker.queue(batch, env, ctx);
+  return getQueueResult(batch, ctx);
+}
+
+const ids = (messages: MessageBatchMessage<unknown>[]): string[] => messages.map((m) => m.id).sort();
+const retried = (result: QueueResult): string[] => result.retryMessages.map((m) => m.msgId).sort();
+
+interface MockStats {
+  calls: number;
+  total_tokens: number;
+}
+
+async function mockStats(): Promise<MockStats> {
+  const response = await fetch(`${env.MOCK_MODEL_URL}/stats`);
+  const body: unknown = await response.json();
+  if (typeof body !== "object" || body === null || !("calls" in body) || !("total_tokens" in body)) throw new Error("unexpected /stats body");
+  const { calls, total_tokens } = body;
+  if (typeof calls !== "number" || typeof total_tokens !== "number") throw new Error("unexpected /stats body");
+  return { calls, total_tokens };
+}
+
+/** Fault kinds the mock answers the next requests with, in order ("ok" = a normal answer). */
+async function scriptMock(script: string[]): Promise<void> {
+  const response = await fetch(`${env.MOCK_MODEL_URL}/admin/scenario`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ script, retry_after_s: 1 }),
+  });
+  expect(response.status).toBe(200);
+}
+
+interface LedgerRow {
+  call_id: string;
+  task_id: string;
+  attempt: number;
+  status: string;
+  error_class: string | null;
+  prompt_tokens: number | null;
+  total_tokens: number | null;
+}
+
+/** The swarm's ledger rows once `count` of them are flushed (the SwarmRoom flushes ~50 ms after recording). */
+async function ledgerRows(swarmId: string, count: number): Promise<LedgerRow[]> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { results } = await env.LEDGER_DB.prepare(
+      "SELECT call_id, task_id, attempt, status, error_class, prompt_tokens, total_tokens FROM ledger WHERE swarm_id = ? ORDER BY call_id",
+    )
+      .bind(swarmId)
+      .all<LedgerRow>();
+    if (results.length >= count || Date.now() > deadline) return results;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+afterEach(async () => {
+  // Back to plain answers: a script step left over would fail the next test's calls.
+  await scriptMock([]);
+  vi.restoreAllMocks();
+});
+
+describe("agent queue consumer: happy path and idempotency", () => {
+  it("runs a batch of tasks: every message acked, every output recorded, one ledger row per call with the upstream's tokens", async () => {
+    const swarm = await startSwarm(6);
+    const before = await mockStats();
+    const messages = packets(swarm.swarmId, swarm.taskIds, 2);
+
+    const result = await deliver(TASK_QUEUE, messages);
+
+    expect(result.explicitAcks.sort()).toEqual(ids(messages));
+    expect(result.retryMessages).toEqual([]);
+    const after = await mockStats();
+    expect(after.calls - before.calls).toBe(6);
+
+    const status = await swarm.status();
+    expect(status.state).toBe("completed");
+    expect(status.counts.succeeded).toBe(6);
+    const results = await swarm.results();
+    expect(results.map((r) => r.task_id)).toEqual(swarm.taskIds);
+    for (const r of results) {
+      expect(r.state).toBe("succeeded");
+      expect(r.output?.length).toBeGreaterThan(0);
+      expect(r.attempts).toBe(1);
+    }
+
+    const rows = await ledgerRows(swarm.swarmId, 6);
+    expect(rows.map((r) => r.call_id)).toEqual(swarm.taskIds.map((t) => `${swarm.swarmId}:${t}:1:1`).sort());
+    for (const row of rows) {
+      expect(row.status).toBe("ok");
+      expect(row.prompt_tokens).toBeGreaterThan(0);
+    }
+    const ledgerTokens = rows.reduce((sum, row) => sum + (row.total_tokens ?? 0), 0);
+    expect(ledgerTokens).toBe(after.total_tokens - before.total_tokens);
+  });
+
+  it("does no second model call when the same batch is delivered again, and acks it", async () => {
+    const swarm = await startSwarm(3);
+    const messages = packets(swarm.swarmId, swarm.taskIds, 1);
+    await deliver(TASK_QUEUE, messages);
+    const before = await mockStats();
+
+    const again = await deliver(TASK_QUEUE, redelivered(messages));
+
+    expect((await mockStats()).calls).toBe(before.calls);
+    expect(again.explicitAcks.sort()).toEqual(ids(messages));
+    expect(again.retryMessages).toEqual([]);
+    expect((await swarm.status()).usage.calls).toBe(3);
+    expect(await ledgerRows(swarm.swarmId, 3)).toHaveLength(3);
+  });
+
+  it("calls the model once for a task named by two messages of one batch", async () => {
+    const swarm = await startSwarm(1);
+    const before = await mockStats();
+    const messages = [...packets(swarm.swarmId, swarm.taskIds, 1), ...packets(swarm.swarmId, swarm.taskIds, 1)];
+
+    const result = await deliver(TASK_QUEUE, messages);
+
+    expect((await mockStats()).calls - before.calls).toBe(1);
+    expect(result.explicitAcks.sort()).toEqual(ids(messages));
+  });
+
+  it("acks the packet of a swarm that does not exist, without a model call", async () => {
+    const before = await mockStats();
+    const messages = packets(`sw_never_started_${Date.now()}`, ["task-1"], 1);
+    const result = await deliver(TASK_QUEUE, messages);
+    expect(result.explicitAcks).toEqual(ids(messages));
+    expect((await mockStats()).calls).toBe(before.calls);
+  });
+
+  it("acks and logs a message whose body is not a task packet, and still runs the rest of the batch", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const swarm = await startSwarm(1);
+    const good = packets(swarm.swarmId, swarm.taskIds, 1);
+    const garbage: MessageBatchMessage<unknown> = { id: "garbage-1", timestamp: new Date(), attempts: 1, body: { hello: "world" } };
+
+    const result = await deliver(TASK_QUEUE, [garbage, ...good]);
+
+    expect(result.explicitAcks.sort()).toEqual(["garbage-1", ...ids(good)].sort());
+    expect(errors.mock.calls.some((args) => String(args[0]).includes("garbage-1"))).toBe(true);
+    expect((await swarm.status()).counts.succeeded).toBe(1);
+  });
+});
+
+describe("agent queue consumer: upstream failures", () => {
+  it("retries the message on a 429 and, after max_attempts, fails the task as rate_limited and acks", async () => {
+    const swarm = await startSwarm(1, { max_attempts: 2 });
+    await scriptMock(["429", "429"]);
+    const first = packets(swarm.swarmId, swarm.taskIds, 1);
+
+    const r1 = await deliver(TASK_QUEUE, first);
+    expect(retried(r1)).toEqual(ids(first));
+    expect(r1.explicitAcks).toEqual([]);
+    expect((await swarm.status()).counts.queued).toBe(1);
+
+    const second = redelivered(first);
+    const r2 = await deliver(TASK_QUEUE, second);
+    expect(r2.explicitAcks).toEqual(ids(second));
+    expect(r2.retryMessages).toEqual([]);
+
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "failed", attempts: 2, error: { class: "rate_limited" } });
+    const rows = await ledgerRows(swarm.swarmId, 2);
+    expect(rows.map((r) => [r.attempt, r.status, r.error_class])).toEqual([
+      [1, "error", "rate_limited"],
+      [2, "error", "rate_limited"],
+    ]);
+    expect((await swarm.status()).state).toBe("completed_with_failures");
+  });
+
+  it("retries on a 500 and succeeds on the next delivery", async () => {
+    const swarm = await startSwarm(1, { max_attempts: 3 });
+    await scriptMock(["500", "ok"]);
+    const first = packets(swarm.swarmId, swarm.taskIds, 1);
+
+    const r1 = await deliver(TASK_QUEUE, first);
+    expect(retried(r1)).toEqual(ids(first));
+
+    const r2 = await deliver(TASK_QUEUE, redelivered(first));
+    expect(r2.explicitAcks).toEqual(ids(first));
+
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "succeeded", attempts: 2, error: null });
+    const rows = await ledgerRows(swarm.swarmId, 2);
+    expect(rows.map((r) => [r.attempt, r.status, r.error_class])).toEqual([
+      [1, "error", "upstream_error"],
+      [2, "ok", null],
+    ]);
+  });
+
+  it.each([
+    { fault: "401", errorClass: "auth" },
+    { fault: "400", errorClass: "bad_request" },
+    { fault: "context_length", errorClass: "context_length" },
+    { fault: "insufficient_quota", errorClass: "quota_exceeded" },
+  ])("fails the task at once on a permanent $fault ($errorClass): acked, not retried", async ({ fault, errorClass }) => {
+    const swarm = await startSwarm(1, { max_attempts: 4 });
+    await scriptMock([fault]);
+    const messages = packets(swarm.swarmId, swarm.taskIds, 1);
+
+    const result = await deliver(TASK_QUEUE, messages);
+
+    expect(result.explicitAcks).toEqual(ids(messages));
+    expect(result.retryMessages).toEqual([]);
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "failed", attempts: 1, error: { class: errorClass } });
+    expect(task?.error?.message).not.toContain("test-model-key");
+    const rows = await ledgerRows(swarm.swarmId, 1);
+    expect(rows.map((r) => [r.status, r.error_class, r.total_tokens])).toEqual([["error", errorClass, null]]);
+  });
+
+  it.each([
+    { fault: "malformed", errorClass: "malformed_response" },
+    { fault: "truncated", errorClass: "truncated_stream" },
+  ])("classifies a $fault stream as $errorClass", async ({ fault, errorClass }) => {
+    // One attempt, so the retryable failure is final and its class is the task's.
+    const swarm = await startSwarm(1, { max_attempts: 1 });
+    await scriptMock([fault]);
+    const messages = packets(swarm.swarmId, swarm.taskIds, 1);
+
+    const result = await deliver(TASK_QUEUE, messages);
+
+    expect(result.explicitAcks).toEqual(ids(messages));
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "failed", error: { class: errorClass } });
+  });
+
+  it("ends a call whose stream hangs at timeout_s as upstream_timeout", async () => {
+    const swarm = await startSwarm(1, { max_attempts: 1, timeout_s: 1 });
+    await scriptMock(["hang"]);
+    const messages = packets(swarm.swarmId, swarm.taskIds, 1);
+
+    const result = await deliver(TASK_QUEUE, messages);
+
+    expect(result.explicitAcks).toEqual(ids(messages));
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "failed", error: { class: "upstream_timeout" } });
+  });
+
+  it("records a call without usage as missing (null tokens), not as zero", async () => {
+    const swarm = await startSwarm(1);
+    await scriptMock(["no_usage"]);
+    const messages = packets(swarm.swarmId, swarm.taskIds, 1);
+
+    await deliver(TASK_QUEUE, messages);
+
+    const [task] = await swarm.results();
+    expect(task?.state).toBe("succeeded");
+    const rows = await ledgerRows(swarm.swarmId, 1);
+    expect(rows.map((r) => [r.status, r.prompt_tokens, r.total_tokens])).toEqual([["ok", null, null]]);
+  });
+});
+
+describe("agent dead-letter consumer", () => {
+  it("ends the open tasks of dead-lettered packets failed with dead_letter, keeps finished ones, and acks", async () => {
+    const swarm = await startSwarm(3);
+    const [done, ...open] = swarm.taskIds;
+    if (done === undefined) throw new Error("no task");
+    await deliver(TASK_QUEUE, packets(swarm.swarmId, [done], 1));
+    const before = await mockStats();
+    const messages = packets(swarm.swarmId, swarm.taskIds, 2, 13);
+
+    const result = await deliver(DEAD_LETTER_QUEUE, messages);
+
+    expect(result.explicitAcks.sort()).toEqual(ids(messages));
+    expect((await mockStats()).calls).toBe(before.calls);
+    const results = await swarm.results();
+    expect(results.map((r) => [r.task_id, r.state, r.error?.class ?? null])).toEqual([
+      [done, "succeeded", null],
+      ...open.map((id) => [id, "failed", "dead_letter"]),
+    ]);
+    expect((await swarm.status()).state).toBe("completed_with_failures");
+  });
+});
