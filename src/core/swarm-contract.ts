@@ -62,7 +62,20 @@ export interface ClaimedTask {
   leaseUntil: number;
 }
 
-export type ClaimRefusal = "done" | "leased" | "unknown";
+/**
+ * done/leased/unknown: nothing to run, ack the message. deferred: the claim's answer was full
+ * (prompt bytes); the task is still dispatched, so retry the message shortly.
+ */
+export type ClaimRefusal = "done" | "leased" | "unknown" | "deferred";
+
+export interface ClaimOptions {
+  /**
+   * How many rounds of model calls the caller needs for its whole batch (tasks in the batch ÷ its
+   * concurrency, rounded up). Tasks that wait for a free slot must not outlive their lease, so the
+   * lease is `waves × timeout_s + grace`. Default 1; at most 100.
+   */
+  waves?: number;
+}
 
 export interface ClaimResponse {
   /** null when the swarm does not exist (a message for a swarm that was never started). */

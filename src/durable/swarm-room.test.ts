@@ -115,6 +115,34 @@ describe("SwarmRoom claim", () => {
     expect(afterDone.refused).toEqual([{ taskId: "task-001", reason: "done" }]);
   });
 
+  it("leases for every round of calls the claimer needs (waves × timeout_s + grace)", async () => {
+    const { input, stub } = newSwarm(2, { concurrency: 2, timeout_s: 10 });
+    await stub.start(input);
+    const before = Date.now();
+    const one = await stub.claim(["task-001"]);
+    const three = await stub.claim(["task-002"], { waves: 3 });
+    // LEASE_GRACE_S is 30 in wrangler.toml.
+    expect(one.granted[0]?.leaseUntil).toBeGreaterThanOrEqual(before + 10_000 + 30_000);
+    expect(three.granted[0]?.leaseUntil).toBeGreaterThanOrEqual(before + 3 * 10_000 + 30_000);
+    expect(three.granted[0]?.leaseUntil).toBeLessThan(before + 4 * 10_000 + 30_000);
+  });
+
+  it("defers tasks once a claim's prompts would not fit one RPC answer", async () => {
+    const { input, stub } = newSwarm(3, { concurrency: 3 });
+    const big = "x".repeat(4_500_000);
+    input.tasks = input.tasks.map((task) => ({ ...task, prompt: big }));
+    await stub.start(input);
+    const claim = await stub.claim(["task-001", "task-002", "task-003"]);
+    expect(claim.granted.map((g) => g.taskId)).toEqual(["task-001"]);
+    expect(claim.refused).toEqual([
+      { taskId: "task-002", reason: "deferred" },
+      { taskId: "task-003", reason: "deferred" },
+    ]);
+    // Deferred tasks stay dispatched and are granted on the next delivery.
+    expect(countStates(await taskStates(stub))).toEqual({ running: 1, dispatched: 2 });
+    expect((await stub.claim(["task-002"])).granted.map((g) => g.taskId)).toEqual(["task-002"]);
+  });
+
   it("answers a claim for a swarm that was never started with no config", async () => {
     const { stub } = newSwarm(1);
     const claim = await stub.claim(["task-001"]);

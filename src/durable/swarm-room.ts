@@ -10,6 +10,7 @@ import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import { LimitsSchema, ResponseFormatSchema, SwarmMetadataSchema, type Limits, type ResponseFormat } from "../core/spec-schema.ts";
 import type {
   CallRecord,
+  ClaimOptions,
   CollectOutput,
   ClaimResponse,
   RecordResponse,
@@ -53,6 +54,11 @@ const DISPATCH_DEADLINE_MS = 5 * 60_000;
 const FLUSH_RETRY_MS = 5_000;
 /** Ledger rows per D1 transaction. */
 const FLUSH_CHUNK = 500;
+/**
+ * A claim's answer crosses an RPC boundary (32 MiB limit): past this many prompt characters the
+ * remaining tasks are deferred to a redelivery instead of granted.
+ */
+const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
 /** The collect reducer's inline answer stays small; the results endpoint pages through the rest. */
 const COLLECT_MAX_ENTRIES = 1_000;
 const COLLECT_MAX_CHARS = 1_000_000;
@@ -218,19 +224,27 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   // ── RPC: agent Worker (one claim and one record per consumer batch) ─────────────────────────
 
   /** Leases each claimable task to the caller. A finished or validly leased task is refused. */
-  async claim(taskIds: string[]): Promise<ClaimResponse> {
+  async claim(taskIds: string[], options: ClaimOptions = {}): Promise<ClaimResponse> {
     const swarm = this.swarm();
     if (swarm === null) return { config: null, granted: [], refused: taskIds.map((taskId) => ({ taskId, reason: "unknown" })) };
     const config = this.toRunConfig(swarm);
     const now = Date.now();
-    const leaseUntil = now + config.limits.timeout_s * 1_000 + this.settings.leaseGraceMs;
+    const waves = Math.min(100, Math.max(1, Math.floor(options.waves ?? 1)));
+    const leaseUntil = now + waves * config.limits.timeout_s * 1_000 + this.settings.leaseGraceMs;
     const response: ClaimResponse = { config, granted: [], refused: [] };
     let ended = false;
+    let promptChars = 0;
     for (const taskId of new Set(taskIds)) {
       const task = this.task(taskId);
       const decision = decideClaim(task && this.toLifeRow(task), now, config.limits.max_attempts);
       switch (decision.kind) {
         case "grant": {
+          const size = this.sql.exec<{ n: number }>("SELECT LENGTH(prompt) AS n FROM tasks WHERE id = ?", taskId).one().n;
+          if (response.granted.length > 0 && promptChars + size > CLAIM_MAX_PROMPT_CHARS) {
+            response.refused.push({ taskId, reason: "deferred" });
+            break;
+          }
+          promptChars += size;
           const prompt = this.sql
             .exec<{ prompt: string }>(
               `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL,

@@ -48,7 +48,9 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
   const tally: Tally = { granted: 0, refused: 0, ok: 0, failed: 0, acked: 0, retried: 0, errors: {} };
   const { swarms, unreadable } = groupPackets(batch);
 
-  const claimed = (await Promise.all(swarms.map((packets) => claimSwarm(packets, deps.rooms, tally)))).filter(
+  // Tasks beyond the concurrency wait for a slot: the lease must cover every round of calls.
+  const waves = Math.max(1, Math.ceil(swarms.reduce((n, s) => n + s.taskIds.length, 0) / deps.concurrency));
+  const claimed = (await Promise.all(swarms.map((packets) => claimSwarm(packets, deps.rooms, waves, tally)))).filter(
     (swarm) => swarm !== null,
   );
 
@@ -90,11 +92,11 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
 }
 
 /** Claims the swarm's tasks; settles its messages itself and returns null when nothing is to run. */
-async function claimSwarm(packets: SwarmPackets, rooms: SwarmRooms, tally: Tally): Promise<ClaimedSwarm | null> {
+async function claimSwarm(packets: SwarmPackets, rooms: SwarmRooms, waves: number, tally: Tally): Promise<ClaimedSwarm | null> {
   const room = rooms(packets.swarmId);
   let claim: ClaimResponse;
   try {
-    claim = await room.claim(packets.taskIds);
+    claim = await room.claim(packets.taskIds, { waves });
   } catch (error) {
     // Nothing ran: redeliver later and claim again.
     logRpcFailure("claim", packets.swarmId, error);
@@ -103,12 +105,13 @@ async function claimSwarm(packets: SwarmPackets, rooms: SwarmRooms, tally: Tally
   }
   tally.granted += claim.granted.length;
   tally.refused += claim.refused.length;
+  // A deferred task is still the message's to run: leaving it out of `refused` retries its message.
+  const refused = claim.refused.filter((r) => r.reason !== "deferred").map((r) => r.taskId);
   if (claim.config === null || claim.granted.length === 0) {
     // An unknown swarm, or every task finished or leased elsewhere: no model call, nothing to record.
-    settle(packets.messages, claim.refused.map((r) => r.taskId), new Map(), tally);
+    settle(packets.messages, refused, new Map(), tally);
     return null;
   }
-  const refused = claim.refused.map((r) => r.taskId);
   return { packets, room, config: claim.config, granted: claim.granted, refused, reports: [] };
 }
 

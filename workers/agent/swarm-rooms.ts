@@ -1,10 +1,10 @@
 // The agent's port to the SwarmRoom Durable Object: the three RPCs it makes, and the adapter from
 // the SWARM_ROOM namespace. It decides nothing; the handlers take this port so tests can fake it.
 import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
-import type { ClaimResponse, RecordResponse, TaskReport } from "../../src/core/swarm-contract.ts";
+import type { ClaimOptions, ClaimResponse, RecordResponse, TaskReport } from "../../src/core/swarm-contract.ts";
 
 export interface SwarmRoomRpc {
-  claim(taskIds: string[]): Promise<ClaimResponse>;
+  claim(taskIds: string[], options?: ClaimOptions): Promise<ClaimResponse>;
   recordResults(reports: TaskReport[]): Promise<RecordResponse>;
   recordDeadLetter(taskIds: string[]): Promise<void>;
 }

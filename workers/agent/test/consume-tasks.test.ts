@@ -4,7 +4,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { LimitsSchema } from "../../../src/core/spec-schema.ts";
-import type { ClaimResponse, RecordResponse, TaskReport } from "../../../src/core/swarm-contract.ts";
+import type { ClaimOptions, ClaimResponse, RecordResponse, TaskReport } from "../../../src/core/swarm-contract.ts";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
 import { consumeTasks } from "../consume-tasks.ts";
 import type { SwarmRoomRpc, SwarmRooms } from "../swarm-rooms.ts";
@@ -18,6 +18,9 @@ function message(id: string, swarmId: string, taskIds: string[], attempts = 1): 
 /** A SwarmRoom that grants every task (attempt 1) and acks every report, unless told otherwise. */
 class FakeRoom implements SwarmRoomRpc {
   claims: string[][] = [];
+  claimOptions: (ClaimOptions | undefined)[] = [];
+  /** Tasks the claim defers (its answer was full) instead of granting. */
+  deferred = new Set<string>();
   records: TaskReport[][] = [];
   claimError: Error | null = null;
   /** recordResults throws this many times before it answers. */
@@ -27,13 +30,16 @@ class FakeRoom implements SwarmRoomRpc {
   });
   constructor(readonly swarmId: string) {}
 
-  async claim(taskIds: string[]): Promise<ClaimResponse> {
+  async claim(taskIds: string[], options?: ClaimOptions): Promise<ClaimResponse> {
     this.claims.push(taskIds);
+    this.claimOptions.push(options);
     if (this.claimError !== null) throw this.claimError;
     return {
       config: { swarmId: this.swarmId, model: "mock-1", system: "sys", limits: LimitsSchema.parse({ timeout_s: 7, max_output_tokens: 33 }), responseFormat: null },
-      granted: taskIds.map((taskId) => ({ taskId, attempt: 1, prompt: `prompt of ${taskId}`, leaseUntil: Date.now() + 60_000 })),
-      refused: [],
+      granted: taskIds
+        .filter((taskId) => !this.deferred.has(taskId))
+        .map((taskId) => ({ taskId, attempt: 1, prompt: `prompt of ${taskId}`, leaseUntil: Date.now() + 60_000 })),
+      refused: taskIds.filter((taskId) => this.deferred.has(taskId)).map((taskId) => ({ taskId, reason: "deferred" as const })),
     };
   }
 
@@ -143,6 +149,33 @@ describe("consumeTasks with a fake SwarmRoom", () => {
     expect(model.requests).toHaveLength(24);
     expect(model.maxInFlight()).toBe(5);
     expect(result.explicitAcks).toHaveLength(12);
+  });
+
+  it("asks for a lease that covers every round of calls the batch needs at its concurrency", async () => {
+    const a = new FakeRoom("sw_a");
+    const b = new FakeRoom("sw_b");
+    await run([message("m1", "sw_a", ["t1", "t2", "t3"]), message("m2", "sw_b", ["t1", "t2"])], {
+      rooms: roomsOf(a, b),
+      model: fakeModel().client,
+      concurrency: 2,
+    });
+    // 5 tasks at 2 calls at once: 3 rounds.
+    expect(a.claimOptions).toEqual([{ waves: 3 }]);
+    expect(b.claimOptions).toEqual([{ waves: 3 }]);
+  });
+
+  it("retries a message whose task the claim deferred, runs and acks the rest", async () => {
+    const a = new FakeRoom("sw_a");
+    a.deferred.add("t2");
+    const model = fakeModel();
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], {
+      rooms: roomsOf(a),
+      model: model.client,
+      concurrency: 4,
+    });
+    expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t1"]);
+    expect(result.explicitAcks).toEqual(["m1"]);
+    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m2"]);
   });
 
   it("retries a message with the longest delay the SwarmRoom asked for among its tasks", async () => {
