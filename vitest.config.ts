@@ -33,7 +33,7 @@ export default defineConfig({
                 LEDGER_FLUSH_MS: "50",
               },
               // Dispatched packets go to a queue nobody consumes: these tests drive the agent side by hand.
-              queueProducers: { TASK_QUEUE: "orchestrator-test-dispatch" },
+              queueProducers: { TASK_QUEUE: "orchestrator-test-dispatch", LONG_TASK_QUEUE: "orchestrator-test-dispatch-long" },
             },
           })),
         ],
@@ -67,7 +67,7 @@ export default defineConfig({
                   durableObjects: { SWARM_ROOM: { className: "SwarmRoom", useSQLite: true } },
                   d1Databases: { LEDGER_DB: LEDGER_DB_ID },
                   // Dispatched packets are not consumed automatically: tests deliver batches by hand.
-                  queueProducers: { TASK_QUEUE: "agent-test-dispatch" },
+                  queueProducers: { TASK_QUEUE: "agent-test-dispatch", LONG_TASK_QUEUE: "agent-test-dispatch-long" },
                   bindings: {
                     API_TOKENS: "test-token-a",
                     DISPATCH_PACKET_SIZE: "1",

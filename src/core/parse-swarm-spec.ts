@@ -32,5 +32,8 @@ export function parseSwarmSpec(input: unknown, at: readonly PropertyKey[] = []):
 
 /** The planned swarm as a complete spec again (tasks keep their planned ids), e.g. to store it. */
 export function toSwarmSpec(planned: PlannedSwarm): SwarmSpec {
-  return { ...planned.spec, tasks: planned.tasks.map((task) => ({ id: task.id, prompt: task.prompt })) };
+  return {
+    ...planned.spec,
+    tasks: planned.tasks.map((task) => ({ id: task.id, prompt: task.prompt, ...(task.long ? { long: true } : {}) })),
+  };
 }

@@ -15,6 +15,8 @@ export const TaskIdSchema = z
 export const TaskInputSchema = z.strictObject({
   id: TaskIdSchema.optional(),
   prompt: z.string().min(1, "prompt must not be empty").max(MAX_PROMPT_CHARS),
+  /** A long-running task: runs on the long-chain queue with `limits.long_timeout_s`. */
+  long: z.boolean().optional(),
 });
 export type TaskInput = z.infer<typeof TaskInputSchema>;
 
@@ -26,6 +28,13 @@ export const LimitsSchema = z.strictObject({
   timeout_s: z.number().min(1).max(600).default(60),
   /** Model calls a task may make across queue deliveries before it fails. */
   max_attempts: z.number().int().min(1).max(10).default(4),
+  /** Per model call of a task flagged `long`; stays under the consumer's 15-minute wall time. */
+  long_timeout_s: z.number().min(1).max(840).default(600),
+  /**
+   * Retries the whole swarm may spend (a dead upstream must not multiply traffic); once spent, a
+   * retryable failure ends its task. Default: half the task count, at least 10.
+   */
+  retry_budget: z.number().int().min(0).max(100_000).optional(),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
 
@@ -58,6 +67,8 @@ export const SwarmMetadataSchema = z
 export const SwarmSpecSchema = z.strictObject({
   name: z.string().min(1).max(100),
   model: ModelNameSchema,
+  /** Tried in order while the primary model's circuit is open. */
+  fallback: z.array(ModelNameSchema).max(5).optional(),
   system: z.string().max(MAX_PROMPT_CHARS).optional(),
   tasks: z.array(TaskInputSchema).min(1, "a swarm needs at least one task").max(MAX_TASKS),
   limits: LimitsSchema.prefault({}),
@@ -70,4 +81,5 @@ export type SwarmSpec = z.infer<typeof SwarmSpecSchema>;
 export interface PlannedTask {
   id: string;
   prompt: string;
+  long?: boolean;
 }

@@ -33,6 +33,18 @@ export type SwarmState =
   | "failed"
   | "cancelled";
 
+export type CircuitState = "closed" | "open" | "half_open";
+
+/** A model's circuit breaker in this swarm (status view). */
+export interface CircuitView {
+  model: string;
+  state: CircuitState;
+  /** Failures in a row that count towards opening. */
+  failures: number;
+  /** ISO time the open circuit half-opens; null unless open. */
+  retry_at: string | null;
+}
+
 export interface StartSwarmInput {
   swarmId: string;
   /** Who owns the swarm: the id of the API token that created it. */
@@ -58,15 +70,22 @@ export interface ClaimedTask {
   /** 1-based; the model call of this attempt has call id `swarm:task:attempt:turn`. */
   attempt: number;
   prompt: string;
+  /** The model to call: the spec's model, or a fallback while its circuit is open. */
+  model: string;
+  /** Per model call: `limits.timeout_s`, or `limits.long_timeout_s` for a long task. */
+  timeoutS: number;
   /** Epoch ms after which the SwarmRoom may hand the task to someone else. */
   leaseUntil: number;
 }
 
 /**
- * done/leased/unknown: nothing to run, ack the message. deferred: the claim's answer was full
- * (prompt bytes); the task is still dispatched, so retry the message shortly.
+ * done / leased / unknown: nothing to run here, ack the message.
+ * parked: every model's circuit is open; the SwarmRoom took the task back and dispatches it again
+ * when a circuit half-opens, so ack the message.
+ * deferred: the claim's answer was full (prompt bytes); the task is still the message's, so retry
+ * the message shortly.
  */
-export type ClaimRefusal = "done" | "leased" | "unknown" | "deferred";
+export type ClaimRefusal = "done" | "leased" | "unknown" | "parked" | "deferred";
 
 export interface ClaimOptions {
   /**
@@ -151,6 +170,12 @@ export interface SwarmStatus {
   /** The reduced answer once the swarm is done; null while it runs. */
   output: CollectOutput | null;
   reduce: { kind: "collect" };
+  /** The spec's concurrency; `window` is the current, adaptive one. */
+  max_window: number;
+  retries: { used: number; budget: number };
+  circuits: CircuitView[];
+  /** Why the swarm ended as it did, or why it waits (all circuits open). */
+  reason: string | null;
   metadata: SwarmMetadata;
   created_at: string;
   finished_at: string | null;

@@ -59,7 +59,26 @@ CREATE INDEX IF NOT EXISTS calls_by_task ON calls (task_id);
 CREATE INDEX IF NOT EXISTS calls_unflushed ON calls (flushed) WHERE flushed = 0;
 `;
 
-const MIGRATIONS: readonly string[] = [SCHEMA_V1];
+// v2 (resilience): fallback models, the adaptive window's credit, the retry budget, why the swarm
+// waits or ended, long tasks and the model of a task's current attempt, circuit breakers per model.
+const SCHEMA_V2 = `
+ALTER TABLE swarm ADD COLUMN fallback TEXT;
+ALTER TABLE swarm ADD COLUMN window_credit REAL NOT NULL DEFAULT 0;
+ALTER TABLE swarm ADD COLUMN retries_used INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE swarm ADD COLUMN reason TEXT;
+ALTER TABLE tasks ADD COLUMN long INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN model TEXT;
+CREATE TABLE IF NOT EXISTS circuits (
+  model            TEXT PRIMARY KEY,
+  state            TEXT NOT NULL,
+  failures         INTEGER NOT NULL,
+  first_failure_at INTEGER,
+  opened_at        INTEGER,
+  probes           INTEGER NOT NULL
+);
+`;
+
+const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */
 export function migrateSwarmRoom(sql: SqlStorage): void {

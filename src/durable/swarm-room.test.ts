@@ -9,13 +9,17 @@ import { LimitsSchema } from "../core/spec-schema.ts";
 const TENANT = "tk_test";
 let counter = 0;
 
-function newSwarm(taskCount: number, limits: Partial<{ concurrency: number; max_attempts: number; timeout_s: number }> = {}) {
+function newSwarm(
+  taskCount: number,
+  limits: Partial<{ concurrency: number; max_attempts: number; timeout_s: number; long_timeout_s: number; retry_budget: number }> = {},
+  extra: { model?: string; fallback?: string[] } = {},
+) {
   counter += 1;
   const swarmId = `sw_roomtest${Date.now().toString(36)}${counter}`;
   const input: StartSwarmInput = {
     swarmId,
     tenant: TENANT,
-    spec: { name: `room test ${counter}`, model: "mock-1", limits: LimitsSchema.parse(limits) },
+    spec: { name: `room test ${counter}`, model: extra.model ?? "mock-1", fallback: extra.fallback, limits: LimitsSchema.parse(limits) },
     tasks: Array.from({ length: taskCount }, (_, i) => ({ id: `task-${String(i + 1).padStart(3, "0")}`, prompt: `prompt ${i + 1}` })),
     createdAt: Date.now(),
     origin: { kind: "api" },
@@ -47,7 +51,7 @@ const ok = (text: string): TaskOutcome => ({ kind: "succeeded", output: text, fi
 const rateLimited: TaskOutcome = { kind: "failed", class: "rate_limited", retryable: true, retryAfterMs: 2_000, message: "429 Too Many Requests" };
 const unauthorized: TaskOutcome = { kind: "failed", class: "auth", retryable: false, retryAfterMs: null, message: "401 Unauthorized" };
 
-function report(taskId: string, attempt: number, outcome: TaskOutcome, withUsage = true): TaskReport {
+function report(taskId: string, attempt: number, outcome: TaskOutcome, withUsage = true, model = "mock-1"): TaskReport {
   return {
     taskId,
     attempt,
@@ -55,7 +59,7 @@ function report(taskId: string, attempt: number, outcome: TaskOutcome, withUsage
     calls: [
       {
         turn: 1,
-        model: "mock-1",
+        model,
         usage: withUsage ? usage : null,
         latencyMs: 100 + attempt,
         status: outcome.kind === "succeeded" ? "ok" : "error",
@@ -311,5 +315,116 @@ describe("SwarmRoom reading", () => {
       ["failed", "dead_letter"],
     ]);
     expect((await stub.getStatus(TENANT))?.state).toBe("completed_with_failures");
+  });
+});
+
+const upstream500: TaskOutcome = { kind: "failed", class: "upstream_error", retryable: true, retryAfterMs: null, message: "500 Internal Server Error" };
+
+describe("SwarmRoom resilience", () => {
+  it("routes to the fallback while the primary's circuit is open, and parks tasks when every circuit is open", async () => {
+    const { input, stub } = newSwarm(12, { concurrency: 6, max_attempts: 4 }, { model: "primary", fallback: ["backup"] });
+    await stub.start(input);
+    const ids = ["task-001", "task-002", "task-003", "task-004", "task-005"];
+    const first = await stub.claim(ids);
+    expect(first.granted.map((g) => g.model)).toEqual(["primary", "primary", "primary", "primary", "primary"]);
+    // Five upstream failures in a row open the primary's circuit.
+    await stub.recordResults(ids.map((id) => report(id, 1, upstream500, false, "primary")));
+    let status = await stub.getStatus(TENANT);
+    expect(status?.circuits).toEqual([
+      { model: "primary", state: "open", failures: 5, retry_at: expect.any(String) },
+      { model: "backup", state: "closed", failures: 0, retry_at: null },
+    ]);
+
+    const second = await stub.claim(ids);
+    expect(second.granted.map((g) => [g.model, g.attempt])).toEqual(ids.map(() => ["backup", 2]));
+    await stub.recordResults(ids.map((id) => report(id, 2, upstream500, false, "backup")));
+
+    // Both circuits open: a claim parks the task (back to pending) and dispatch stops.
+    const third = await stub.claim(["task-001", "task-006"]);
+    expect(third.granted).toEqual([]);
+    expect(third.refused).toEqual([
+      { taskId: "task-001", reason: "parked" },
+      { taskId: "task-006", reason: "parked" },
+    ]);
+    const states = await taskStates(stub);
+    expect(states["task-001"]).toBe("pending");
+    expect(states["task-006"]).toBe("pending");
+    status = await stub.getStatus(TENANT);
+    expect(status?.reason).toMatch(/every model's circuit is open \(primary, backup\)/);
+    expect(status?.state).toBe("running");
+  });
+
+  it("halves the window on a rate-limited round and grows it back with successes", async () => {
+    const { input, stub } = newSwarm(40, { concurrency: 8 });
+    await stub.start(input);
+    const ids = Array.from({ length: 8 }, (_, i) => `task-${String(i + 1).padStart(3, "0")}`);
+    await stub.claim(ids);
+    await stub.recordResults([report("task-001", 1, rateLimited), ...ids.slice(1).map((id) => report(id, 1, ok(id)))]);
+    const status = await stub.getStatus(TENANT);
+    expect(status?.window).toBe(4);
+    expect(status?.max_window).toBe(8);
+    // In flight never exceeds the shrunken window (the retrying task holds a place).
+    const counts = countStates(await taskStates(stub));
+    expect((counts.dispatched ?? 0) + (counts.running ?? 0) + (counts.retry_wait ?? 0)).toBe(4);
+
+    const next = Object.entries(await taskStates(stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
+    await stub.claim(next);
+    await stub.recordResults(next.map((id) => report(id, 1, ok(id))));
+    expect((await stub.getStatus(TENANT))?.window).toBe(4); // 3 successes at W=4: not yet +1
+    const more = Object.entries(await taskStates(stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
+    await stub.claim(more);
+    await stub.recordResults(more.map((id) => report(id, 1, ok(id))));
+    expect((await stub.getStatus(TENANT))?.window).toBe(5);
+  });
+
+  it("spends the swarm's retry budget, then ends retryable failures instead of retrying them", async () => {
+    const { input, stub } = newSwarm(2, { concurrency: 2, retry_budget: 1 });
+    await stub.start(input);
+    await stub.claim(["task-001", "task-002"]);
+    const response = await stub.recordResults([report("task-001", 1, rateLimited), report("task-002", 1, rateLimited)]);
+    expect(response.actions.map((a) => a.action)).toEqual(["retry", "ack"]);
+    const page = await stub.getResults(TENANT, null, 10);
+    expect(page?.results[1]).toMatchObject({ state: "failed", error: { class: "rate_limited" } });
+    expect(page?.results[1]?.error?.message).toMatch(/retry budget of 1 is spent/);
+    expect((await stub.getStatus(TENANT))?.retries).toEqual({ used: 1, budget: 1 });
+  });
+
+  it("cancel stops dispatch, lets running tasks finish and be recorded, and ends the rest cancelled", async () => {
+    const { input, stub } = newSwarm(5, { concurrency: 2 });
+    await stub.start(input);
+    await stub.claim(["task-001", "task-002"]);
+    const cancelled = await stub.cancel(TENANT);
+    expect(cancelled?.changed).toBe(true);
+    expect(cancelled?.status).toMatchObject({ state: "cancelled", counts: { running: 2, cancelled: 3, queued: 0 }, finished_at: null });
+    expect(await stub.cancel("tk_other")).toBeNull();
+
+    // In-flight calls finish and are recorded; a retryable failure is not retried any more.
+    const response = await stub.recordResults([report("task-001", 1, ok("kept")), report("task-002", 1, rateLimited)]);
+    expect(response.actions.map((a) => a.action)).toEqual(["ack", "ack"]);
+    expect(await taskStates(stub)).toEqual({
+      "task-001": "succeeded",
+      "task-002": "cancelled",
+      "task-003": "cancelled",
+      "task-004": "cancelled",
+      "task-005": "cancelled",
+    });
+    const status = await stub.getStatus(TENANT);
+    expect(status).toMatchObject({ state: "cancelled", reason: "cancelled by request", usage: { calls: 2 } });
+    expect(status?.finished_at).not.toBeNull();
+    expect((await stub.claim(["task-003"])).refused).toEqual([{ taskId: "task-003", reason: "done" }]);
+    expect((await stub.cancel(TENANT))?.changed).toBe(false);
+  });
+
+  it("gives a long task the long timeout and a lease to match", async () => {
+    const { input, stub } = newSwarm(2, { concurrency: 2, timeout_s: 10, long_timeout_s: 300 });
+    input.tasks = input.tasks.map((task, i) => (i === 1 ? { ...task, long: true } : task));
+    await stub.start(input);
+    const before = Date.now();
+    const claim = await stub.claim(["task-001", "task-002"]);
+    expect(claim.granted.map((g) => [g.taskId, g.timeoutS])).toEqual([
+      ["task-001", 10],
+      ["task-002", 300],
+    ]);
+    expect(claim.granted[1]?.leaseUntil).toBeGreaterThanOrEqual(before + 300_000);
   });
 });

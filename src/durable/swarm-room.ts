@@ -2,6 +2,17 @@
 // It owns task states, leases, results, per-call usage, the dispatch window and completion; it
 // never calls a model (a Durable Object is single-threaded and billed for wall time).
 import { DurableObject } from "cloudflare:workers";
+import { z } from "zod";
+import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
+import {
+  acquireCircuit,
+  CLOSED_CIRCUIT,
+  isUpstreamHealthFailure,
+  recordCircuitOutcome,
+  toCurrentCircuit,
+  toHalfOpenAt,
+  type Circuit,
+} from "../core/circuit-breaker.ts";
 import type { ErrorClass } from "../core/error-class.ts";
 import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
@@ -10,6 +21,8 @@ import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import { LimitsSchema, ResponseFormatSchema, SwarmMetadataSchema, type Limits, type ResponseFormat } from "../core/spec-schema.ts";
 import type {
   CallRecord,
+  CircuitState,
+  CircuitView,
   ClaimOptions,
   CollectOutput,
   ClaimResponse,
@@ -35,6 +48,8 @@ import { migrateSwarmRoom } from "./swarm-room-schema.ts";
 export interface SwarmRoomEnv {
   LEDGER_DB: D1Database;
   TASK_QUEUE: Queue;
+  /** The long-chain pool: tasks flagged `long` go here (TASK_QUEUE when unbound). */
+  LONG_TASK_QUEUE?: Queue;
   DISPATCH_PACKET_SIZE?: string;
   MODEL_PRICES?: string;
   LEASE_GRACE_S?: string;
@@ -79,6 +94,19 @@ type SwarmRow = {
   created_at: number;
   finished_at: number | null;
   index_dirty: number;
+  fallback: string | null;
+  window_credit: number;
+  retries_used: number;
+  reason: string | null;
+};
+
+type CircuitRow = {
+  model: string;
+  state: CircuitState;
+  failures: number;
+  first_failure_at: number | null;
+  opened_at: number | null;
+  probes: number;
 };
 
 type TaskRow = {
@@ -88,7 +116,10 @@ type TaskRow = {
   attempts: number;
   deadline: number | null;
   retry_at: number | null;
+  long: number;
 };
+
+const TASK_COLUMNS = "seq, id, state, attempts, deadline, retry_at, long";
 
 function toNonNegativeInt(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === "") return fallback;
@@ -133,12 +164,13 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const { spec } = input;
     const origin = input.origin.kind === "api" ? "api" : `schedule:${input.origin.scheduleId}`;
     this.sql.exec(
-      `INSERT INTO swarm (id, tenant, name, model, system, limits, response_format, metadata, origin, state, window, task_count, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+      `INSERT INTO swarm (id, tenant, name, model, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
       input.swarmId,
       input.tenant,
       spec.name,
       spec.model,
+      spec.fallback && spec.fallback.length > 0 ? JSON.stringify(spec.fallback) : null,
       spec.system ?? null,
       JSON.stringify(spec.limits),
       spec.response_format ? JSON.stringify(spec.response_format) : null,
@@ -149,7 +181,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       input.createdAt,
     );
     for (const task of input.tasks) {
-      this.sql.exec("INSERT INTO tasks (id, prompt, state) VALUES (?, ?, 'pending')", task.id, task.prompt);
+      this.sql.exec("INSERT INTO tasks (id, prompt, state, long) VALUES (?, ?, 'pending', ?)", task.id, task.prompt, task.long ? 1 : 0);
     }
     // The index row is written now so the swarm is listed at once; if D1 is down the alarm retries.
     try {
@@ -230,7 +262,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const config = this.toRunConfig(swarm);
     const now = Date.now();
     const waves = Math.min(100, Math.max(1, Math.floor(options.waves ?? 1)));
-    const leaseUntil = now + waves * config.limits.timeout_s * 1_000 + this.settings.leaseGraceMs;
     const response: ClaimResponse = { config, granted: [], refused: [] };
     let ended = false;
     let promptChars = 0;
@@ -244,18 +275,28 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
             response.refused.push({ taskId, reason: "deferred" });
             break;
           }
+          const model = this.pickModel(swarm, now);
+          if (model === null) {
+            // Every circuit is open: take the task back out of the window; dispatch resumes when one half-opens.
+            this.sql.exec("UPDATE tasks SET state = 'pending', deadline = NULL WHERE id = ?", taskId);
+            response.refused.push({ taskId, reason: "parked" });
+            break;
+          }
           promptChars += size;
+          const timeoutS = task?.long === 1 ? config.limits.long_timeout_s : config.limits.timeout_s;
+          const leaseUntil = now + waves * timeoutS * 1_000 + this.settings.leaseGraceMs;
           const prompt = this.sql
             .exec<{ prompt: string }>(
-              `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL,
+              `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL, model = ?,
                  started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt`,
               decision.attempt,
               leaseUntil,
+              model,
               now,
               taskId,
             )
             .one().prompt;
-          response.granted.push({ taskId, attempt: decision.attempt, prompt, leaseUntil });
+          response.granted.push({ taskId, attempt: decision.attempt, prompt, leaseUntil, model, timeoutS });
           break;
         }
         case "fail":
@@ -280,8 +321,22 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const limits = this.limits(swarm);
     const now = Date.now();
     const actions: TaskAction[] = [];
+    const budget = limits.retry_budget ?? defaultRetryBudget(swarm.task_count);
+    let retriesUsed = swarm.retries_used;
+    let successes = 0;
+    let rateLimited = false;
     for (const report of reports) {
-      for (const call of report.calls) this.insertCall(swarm, report, call);
+      for (const call of report.calls) {
+        if (!this.insertCall(swarm, report, call)) continue;
+        // Only a call seen for the first time moves the breaker and the window.
+        if (call.status === "ok") {
+          successes += 1;
+          this.updateCircuit(call.model, "success", now);
+        } else if (call.errorClass !== null && isUpstreamHealthFailure(call.errorClass)) {
+          this.updateCircuit(call.model, "failure", now);
+        }
+        if (call.errorClass === "rate_limited") rateLimited = true;
+      }
       const task = this.task(report.taskId);
       const decision = decideRecord(task && this.toLifeRow(task), report.attempt, report.outcome, limits.max_attempts);
       const { outcome } = report;
@@ -290,23 +345,36 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       } else if (decision.kind === "fail" && outcome.kind === "failed") {
         this.endTask(report.taskId, "failed", now, { errorClass: outcome.class, message: outcome.message });
       } else if (decision.kind === "retry" && outcome.kind === "failed" && task !== null) {
-        const retryAt =
-          task.state === "retry_wait" && task.retry_at !== null
-            ? task.retry_at
-            : now + backoffDelayMs(report.attempt, outcome.retryAfterMs);
-        this.sql.exec(
-          `UPDATE tasks SET state = 'retry_wait', retry_at = ?, deadline = ?, error_class = ?, error_message = ? WHERE id = ?`,
-          retryAt,
-          retryAt + limits.timeout_s * 1_000 + this.settings.leaseGraceMs,
-          outcome.class,
-          outcome.message,
-          report.taskId,
-        );
-        actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
-        continue;
+        if (swarm.state === "cancelled") {
+          this.endTask(report.taskId, "cancelled", now, { errorClass: outcome.class, message: `cancelled while waiting to retry: ${outcome.message}` });
+        } else if (task.state !== "retry_wait" && retriesUsed >= budget) {
+          this.endTask(report.taskId, "failed", now, {
+            errorClass: outcome.class,
+            message: `${outcome.message} (not retried: the swarm's retry budget of ${budget} is spent)`,
+          });
+        } else {
+          if (task.state !== "retry_wait") retriesUsed += 1;
+          const retryAt =
+            task.state === "retry_wait" && task.retry_at !== null
+              ? task.retry_at
+              : now + backoffDelayMs(report.attempt, outcome.retryAfterMs);
+          const timeoutS = task.long === 1 ? limits.long_timeout_s : limits.timeout_s;
+          this.sql.exec(
+            `UPDATE tasks SET state = 'retry_wait', retry_at = ?, deadline = ?, error_class = ?, error_message = ? WHERE id = ?`,
+            retryAt,
+            retryAt + timeoutS * 1_000 + this.settings.leaseGraceMs,
+            outcome.class,
+            outcome.message,
+            report.taskId,
+          );
+          actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
+          continue;
+        }
       }
       actions.push({ taskId: report.taskId, action: "ack", delaySeconds: 0 });
     }
+    const window = adjustWindow({ window: swarm.window, credit: swarm.window_credit }, { successes, rateLimited }, limits.concurrency);
+    this.sql.exec("UPDATE swarm SET retries_used = ?, window = ?, window_credit = ?", retriesUsed, window.window, window.credit);
     await this.afterTasksEnded();
     await this.scheduleAlarm();
     return { actions };
@@ -329,6 +397,27 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     await this.scheduleAlarm();
   }
 
+  /**
+   * Stops dispatch at once and ends every task that is not running `cancelled`; running tasks finish
+   * and are recorded (their calls are paid for). null when the swarm is not the tenant's.
+   */
+  async cancel(tenant: string): Promise<{ status: SwarmStatus; changed: boolean } | null> {
+    const swarm = this.swarm();
+    if (swarm === null || swarm.tenant !== tenant) return null;
+    if (swarm.finished_at !== null || swarm.state === "cancelled") return { status: this.toStatus(swarm), changed: false };
+    const now = Date.now();
+    this.sql.exec("UPDATE swarm SET state = 'cancelled', reason = 'cancelled by request', index_dirty = 1");
+    this.sql.exec(
+      `UPDATE tasks SET state = 'cancelled', deadline = NULL, retry_at = NULL, finished_at = ?
+       WHERE state IN ('pending', 'dispatched', 'retry_wait')`,
+      now,
+    );
+    await this.afterTasksEnded();
+    await this.scheduleAlarm();
+    const after = this.swarm();
+    return after === null ? null : { status: this.toStatus(after), changed: true };
+  }
+
   // ── Alarm: lease and delivery deadlines, window refill, ledger flush ─────────────────────────
 
   override async alarm(): Promise<void> {
@@ -338,11 +427,13 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const now = Date.now();
     const limits = this.limits(swarm);
     const overdue = this.sql
-      .exec<TaskRow>("SELECT seq, id, state, attempts, deadline, retry_at FROM tasks WHERE deadline IS NOT NULL AND deadline <= ? ORDER BY seq", now)
+      .exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE deadline IS NOT NULL AND deadline <= ? ORDER BY seq`, now)
       .toArray();
     const resend: string[] = [];
     for (const task of overdue) {
-      if (task.state === "running" && task.attempts >= limits.max_attempts) {
+      if (swarm.state === "cancelled") {
+        this.endTask(task.id, "cancelled", now, { errorClass: "lease_expired", message: "the swarm was cancelled and no outcome arrived within the lease" });
+      } else if (task.state === "running" && task.attempts >= limits.max_attempts) {
         this.endTask(task.id, "failed", now, {
           errorClass: "lease_expired",
           message: `no outcome was reported within the lease of attempt ${task.attempts} of ${limits.max_attempts}`,
@@ -367,13 +458,90 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────
 
+  private models(swarm: SwarmRow): string[] {
+    const fallback = swarm.fallback === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.fallback));
+    return [swarm.model, ...fallback.filter((m) => m !== swarm.model)];
+  }
+
+  private circuit(model: string): Circuit {
+    const row = this.sql.exec<CircuitRow>("SELECT * FROM circuits WHERE model = ?", model).toArray()[0];
+    if (row === undefined) return CLOSED_CIRCUIT;
+    return { state: row.state, failures: row.failures, firstFailureAt: row.first_failure_at, openedAt: row.opened_at, probes: row.probes };
+  }
+
+  private saveCircuit(model: string, circuit: Circuit): void {
+    this.sql.exec(
+      `INSERT INTO circuits (model, state, failures, first_failure_at, opened_at, probes) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (model) DO UPDATE SET state = excluded.state, failures = excluded.failures,
+         first_failure_at = excluded.first_failure_at, opened_at = excluded.opened_at, probes = excluded.probes`,
+      model,
+      circuit.state,
+      circuit.failures,
+      circuit.firstFailureAt,
+      circuit.openedAt,
+      circuit.probes,
+    );
+  }
+
+  private updateCircuit(model: string, outcome: "success" | "failure", now: number): void {
+    const before = this.circuit(model);
+    const after = recordCircuitOutcome(before, outcome, now);
+    if (after.state === "open" && before.state !== "open") {
+      console.warn(JSON.stringify({ event: "circuit_open", model, failures: after.failures }));
+    }
+    this.saveCircuit(model, after);
+  }
+
+  /**
+   * The first model, in the spec's order (model, then fallback), whose circuit lets a call through
+   * now; null when every circuit is open. With `probe` (a claim) a half-open circuit's probe is used up.
+   */
+  private pickModel(swarm: SwarmRow, now: number, options: { probe: boolean } = { probe: true }): string | null {
+    for (const model of this.models(swarm)) {
+      const { allowed, circuit } = acquireCircuit(this.circuit(model), now);
+      if (!allowed) continue;
+      if (options.probe) this.saveCircuit(model, circuit);
+      return model;
+    }
+    return null;
+  }
+
+  /** When the first open circuit half-opens, if every circuit is open now; else null. */
+  private parkedUntil(): number | null {
+    const swarm = this.swarm();
+    if (swarm === null || swarm.state !== "running") return null;
+    const now = Date.now();
+    if (this.pickModel(swarm, now, { probe: false }) !== null) return null;
+    const times = this.models(swarm)
+      .map((model) => toHalfOpenAt(toCurrentCircuit(this.circuit(model), now)))
+      .filter((t): t is number => t !== null);
+    return times.length === 0 ? null : Math.min(...times);
+  }
+
+  /** Why the swarm is where it is: its stored end reason, or that it waits for a circuit to half-open. */
+  private reason(swarm: SwarmRow): string | null {
+    if (swarm.reason !== null) return swarm.reason;
+    const until = this.parkedUntil();
+    if (until === null) return null;
+    return `every model's circuit is open (${this.models(swarm).join(", ")}): tasks wait until ${new Date(until).toISOString()}`;
+  }
+
+  private circuitViews(swarm: SwarmRow): CircuitView[] {
+    const now = Date.now();
+    return this.models(swarm).map((model) => {
+      const circuit = toCurrentCircuit(this.circuit(model), now);
+      const at = toHalfOpenAt(circuit);
+      return { model, state: circuit.state, failures: circuit.failures, retry_at: at === null ? null : new Date(at).toISOString() };
+    });
+  }
+
   private swarm(): SwarmRow | null {
     return this.sql.exec<SwarmRow>("SELECT * FROM swarm LIMIT 1").toArray()[0] ?? null;
   }
 
   private task(taskId: string): TaskRow | null {
     return (
-      this.sql.exec<TaskRow>("SELECT seq, id, state, attempts, deadline, retry_at FROM tasks WHERE id = ?", taskId).toArray()[0] ?? null
+      this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, taskId).toArray()[0] ?? null
     );
   }
 
@@ -391,11 +559,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return { swarmId: swarm.id, model: swarm.model, system: swarm.system, limits: this.limits(swarm), responseFormat };
   }
 
-  private insertCall(swarm: SwarmRow, report: TaskReport, call: CallRecord): void {
+  /** Inserts the call's ledger row; false when its call id was already recorded. */
+  private insertCall(swarm: SwarmRow, report: TaskReport, call: CallRecord): boolean {
     const usage = call.usage;
     const price = resolvePrice(this.settings.prices, call.model);
     const cost = usage !== null && price !== null ? costOfUsage(usage, price) : null;
-    this.sql.exec(
+    const cursor = this.sql.exec(
       `INSERT OR IGNORE INTO calls (call_id, task_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens,
          completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -415,11 +584,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       Math.max(0, Math.round(call.latencyMs)),
       call.startedAt,
     );
+    return cursor.rowsWritten > 0;
   }
 
   private endTask(
     taskId: string,
-    state: "succeeded" | "failed",
+    state: "succeeded" | "failed" | "cancelled",
     now: number,
     detail: { output: string; finishReason: string | null } | { errorClass: ErrorClass; message: string },
   ): void {
@@ -474,7 +644,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.sql.exec("UPDATE swarm SET index_dirty = 1");
       return;
     }
-    this.sql.exec("UPDATE swarm SET state = ?, finished_at = ?, index_dirty = 1", state, Date.now());
+    const counts = this.counts();
+    const reason =
+      state === "completed_with_failures"
+        ? `${counts.failed} task(s) failed${counts.skipped_budget > 0 ? `, ${counts.skipped_budget} skipped (budget)` : ""}`
+        : swarm.reason;
+    this.sql.exec("UPDATE swarm SET state = ?, finished_at = ?, reason = ?, index_dirty = 1", state, Date.now(), reason);
     // The final row reaches D1 on the next alarm, right away.
     await this.setAlarmNoLaterThan(Date.now());
   }
@@ -488,6 +663,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       .one().n;
     const room = swarm.window - inFlight;
     if (room <= 0) return;
+    // Every circuit is open: nothing is dispatched until one half-opens (the alarm wakes us).
+    if (this.pickModel(swarm, Date.now(), { probe: false }) === null) return;
     const ids = this.sql
       .exec<{ id: string }>("SELECT id FROM tasks WHERE state = 'pending' ORDER BY seq LIMIT ?", room)
       .toArray()
@@ -510,10 +687,24 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private async send(taskIds: readonly string[]): Promise<void> {
     const swarm = this.swarm();
     if (swarm === null) return;
-    const packets = toPackets(swarm.id, taskIds, toPacketSize(this.settings.packetSize, swarm.window));
+    const longIds = new Set(
+      this.sql
+        .exec<{ id: string }>("SELECT id FROM tasks WHERE long = 1 AND state = 'dispatched'")
+        .toArray()
+        .map((row) => row.id),
+    );
+    const size = toPacketSize(this.settings.packetSize, swarm.window);
+    const short = taskIds.filter((id) => !longIds.has(id));
+    const long = taskIds.filter((id) => longIds.has(id));
+    await this.sendPackets(swarm, this.env.TASK_QUEUE, toPackets(swarm.id, short, size));
+    // Long tasks run in their own pool so they never hold back a batch of short ones.
+    await this.sendPackets(swarm, this.env.LONG_TASK_QUEUE ?? this.env.TASK_QUEUE, toPackets(swarm.id, long, 1));
+  }
+
+  private async sendPackets(swarm: SwarmRow, queue: Queue, packets: TaskPacket[]): Promise<void> {
     for (const batch of toSendBatches(packets)) {
       try {
-        await this.env.TASK_QUEUE.sendBatch(batch.map((body: TaskPacket) => ({ body })));
+        await queue.sendBatch(batch.map((body: TaskPacket) => ({ body })));
       } catch (error) {
         console.error(`swarm ${swarm.id}: queue send failed, the alarm re-sends in 1 s`, error);
         const retryAt = Date.now() + 1_000;
@@ -608,6 +799,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   private toStatus(swarm: SwarmRow): SwarmStatus {
     const { cost_usd, ...usage } = this.usageTotals();
+    const limits = this.limits(swarm);
     const finished = swarm.finished_at !== null;
     const metadata = swarm.metadata === null ? {} : SwarmMetadataSchema.parse(JSON.parse(swarm.metadata));
     return {
@@ -624,6 +816,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       latency_ms: this.latencyPercentiles(usage.calls),
       output: finished ? this.collectOutput() : null,
       reduce: { kind: "collect" },
+      max_window: limits.concurrency,
+      retries: { used: swarm.retries_used, budget: limits.retry_budget ?? defaultRetryBudget(swarm.task_count) },
+      circuits: this.circuitViews(swarm),
+      reason: this.reason(swarm),
       metadata,
       created_at: toIso(swarm.created_at) ?? "",
       finished_at: toIso(swarm.finished_at),
@@ -662,7 +858,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const unflushed = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE flushed = 0").one().n;
     const dirty = this.sql.exec<{ d: number }>("SELECT index_dirty AS d FROM swarm").toArray()[0]?.d === 1;
     const flushAt = unflushed > 0 || dirty ? Date.now() + this.settings.flushMs : null;
-    const candidates = [next, flushAt].filter((t): t is number => t !== null);
+    const candidates = [next, flushAt, this.parkedUntil()].filter((t): t is number => t !== null);
     if (candidates.length === 0) return;
     await this.setAlarmNoLaterThan(Math.min(...candidates));
   }

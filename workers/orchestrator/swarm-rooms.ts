@@ -8,6 +8,8 @@ export interface SwarmRooms {
   /** null: no such swarm, or it belongs to another tenant (the caller answers 404 either way). */
   getStatus(swarmId: string, tenant: string): Promise<SwarmStatus | null>;
   getResults(swarmId: string, tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null>;
+  /** null: no such swarm for this tenant. `changed` is false when it had already ended or been cancelled. */
+  cancel(swarmId: string, tenant: string): Promise<{ status: SwarmStatus; changed: boolean } | null>;
 }
 
 export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): SwarmRooms {
@@ -16,5 +18,6 @@ export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): 
     start: (input) => room(input.swarmId).start(input),
     getStatus: (swarmId, tenant) => room(swarmId).getStatus(tenant),
     getResults: (swarmId, tenant, cursor, limit) => room(swarmId).getResults(tenant, cursor, limit),
+    cancel: (swarmId, tenant) => room(swarmId).cancel(tenant),
   };
 }

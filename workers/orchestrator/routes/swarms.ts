@@ -78,6 +78,19 @@ export const swarmRoutes = new Hono<AppEnv>()
     return c.json(page);
   })
 
+  // Stops dispatch at once; in-flight calls finish and are recorded; every other open task ends cancelled.
+  .post("/:id/cancel", async (c) => {
+    const result = await c.var.deps.swarmRooms.cancel(requireSwarmId(c.req.param("id")), c.var.tenant);
+    if (result === null) throw swarmNotFound();
+    const { status, changed } = result;
+    if (!changed && status.state !== "cancelled") {
+      throw new ApiError("conflict", `the swarm already ended (${status.state}); there is nothing to cancel`, [
+        { path: "state", message: status.state },
+      ]);
+    }
+    return c.json(status);
+  })
+
   .get("/:id/events", async (c) => {
     const id = requireSwarmId(c.req.param("id"));
     const { swarmRooms } = c.var.deps;

@@ -203,6 +203,33 @@ describe("tenant isolation", () => {
   });
 });
 
+describe("POST /v1/swarms/:id/cancel", () => {
+  it("cancels a running swarm: open tasks end cancelled, the answer is its status", async () => {
+    const created = await createSwarm(validSpec({ name: "to-cancel" }));
+    const response = await callApi(`/v1/swarms/${created.id}/cancel`, { method: "POST" });
+    expect(response.status).toBe(200);
+    const status = StatusSchema.parse(await response.json());
+    expect(status).toMatchObject({ state: "cancelled", counts: { cancelled: 3, queued: 0, running: 0 } });
+    // Idempotent: cancelling again answers the same state.
+    const again = await callApi(`/v1/swarms/${created.id}/cancel`, { method: "POST" });
+    expect(again.status).toBe(200);
+    expect(StatusSchema.parse(await again.json()).state).toBe("cancelled");
+  });
+
+  it("answers 409 for a swarm that already ended, and 404 for another tenant's swarm", async () => {
+    const created = await createSwarm(validSpec({ name: "done-before-cancel" }));
+    const page = ResultsSchema.parse(await (await callApi(`/v1/swarms/${created.id}/results`)).json());
+    await finishAllTasks(created.id, page.results.map((r) => r.task_id));
+    const conflict = await callApi(`/v1/swarms/${created.id}/cancel`, { method: "POST" });
+    expect(conflict.status).toBe(409);
+    expect((await readErrorBody(conflict)).code).toBe("conflict");
+
+    const other = await createSwarm(validSpec({ name: "not-yours" }), TOKEN_A);
+    const hidden = await callApi(`/v1/swarms/${other.id}/cancel`, { method: "POST", token: TOKEN_B });
+    expect(hidden.status).toBe(404);
+  });
+});
+
 describe("GET /v1/swarms/:id/results paging", () => {
   it("pages through the tasks in order with next_cursor", async () => {
     const created = await createSwarm(validSpec({ tasks: manyTasks(5) }));
