@@ -4,6 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import path from "node:path";
+import { z } from "zod";
 import { startMockModel, type MockModelHandle, type MockModelOptions } from "../../dev/mock-model/server.ts";
 import { WRANGLER_OFFLINE_ENV } from "./wrangler-env.ts";
 
@@ -66,6 +67,18 @@ export function applyLocalMigrations(persistTo: string | undefined): void {
     encoding: "utf8",
   });
   if (run.status !== 0) throw new Error(`applying local D1 migrations failed:\n${run.stdout}${run.stderr}`);
+}
+
+/** Runs one SQL statement on the local D1 ledger, as an operator would (`wrangler d1 execute --local`). */
+export function queryLocalD1(persistTo: string | undefined, sql: string): unknown[] {
+  const run = spawnSync(
+    process.execPath,
+    wranglerArgs(["d1", "execute", "LEDGER_DB", "--local", "-c", "wrangler.toml", "--json", "--command", sql], persistTo),
+    { cwd: ROOT, env: { ...process.env, ...WRANGLER_OFFLINE_ENV }, encoding: "utf8" },
+  );
+  if (run.status !== 0) throw new Error(`d1 execute failed: ${run.stderr}`);
+  const parsed = z.array(z.object({ results: z.array(z.unknown()) })).parse(JSON.parse(run.stdout));
+  return parsed[0]?.results ?? [];
 }
 
 async function waitForHealthy(url: string, child: ChildProcess, output: () => string, timeoutMs: number): Promise<void> {

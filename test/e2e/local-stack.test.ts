@@ -1,28 +1,16 @@
 // End to end across both Workers, as `npm start` runs them: real `wrangler dev` (orchestrator +
 // agent in one workerd, local Queue, Durable Objects and D1) against the mock model over HTTP.
-import { spawnSync } from "node:child_process";
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ROOT, generateToken, startStack, type Stack } from "../../scripts/lib/local-stack.ts";
+import { ROOT, generateToken, queryLocalD1, startStack, type Stack } from "../../scripts/lib/local-stack.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "../../scripts/lib/swarm-client.ts";
-import { WRANGLER_OFFLINE_ENV } from "../../scripts/lib/wrangler-env.ts";
 
 const persistTo = path.join(ROOT, ".tmp", "e2e-state");
 let stack: Stack;
 
-/** Reads the local D1 ledger the way an operator would: `wrangler d1 execute --local`. */
-function queryLedger(sql: string): unknown[] {
-  const run = spawnSync(
-    process.execPath,
-    [path.join(ROOT, "node_modules/wrangler/bin/wrangler.js"), "d1", "execute", "LEDGER_DB", "--local", "-c", "wrangler.toml", "--persist-to", persistTo, "--json", "--command", sql],
-    { cwd: ROOT, env: { ...process.env, ...WRANGLER_OFFLINE_ENV }, encoding: "utf8" },
-  );
-  if (run.status !== 0) throw new Error(`d1 execute failed: ${run.stderr}`);
-  const parsed = z.array(z.object({ results: z.array(z.unknown()) })).parse(JSON.parse(run.stdout));
-  return parsed[0]?.results ?? [];
-}
+const queryLedger = (sql: string): unknown[] => queryLocalD1(persistTo, sql);
 
 async function until<T>(what: string, probe: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
