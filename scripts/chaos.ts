@@ -2,7 +2,8 @@
 // that nothing was lost or paid twice: every task terminal, ledger rows = upstream calls, ledger
 // tokens = upstream tokens, and how retries compare with the 429s the upstream sent. Figures only.
 //   --profile mixed   20% 429, 5% 5xx, 2% hangs, 1% malformed, 1% truncated (default)
-//   --profile rpm     no random faults; the mock limits each key to --rpm-per-key (default 600)/min
+//   --profile clean   no random faults
+//   --rpm-per-key N   on top of the profile, the mock answers 429 past N requests/min per key (0 = off)
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -19,7 +20,7 @@ const { values } = parseArgs({
     latency: { type: "string", default: "100" },
     "timeout-s": { type: "string", default: "3" },
     "max-attempts": { type: "string", default: "8" },
-    "rpm-per-key": { type: "string", default: "600" },
+    "rpm-per-key": { type: "string", default: "0" },
     seed: { type: "string", default: "7" },
   },
 });
@@ -33,8 +34,8 @@ function int(name: string, raw: string | undefined, min: number, max: number): n
   return n;
 }
 const profile = values.profile;
-if (profile !== "mixed" && profile !== "rpm") {
-  console.error(`--profile must be "mixed" or "rpm", got "${profile}"`);
+if (profile !== "mixed" && profile !== "clean") {
+  console.error(`--profile must be "mixed" or "clean", got "${profile}"`);
   process.exit(2);
 }
 const tasks = int("tasks", values.tasks, 1, 10_000);
@@ -42,24 +43,27 @@ const concurrency = int("concurrency", values.concurrency, 1, 1_500);
 const latency = int("latency", values.latency, 0, 60_000);
 const timeoutS = int("timeout-s", values["timeout-s"], 1, 600);
 const maxAttempts = int("max-attempts", values["max-attempts"], 1, 10);
-const rpm = int("rpm-per-key", values["rpm-per-key"], 1, 1_000_000);
+const rpm = int("rpm-per-key", values["rpm-per-key"], 0, 1_000_000);
 const seed = int("seed", values.seed, 0, 2 ** 31);
 
 const MIXED_RATES = { "429": 0.2, "500": 0.02, "502": 0.015, "503": 0.015, hang: 0.02, malformed: 0.01, truncated: 0.01 };
-const scenario: MockModelOptions =
-  profile === "mixed"
-    ? { latency, seed, rates: MIXED_RATES, retry_after_s: 1 }
-    : { latency, seed, rpm_per_key: rpm };
+const scenario: MockModelOptions = {
+  latency,
+  seed,
+  retry_after_s: 1,
+  ...(profile === "mixed" ? { rates: MIXED_RATES } : {}),
+  ...(rpm > 0 ? { rpm_per_key: rpm } : {}),
+};
 
 const persistTo = path.join(ROOT, ".tmp", "chaos-state");
 await rm(persistTo, { recursive: true, force: true });
 console.log(
-  `chaos: profile=${profile} ${profile === "mixed" ? JSON.stringify(MIXED_RATES) : `rpm_per_key=${rpm}`} tasks=${tasks} W=${concurrency} latency=${latency} ms timeout=${timeoutS} s max_attempts=${maxAttempts}`,
+  `chaos: profile=${profile} ${profile === "mixed" ? JSON.stringify(MIXED_RATES) : ""} rpm_per_key=${rpm || "off"} tasks=${tasks} W=${concurrency} latency=${latency} ms timeout=${timeoutS} s max_attempts=${maxAttempts}`,
 );
 const stack = await startStack({ port: 0, apiToken: generateToken(), mock: scenario, persistTo, log: "capture" });
 try {
   const spec = {
-    name: `chaos ${profile}`,
+    name: `chaos ${profile}${rpm > 0 ? ` rpm=${rpm}` : ""}`,
     model: "mock-1",
     tasks: Array.from({ length: tasks }, (_, i) => ({ id: `c${String(i + 1).padStart(4, "0")}`, prompt: `chaos task ${i + 1}` })),
     limits: { concurrency, max_output_tokens: 32, timeout_s: timeoutS, max_attempts: maxAttempts },

@@ -78,7 +78,12 @@ CREATE TABLE IF NOT EXISTS circuits (
 );
 `;
 
-const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2];
+// v3: when the adaptive window last shrank (it shrinks at most once a second).
+const SCHEMA_V3 = `
+ALTER TABLE swarm ADD COLUMN window_decreased_at INTEGER;
+`;
+
+const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */
 export function migrateSwarmRoom(sql: SqlStorage): void {

@@ -361,20 +361,20 @@ describe("SwarmRoom resilience", () => {
     await stub.claim(ids);
     await stub.recordResults([report("task-001", 1, rateLimited), ...ids.slice(1).map((id) => report(id, 1, ok(id)))]);
     const status = await stub.getStatus(TENANT);
-    expect(status?.window).toBe(4);
+    expect(status?.window).toBe(5); // ⌊8 × 0.7⌋
     expect(status?.max_window).toBe(8);
     // In flight never exceeds the shrunken window (the retrying task holds a place).
     const counts = countStates(await taskStates(stub));
-    expect((counts.dispatched ?? 0) + (counts.running ?? 0) + (counts.retry_wait ?? 0)).toBe(4);
+    expect((counts.dispatched ?? 0) + (counts.running ?? 0) + (counts.retry_wait ?? 0)).toBe(5);
 
     const next = Object.entries(await taskStates(stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
     await stub.claim(next);
     await stub.recordResults(next.map((id) => report(id, 1, ok(id))));
-    expect((await stub.getStatus(TENANT))?.window).toBe(4); // 3 successes at W=4: not yet +1
+    expect((await stub.getStatus(TENANT))?.window).toBe(5); // 4 successes at W=5: not yet +1
     const more = Object.entries(await taskStates(stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
     await stub.claim(more);
     await stub.recordResults(more.map((id) => report(id, 1, ok(id))));
-    expect((await stub.getStatus(TENANT))?.window).toBe(5);
+    expect((await stub.getStatus(TENANT))?.window).toBe(6);
   });
 
   it("spends the swarm's retry budget, then ends retryable failures instead of retrying them", async () => {

@@ -96,6 +96,7 @@ type SwarmRow = {
   index_dirty: number;
   fallback: string | null;
   window_credit: number;
+  window_decreased_at: number | null;
   retries_used: number;
   reason: string | null;
 };
@@ -373,8 +374,18 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       }
       actions.push({ taskId: report.taskId, action: "ack", delaySeconds: 0 });
     }
-    const window = adjustWindow({ window: swarm.window, credit: swarm.window_credit }, { successes, rateLimited }, limits.concurrency);
-    this.sql.exec("UPDATE swarm SET retries_used = ?, window = ?, window_credit = ?", retriesUsed, window.window, window.credit);
+    const window = adjustWindow(
+      { window: swarm.window, credit: swarm.window_credit, decreasedAt: swarm.window_decreased_at },
+      { successes, rateLimited, now },
+      limits.concurrency,
+    );
+    this.sql.exec(
+      "UPDATE swarm SET retries_used = ?, window = ?, window_credit = ?, window_decreased_at = ?",
+      retriesUsed,
+      window.window,
+      window.credit,
+      window.decreasedAt,
+    );
     await this.afterTasksEnded();
     await this.scheduleAlarm();
     return { actions };
