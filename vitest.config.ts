@@ -73,7 +73,8 @@ export default defineConfig({
                     DISPATCH_PACKET_SIZE: "1",
                     MAX_BODY_BYTES: "8388608",
                     MODEL_PRICES: "",
-                    LEASE_GRACE_S: "30",
+                    // Short leases so the lease-expiry tests need not wait 30 s.
+                    LEASE_GRACE_S: "1",
                     LEDGER_FLUSH_MS: "50",
                   },
                 },

@@ -15,13 +15,16 @@ describe("SwarmSpecSchema defaults", () => {
     const r = SwarmSpecSchema.safeParse(minimal);
     expect(r.success && r.data).toEqual({
       ...minimal,
-      limits: { concurrency: 32, max_output_tokens: 1_024, timeout_s: 60, max_attempts: 4 },
+      limits: { concurrency: 32, max_output_tokens: 1_024, timeout_s: 60, max_attempts: 4, long_timeout_s: 600 },
     });
   });
 
   it.each([
-    [{ concurrency: 5 }, { concurrency: 5, max_output_tokens: 1_024, timeout_s: 60, max_attempts: 4 }],
-    [{ max_attempts: 1, timeout_s: 1.5 }, { concurrency: 32, max_output_tokens: 1_024, timeout_s: 1.5, max_attempts: 1 }],
+    [{ concurrency: 5 }, { concurrency: 5, max_output_tokens: 1_024, timeout_s: 60, max_attempts: 4, long_timeout_s: 600 }],
+    [
+      { max_attempts: 1, timeout_s: 1.5, retry_budget: 0 },
+      { concurrency: 32, max_output_tokens: 1_024, timeout_s: 1.5, max_attempts: 1, long_timeout_s: 600, retry_budget: 0 },
+    ],
   ])("partial limits %j are completed", (limits, expected) => {
     const r = SwarmSpecSchema.safeParse({ ...minimal, limits });
     expect(r.success && r.data.limits).toEqual(expected);
@@ -58,6 +61,11 @@ describe("SwarmSpecSchema rejects, naming the bad field", () => {
     ["task id with a colon", { ...minimal, tasks: [{ id: "a:b", prompt: "x" }] }, "tasks.0.id"],
     ["task id with whitespace", { ...minimal, tasks: [{ id: "a b", prompt: "x" }] }, "tasks.0.id"],
     ["unknown task key", { ...minimal, tasks: [{ prompt: "x", model: "y" }] }, "tasks.0"],
+    ["long that is not a boolean", { ...minimal, tasks: [{ prompt: "x", long: "yes" }] }, "tasks.0.long"],
+    ["long_timeout_s over 12 minutes", { ...minimal, limits: { long_timeout_s: 721 } }, "limits.long_timeout_s"],
+    ["negative retry_budget", { ...minimal, limits: { retry_budget: -1 } }, "limits.retry_budget"],
+    ["six fallback models", { ...minimal, fallback: ["a", "b", "c", "d", "e", "f"] }, "fallback"],
+    ["a fallback model with a space", { ...minimal, fallback: ["gpt 4"] }, "fallback.0"],
     ["concurrency 0", { ...minimal, limits: { concurrency: 0 } }, "limits.concurrency"],
     ["concurrency 1,501", { ...minimal, limits: { concurrency: 1_501 } }, "limits.concurrency"],
     ["fractional concurrency", { ...minimal, limits: { concurrency: 2.5 } }, "limits.concurrency"],

@@ -28,8 +28,11 @@ export const LimitsSchema = z.strictObject({
   timeout_s: z.number().min(1).max(600).default(60),
   /** Model calls a task may make across queue deliveries before it fails. */
   max_attempts: z.number().int().min(1).max(10).default(4),
-  /** Per model call of a task flagged `long`; stays under the consumer's 15-minute wall time. */
-  long_timeout_s: z.number().min(1).max(840).default(600),
+  /**
+   * Per model call of a task flagged `long`. At most 12 minutes, so a call, its recording and the
+   * acks end inside the queue consumer's 15-minute wall time.
+   */
+  long_timeout_s: z.number().min(1).max(720).default(600),
   /**
    * Retries the whole swarm may spend (a dead upstream must not multiply traffic); once spent, a
    * retryable failure ends its task. Default: half the task count, at least 10.

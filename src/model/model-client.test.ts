@@ -157,6 +157,23 @@ describe("model client: successful streams", () => {
     expect(result).toMatchObject({ ok: true, text: "fine", finishReason: "length", usage: null });
   });
 
+  it("reads a whole JSON completion from an upstream that ignores stream: true, with its usage", async () => {
+    const body = {
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      choices: [{ index: 0, message: { role: "assistant", content: "not streamed" }, finish_reason: "stop" }],
+      usage: USAGE,
+    };
+    const result = await call(() => new Response(JSON.stringify(body), { status: 200, headers: { "content-type": "application/json; charset=utf-8" } }));
+    expect(result).toMatchObject({ ok: true, text: "not streamed", finishReason: "stop", usage: { prompt_tokens: 12, cached_tokens: 4, total_tokens: 15 } });
+  });
+
+  it("keeps a finished answer when the connection breaks after the finish_reason, with usage null", async () => {
+    const body = brokenBody(sse([chunk({ content: "whole" }), chunk({}, "stop")], false));
+    const result = await call(() => streamResponse(body));
+    expect(result).toMatchObject({ ok: true, text: "whole", finishReason: "stop", usage: null });
+  });
+
   it("keeps a finished answer when the deadline passes while waiting for the usage chunk", async () => {
     const body = hangingBody(sse([chunk({ content: "done" }), chunk({}, "stop")], false));
     const result = await call(() => streamResponse(body), { timeoutMs: 50 });
@@ -217,7 +234,20 @@ const FAULTS: FaultCase[] = [
     class: "quota_exceeded",
     retryable: false,
   },
+  {
+    name: "429 with retry-after in seconds only",
+    respond: () => jsonResponse(429, { error: { message: "Rate limit reached" } }, { "retry-after": "2" }),
+    class: "rate_limited",
+    retryable: true,
+    retryAfterMs: 2_000,
+  },
+  { name: "429 without retry-after", respond: () => jsonResponse(429, { error: { message: "slow down" } }), class: "rate_limited", retryable: true, retryAfterMs: null },
+  { name: "408", respond: () => jsonResponse(408, { error: { message: "request timeout" } }), class: "upstream_error", retryable: true },
+  { name: "409", respond: () => jsonResponse(409, { error: { message: "conflict" } }), class: "upstream_error", retryable: true },
   { name: "500", respond: () => jsonResponse(500, { error: { message: "server error", type: "server_error" } }), class: "upstream_error", retryable: true },
+  { name: "500 whose JSON body does not parse", respond: () => jsonResponse(500, "{\"error\": {\"mess"), class: "upstream_error", retryable: true },
+  { name: "504", respond: () => jsonResponse(504, { error: { message: "gateway timeout" } }), class: "upstream_error", retryable: true },
+  { name: "422", respond: () => jsonResponse(422, { error: { message: "Unprocessable Entity" } }), class: "bad_request", retryable: false },
   { name: "502 HTML page", respond: () => jsonResponse(502, "<html><head><title>502 Bad Gateway</title></head></html>"), class: "upstream_error", retryable: true, messageIncludes: "Bad Gateway" },
   { name: "503", respond: () => jsonResponse(503, { error: { message: "overloaded" } }), class: "upstream_error", retryable: true, messageIncludes: "overloaded" },
   { name: "401", respond: () => jsonResponse(401, { error: { message: "Incorrect API key provided", code: "invalid_api_key" } }), class: "auth", retryable: false },
@@ -229,6 +259,37 @@ const FAULTS: FaultCase[] = [
     respond: () => jsonResponse(400, { error: { message: "This model's maximum context length is 128000 tokens", code: "context_length_exceeded" } }),
     class: "context_length",
     retryable: false,
+  },
+  {
+    name: "400 context window message without a code",
+    respond: () => jsonResponse(400, { error: { message: "input exceeds the context window of this model" } }),
+    class: "context_length",
+    retryable: false,
+  },
+  {
+    name: "200 JSON body that is not valid JSON",
+    respond: () => new Response('{"id": "chatcmpl-1", "choi', { status: 200, headers: { "content-type": "application/json" } }),
+    class: "malformed_response",
+    retryable: true,
+  },
+  {
+    name: "200 JSON error object",
+    respond: () => new Response(JSON.stringify({ error: { message: "model overloaded, try later" } }), { status: 200, headers: { "content-type": "application/json" } }),
+    class: "upstream_error",
+    retryable: true,
+    messageIncludes: "model overloaded",
+  },
+  {
+    name: "200 JSON without a finished choice",
+    respond: () => new Response(JSON.stringify({ id: "x", choices: [] }), { status: 200, headers: { "content-type": "application/json" } }),
+    class: "malformed_response",
+    retryable: true,
+  },
+  {
+    name: "event stream that ends before any event",
+    respond: () => streamResponse(""),
+    class: "truncated_stream",
+    retryable: true,
   },
   {
     name: "unparseable SSE data",

@@ -87,24 +87,38 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
     // Streaming: a Worker invocation may have only 6 connections waiting for response headers;
     // a streamed response sends its headers at once and frees the slot, so one consumer
     // invocation can keep many model calls open (ARCHITECTURE.md §4).
-    const stream = await client.chat.completions.create(toParams(request), {
-      signal: deadline.signal,
-      timeout: request.timeoutMs,
-    });
+    const { data: stream, response } = await client.chat.completions
+      .create(toParams(request), { signal: deadline.signal, timeout: request.timeoutMs })
+      .withResponse();
     streaming = true;
+    // Some OpenAI-compatible servers ignore `stream: true` and answer with one JSON body, which
+    // the SDK would read as an empty event stream. Read it as what it is (the stream is never iterated).
+    if (isJsonMediaType(response.headers.get("content-type"))) {
+      const answer = toJsonAnswer(await response.text());
+      usage = answer.usage;
+      if (answer.kind === "ok") return { ok: true, text: answer.text, finishReason: answer.finishReason, usage, ...timing() };
+      return fail(answer.failure);
+    }
     let text = "";
     let finishReason: string | null = null;
-    for await (const chunk of stream) {
-      const raw = extractStreamUsage(chunk);
-      const chunkUsage = raw === undefined ? null : normalizeUsage(raw);
-      if (chunkUsage !== null) usage = chunkUsage;
-      // Some vendors send keep-alive or usage-only chunks without `choices`, whatever the types say.
-      const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
-      const piece = choice?.delta?.content;
-      if (typeof piece === "string") text += piece;
-      if (typeof choice?.finish_reason === "string") finishReason = choice.finish_reason;
+    try {
+      for await (const chunk of stream) {
+        const raw = extractStreamUsage(chunk);
+        const chunkUsage = raw === undefined ? null : normalizeUsage(raw);
+        if (chunkUsage !== null) usage = chunkUsage;
+        // Some vendors send keep-alive or usage-only chunks without `choices`, whatever the types say.
+        const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+        const piece = choice?.delta?.content;
+        if (typeof piece === "string") text += piece;
+        if (typeof choice?.finish_reason === "string") finishReason = choice.finish_reason;
+      }
+    } catch (error) {
+      // Only the chunks after the finish_reason were lost (at most the usage): the answer is
+      // complete and paid for, so it is kept, like one whose deadline hit at that point.
+      if (finishReason === null) throw error;
     }
-    // A finished answer is kept even if the deadline hit while waiting for the usage chunk.
+    // A finished answer is kept even if the deadline hit (or the body broke) while waiting for the
+    // usage chunk; its usage is then recorded as missing.
     if (finishReason !== null) return { ok: true, text, finishReason, usage, ...timing() };
     // The SDK ends the iteration quietly when the request is aborted mid-stream.
     return fail(timedOut ? timeoutFailure(request.timeoutMs) : { kind: "truncated" });
@@ -113,6 +127,41 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
   } finally {
     clearTimeout(timer);
   }
+}
+
+type JsonAnswer = { usage: Usage | null } & (
+  | { kind: "ok"; text: string; finishReason: string }
+  | { kind: "failed"; failure: UpstreamFailure }
+);
+
+/** A whole chat completion (or an error object) sent as JSON with status 200. */
+function toJsonAnswer(text: string): JsonAnswer {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return { kind: "failed", usage: null, failure: { kind: "malformed", message: "upstream answered with a body that is not valid JSON" } };
+  }
+  const raw = extractStreamUsage(body);
+  const usage = raw === undefined ? null : normalizeUsage(raw);
+  const choice = isRecord(body) && Array.isArray(body.choices) ? body.choices[0] : undefined;
+  const message = isRecord(choice) && isRecord(choice.message) ? choice.message : null;
+  const finishReason = isRecord(choice) ? choice.finish_reason : undefined;
+  if (message !== null && typeof finishReason === "string") {
+    return { kind: "ok", usage, text: typeof message.content === "string" ? message.content : "", finishReason };
+  }
+  // An error object with status 200: the classifier reads its message (a retryable upstream_error).
+  if (isRecord(body) && body.error !== undefined) return { kind: "failed", usage, failure: { kind: "http", body } };
+  return { kind: "failed", usage, failure: { kind: "malformed", message: "upstream JSON answer has no finished choice" } };
+}
+
+function isJsonMediaType(contentType: string | null): boolean {
+  const mediaType = contentType?.split(";")[0]?.trim().toLowerCase() ?? "";
+  return mediaType === "application/json" || mediaType.endsWith("+json");
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function toParams(request: ModelRequest): ChatCompletionCreateParamsStreaming {

@@ -10,12 +10,15 @@ export interface AgentSettings {
   modelBaseUrl: string;
   modelApiKey: string;
   concurrency: number;
+  inlineRetryMaxS: number;
 }
 
 export const MAX_AGENT_CONCURRENCY = 1_000;
+/** An invocation sleeps at most this long before an inline retry; longer waits belong to the queue. */
+export const MAX_INLINE_RETRY_S = 30;
 
 /** Validates the agent's settings; the errors name the setting and never echo the key. */
-export function readAgentSettings(env: Pick<Env, "MODEL_BASE_URL" | "MODEL_API_KEY" | "AGENT_CONCURRENCY">): AgentSettings {
+export function readAgentSettings(env: Pick<Env, "MODEL_BASE_URL" | "MODEL_API_KEY" | "AGENT_CONCURRENCY" | "INLINE_RETRY_MAX_S">): AgentSettings {
   const baseUrl = (env.MODEL_BASE_URL ?? "").trim();
   let url: URL | null = null;
   try {
@@ -30,12 +33,18 @@ export function readAgentSettings(env: Pick<Env, "MODEL_BASE_URL" | "MODEL_API_K
   }
   const apiKey = (env.MODEL_API_KEY ?? "").trim();
   if (apiKey.length === 0) throw new Error("MODEL_API_KEY is empty: set it with `wrangler secret put MODEL_API_KEY`");
-  const rawConcurrency = (env.AGENT_CONCURRENCY ?? "").trim();
-  const concurrency = Number(rawConcurrency);
-  if (!/^\d+$/.test(rawConcurrency) || !Number.isSafeInteger(concurrency) || concurrency < 1 || concurrency > MAX_AGENT_CONCURRENCY) {
-    throw new Error(`AGENT_CONCURRENCY must be an integer from 1 to ${MAX_AGENT_CONCURRENCY}, got ${JSON.stringify(rawConcurrency)}`);
+  const concurrency = readIntegerSetting("AGENT_CONCURRENCY", env.AGENT_CONCURRENCY, 1, MAX_AGENT_CONCURRENCY);
+  const inlineRetryMaxS = readIntegerSetting("INLINE_RETRY_MAX_S", env.INLINE_RETRY_MAX_S, 0, MAX_INLINE_RETRY_S);
+  return { modelBaseUrl: baseUrl, modelApiKey: apiKey, concurrency, inlineRetryMaxS };
+}
+
+function readIntegerSetting(name: string, value: string | undefined, min: number, max: number): number {
+  const raw = (value ?? "").trim();
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
   }
-  return { modelBaseUrl: baseUrl, modelApiKey: apiKey, concurrency };
+  return n;
 }
 
 /** One model client per (base URL, key), kept for the life of the isolate. */
@@ -51,7 +60,12 @@ function modelClientFor(settings: AgentSettings): ModelClient {
 
 export function createTaskDeps(env: Env): ConsumeTasksDeps {
   const settings = readAgentSettings(env);
-  return { rooms: toSwarmRooms(env.SWARM_ROOM), model: modelClientFor(settings), concurrency: settings.concurrency };
+  return {
+    rooms: toSwarmRooms(env.SWARM_ROOM),
+    model: modelClientFor(settings),
+    concurrency: settings.concurrency,
+    inlineRetryMaxS: settings.inlineRetryMaxS,
+  };
 }
 
 export function createDeadLetterRooms(env: Env): SwarmRooms {

@@ -1,4 +1,5 @@
 // Agent Worker entry: routes each queue batch to its handler. It wires; it does not decide.
+// Both task queues (edgeswarm-tasks, and edgeswarm-tasks-long for the long-chain pool) share one handler.
 import { createDeadLetterRooms, createTaskDeps } from "./composition.ts";
 import { consumeDeadLetters } from "./consume-dead-letters.ts";
 import { consumeTasks } from "./consume-tasks.ts";

@@ -4,7 +4,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { LimitsSchema } from "../../../src/core/spec-schema.ts";
-import type { ClaimOptions, ClaimResponse, RecordResponse, TaskReport } from "../../../src/core/swarm-contract.ts";
+import type { ClaimedTask, ClaimOptions, ClaimRefusal, ClaimResponse, RecordResponse, TaskReport } from "../../../src/core/swarm-contract.ts";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
 import { consumeTasks } from "../consume-tasks.ts";
 import type { SwarmRoomRpc, SwarmRooms } from "../swarm-rooms.ts";
@@ -15,31 +15,58 @@ function message(id: string, swarmId: string, taskIds: string[], attempts = 1): 
   return { id, timestamp: new Date(), attempts, body: { v: 1, swarm_id: swarmId, task_ids: taskIds } };
 }
 
-/** A SwarmRoom that grants every task (attempt 1) and acks every report, unless told otherwise. */
+/** A SwarmRoom that grants every claimable task (attempt = previous + 1) and acks every report, unless told otherwise. */
 class FakeRoom implements SwarmRoomRpc {
   claims: string[][] = [];
   claimOptions: (ClaimOptions | undefined)[] = [];
-  /** Tasks the claim defers (its answer was full) instead of granting. */
-  deferred = new Set<string>();
+  /** Fake-clock readings of each claim and each recordResults answer. */
+  claimedAt: number[] = [];
+  answeredAt: number[] = [];
+  /** Claims answer these tasks with a refusal instead of a grant. */
+  refusals = new Map<string, ClaimRefusal>();
+  /** The model and per-call timeout a granted task carries (default mock-1, 7 s). */
+  models = new Map<string, string>();
+  timeouts = new Map<string, number>();
+  attempts = new Map<string, number>();
   records: TaskReport[][] = [];
-  claimError: Error | null = null;
+  /** Claims throw from this claim number on (1-based); null = never. */
+  claimErrorFrom: number | null = null;
   /** recordResults throws this many times before it answers. */
   recordFailures = 0;
-  answer: (reports: TaskReport[]) => RecordResponse = (reports) => ({
-    actions: reports.map((r) => ({ taskId: r.taskId, action: "ack", delaySeconds: 0 })),
-  });
-  constructor(readonly swarmId: string) {}
+  answer: (reports: TaskReport[]) => RecordResponse = ackAll;
+  constructor(
+    readonly swarmId: string,
+    readonly clock: () => number = Date.now,
+  ) {}
 
   async claim(taskIds: string[], options?: ClaimOptions): Promise<ClaimResponse> {
     this.claims.push(taskIds);
     this.claimOptions.push(options);
-    if (this.claimError !== null) throw this.claimError;
+    this.claimedAt.push(this.clock());
+    if (this.claimErrorFrom !== null && this.claims.length >= this.claimErrorFrom) throw new Error("Durable Object is overloaded");
+    const granted: ClaimedTask[] = [];
+    const refused: ClaimResponse["refused"] = [];
+    for (const taskId of taskIds) {
+      const reason = this.refusals.get(taskId);
+      if (reason !== undefined) {
+        refused.push({ taskId, reason });
+        continue;
+      }
+      const attempt = (this.attempts.get(taskId) ?? 0) + 1;
+      this.attempts.set(taskId, attempt);
+      granted.push({
+        taskId,
+        attempt,
+        prompt: `prompt of ${taskId}`,
+        model: this.models.get(taskId) ?? "mock-1",
+        timeoutS: this.timeouts.get(taskId) ?? 7,
+        leaseUntil: this.clock() + 60_000,
+      });
+    }
     return {
       config: { swarmId: this.swarmId, model: "mock-1", system: "sys", limits: LimitsSchema.parse({ timeout_s: 7, max_output_tokens: 33 }), responseFormat: null },
-      granted: taskIds
-        .filter((taskId) => !this.deferred.has(taskId))
-        .map((taskId) => ({ taskId, attempt: 1, prompt: `prompt of ${taskId}`, leaseUntil: Date.now() + 60_000 })),
-      refused: taskIds.filter((taskId) => this.deferred.has(taskId)).map((taskId) => ({ taskId, reason: "deferred" as const })),
+      granted,
+      refused,
     };
   }
 
@@ -49,10 +76,26 @@ class FakeRoom implements SwarmRoomRpc {
       this.recordFailures -= 1;
       throw new Error("Durable Object reset because its code was updated");
     }
+    this.answeredAt.push(this.clock());
     return this.answer(reports);
   }
 
   async recordDeadLetter(): Promise<void> {}
+}
+
+function ackAll(reports: TaskReport[]): RecordResponse {
+  return { actions: reports.map((r) => ({ taskId: r.taskId, action: "ack", delaySeconds: 0 })) };
+}
+
+/** Like the SwarmRoom: a failed attempt below `maxAttempts` is retried after `delaySeconds`, anything else is acked. */
+function retryFailures(delaySeconds: number, maxAttempts = 10): (reports: TaskReport[]) => RecordResponse {
+  return (reports) => ({
+    actions: reports.map((r) =>
+      r.outcome.kind === "failed" && r.attempt < maxAttempts
+        ? { taskId: r.taskId, action: "retry", delaySeconds }
+        : { taskId: r.taskId, action: "ack", delaySeconds: 0 },
+    ),
+  });
 }
 
 function roomsOf(...rooms: FakeRoom[]): SwarmRooms {
@@ -73,9 +116,12 @@ function fakeModel(delayMs = 5, answer: (req: ModelRequest) => ModelCallResult =
       requests.push(request);
       inFlight += 1;
       maxInFlight = Math.max(maxInFlight, inFlight);
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-      inFlight -= 1;
-      return answer(request);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        return answer(request);
+      } finally {
+        inFlight -= 1;
+      }
     },
   };
   return { client, requests, maxInFlight: () => maxInFlight };
@@ -85,23 +131,78 @@ function okResult(request: ModelRequest): ModelCallResult {
   return { ok: true, text: `answer to ${request.prompt}`, finishReason: "stop", usage: USAGE, latencyMs: 5, startedAt: Date.now() };
 }
 
+const RATE_LIMITED: ModelCallResult = {
+  ok: false,
+  error: { class: "rate_limited", retryable: true, retryAfterMs: 1_000, message: "429 Too Many Requests" },
+  usage: null,
+  latencyMs: 3,
+  startedAt: 1_700_000_000_000,
+};
+
+/** A model that answers the prompts' scripted results in order (then ok), one script per prompt. */
+function scriptedModel(scripts: Record<string, ModelCallResult[]>, onCall: () => void = () => {}) {
+  const queues = new Map(Object.entries(scripts).map(([prompt, results]) => [prompt, [...results]]));
+  return fakeModel(1, (request) => {
+    onCall();
+    return queues.get(request.prompt)?.shift() ?? okResult(request);
+  });
+}
+
+/** A clock that only moves when the consumer sleeps (or a test moves it). */
+function fakeClock() {
+  const clock = { t: 1_800_000_000_000, sleeps: [] as number[] };
+  return {
+    clock,
+    now: () => clock.t,
+    sleep: async (ms: number): Promise<void> => {
+      clock.sleeps.push(ms);
+      clock.t += ms;
+    },
+  };
+}
+
+const BASE = { concurrency: 8, inlineRetryMaxS: 2 } as const;
+
 async function run(messages: MessageBatchMessage<unknown>[], deps: Parameters<typeof consumeTasks>[1]): Promise<QueueResult> {
+  return (await runObserved(messages, deps)).result;
+}
+
+/** Runs a batch and also returns each retried message's delaySeconds, which getQueueResult does not report. */
+async function runObserved(
+  messages: MessageBatchMessage<unknown>[],
+  deps: Parameters<typeof consumeTasks>[1],
+  /** Receives `ack:<id>` when a message is acked, to order acks against other events. */
+  events: string[] = [],
+): Promise<{ result: QueueResult; delays: Map<string, number | undefined> }> {
   const batch = createMessageBatch("edgeswarm-tasks", messages);
+  const delays = new Map<string, number | undefined>();
+  for (const m of batch.messages) {
+    const retry = m.retry.bind(m);
+    m.retry = (options) => {
+      delays.set(m.id, options?.delaySeconds);
+      retry(options);
+    };
+    const ack = m.ack.bind(m);
+    m.ack = () => {
+      events.push(`ack:${m.id}`);
+      ack();
+    };
+  }
   const ctx = createExecutionContext();
   await consumeTasks(batch, deps);
-  return getQueueResult(batch, ctx);
+  return { result: await getQueueResult(batch, ctx), delays };
 }
 
 const noWait = async (): Promise<void> => {};
 
-describe("consumeTasks with a fake SwarmRoom", () => {
+describe("consumeTasks with a fake SwarmRoom: one round", () => {
   it("makes one claim and one record per swarm, sends the task's settings to the model, and acks", async () => {
     const a = new FakeRoom("sw_a");
     const b = new FakeRoom("sw_b");
     const model = fakeModel();
     const result = await run(
       [message("m1", "sw_a", ["t1", "t2"]), message("m2", "sw_b", ["t1"]), message("m3", "sw_a", ["t3"])],
-      { rooms: roomsOf(a, b), model: model.client, concurrency: 8, sleep: noWait },
+      { ...BASE, rooms: roomsOf(a, b), model: model.client, sleep: noWait },
     );
     expect(a.claims).toEqual([["t1", "t2", "t3"]]);
     expect(b.claims).toEqual([["t1"]]);
@@ -126,13 +227,27 @@ describe("consumeTasks with a fake SwarmRoom", () => {
     expect(result.retryMessages).toEqual([]);
   });
 
+  it("calls the model and timeout the claim granted for each task (a fallback model, a long task's timeout), and records that model", async () => {
+    const a = new FakeRoom("sw_a");
+    a.models.set("t1", "fallback-1");
+    a.timeouts.set("t2", 600);
+    const model = fakeModel();
+    await run([message("m1", "sw_a", ["t1", "t2"])], { ...BASE, rooms: roomsOf(a), model: model.client });
+    const byPrompt = new Map(model.requests.map((r) => [r.prompt, r]));
+    expect(byPrompt.get("prompt of t1")).toMatchObject({ model: "fallback-1", timeoutMs: 7_000 });
+    // Not the swarm config's model or limits.timeout_s (mock-1, 7 s).
+    expect(byPrompt.get("prompt of t2")).toMatchObject({ model: "mock-1", timeoutMs: 600_000 });
+    const calls = new Map(a.records[0]?.map((r) => [r.taskId, r.calls[0]?.model]));
+    expect(calls).toEqual(new Map([["t1", "fallback-1"], ["t2", "mock-1"]]));
+  });
+
   it("runs a task named twice in a batch once", async () => {
     const a = new FakeRoom("sw_a");
     const model = fakeModel();
     const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t1", "t2"])], {
+      ...BASE,
       rooms: roomsOf(a),
       model: model.client,
-      concurrency: 8,
     });
     expect(a.claims).toEqual([["t1", "t2"]]);
     expect(model.requests.map((r) => r.prompt).sort()).toEqual(["prompt of t1", "prompt of t2"]);
@@ -145,7 +260,7 @@ describe("consumeTasks with a fake SwarmRoom", () => {
     const messages = rooms.flatMap((room, i) =>
       Array.from({ length: 4 }, (_, j) => message(`m${i}-${j}`, room.swarmId, [`t${j}a`, `t${j}b`])),
     );
-    const result = await run(messages, { rooms: roomsOf(...rooms), model: model.client, concurrency: 5 });
+    const result = await run(messages, { ...BASE, rooms: roomsOf(...rooms), model: model.client, concurrency: 5 });
     expect(model.requests).toHaveLength(24);
     expect(model.maxInFlight()).toBe(5);
     expect(result.explicitAcks).toHaveLength(12);
@@ -155,6 +270,7 @@ describe("consumeTasks with a fake SwarmRoom", () => {
     const a = new FakeRoom("sw_a");
     const b = new FakeRoom("sw_b");
     await run([message("m1", "sw_a", ["t1", "t2", "t3"]), message("m2", "sw_b", ["t1", "t2"])], {
+      ...BASE,
       rooms: roomsOf(a, b),
       model: fakeModel().client,
       concurrency: 2,
@@ -166,19 +282,26 @@ describe("consumeTasks with a fake SwarmRoom", () => {
 
   it("retries a message whose task the claim deferred, runs and acks the rest", async () => {
     const a = new FakeRoom("sw_a");
-    a.deferred.add("t2");
+    a.refusals.set("t2", "deferred");
     const model = fakeModel();
-    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], {
-      rooms: roomsOf(a),
-      model: model.client,
-      concurrency: 4,
-    });
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), model: model.client });
     expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t1"]);
     expect(result.explicitAcks).toEqual(["m1"]);
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m2"]);
   });
 
-  it("retries a message with the longest delay the SwarmRoom asked for among its tasks", async () => {
+  it.each(["parked", "done", "leased", "unknown"] as const)("acks a message whose only task the claim refused as %s, without a model call", async (reason) => {
+    const a = new FakeRoom("sw_a");
+    a.refusals.set("t1", reason);
+    const model = fakeModel();
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), model: model.client });
+    expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t2"]);
+    expect(a.records).toEqual([[expect.objectContaining({ taskId: "t2" })]]);
+    expect(result.explicitAcks.sort()).toEqual(["m1", "m2"]);
+    expect(result.retryMessages).toEqual([]);
+  });
+
+  it("hands a retry delayed past INLINE_RETRY_MAX_S to the queue with the longest delay among the message's tasks, with no inline round", async () => {
     const a = new FakeRoom("sw_a");
     a.answer = () => ({
       actions: [
@@ -187,20 +310,19 @@ describe("consumeTasks with a fake SwarmRoom", () => {
         { taskId: "t3", action: "ack", delaySeconds: 0 },
       ],
     });
-    const queueRetry = vi.fn();
-    const batch = createMessageBatch("edgeswarm-tasks", [message("m1", "sw_a", ["t1", "t2"]), message("m2", "sw_a", ["t3"])]);
-    // Observe delaySeconds, which getQueueResult does not report.
-    const first = batch.messages[0];
-    if (first === undefined) throw new Error("no message");
-    const original = first.retry.bind(first);
-    first.retry = (options) => {
-      queueRetry(options);
-      original(options);
-    };
-    const ctx = createExecutionContext();
-    await consumeTasks(batch, { rooms: roomsOf(a), model: fakeModel().client, concurrency: 4 });
-    const result = await getQueueResult(batch, ctx);
-    expect(queueRetry).toHaveBeenCalledWith({ delaySeconds: 9 });
+    const time = fakeClock();
+    const model = fakeModel();
+    const { result, delays } = await runObserved([message("m1", "sw_a", ["t1", "t2"]), message("m2", "sw_a", ["t3"])], {
+      ...BASE,
+      rooms: roomsOf(a),
+      model: model.client,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    expect(a.claims).toHaveLength(1);
+    expect(model.requests).toHaveLength(3);
+    expect(time.clock.sleeps).toEqual([]);
+    expect(delays).toEqual(new Map([["m1", 9]]));
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m1"]);
     expect(result.explicitAcks).toEqual(["m2"]);
   });
@@ -208,11 +330,7 @@ describe("consumeTasks with a fake SwarmRoom", () => {
   it("retries a message whose task the SwarmRoom gave no action for, rather than acking it", async () => {
     const a = new FakeRoom("sw_a");
     a.answer = () => ({ actions: [{ taskId: "t1", action: "ack", delaySeconds: 0 }] });
-    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], {
-      rooms: roomsOf(a),
-      model: fakeModel().client,
-      concurrency: 4,
-    });
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), model: fakeModel().client });
     expect(result.explicitAcks).toEqual(["m1"]);
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m2"]);
   });
@@ -220,13 +338,9 @@ describe("consumeTasks with a fake SwarmRoom", () => {
   it("makes no model call and retries the swarm's messages when the claim RPC fails", async () => {
     const a = new FakeRoom("sw_a");
     const b = new FakeRoom("sw_b");
-    a.claimError = new Error("Durable Object is overloaded");
+    a.claimErrorFrom = 1;
     const model = fakeModel();
-    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_b", ["t1"])], {
-      rooms: roomsOf(a, b),
-      model: model.client,
-      concurrency: 4,
-    });
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_b", ["t1"])], { ...BASE, rooms: roomsOf(a, b), model: model.client });
     expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t1"]);
     expect(a.records).toEqual([]);
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m1"]);
@@ -239,9 +353,9 @@ describe("consumeTasks with a fake SwarmRoom", () => {
     const waits: number[] = [];
     const model = fakeModel();
     const result = await run([message("m1", "sw_a", ["t1", "t2"])], {
+      ...BASE,
       rooms: roomsOf(a),
       model: model.client,
-      concurrency: 4,
       sleep: async (ms) => {
         waits.push(ms);
       },
@@ -262,9 +376,9 @@ describe("consumeTasks with a fake SwarmRoom", () => {
     const a = new FakeRoom("sw_a");
     a.recordFailures = 100;
     const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], {
+      ...BASE,
       rooms: roomsOf(a),
       model: fakeModel().client,
-      concurrency: 4,
       sleep: noWait,
     });
     expect(a.records).toHaveLength(4);
@@ -274,21 +388,213 @@ describe("consumeTasks with a fake SwarmRoom", () => {
 
   it("reports a failed call with its class and the usage the upstream sent", async () => {
     const a = new FakeRoom("sw_a");
-    const failed: ModelCallResult = {
-      ok: false,
-      error: { class: "rate_limited", retryable: true, retryAfterMs: 2_000, message: "429 Too Many Requests" },
-      usage: null,
-      latencyMs: 3,
-      startedAt: 1_700_000_000_000,
-    };
-    await run([message("m1", "sw_a", ["t1"])], { rooms: roomsOf(a), model: fakeModel(1, () => failed).client, concurrency: 1 });
+    a.answer = retryFailures(60);
+    await run([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(a), model: fakeModel(1, () => RATE_LIMITED).client, concurrency: 1 });
     expect(a.records[0]).toEqual([
       {
         taskId: "t1",
         attempt: 1,
-        outcome: { kind: "failed", class: "rate_limited", retryable: true, retryAfterMs: 2_000, message: "429 Too Many Requests" },
+        outcome: { kind: "failed", class: "rate_limited", retryable: true, retryAfterMs: 1_000, message: "429 Too Many Requests" },
         calls: [{ turn: 1, model: "mock-1", usage: null, latencyMs: 3, status: "error", errorClass: "rate_limited", startedAt: 1_700_000_000_000 }],
       },
     ]);
+  });
+});
+
+describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
+  it("re-runs a 429 retried after 1 s in the same invocation as attempt 2: one claim and one record per round, then acks", async () => {
+    const time = fakeClock();
+    const a = new FakeRoom("sw_a", time.now);
+    a.answer = retryFailures(1);
+    const model = scriptedModel({ "prompt of t1": [RATE_LIMITED] });
+    const { result, delays } = await runObserved([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], {
+      ...BASE,
+      concurrency: 4,
+      rooms: roomsOf(a),
+      model: model.client,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    expect(a.claims).toEqual([["t1", "t2"], ["t1"]]);
+    expect(a.claimOptions).toEqual([{ waves: 1 }, { waves: 1 }]);
+    expect(a.records.map((round) => round.map((r) => [r.taskId, r.attempt, r.outcome.kind]))).toEqual([
+      [
+        ["t1", 1, "failed"],
+        ["t2", 1, "succeeded"],
+      ],
+      [["t1", 2, "succeeded"]],
+    ]);
+    // The second claim came no earlier than the SwarmRoom's delay after its answer.
+    expect(time.clock.sleeps).toEqual([1_000]);
+    expect((a.claimedAt[1] ?? 0) - (a.answeredAt[0] ?? 0)).toBeGreaterThanOrEqual(1_000);
+    expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t1", "prompt of t2", "prompt of t1"]);
+    expect(result.explicitAcks.sort()).toEqual(["m1", "m2"]);
+    expect(result.retryMessages).toEqual([]);
+    expect(delays.size).toBe(0);
+  });
+
+  it("acks a message whose tasks are all recorded before the swarm's inline round, and the rest after it", async () => {
+    const events: string[] = [];
+    const a = new FakeRoom("sw_a");
+    a.answer = retryFailures(1);
+    const claim = a.claim.bind(a);
+    a.claim = (taskIds, options) => {
+      events.push(`claim:${taskIds.join(",")}`);
+      return claim(taskIds, options);
+    };
+    const model = scriptedModel({ "prompt of t1": [RATE_LIMITED] });
+    await runObserved([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), model: model.client, sleep: noWait }, events);
+    expect(events).toEqual(["claim:t1,t2", "ack:m2", "claim:t1", "ack:m1"]);
+  });
+
+  it("keeps the concurrency bound across swarms and rounds", async () => {
+    const rooms = ["sw_a", "sw_b"].map((id) => new FakeRoom(id));
+    for (const room of rooms) room.answer = retryFailures(0, 3);
+    // Every task's first two attempts fail: three rounds per swarm.
+    const model = fakeModel(5, (request) => (model.requests.filter((r) => r.prompt === request.prompt).length <= 2 ? RATE_LIMITED : okResult(request)));
+    const messages = rooms.flatMap((room) => [
+      message(`${room.swarmId}-1`, room.swarmId, [`${room.swarmId}-t1`, `${room.swarmId}-t2`]),
+      message(`${room.swarmId}-2`, room.swarmId, [`${room.swarmId}-t3`]),
+    ]);
+    const result = await run(messages, { ...BASE, concurrency: 2, rooms: roomsOf(...rooms), model: model.client, sleep: noWait });
+    for (const room of rooms) {
+      const tasks = [1, 2, 3].map((n) => `${room.swarmId}-t${n}`);
+      expect(room.claims).toEqual([tasks, tasks, tasks]);
+      expect(room.records.map((round) => round.map((r) => r.attempt))).toEqual([
+        [1, 1, 1],
+        [2, 2, 2],
+        [3, 3, 3],
+      ]);
+    }
+    expect(model.requests).toHaveLength(18);
+    expect(model.maxInFlight()).toBe(2);
+    expect(result.explicitAcks).toHaveLength(4);
+  });
+
+  it("stops starting inline rounds after maxRounds and hands the rest to the queue with the SwarmRoom's delay", async () => {
+    const a = new FakeRoom("sw_a");
+    a.answer = retryFailures(1);
+    const model = fakeModel(1, () => RATE_LIMITED);
+    const { result, delays } = await runObserved([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], {
+      ...BASE,
+      rooms: roomsOf(a),
+      model: model.client,
+      sleep: noWait,
+      inlineBudget: { maxRounds: 2, startWithinMs: 120_000, endWithinMs: 720_000 },
+    });
+    expect(a.claims).toEqual([["t1", "t2"], ["t1", "t2"], ["t1", "t2"]]);
+    expect(a.records).toHaveLength(3);
+    expect(model.requests).toHaveLength(6);
+    expect(result.explicitAcks).toEqual([]);
+    expect(delays).toEqual(new Map([["m1", 1], ["m2", 1]]));
+  });
+
+  it("starts no inline round later than 120 s into the batch (default budget)", async () => {
+    const time = fakeClock();
+    const a = new FakeRoom("sw_a", time.now);
+    a.answer = retryFailures(1);
+    // Each call takes 50 s of batch time: rounds claim at 0, 51, 102 s; the next would start at 153 s.
+    const model = fakeModel(1, () => {
+      time.clock.t += 50_000;
+      return RATE_LIMITED;
+    });
+    const { result, delays } = await runObserved([message("m1", "sw_a", ["t1"])], {
+      ...BASE,
+      rooms: roomsOf(a),
+      model: model.client,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    expect(a.claims).toHaveLength(3);
+    expect(a.records).toHaveLength(3);
+    expect(result.explicitAcks).toEqual([]);
+    expect(delays).toEqual(new Map([["m1", 1]]));
+  });
+
+  it("starts no inline round whose calls could run past 12 minutes of batch time (a long task's timeout)", async () => {
+    const time = fakeClock();
+    const a = new FakeRoom("sw_a", time.now);
+    a.timeouts.set("t1", 720);
+    a.answer = retryFailures(1);
+    const model = fakeModel(1, () => RATE_LIMITED);
+    const { delays } = await runObserved([message("m1", "sw_a", ["t1"])], {
+      ...BASE,
+      rooms: roomsOf(a),
+      model: model.client,
+      now: time.now,
+      sleep: time.sleep,
+    });
+    expect(a.claims).toHaveLength(1);
+    expect(time.clock.sleeps).toEqual([]);
+    expect(delays).toEqual(new Map([["m1", 1]]));
+  });
+
+  it("acks a message whose task the inline re-claim refuses as done, leased or parked, and retries one it defers", async () => {
+    const a = new FakeRoom("sw_a");
+    a.answer = (reports) => {
+      // Between the rounds, the SwarmRoom changes its mind about every task.
+      a.refusals.set("t1", "done");
+      a.refusals.set("t2", "leased");
+      a.refusals.set("t3", "parked");
+      a.refusals.set("t4", "deferred");
+      return retryFailures(1)(reports);
+    };
+    const model = fakeModel(1, (request) => (request.prompt === "prompt of t5" ? okResult(request) : RATE_LIMITED));
+    const messages = ["t1", "t2", "t3", "t4", "t5"].map((t, i) => message(`m${i + 1}`, "sw_a", [t]));
+    const result = await run(messages, { ...BASE, rooms: roomsOf(a), model: model.client, sleep: noWait });
+    expect(a.claims).toEqual([["t1", "t2", "t3", "t4", "t5"], ["t1", "t2", "t3", "t4"]]);
+    expect(model.requests).toHaveLength(5);
+    expect(a.records).toHaveLength(1);
+    expect(result.explicitAcks.sort()).toEqual(["m1", "m2", "m3", "m5"]);
+    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m4"]);
+  });
+
+  it("retries the message of a task whose inline re-claim RPC fails, and acks the rest", async () => {
+    const a = new FakeRoom("sw_a");
+    a.answer = retryFailures(1);
+    a.claimErrorFrom = 2;
+    const model = scriptedModel({ "prompt of t1": [RATE_LIMITED] });
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), model: model.client, sleep: noWait });
+    expect(a.claims).toHaveLength(2);
+    expect(model.requests).toHaveLength(2);
+    expect(result.explicitAcks).toEqual(["m2"]);
+    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m1"]);
+  });
+});
+
+describe("consumeTasks with a fake SwarmRoom: a run that throws halfway through the batch", () => {
+  it("records the tasks that finished, leaves the one that threw unrecorded, and retries only its message", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const a = new FakeRoom("sw_a");
+    const model = fakeModel(1, (request) => {
+      if (request.prompt === "prompt of t2") throw new Error("unexpected bug in the agent loop");
+      return okResult(request);
+    });
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"]), message("m3", "sw_a", ["t3"])], {
+      ...BASE,
+      concurrency: 1,
+      rooms: roomsOf(a),
+      model: model.client,
+    });
+    expect(model.requests).toHaveLength(3);
+    expect(a.records.map((round) => round.map((r) => r.taskId))).toEqual([["t1", "t3"]]);
+    expect(result.explicitAcks.sort()).toEqual(["m1", "m3"]);
+    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m2"]);
+    expect(errors.mock.calls.some((args) => String(args[0]).includes("task_run_threw"))).toBe(true);
+    errors.mockRestore();
+  });
+
+  it("retries a message that names a recorded task and a task that threw (never acks the unrecorded one)", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const a = new FakeRoom("sw_a");
+    const model = fakeModel(1, (request) => {
+      if (request.prompt === "prompt of t2") throw new TypeError("Cannot read properties of undefined");
+      return okResult(request);
+    });
+    const result = await run([message("m1", "sw_a", ["t1", "t2"])], { ...BASE, rooms: roomsOf(a), model: model.client });
+    expect(a.records.map((round) => round.map((r) => r.taskId))).toEqual([["t1"]]);
+    expect(result.explicitAcks).toEqual([]);
+    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m1"]);
+    vi.restoreAllMocks();
   });
 });

@@ -7,10 +7,15 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LimitsSchema } from "../../../src/core/spec-schema.ts";
 import type { StartSwarmInput, SwarmStatus, TaskResult } from "../../../src/core/swarm-contract.ts";
+import { createModelClient } from "../../../src/model/model-client.ts";
+import type { ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
+import { consumeTasks } from "../consume-tasks.ts";
+import { toSwarmRooms } from "../swarm-rooms.ts";
 import worker from "../index.ts";
 
 const TENANT = "tk_agent_test";
 const TASK_QUEUE = "edgeswarm-tasks";
+const LONG_TASK_QUEUE = "edgeswarm-tasks-long";
 const DEAD_LETTER_QUEUE = "edgeswarm-tasks-dlq";
 let counter = 0;
 let messageCounter = 0;
@@ -22,7 +27,14 @@ interface Swarm {
   results(): Promise<TaskResult[]>;
 }
 
-async function startSwarm(taskCount: number, limits: Partial<{ max_attempts: number; timeout_s: number }> = {}): Promise<Swarm> {
+interface SwarmOptions {
+  limits?: Partial<{ max_attempts: number; timeout_s: number; long_timeout_s: number }>;
+  fallback?: string[];
+  /** Task numbers (1-based) flagged `long`. */
+  long?: number[];
+}
+
+async function startSwarm(taskCount: number, options: SwarmOptions = {}): Promise<Swarm> {
   counter += 1;
   const swarmId = `sw_agent${Date.now().toString(36)}${counter}`;
   const taskIds = Array.from({ length: taskCount }, (_, i) => `task-${i + 1}`);
@@ -30,8 +42,14 @@ async function startSwarm(taskCount: number, limits: Partial<{ max_attempts: num
     swarmId,
     tenant: TENANT,
     // The window holds every task, so all of them are dispatched (and claimable) at once.
-    spec: { name: `agent test ${counter}`, model: "mock-1", system: "You are a test agent.", limits: LimitsSchema.parse({ concurrency: 100, ...limits }) },
-    tasks: taskIds.map((id) => ({ id, prompt: `Summarize item ${id}.` })),
+    spec: {
+      name: `agent test ${counter}`,
+      model: "mock-1",
+      ...(options.fallback === undefined ? {} : { fallback: options.fallback }),
+      system: "You are a test agent.",
+      limits: LimitsSchema.parse({ concurrency: 100, ...options.limits }),
+    },
+    tasks: taskIds.map((id, i) => ({ id, prompt: promptOf(id), ...(options.long?.includes(i + 1) ? { long: true } : {}) })),
     createdAt: Date.now(),
     origin: { kind: "api" },
   };
@@ -51,6 +69,10 @@ async function startSwarm(taskCount: number, limits: Partial<{ max_attempts: num
       return page.results;
     },
   };
+}
+
+function promptOf(taskId: string): string {
+  return `Summarize item ${taskId}.`;
 }
 
 function packets(swarmId: string, taskIds: string[], perPacket: number, attempts = 1): MessageBatchMessage<unknown>[] {
@@ -91,18 +113,19 @@ async function mockStats(): Promise<MockStats> {
   return { calls, total_tokens };
 }
 
-/** Fault kinds the mock answers the next requests with, in order ("ok" = a normal answer). */
-async function scriptMock(script: string[]): Promise<void> {
+/** Fault kinds the mock answers the next requests with, in order ("ok" = a normal answer); its 429s say Retry-After: retryAfterS. */
+async function scriptMock(script: string[], retryAfterS = 1): Promise<void> {
   const response = await fetch(`${env.MOCK_MODEL_URL}/admin/scenario`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ script, retry_after_s: 1 }),
+    body: JSON.stringify({ script, retry_after_s: retryAfterS }),
   });
   expect(response.status).toBe(200);
 }
 
 interface LedgerRow {
   call_id: string;
+  model: string;
   task_id: string;
   attempt: number;
   status: string;
@@ -116,13 +139,29 @@ async function ledgerRows(swarmId: string, count: number): Promise<LedgerRow[]> 
   const deadline = Date.now() + 10_000;
   for (;;) {
     const { results } = await env.LEDGER_DB.prepare(
-      "SELECT call_id, task_id, attempt, status, error_class, prompt_tokens, total_tokens FROM ledger WHERE swarm_id = ? ORDER BY call_id",
+      "SELECT call_id, model, task_id, attempt, status, error_class, prompt_tokens, total_tokens FROM ledger WHERE swarm_id = ? ORDER BY call_id",
     )
       .bind(swarmId)
       .all<LedgerRow>();
     if (results.length >= count || Date.now() > deadline) return results;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+/**
+ * consumeTasks with the real SwarmRoom and the real model client against the mock, through a
+ * wrapper that sees (and may break) each model request.
+ */
+async function deliverWith(
+  messages: MessageBatchMessage<unknown>[],
+  wrap: (request: ModelRequest, call: () => ReturnType<ModelClient["complete"]>) => ReturnType<ModelClient["complete"]>,
+): Promise<QueueResult> {
+  const real = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY });
+  const model: ModelClient = { complete: (request) => wrap(request, () => real.complete(request)) };
+  const batch = createMessageBatch(TASK_QUEUE, messages);
+  const ctx = createExecutionContext();
+  await consumeTasks(batch, { rooms: toSwarmRooms(env.SWARM_ROOM), model, concurrency: 8, inlineRetryMaxS: 2 });
+  return getQueueResult(batch, ctx);
 }
 
 afterEach(async () => {
@@ -165,19 +204,41 @@ describe("agent queue consumer: happy path and idempotency", () => {
     expect(ledgerTokens).toBe(after.total_tokens - before.total_tokens);
   });
 
-  it("does no second model call when the same batch is delivered again, and acks it", async () => {
-    const swarm = await startSwarm(3);
-    const messages = packets(swarm.swarmId, swarm.taskIds, 1);
-    await deliver(TASK_QUEUE, messages);
+  it("does no model call when a whole batch is delivered again, acks it, and keeps ledger rows = model calls", async () => {
+    const swarm = await startSwarm(6);
     const before = await mockStats();
+    const messages = packets(swarm.swarmId, swarm.taskIds, 2);
+    const first = await deliver(TASK_QUEUE, messages);
+    expect(first.explicitAcks.sort()).toEqual(ids(messages));
+    const afterFirst = await mockStats();
+    expect(afterFirst.calls - before.calls).toBe(6);
 
     const again = await deliver(TASK_QUEUE, redelivered(messages));
 
-    expect((await mockStats()).calls).toBe(before.calls);
+    expect((await mockStats()).calls).toBe(afterFirst.calls);
     expect(again.explicitAcks.sort()).toEqual(ids(messages));
     expect(again.retryMessages).toEqual([]);
-    expect((await swarm.status()).usage.calls).toBe(3);
-    expect(await ledgerRows(swarm.swarmId, 3)).toHaveLength(3);
+    expect((await swarm.status()).usage.calls).toBe(6);
+    const rows = await ledgerRows(swarm.swarmId, 6);
+    expect(rows).toHaveLength(afterFirst.calls - before.calls);
+    expect(rows.reduce((sum, row) => sum + (row.total_tokens ?? 0), 0)).toBe(afterFirst.total_tokens - before.total_tokens);
+  });
+
+  it("runs each task once when the same batch is delivered twice at the same time", async () => {
+    const swarm = await startSwarm(4);
+    const before = await mockStats();
+    const messages = packets(swarm.swarmId, swarm.taskIds, 1);
+
+    // Whichever claim comes second finds each task leased (still running) or done: no call either way.
+    const [one, two] = await Promise.all([deliver(TASK_QUEUE, messages), deliver(TASK_QUEUE, redelivered(messages))]);
+
+    expect(one.explicitAcks.sort()).toEqual(ids(messages));
+    expect(two.explicitAcks.sort()).toEqual(ids(messages));
+    const after = await mockStats();
+    expect(after.calls - before.calls).toBe(4);
+    const results = await swarm.results();
+    expect(results.map((r) => [r.state, r.attempts])).toEqual(swarm.taskIds.map(() => ["succeeded", 1]));
+    expect(await ledgerRows(swarm.swarmId, 4)).toHaveLength(4);
   });
 
   it("calls the model once for a task named by two messages of one batch", async () => {
@@ -214,21 +275,17 @@ describe("agent queue consumer: happy path and idempotency", () => {
 });
 
 describe("agent queue consumer: upstream failures", () => {
-  it("retries the message on a 429 and, after max_attempts, fails the task as rate_limited and acks", async () => {
-    const swarm = await startSwarm(1, { max_attempts: 2 });
+  it("re-runs a 429 (Retry-After 1 s) in the same invocation and, after max_attempts, fails the task as rate_limited and acks", async () => {
+    const swarm = await startSwarm(1, { limits: { max_attempts: 2 } });
     await scriptMock(["429", "429"]);
-    const first = packets(swarm.swarmId, swarm.taskIds, 1);
+    const before = await mockStats();
+    const messages = packets(swarm.swarmId, swarm.taskIds, 1);
 
-    const r1 = await deliver(TASK_QUEUE, first);
-    expect(retried(r1)).toEqual(ids(first));
-    expect(r1.explicitAcks).toEqual([]);
-    expect((await swarm.status()).counts.queued).toBe(1);
+    const result = await deliver(TASK_QUEUE, messages);
 
-    const second = redelivered(first);
-    const r2 = await deliver(TASK_QUEUE, second);
-    expect(r2.explicitAcks).toEqual(ids(second));
-    expect(r2.retryMessages).toEqual([]);
-
+    expect(result.explicitAcks).toEqual(ids(messages));
+    expect(result.retryMessages).toEqual([]);
+    expect((await mockStats()).calls - before.calls).toBe(2);
     const [task] = await swarm.results();
     expect(task).toMatchObject({ state: "failed", attempts: 2, error: { class: "rate_limited" } });
     const rows = await ledgerRows(swarm.swarmId, 2);
@@ -239,22 +296,45 @@ describe("agent queue consumer: upstream failures", () => {
     expect((await swarm.status()).state).toBe("completed_with_failures");
   });
 
-  it("retries on a 500 and succeeds on the next delivery", async () => {
-    const swarm = await startSwarm(1, { max_attempts: 3 });
+  it("re-runs a 500 in the same invocation and succeeds on attempt 2", async () => {
+    const swarm = await startSwarm(2, { limits: { max_attempts: 3 } });
     await scriptMock(["500", "ok"]);
+    const messages = packets(swarm.swarmId, swarm.taskIds, 1);
+
+    const result = await deliver(TASK_QUEUE, messages);
+
+    expect(result.explicitAcks.sort()).toEqual(ids(messages));
+    const results = await swarm.results();
+    expect(results.map((r) => r.state)).toEqual(["succeeded", "succeeded"]);
+    expect(results.map((r) => r.attempts).sort()).toEqual([1, 2]);
+    const rows = await ledgerRows(swarm.swarmId, 3);
+    expect(rows.map((r) => [r.status, r.error_class]).sort()).toEqual([
+      ["error", "upstream_error"],
+      ["ok", null],
+      ["ok", null],
+    ]);
+  });
+
+  it("hands a 429 whose Retry-After exceeds INLINE_RETRY_MAX_S to the queue, and runs attempt 2 on the redelivery", async () => {
+    const swarm = await startSwarm(1, { limits: { max_attempts: 3 } });
+    await scriptMock(["429", "ok"], 5);
+    const before = await mockStats();
     const first = packets(swarm.swarmId, swarm.taskIds, 1);
 
     const r1 = await deliver(TASK_QUEUE, first);
+
     expect(retried(r1)).toEqual(ids(first));
+    expect(r1.explicitAcks).toEqual([]);
+    expect((await mockStats()).calls - before.calls).toBe(1);
+    expect((await swarm.status()).counts.queued).toBe(1);
 
     const r2 = await deliver(TASK_QUEUE, redelivered(first));
     expect(r2.explicitAcks).toEqual(ids(first));
-
     const [task] = await swarm.results();
-    expect(task).toMatchObject({ state: "succeeded", attempts: 2, error: null });
+    expect(task).toMatchObject({ state: "succeeded", attempts: 2 });
     const rows = await ledgerRows(swarm.swarmId, 2);
     expect(rows.map((r) => [r.attempt, r.status, r.error_class])).toEqual([
-      [1, "error", "upstream_error"],
+      [1, "error", "rate_limited"],
       [2, "ok", null],
     ]);
   });
@@ -265,7 +345,7 @@ describe("agent queue consumer: upstream failures", () => {
     { fault: "context_length", errorClass: "context_length" },
     { fault: "insufficient_quota", errorClass: "quota_exceeded" },
   ])("fails the task at once on a permanent $fault ($errorClass): acked, not retried", async ({ fault, errorClass }) => {
-    const swarm = await startSwarm(1, { max_attempts: 4 });
+    const swarm = await startSwarm(1, { limits: { max_attempts: 4 } });
     await scriptMock([fault]);
     const messages = packets(swarm.swarmId, swarm.taskIds, 1);
 
@@ -285,7 +365,7 @@ describe("agent queue consumer: upstream failures", () => {
     { fault: "truncated", errorClass: "truncated_stream" },
   ])("classifies a $fault stream as $errorClass", async ({ fault, errorClass }) => {
     // One attempt, so the retryable failure is final and its class is the task's.
-    const swarm = await startSwarm(1, { max_attempts: 1 });
+    const swarm = await startSwarm(1, { limits: { max_attempts: 1 } });
     await scriptMock([fault]);
     const messages = packets(swarm.swarmId, swarm.taskIds, 1);
 
@@ -297,7 +377,7 @@ describe("agent queue consumer: upstream failures", () => {
   });
 
   it("ends a call whose stream hangs at timeout_s as upstream_timeout", async () => {
-    const swarm = await startSwarm(1, { max_attempts: 1, timeout_s: 1 });
+    const swarm = await startSwarm(1, { limits: { max_attempts: 1, timeout_s: 1 } });
     await scriptMock(["hang"]);
     const messages = packets(swarm.swarmId, swarm.taskIds, 1);
 
@@ -320,6 +400,121 @@ describe("agent queue consumer: upstream failures", () => {
     const rows = await ledgerRows(swarm.swarmId, 1);
     expect(rows.map((r) => [r.status, r.prompt_tokens, r.total_tokens])).toEqual([["ok", null, null]]);
   });
+});
+
+describe("agent queue consumer: what the claim decides", () => {
+  it("calls the model and timeout the SwarmRoom granted: limits.long_timeout_s for a long task", async () => {
+    const swarm = await startSwarm(2, { limits: { timeout_s: 7, long_timeout_s: 300 }, long: [2] });
+    const seen: ModelRequest[] = [];
+
+    const result = await deliverWith(packets(swarm.swarmId, swarm.taskIds, 2), (request, call) => {
+      seen.push(request);
+      return call();
+    });
+
+    expect(result.explicitAcks).toHaveLength(1);
+    const byPrompt = new Map(seen.map((r) => [r.prompt, [r.model, r.timeoutMs]]));
+    expect(byPrompt).toEqual(
+      new Map([
+        [promptOf("task-1"), ["mock-1", 7_000]],
+        [promptOf("task-2"), ["mock-1", 300_000]],
+      ]),
+    );
+  });
+
+  it("serves the long-chain queue with the same handler: runs, records and acks", async () => {
+    const swarm = await startSwarm(2, { long: [1, 2] });
+    const before = await mockStats();
+    const messages = packets(swarm.swarmId, swarm.taskIds, 1);
+
+    const result = await deliver(LONG_TASK_QUEUE, messages);
+
+    expect(result.explicitAcks.sort()).toEqual(ids(messages));
+    expect((await mockStats()).calls - before.calls).toBe(2);
+    expect((await swarm.status()).counts.succeeded).toBe(2);
+  });
+
+  it("calls the fallback model while the primary's circuit is open, records that model, and acks a parked task without a call", async () => {
+    // Five upstream failures in a row open mock-1's circuit (the SwarmRoom's breaker).
+    const withFallback = await startSwarm(6, { limits: { max_attempts: 1 }, fallback: ["mock-2"] });
+    const without = await startSwarm(6, { limits: { max_attempts: 1 } });
+    for (const swarm of [withFallback, without]) {
+      await scriptMock(["500", "500", "500", "500", "500"]);
+      await deliver(TASK_QUEUE, packets(swarm.swarmId, swarm.taskIds.slice(0, 5), 5));
+      expect((await swarm.status()).circuits).toContainEqual(expect.objectContaining({ model: "mock-1", state: "open" }));
+    }
+    const seen: ModelRequest[] = [];
+    const spy = (request: ModelRequest, call: () => ReturnType<ModelClient["complete"]>): ReturnType<ModelClient["complete"]> => {
+      seen.push(request);
+      return call();
+    };
+
+    const routed = packets(withFallback.swarmId, ["task-6"], 1);
+    expect((await deliverWith(routed, spy)).explicitAcks).toEqual(ids(routed));
+    expect(seen.map((r) => r.model)).toEqual(["mock-2"]);
+    const rows = await ledgerRows(withFallback.swarmId, 6);
+    expect(rows.filter((r) => r.task_id === "task-6").map((r) => [r.model, r.status])).toEqual([["mock-2", "ok"]]);
+
+    const parked = packets(without.swarmId, ["task-6"], 1);
+    const result = await deliverWith(parked, spy);
+    expect(result.explicitAcks).toEqual(ids(parked));
+    expect(result.retryMessages).toEqual([]);
+    expect(seen).toHaveLength(1);
+  });
+});
+
+describe("agent queue consumer: a consumer that throws halfway through a batch", () => {
+  it(
+    "records what finished, leaves the rest leased and unacked; a redelivery runs nothing until the lease ends, then the task runs once more",
+    async () => {
+      vi.spyOn(console, "error").mockImplementation(() => {});
+      const swarm = await startSwarm(3, { limits: { timeout_s: 1 } });
+      const before = await mockStats();
+      const messages = packets(swarm.swarmId, swarm.taskIds, 1);
+      const [, broken] = messages;
+      if (broken === undefined) throw new Error("no message");
+
+      // The agent loop throws for task-2 after its claim: no outcome, no ledger row for it.
+      const r1 = await deliverWith(messages, (request, call) => {
+        if (request.prompt === promptOf("task-2")) throw new Error("agent loop bug");
+        return call();
+      });
+
+      expect(r1.explicitAcks.sort()).toEqual(ids(messages).filter((id) => id !== broken.id));
+      expect(retried(r1)).toEqual([broken.id]);
+      expect((await mockStats()).calls - before.calls).toBe(2);
+      expect((await swarm.status()).counts).toMatchObject({ succeeded: 2, running: 1 });
+
+      // The queue redelivers the whole batch while task-2's lease is live: no model call at all.
+      const r2 = await deliver(TASK_QUEUE, redelivered(messages));
+      expect(r2.explicitAcks.sort()).toEqual(ids(messages));
+      expect((await mockStats()).calls - before.calls).toBe(2);
+
+      // The lease (timeout_s + LEASE_GRACE_S) ends; the SwarmRoom's alarm takes task-2 back and
+      // dispatches it again (to a queue nobody consumes here), so deliver that packet by hand.
+      const deadline = Date.now() + 60_000;
+      while ((await swarm.status()).counts.running > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
+      expect((await swarm.status()).counts.running).toBe(0);
+
+      const r3 = await deliver(TASK_QUEUE, redelivered(redelivered([broken])));
+      expect(r3.explicitAcks).toEqual([broken.id]);
+      const after = await mockStats();
+      expect(after.calls - before.calls).toBe(3);
+      const results = await swarm.results();
+      expect(results.map((r) => [r.task_id, r.state, r.attempts])).toEqual([
+        ["task-1", "succeeded", 1],
+        ["task-2", "succeeded", 2],
+        ["task-3", "succeeded", 1],
+      ]);
+      const rows = await ledgerRows(swarm.swarmId, 3);
+      expect(rows.map((r) => r.call_id)).toEqual(
+        [`${swarm.swarmId}:task-1:1:1`, `${swarm.swarmId}:task-2:2:1`, `${swarm.swarmId}:task-3:1:1`].sort(),
+      );
+      expect(rows.reduce((sum, row) => sum + (row.total_tokens ?? 0), 0)).toBe(after.total_tokens - before.total_tokens);
+      expect((await swarm.status()).state).toBe("completed");
+    },
+    90_000,
+  );
 });
 
 describe("agent dead-letter consumer", () => {

@@ -1,0 +1,236 @@
+// One swarm's share of a consumer batch, in rounds: claim (one RPC), run the granted tasks under the
+// batch's shared limiter, record (one RPC). Tasks the SwarmRoom wants retried after a short delay
+// are claimed again and re-run in the same invocation while the inline budget allows. It settles
+// no message itself: it writes each task's fate, and the caller settles messages from them.
+import type { ErrorClass } from "../../src/core/error-class.ts";
+import { backoffDelayMs } from "../../src/core/retry-policy.ts";
+import type { ClaimedTask, ClaimResponse, RecordResponse, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
+import type { ModelCallResult, ModelClient } from "../../src/model/model-client.ts";
+import type { Limiter } from "./create-limiter.ts";
+import type { SwarmPackets } from "./group-packets.ts";
+import { allowsInlineRound } from "./inline-budget.ts";
+import type { InlineBudget } from "./inline-budget.ts";
+import type { TaskFate } from "./settle-messages.ts";
+import type { SwarmRoomRpc, SwarmRooms } from "./swarm-rooms.ts";
+
+export interface Tally {
+  granted: number;
+  refused: number;
+  ok: number;
+  failed: number;
+  /** Runs that threw instead of returning a result (a bug): left unrecorded, their messages retried. */
+  threw: number;
+  /** Claims after a swarm's first one in this batch, and the tasks they asked for. */
+  inlineRounds: number;
+  inlineRetries: number;
+  /** Short retries handed back to the queue because the inline budget was spent. */
+  inlineDeclined: number;
+  acked: number;
+  retried: number;
+  /** Failed calls by error class, so one log line shows what the upstream is doing. */
+  errors: Partial<Record<ErrorClass, number>>;
+}
+
+export interface RoundsContext {
+  rooms: SwarmRooms;
+  model: ModelClient;
+  /** Shared by all swarms of the batch: bounds the model calls in flight across it. */
+  limiter: Limiter;
+  /** Rounds of calls the batch needs at its concurrency; every claim's lease covers them all. */
+  waves: number;
+  /** A retry the SwarmRoom delays by at most this many seconds runs inside the invocation. */
+  inlineRetryMaxS: number;
+  budget: InlineBudget;
+  /** Epoch ms. */
+  batchStartedAt: number;
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+  tally: Tally;
+}
+
+/** The first recordResults and up to 3 retries, 100–800 ms apart. */
+const RECORD_ATTEMPTS = 4;
+const RECORD_BACKOFF = { baseMs: 200, capMs: 700 };
+
+const SETTLED: TaskFate = { kind: "settled" };
+const REDELIVER: TaskFate = { kind: "redeliver" };
+
+/**
+ * Runs the swarm's tasks round by round and writes each task's fate into `fates` as soon as it is
+ * known, so that if this throws, whatever it wrote is still true and everything else is retried.
+ */
+export async function runSwarmRounds(
+  packets: SwarmPackets,
+  ctx: RoundsContext,
+  fates: Map<string, TaskFate>,
+  /** Called after a round that leaves short retries, before waiting for them. */
+  onRoundRecorded: () => void = () => {},
+): Promise<void> {
+  const room = ctx.rooms(packets.swarmId);
+  let taskIds = packets.taskIds;
+  for (let round = 0; ; round += 1) {
+    if (round > 0) {
+      ctx.tally.inlineRounds += 1;
+      ctx.tally.inlineRetries += taskIds.length;
+    }
+    const claim = await claimTasks(room, packets.swarmId, taskIds, ctx);
+    if (claim === null) {
+      // Nothing ran: redeliver later and claim again.
+      for (const taskId of taskIds) fates.set(taskId, REDELIVER);
+      return;
+    }
+    ctx.tally.granted += claim.granted.length;
+    ctx.tally.refused += claim.refused.length;
+    // A deferred task is still the message's to run; any other refusal leaves nothing to do here
+    // (done, leased by another delivery, unknown, or parked: taken back by the SwarmRoom).
+    for (const { taskId, reason } of claim.refused) fates.set(taskId, reason === "deferred" ? REDELIVER : SETTLED);
+    if (claim.config === null || claim.granted.length === 0) return;
+
+    const reports = await runTasks(claim.config, claim.granted, ctx, fates);
+    if (reports.length === 0) return;
+    const response = await recordWithRetry(room, packets.swarmId, reports, ctx);
+    if (response === null) {
+      // The outcomes are lost with this invocation. The messages are retried; the tasks' leases
+      // expire and the SwarmRoom hands them out again as a new attempt, whose model call is paid
+      // again. This is the one path where a call is paid twice: it is bounded because each
+      // redelivery is a new attempt and max_attempts caps the attempts of a task.
+      for (const report of reports) fates.set(report.taskId, REDELIVER);
+      return;
+    }
+    const returnedAt = ctx.now();
+    const short = applyActions(reports, response, fates, ctx.inlineRetryMaxS);
+    if (short.length === 0) return;
+
+    // The delay is the SwarmRoom's back-off (and the upstream's Retry-After), counted from its answer.
+    const waitMs = Math.max(...short.map((s) => s.delaySeconds)) * 1_000;
+    const retried = new Set(short.map((s) => s.taskId));
+    const timeoutMs = Math.max(0, ...claim.granted.filter((t) => retried.has(t.taskId)).map((t) => t.timeoutS * 1_000));
+    const plan = { round: round + 1, startsAt: returnedAt + waitMs, callsMs: ctx.waves * timeoutMs };
+    if (!allowsInlineRound(ctx.budget, ctx.batchStartedAt, plan)) {
+      // Their fates stay `retry` with the SwarmRoom's delay: the queue redelivers them.
+      ctx.tally.inlineDeclined += short.length;
+      return;
+    }
+    onRoundRecorded();
+    await ctx.sleep(Math.max(0, plan.startsAt - ctx.now()));
+    taskIds = short.map((s) => s.taskId);
+  }
+}
+
+async function claimTasks(room: SwarmRoomRpc, swarmId: string, taskIds: string[], ctx: RoundsContext): Promise<ClaimResponse | null> {
+  try {
+    return await room.claim(taskIds, { waves: ctx.waves });
+  } catch (error) {
+    logRpcFailure("claim", swarmId, error);
+    return null;
+  }
+}
+
+/**
+ * Runs each granted task as one model call under the shared limiter. A run that throws (the model
+ * client never should) is logged and left out of the reports: its outcome is unknown, so its task
+ * is not recorded and its message is retried; the other runs are still recorded.
+ */
+async function runTasks(config: TaskRunConfig, granted: ClaimedTask[], ctx: RoundsContext, fates: Map<string, TaskFate>): Promise<TaskReport[]> {
+  const reports = await Promise.all(
+    granted.map((task) =>
+      ctx.limiter.run(async (): Promise<TaskReport | null> => {
+        let result: ModelCallResult;
+        try {
+          result = await ctx.model.complete({
+            model: task.model,
+            system: config.system,
+            prompt: task.prompt,
+            maxOutputTokens: config.limits.max_output_tokens,
+            timeoutMs: task.timeoutS * 1_000,
+            responseFormat: config.responseFormat,
+          });
+        } catch (error) {
+          ctx.tally.threw += 1;
+          fates.set(task.taskId, REDELIVER);
+          console.error(
+            JSON.stringify({ event: "task_run_threw", swarm_id: config.swarmId, task_id: task.taskId, attempt: task.attempt, error: messageOf(error) }),
+          );
+          return null;
+        }
+        if (result.ok) {
+          ctx.tally.ok += 1;
+        } else {
+          ctx.tally.failed += 1;
+          ctx.tally.errors[result.error.class] = (ctx.tally.errors[result.error.class] ?? 0) + 1;
+        }
+        return toTaskReport(task, result);
+      }),
+    ),
+  );
+  return reports.filter((report) => report !== null);
+}
+
+async function recordWithRetry(room: SwarmRoomRpc, swarmId: string, reports: TaskReport[], ctx: RoundsContext): Promise<RecordResponse | null> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await room.recordResults(reports);
+    } catch (error) {
+      // recordResults is idempotent by (task, attempt), so trying again is safe.
+      logRpcFailure("recordResults", swarmId, error, attempt);
+      if (attempt >= RECORD_ATTEMPTS) return null;
+      await ctx.sleep(100 + backoffDelayMs(attempt, null, RECORD_BACKOFF));
+    }
+  }
+}
+
+/**
+ * Writes each reported task's fate from the SwarmRoom's actions (a task it said nothing about is
+ * redelivered, never acked) and returns the retries short enough to run inline.
+ */
+function applyActions(
+  reports: TaskReport[],
+  response: RecordResponse,
+  fates: Map<string, TaskFate>,
+  inlineRetryMaxS: number,
+): { taskId: string; delaySeconds: number }[] {
+  const actions = new Map(response.actions.map((a) => [a.taskId, a]));
+  const short: { taskId: string; delaySeconds: number }[] = [];
+  for (const { taskId } of reports) {
+    const action = actions.get(taskId);
+    if (action === undefined) {
+      fates.set(taskId, REDELIVER);
+    } else if (action.action === "ack") {
+      fates.set(taskId, SETTLED);
+    } else {
+      fates.set(taskId, { kind: "retry", delaySeconds: action.delaySeconds });
+      if (action.delaySeconds <= inlineRetryMaxS) short.push({ taskId, delaySeconds: action.delaySeconds });
+    }
+  }
+  return short;
+}
+
+function toTaskReport(task: ClaimedTask, result: ModelCallResult): TaskReport {
+  return {
+    taskId: task.taskId,
+    attempt: task.attempt,
+    outcome: result.ok
+      ? { kind: "succeeded", output: result.text, finishReason: result.finishReason }
+      : { kind: "failed", ...result.error },
+    calls: [
+      {
+        turn: 1,
+        // The model actually called: a fallback while the spec's model's circuit is open.
+        model: task.model,
+        usage: result.usage,
+        latencyMs: result.latencyMs,
+        status: result.ok ? "ok" : "error",
+        errorClass: result.ok ? null : result.error.class,
+        startedAt: result.startedAt,
+      },
+    ],
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function logRpcFailure(rpc: string, swarmId: string, error: unknown, attempt = 1): void {
+  console.error(JSON.stringify({ event: "swarm_room_rpc_failed", rpc, swarm_id: swarmId, attempt, error: messageOf(error) }));
+}
