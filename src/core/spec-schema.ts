@@ -62,6 +62,25 @@ export const ModelNameSchema = z
   .max(200)
   .regex(/^[\w.\-/:@]+$/, "model name has characters a model id never has");
 
+/** `model`: one name, or a weighted mix routed per task by a hash of swarm and task id. */
+export const ModelChoiceSchema = z.union([
+  ModelNameSchema,
+  z
+    .array(z.strictObject({ model: ModelNameSchema, weight: z.number().positive().max(1_000_000) }))
+    .min(1, "a model mix needs at least one model")
+    .max(20),
+]);
+export type ModelChoice = z.infer<typeof ModelChoiceSchema>;
+
+/** A swarm's spending cap: dispatch stops before a call could exceed it. */
+export const BudgetSchema = z
+  .strictObject({
+    max_usd: z.number().positive().max(1_000_000).optional(),
+    max_tokens: z.number().int().positive().max(10_000_000_000).optional(),
+  })
+  .refine((b) => b.max_usd !== undefined || b.max_tokens !== undefined, "a budget needs max_usd or max_tokens");
+export type Budget = z.infer<typeof BudgetSchema>;
+
 /** Free-form labels a user attaches to a swarm (team, ticket, commit): flat and small. */
 export const SwarmMetadataSchema = z
   .record(z.string().max(100), z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]))
@@ -69,13 +88,14 @@ export const SwarmMetadataSchema = z
 
 export const SwarmSpecSchema = z.strictObject({
   name: z.string().min(1).max(100),
-  model: ModelNameSchema,
+  model: ModelChoiceSchema,
   /** Tried in order while the primary model's circuit is open. */
   fallback: z.array(ModelNameSchema).max(5).optional(),
   system: z.string().max(MAX_PROMPT_CHARS).optional(),
   tasks: z.array(TaskInputSchema).min(1, "a swarm needs at least one task").max(MAX_TASKS),
   limits: LimitsSchema.prefault({}),
   response_format: ResponseFormatSchema.optional(),
+  budget: BudgetSchema.optional(),
   metadata: SwarmMetadataSchema.optional(),
 });
 export type SwarmSpec = z.infer<typeof SwarmSpecSchema>;

@@ -176,9 +176,24 @@ export interface SwarmStatus {
   circuits: CircuitView[];
   /** Why the swarm ended as it did, or why it waits (all circuits open). */
   reason: string | null;
+  /** The models tasks are routed to, with their weights (one entry for a single model). */
+  models: { model: string; weight: number }[];
+  /** The spending cap and where the swarm stands against it; null without a budget. */
+  budget: BudgetView | null;
   metadata: SwarmMetadata;
   created_at: string;
   finished_at: string | null;
+}
+
+export interface BudgetView {
+  max_usd: number | null;
+  max_tokens: number | null;
+  /** What recorded calls count against it (real cost, or the worst case when usage was missing). */
+  charged_usd: number;
+  charged_tokens: number;
+  /** Worst cases reserved by tasks in the window. */
+  reserved_usd: number;
+  reserved_tokens: number;
 }
 
 export type SwarmMetadata = Record<string, string | number | boolean | null>;

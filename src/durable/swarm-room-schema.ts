@@ -83,7 +83,17 @@ const SCHEMA_V3 = `
 ALTER TABLE swarm ADD COLUMN window_decreased_at INTEGER;
 `;
 
-const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+// v4 (economics): the weighted model mix, the budget, per-task reservations and per-call charges.
+const SCHEMA_V4 = `
+ALTER TABLE swarm ADD COLUMN model_mix TEXT;
+ALTER TABLE swarm ADD COLUMN budget TEXT;
+ALTER TABLE tasks ADD COLUMN reserved_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN reserved_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE calls ADD COLUMN charged_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE calls ADD COLUMN charged_tokens INTEGER NOT NULL DEFAULT 0;
+`;
+
+const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */
 export function migrateSwarmRoom(sql: SqlStorage): void {

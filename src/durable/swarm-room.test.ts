@@ -11,7 +11,7 @@ let counter = 0;
 
 function newSwarm(
   taskCount: number,
-  limits: Partial<{ concurrency: number; max_attempts: number; timeout_s: number; long_timeout_s: number; retry_budget: number }> = {},
+  limits: Partial<{ concurrency: number; max_attempts: number; timeout_s: number; long_timeout_s: number; retry_budget: number; max_output_tokens: number }> = {},
   extra: { model?: string; fallback?: string[] } = {},
 ) {
   counter += 1;
@@ -426,5 +426,55 @@ describe("SwarmRoom resilience", () => {
       ["task-002", 300],
     ]);
     expect(claim.granted[1]?.leaseUntil).toBeGreaterThanOrEqual(before + 300_000);
+  });
+});
+
+describe("SwarmRoom economics", () => {
+  it("stops a swarm at its USD budget: spend never over, the rest skipped_budget, and it says why", async () => {
+    // mock-1 worst case per call: (8 prompt bytes + 16) × $0.1/MTok + 64 × $0.4/MTok = $0.000028.
+    const { input, stub } = newSwarm(20, { concurrency: 10, max_output_tokens: 64 });
+    input.spec = { ...input.spec, budget: { max_usd: 0.0001 } };
+    await stub.start(input);
+    expect(countStates(await taskStates(stub))).toEqual({ dispatched: 3, pending: 17 });
+
+    for (let round = 0; round < 20; round += 1) {
+      const dispatched = Object.entries(await taskStates(stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
+      if (dispatched.length === 0) break;
+      const claim = await stub.claim(dispatched);
+      await stub.recordResults(claim.granted.map((g) => report(g.taskId, g.attempt, ok("x"))));
+    }
+    const status = await stub.getStatus(TENANT);
+    expect(status?.state).toBe("completed_with_failures");
+    expect(status?.counts.succeeded).toBeGreaterThan(0);
+    expect(status?.counts.skipped_budget).toBe(20 - (status?.counts.succeeded ?? 0));
+    expect(status?.cost_usd).toBeLessThanOrEqual(0.0001);
+    expect(status?.budget?.charged_usd).toBeLessThanOrEqual(0.0001);
+    expect(status?.budget?.reserved_usd).toBe(0);
+    expect(status?.reason).toMatch(/^budget exhausted: \$0\.0000\d+ of \$0\.0001 spent, the next call may cost up to \$0\.000028/);
+  });
+
+  it("refuses a USD budget over a model that has no price", async () => {
+    const { input, stub } = newSwarm(1, {}, { model: "no-such-model" });
+    input.spec = { ...input.spec, budget: { max_usd: 1 } };
+    const result = await stub.start(input);
+    expect(result.created).toBe(false);
+    expect(result.refused?.[0]?.path).toBe("budget.max_usd");
+    expect(await stub.getStatus(TENANT)).toBeNull();
+  });
+
+  it("routes each task of a weighted mix to its model, the same way on every claim", async () => {
+    const { input, stub } = newSwarm(30, { concurrency: 30 });
+    input.spec = { ...input.spec, model: [{ model: "deepseek-v3.2", weight: 2 }, { model: "kimi-k2.5", weight: 1 }] };
+    await stub.start(input);
+    const ids = input.tasks.map((t) => t.id);
+    const claim = await stub.claim(ids);
+    const models = new Set(claim.granted.map((g) => g.model));
+    expect(models).toEqual(new Set(["deepseek-v3.2", "kimi-k2.5"]));
+    const status = await stub.getStatus(TENANT);
+    expect(status?.model).toBe("deepseek-v3.2:2,kimi-k2.5:1");
+    expect(status?.models).toEqual([
+      { model: "deepseek-v3.2", weight: 2 },
+      { model: "kimi-k2.5", weight: 1 },
+    ]);
   });
 });

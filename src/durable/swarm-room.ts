@@ -4,6 +4,9 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
+import { chargeOfCall, fitsBudget, toBudgetReason, worstCaseCall, type Amount } from "../core/budget.ts";
+import type { ErrorDetail } from "../core/errors.ts";
+import { assignModel, toModelLabel, toModelMix, type WeightedModel } from "../core/route-model.ts";
 import {
   acquireCircuit,
   CLOSED_CIRCUIT,
@@ -18,8 +21,17 @@ import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
 import { costOfUsage, parsePriceTable, resolvePrice, type PriceTable } from "../core/pricing.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
-import { LimitsSchema, ResponseFormatSchema, SwarmMetadataSchema, type Limits, type ResponseFormat } from "../core/spec-schema.ts";
+import {
+  BudgetSchema,
+  LimitsSchema,
+  ResponseFormatSchema,
+  SwarmMetadataSchema,
+  type Budget,
+  type Limits,
+  type ResponseFormat,
+} from "../core/spec-schema.ts";
 import type {
+  BudgetView,
   CallRecord,
   CircuitState,
   CircuitView,
@@ -98,6 +110,8 @@ type SwarmRow = {
   window_credit: number;
   window_decreased_at: number | null;
   retries_used: number;
+  model_mix: string | null;
+  budget: string | null;
   reason: string | null;
 };
 
@@ -118,9 +132,12 @@ type TaskRow = {
   deadline: number | null;
   retry_at: number | null;
   long: number;
+  reserved_usd: number;
+  reserved_tokens: number;
 };
 
-const TASK_COLUMNS = "seq, id, state, attempts, deadline, retry_at, long";
+const TASK_COLUMNS = "seq, id, state, attempts, deadline, retry_at, long, reserved_usd, reserved_tokens";
+const WeightedModelsSchema = z.array(z.object({ model: z.string(), weight: z.number() }));
 
 function toNonNegativeInt(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === "") return fallback;
@@ -160,17 +177,33 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
 
   /** Stores the swarm and its tasks and starts dispatch. Idempotent by swarm id. */
-  async start(input: StartSwarmInput): Promise<{ created: boolean }> {
+  async start(input: StartSwarmInput): Promise<{ created: boolean; refused?: ErrorDetail[] }> {
     if (this.swarm() !== null) return { created: false };
     const { spec } = input;
+    const mix = toModelMix(spec.model);
+    if (spec.budget?.max_usd !== undefined) {
+      // A USD budget can only hold if every call has a price.
+      const unpriced = [...mix.map((m) => m.model), ...(spec.fallback ?? [])].filter((m) => resolvePrice(this.settings.prices, m) === null);
+      if (unpriced.length > 0) {
+        return {
+          created: false,
+          refused: unpriced.map((model) => ({
+            path: "budget.max_usd",
+            message: `model "${model}" has no price, so a USD budget cannot be enforced (add it to MODEL_PRICES or use budget.max_tokens)`,
+          })),
+        };
+      }
+    }
     const origin = input.origin.kind === "api" ? "api" : `schedule:${input.origin.scheduleId}`;
     this.sql.exec(
-      `INSERT INTO swarm (id, tenant, name, model, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+      `INSERT INTO swarm (id, tenant, name, model, model_mix, budget, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
       input.swarmId,
       input.tenant,
       spec.name,
-      spec.model,
+      toModelLabel(spec.model),
+      JSON.stringify(mix),
+      spec.budget ? JSON.stringify(spec.budget) : null,
       spec.fallback && spec.fallback.length > 0 ? JSON.stringify(spec.fallback) : null,
       spec.system ?? null,
       JSON.stringify(spec.limits),
@@ -276,12 +309,30 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
             response.refused.push({ taskId, reason: "deferred" });
             break;
           }
-          const model = this.pickModel(swarm, now);
+          const model = this.pickModel(swarm, now, { probe: true, taskId });
           if (model === null) {
             // Every circuit is open: take the task back out of the window; dispatch resumes when one half-opens.
             this.sql.exec("UPDATE tasks SET state = 'pending', deadline = NULL WHERE id = ?", taskId);
             response.refused.push({ taskId, reason: "parked" });
             break;
+          }
+          const budget = this.budget(swarm);
+          if (budget !== null) {
+            const worst = this.worstCase(swarm, taskId, model);
+            const others = this.committed(taskId);
+            if (!fitsBudget(budget, others, worst)) {
+              if (this.reservedInFlight(taskId)) {
+                // Others' reservations may settle below their worst case: wait for them, out of the window.
+                this.sql.exec("UPDATE tasks SET state = 'pending', deadline = NULL, reserved_usd = 0, reserved_tokens = 0 WHERE id = ?", taskId);
+                response.refused.push({ taskId, reason: "parked" });
+              } else {
+                this.exhaustBudget(toBudgetReason(budget, this.charged(), worst), now, taskId);
+                response.refused.push({ taskId, reason: "done" });
+                ended = true;
+              }
+              break;
+            }
+            this.sql.exec("UPDATE tasks SET reserved_usd = ?, reserved_tokens = ? WHERE id = ?", worst.usd, worst.tokens, taskId);
           }
           promptChars += size;
           const timeoutS = task?.long === 1 ? config.limits.long_timeout_s : config.limits.timeout_s;
@@ -469,9 +520,16 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────
 
-  private models(swarm: SwarmRow): string[] {
+  private mix(swarm: SwarmRow): WeightedModel[] {
+    return swarm.model_mix === null ? [{ model: swarm.model, weight: 1 }] : WeightedModelsSchema.parse(JSON.parse(swarm.model_mix));
+  }
+
+  /** The models a task may call, in order: its model of the mix, then the fallbacks (all of the mix without a task). */
+  private models(swarm: SwarmRow, taskId?: string): string[] {
     const fallback = swarm.fallback === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.fallback));
-    return [swarm.model, ...fallback.filter((m) => m !== swarm.model)];
+    const mix = this.mix(swarm);
+    const primary = taskId === undefined ? mix.map((m) => m.model) : [assignModel(mix, swarm.id, taskId)];
+    return [...new Set([...primary, ...fallback])];
   }
 
   private circuit(model: string): Circuit {
@@ -507,8 +565,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * The first model, in the spec's order (model, then fallback), whose circuit lets a call through
    * now; null when every circuit is open. With `probe` (a claim) a half-open circuit's probe is used up.
    */
-  private pickModel(swarm: SwarmRow, now: number, options: { probe: boolean } = { probe: true }): string | null {
-    for (const model of this.models(swarm)) {
+  private pickModel(swarm: SwarmRow, now: number, options: { probe: boolean; taskId?: string } = { probe: true }): string | null {
+    for (const model of this.models(swarm, options.taskId)) {
       const { allowed, circuit } = acquireCircuit(this.circuit(model), now);
       if (!allowed) continue;
       if (options.probe) this.saveCircuit(model, circuit);
@@ -575,10 +633,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const usage = call.usage;
     const price = resolvePrice(this.settings.prices, call.model);
     const cost = usage !== null && price !== null ? costOfUsage(usage, price) : null;
+    const reservation = this.sql
+      .exec<{ usd: number; tokens: number }>("SELECT reserved_usd AS usd, reserved_tokens AS tokens FROM tasks WHERE id = ?", report.taskId)
+      .toArray()[0] ?? { usd: 0, tokens: 0 };
+    const charge = chargeOfCall(call, price, reservation);
     const cursor = this.sql.exec(
       `INSERT OR IGNORE INTO calls (call_id, task_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens,
-         completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at, charged_usd, charged_tokens)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       toCallId(swarm.id, report.taskId, report.attempt, call.turn),
       report.taskId,
       report.attempt,
@@ -594,6 +656,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       cost,
       Math.max(0, Math.round(call.latencyMs)),
       call.startedAt,
+      charge.usd,
+      charge.tokens,
     );
     return cursor.rowsWritten > 0;
   }
@@ -607,7 +671,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if ("output" in detail) {
       this.sql.exec(
         `UPDATE tasks SET state = ?, output = ?, finish_reason = ?, error_class = NULL, error_message = NULL,
-           deadline = NULL, retry_at = NULL, finished_at = ? WHERE id = ?`,
+           deadline = NULL, retry_at = NULL, reserved_usd = 0, reserved_tokens = 0, finished_at = ? WHERE id = ?`,
         state,
         detail.output,
         detail.finishReason,
@@ -616,7 +680,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       );
     } else {
       this.sql.exec(
-        `UPDATE tasks SET state = ?, error_class = ?, error_message = ?, deadline = NULL, retry_at = NULL, finished_at = ? WHERE id = ?`,
+        `UPDATE tasks SET state = ?, error_class = ?, error_message = ?, deadline = NULL, retry_at = NULL,
+           reserved_usd = 0, reserved_tokens = 0, finished_at = ? WHERE id = ?`,
         state,
         detail.errorClass,
         detail.message,
@@ -647,19 +712,23 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   /** After outcomes land: refill the window, and finish the swarm when no task is open. */
   private async afterTasksEnded(): Promise<void> {
+    const before = this.swarm();
+    if (before === null || before.finished_at !== null) return;
+    await this.dispatch();
+    // Read again: dispatch may have spent the budget, and other calls ran while it awaited the queue.
     const swarm = this.swarm();
     if (swarm === null || swarm.finished_at !== null) return;
-    await this.dispatch();
-    const state = decideCompletion(this.counts(), swarm.state === "cancelled");
+    const counts = this.counts();
+    const state = decideCompletion(counts, swarm.state === "cancelled");
     if (state === null) {
       this.sql.exec("UPDATE swarm SET index_dirty = 1");
       return;
     }
-    const counts = this.counts();
     const reason =
-      state === "completed_with_failures"
+      swarm.reason ??
+      (state === "completed_with_failures"
         ? `${counts.failed} task(s) failed${counts.skipped_budget > 0 ? `, ${counts.skipped_budget} skipped (budget)` : ""}`
-        : swarm.reason;
+        : null);
     this.sql.exec("UPDATE swarm SET state = ?, finished_at = ?, reason = ?, index_dirty = 1", state, Date.now(), reason);
     // The final row reaches D1 on the next alarm, right away.
     await this.setAlarmNoLaterThan(Date.now());
@@ -676,13 +745,108 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (room <= 0) return;
     // Every circuit is open: nothing is dispatched until one half-opens (the alarm wakes us).
     if (this.pickModel(swarm, Date.now(), { probe: false }) === null) return;
-    const ids = this.sql
+    const candidates = this.sql
       .exec<{ id: string }>("SELECT id FROM tasks WHERE state = 'pending' ORDER BY seq LIMIT ?", room)
       .toArray()
       .map((row) => row.id);
+    const ids = this.reserveBudget(swarm, candidates, inFlight);
     if (ids.length === 0) return;
     this.markDispatched(ids, Date.now());
     await this.send(ids);
+  }
+
+  /**
+   * The prefix of `candidates` whose worst cases fit the budget, each reserved as it enters the
+   * window. When not even the first fits with nothing in flight, the budget is spent: the swarm
+   * stops and every open task ends `skipped_budget`.
+   */
+  private reserveBudget(swarm: SwarmRow, candidates: string[], inFlight: number): string[] {
+    const budget = this.budget(swarm);
+    if (budget === null) return candidates;
+    const released: string[] = [];
+    const committed = this.committed();
+    for (const taskId of candidates) {
+      const worst = this.worstCase(swarm, taskId, assignModel(this.mix(swarm), swarm.id, taskId));
+      if (!fitsBudget(budget, committed, worst)) {
+        if (inFlight === 0 && released.length === 0) this.exhaustBudget(toBudgetReason(budget, this.charged(), worst), Date.now());
+        break;
+      }
+      this.sql.exec("UPDATE tasks SET reserved_usd = ?, reserved_tokens = ? WHERE id = ?", worst.usd, worst.tokens, taskId);
+      committed.usd += worst.usd;
+      committed.tokens += worst.tokens;
+      released.push(taskId);
+    }
+    return released;
+  }
+
+  private budgetView(swarm: SwarmRow): BudgetView | null {
+    const budget = this.budget(swarm);
+    if (budget === null) return null;
+    const charged = this.charged();
+    const committed = this.committed();
+    return {
+      max_usd: budget.max_usd ?? null,
+      max_tokens: budget.max_tokens ?? null,
+      charged_usd: charged.usd,
+      charged_tokens: charged.tokens,
+      reserved_usd: committed.usd - charged.usd,
+      reserved_tokens: committed.tokens - charged.tokens,
+    };
+  }
+
+  private budget(swarm: SwarmRow): Budget | null {
+    return swarm.budget === null ? null : BudgetSchema.parse(JSON.parse(swarm.budget));
+  }
+
+  /** The most one call of this task can cost on `model`. */
+  private worstCase(swarm: SwarmRow, taskId: string, model: string): Amount {
+    const bytes = this.sql
+      .exec<{ n: number }>("SELECT LENGTH(CAST(prompt AS BLOB)) AS n FROM tasks WHERE id = ?", taskId)
+      .one().n;
+    const systemBytes = swarm.system === null ? 0 : new TextEncoder().encode(swarm.system).length;
+    return worstCaseCall(bytes + systemBytes, this.limits(swarm).max_output_tokens, resolvePrice(this.settings.prices, model));
+  }
+
+  /** What recorded calls count against the budget. */
+  private charged(): Amount {
+    const row = this.sql.exec<{ usd: number | null; tokens: number | null }>("SELECT SUM(charged_usd) AS usd, SUM(charged_tokens) AS tokens FROM calls").one();
+    return { usd: row.usd ?? 0, tokens: row.tokens ?? 0 };
+  }
+
+  /** Charged plus every open reservation (optionally leaving one task's own out). */
+  private committed(exceptTaskId?: string): Amount {
+    const charged = this.charged();
+    const reserved = this.sql
+      .exec<{ usd: number | null; tokens: number | null }>(
+        `SELECT SUM(reserved_usd) AS usd, SUM(reserved_tokens) AS tokens FROM tasks
+         WHERE state IN ('dispatched', 'running', 'retry_wait') AND id != ?`,
+        exceptTaskId ?? "",
+      )
+      .one();
+    return { usd: charged.usd + (reserved.usd ?? 0), tokens: charged.tokens + (reserved.tokens ?? 0) };
+  }
+
+  private reservedInFlight(exceptTaskId: string): boolean {
+    return (
+      this.sql
+        .exec<{ n: number }>(
+          "SELECT COUNT(*) AS n FROM tasks WHERE state IN ('dispatched', 'running', 'retry_wait') AND id != ? AND (reserved_usd > 0 OR reserved_tokens > 0)",
+          exceptTaskId,
+        )
+        .one().n > 0
+    );
+  }
+
+  /** The budget cannot cover another call: dispatch stops, running calls finish, the rest are skipped. */
+  private exhaustBudget(reason: string, now: number, alsoTaskId?: string): void {
+    this.sql.exec(
+      `UPDATE tasks SET state = 'skipped_budget', deadline = NULL, retry_at = NULL, reserved_usd = 0, reserved_tokens = 0, finished_at = ?
+       WHERE state IN ('pending', 'dispatched', 'retry_wait') OR id = ?`,
+      now,
+      alsoTaskId ?? "",
+    );
+    this.sql.exec("UPDATE swarm SET reason = ?, index_dirty = 1", reason);
+    console.warn(JSON.stringify({ event: "budget_exhausted", reason }));
   }
 
   private markDispatched(taskIds: readonly string[], now: number): void {
@@ -831,6 +995,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       retries: { used: swarm.retries_used, budget: limits.retry_budget ?? defaultRetryBudget(swarm.task_count) },
       circuits: this.circuitViews(swarm),
       reason: this.reason(swarm),
+      models: this.mix(swarm),
+      budget: this.budgetView(swarm),
       metadata,
       created_at: toIso(swarm.created_at) ?? "",
       finished_at: toIso(swarm.finished_at),

@@ -1,5 +1,6 @@
 // Starts one swarm from a validated, planned spec: the single path shared by POST /v1/swarms and cron.
 // The SwarmRoom stores the tasks, writes the D1 index row and starts dispatch; nothing is kept here.
+import { ApiError } from "../../src/core/errors.ts";
 import type { PlannedSwarm } from "../../src/core/parse-swarm-spec.ts";
 import type { StartSwarmInput } from "../../src/core/swarm-contract.ts";
 import type { OrchestratorDeps } from "./composition.ts";
@@ -13,7 +14,9 @@ export async function startSwarm(
   origin: StartSwarmInput["origin"],
 ): Promise<{ swarmId: string }> {
   const swarmId = deps.newSwarmId();
-  const { created } = await deps.swarmRooms.start({ swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin });
+  const { created, refused } = await deps.swarmRooms.start({ swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin });
+  // The room refuses a spec it cannot honour (e.g. a USD budget over a model without a price).
+  if (refused !== undefined && refused.length > 0) throw new ApiError("invalid_spec", "the swarm spec cannot be run as given", refused);
   // 100 random bits make a collision practically impossible; if the room says otherwise, the id
   // source is broken, and that must be loud rather than hand the caller someone else's swarm.
   if (!created) throw new Error(`SwarmRoom ${swarmId} already existed when it was started`);

@@ -1,10 +1,11 @@
 // The orchestrator's door to SwarmRoom Durable Objects (one per swarm, named by the swarm id).
 // Takes only the SWARM_ROOM namespace; all swarm state lives in the room, never here.
+import type { ErrorDetail } from "../../src/core/errors.ts";
 import type { ResultsPage, StartSwarmInput, SwarmStatus } from "../../src/core/swarm-contract.ts";
 import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
 
 export interface SwarmRooms {
-  start(input: StartSwarmInput): Promise<{ created: boolean }>;
+  start(input: StartSwarmInput): Promise<{ created: boolean; refused?: ErrorDetail[] }>;
   /** null: no such swarm, or it belongs to another tenant (the caller answers 404 either way). */
   getStatus(swarmId: string, tenant: string): Promise<SwarmStatus | null>;
   getResults(swarmId: string, tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null>;

@@ -8,6 +8,7 @@ import { parseScheduleInput } from "../../../src/core/schedule-schema.ts";
 import type { AppEnv } from "../app-env.ts";
 import { readJsonBody } from "../json-body.ts";
 import { toScheduleView } from "../schedule-view.ts";
+import { toModelLabel } from "../../../src/core/route-model.ts";
 
 export const scheduleRoutes = new Hono<AppEnv>()
   .post("/", async (c) => {
@@ -18,7 +19,7 @@ export const scheduleRoutes = new Hono<AppEnv>()
     const schedule = { id: deps.newScheduleId(), tenant, name, cron: cron.expression, enabled, createdAt: deps.now() };
     // The planned spec is stored (generated task ids included), so every run gets the same task ids.
     await deps.schedules.insert({ ...schedule, spec: JSON.stringify(toSwarmSpec(swarm)) });
-    const row = { ...schedule, lastRunMinute: null, lastSwarmId: null, swarm: { name: swarm.spec.name, model: swarm.spec.model, tasks: swarm.tasks.length } };
+    const row = { ...schedule, lastRunMinute: null, lastSwarmId: null, swarm: { name: swarm.spec.name, model: toModelLabel(swarm.spec.model), tasks: swarm.tasks.length } };
     return c.json(toScheduleView(row, deps.now()), 201);
   })
 

@@ -203,6 +203,37 @@ describe("tenant isolation", () => {
   });
 });
 
+describe("budgets and model mixes", () => {
+  it.each([
+    ["an empty budget", { budget: {} }, "budget"],
+    ["a negative max_usd", { budget: { max_usd: -1 } }, "budget.max_usd"],
+    ["a mix weight of 0", { model: [{ model: "a", weight: 0 }] }, "model.0.weight"],
+    ["an empty mix", { model: [] }, "model"],
+  ])("refuses %s with 400 naming %s", async (_label, overrides, path) => {
+    const response = await callApi("/v1/swarms", { json: validSpec(overrides) });
+    expect(response.status).toBe(400);
+    const error = await readErrorBody(response);
+    expect(error.code).toBe("invalid_spec");
+    expect(error.details.map((d) => d.path)).toContain(path);
+  });
+
+  it("refuses a USD budget over a model without a price, naming the model", async () => {
+    const response = await callApi("/v1/swarms", { json: validSpec({ model: "unpriced-model", budget: { max_usd: 1 } }) });
+    expect(response.status).toBe(400);
+    const error = await readErrorBody(response);
+    expect(error.details).toEqual([{ path: "budget.max_usd", message: expect.stringContaining('"unpriced-model" has no price') }]);
+  });
+
+  it("starts a weighted mix and shows its models", async () => {
+    const created = await createSwarm(validSpec({ model: [{ model: "deepseek-v3.2", weight: 60 }, { model: "kimi-k2.5", weight: 40 }] }));
+    const status = z.object({ model: z.string(), models: z.array(z.object({ model: z.string(), weight: z.number() })) }).parse(
+      await (await callApi(`/v1/swarms/${created.id}`)).json(),
+    );
+    expect(status.model).toBe("deepseek-v3.2:60,kimi-k2.5:40");
+    expect(status.models).toHaveLength(2);
+  });
+});
+
 describe("POST /v1/swarms/:id/cancel", () => {
   it("cancels a running swarm: open tasks end cancelled, the answer is its status", async () => {
     const created = await createSwarm(validSpec({ name: "to-cancel" }));

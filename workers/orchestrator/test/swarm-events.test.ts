@@ -24,6 +24,8 @@ function status(state: SwarmState, succeeded: number, wall_s: number): SwarmStat
     retries: { used: 0, budget: 10 },
     circuits: [],
     reason: null,
+    models: [{ model: "mock-1", weight: 1 }],
+    budget: null,
     metadata: {},
     created_at: "2031-01-01T00:00:00.000Z",
     finished_at: null,
