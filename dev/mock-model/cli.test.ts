@@ -14,7 +14,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 it("starts from flags + --scenario, serves, and exits cleanly on SIGTERM", async () => {
   const scenarioFile = join(dir, "scenario.json");
   writeFileSync(scenarioFile, JSON.stringify({ script: ["503"], latency: 5 }));
-  const child = spawn(process.execPath, [serverPath, "--port", "0", "--scenario", scenarioFile, "--rpm-per-key", "100", "--fault-rate", "500=0", "--models", "x,y", "--seed", "3"], {
+  const child = spawn(process.execPath, [serverPath, "--port", "0", "--scenario", scenarioFile, "--rpm-per-key", "100", "--tpm-per-key", "5000", "--usage-shape", "deepseek", "--usage-shape-by-model", "y=kimi", "--cached-share", "0.5", "--fault-rate", "500=0", "--models", "x,y", "--seed", "3"], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
@@ -31,7 +31,17 @@ it("starts from flags + --scenario, serves, and exits cleanly on SIGTERM", async
     const url = /http:\/\/127\.0\.0\.1:\d+/.exec(line)?.[0] ?? "";
 
     const scenario = (await (await fetch(`${url}/admin/scenario`)).json()) as Record<string, unknown>;
-    expect(scenario).toEqual({ seed: 3, latency: 5, script: ["503"], rpm_per_key: 100, rates: { "500": 0 } });
+    expect(scenario).toEqual({
+      seed: 3,
+      latency: 5,
+      script: ["503"],
+      rpm_per_key: 100,
+      tpm_per_key: 5000,
+      usage_shape: "deepseek",
+      usage_shape_by_model: { y: "kimi" },
+      cached_share: 0.5,
+      rates: { "500": 0 },
+    });
     const models = (await (await fetch(`${url}/v1/models`, { headers: { authorization: "Bearer k" } })).json()) as { data: Array<{ id: string }> };
     expect(models.data.map((m) => m.id)).toEqual(["x", "y"]);
     const call = (): Promise<Response> =>
@@ -41,7 +51,8 @@ it("starts from flags + --scenario, serves, and exits cleanly on SIGTERM", async
     await first.arrayBuffer();
     const second = await call();
     expect(second.status).toBe(200);
-    await second.arrayBuffer();
+    expect(second.headers.get("x-ratelimit-limit-tokens")).toBe("5000");
+    expect(((await second.json()) as { usage: Record<string, unknown> }).usage).toMatchObject({ prompt_cache_hit_tokens: 2, prompt_cache_miss_tokens: 3 });
   } finally {
     child.kill("SIGTERM");
   }

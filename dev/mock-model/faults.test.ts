@@ -1,4 +1,4 @@
-// Tests fault injection over real loopback HTTP: every kind, forced/scripted/rated, per-key RPM, hangs and aborts.
+// Tests fault injection over real loopback HTTP: every kind, forced/scripted/rated, per-key RPM/TPM, hangs and aborts.
 
 import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -212,6 +212,114 @@ describe("rpm_per_key", () => {
     expect(otherKey.status).toBe(200);
     await otherKey.arrayBuffer();
     expect(mock.stats()).toMatchObject({ faults_injected: { rpm_per_key: 1 }, by_status: { "200": 3, "429": 1 } });
+  });
+});
+
+describe("tpm_per_key", () => {
+  // prompt "hello" = 2 + 4 = 6 tokens; x-mock-output-tokens fixes the completion.
+  const call = (m: MockModelHandle, maxTokens: number | undefined, opts: { out?: number; key?: string; headers?: Record<string, string>; stream?: boolean } = {}): Promise<Response> =>
+    chat(m, {
+      body: userBody("hello", { ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}), ...(opts.stream === true ? { stream: true, stream_options: { include_usage: true } } : {}) }),
+      headers: { "x-mock-output-tokens": String(opts.out ?? 10), ...(opts.key !== undefined ? { authorization: `Bearer ${opts.key}` } : {}), ...opts.headers },
+    });
+
+  it("reserves prompt + max_tokens, charges the actual total, answers 429 with retry-after, and slides", async () => {
+    let now = 0;
+    const m = await startMockModel({ tpm_per_key: 100, clock: () => now });
+    try {
+      // 6 + 50 reserved → 44 left; once answered, the charge is 6 + 10 = 16.
+      const a = await call(m, 50);
+      expect(a.status).toBe(200);
+      expect(a.headers.get("x-ratelimit-limit-tokens")).toBe("100");
+      expect(a.headers.get("x-ratelimit-remaining-tokens")).toBe("44");
+      expect(((await a.json()) as { usage: { total_tokens: number } }).usage.total_tokens).toBe(16);
+      now = 1_000;
+      const b = await call(m, 50, { stream: true });
+      expect(b.headers.get("x-ratelimit-remaining-tokens")).toBe("28"); // 100 − 16 − 56
+      await b.text();
+      now = 2_000;
+      // 32 used + 6 + 80 > 100: freeing the 16 at 0 s is not enough; the one at 1 s is → 59 s.
+      const c = await call(m, 80);
+      expect(c.status).toBe(429);
+      expect(c.headers.get("retry-after")).toBe("59");
+      expect(c.headers.get("retry-after-ms")).toBe("59000");
+      expect(c.headers.get("x-ratelimit-remaining-tokens")).toBe("68");
+      const err = (await c.json()) as { error: { message: string; type: string; code: string } };
+      expect(err.error).toMatchObject({ type: "tokens", code: "rate_limit_exceeded" });
+      expect(err.error.message).toMatch(/^Rate limit reached for mock-1 on tokens per min \(TPM\): Limit 100, Used 32, Requested 86\./);
+      // Another key has its own window.
+      const other = await call(m, 80, { key: "another-key" });
+      expect(other.status).toBe(200);
+      await other.arrayBuffer();
+      // 60.5 s: the request at 0 s left the window, the one at 1 s not yet → retry in 500 ms.
+      now = 60_500;
+      const d = await call(m, 80);
+      expect(d.status).toBe(429);
+      expect([d.headers.get("retry-after"), d.headers.get("retry-after-ms")]).toEqual(["1", "500"]);
+      await d.arrayBuffer();
+      now = 61_001;
+      const e = await call(m, 80);
+      expect(e.status).toBe(200);
+      expect(e.headers.get("x-ratelimit-remaining-tokens")).toBe("14");
+      await e.arrayBuffer();
+      expect(m.stats()).toMatchObject({ faults_injected: { tpm_per_key: 2 }, by_status: { "200": 4, "429": 2 } });
+    } finally {
+      await m.close();
+    }
+  });
+
+  it("without max_tokens the answer's own completion is reserved; too large a request is refused without retry-after", async () => {
+    let now = 0;
+    const m = await startMockModel({ tpm_per_key: 100, clock: () => now });
+    try {
+      const a = await call(m, undefined, { out: 30 });
+      expect(a.headers.get("x-ratelimit-remaining-tokens")).toBe("64"); // 100 − (6 + 30)
+      await a.arrayBuffer();
+      const big = await call(m, 95);
+      expect(big.status).toBe(429);
+      expect(big.headers.get("retry-after")).toBeNull();
+      const err = (await big.json()) as { error: { message: string; type: string; code: string } };
+      expect(err.error).toMatchObject({ type: "tokens", code: "rate_limit_exceeded" });
+      expect(err.error.message).toMatch(/^Request too large for mock-1 on tokens per min \(TPM\): Limit 100, Requested 101\./);
+      // x-mock-fault bypasses the limits (as for rpm_per_key).
+      const forced = await call(m, 95, { headers: { "x-mock-fault": "ok" } });
+      expect(forced.status).toBe(200);
+      await forced.arrayBuffer();
+      expect(m.stats().faults_injected).toEqual({ tpm_per_key: 1 });
+    } finally {
+      await m.close();
+    }
+  });
+
+  it("requests that end without an answer (error faults, hangs) are refunded; a TPM rejection does not count against RPM", async () => {
+    const m = await startMockModel({ tpm_per_key: 100, rpm_per_key: 3, script: ["500", "hang"], clock: () => 0 });
+    try {
+      const failed = await call(m, 90);
+      expect(failed.status).toBe(500);
+      expect(failed.headers.get("x-ratelimit-remaining-tokens")).toBe("4");
+      await failed.arrayBuffer();
+      const ac = new AbortController();
+      const hung = chat(m, { body: userBody("hello", { max_tokens: 90 }), signal: ac.signal }).catch(() => "aborted");
+      await eventually(() => m.stats().in_flight === 1);
+      const busy = await call(m, 90);
+      expect(busy.status).toBe(429); // the hung request still holds its reservation
+      expect(((await busy.json()) as { error: { type: string } }).error.type).toBe("tokens");
+      ac.abort();
+      expect(await hung).toBe("aborted");
+      await eventually(() => m.stats().in_flight === 0);
+      // Both the 500 and the hang were refunded to 0; this is the 3rd request of the minute for RPM.
+      const ok = await call(m, 90);
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get("x-ratelimit-remaining-tokens")).toBe("4");
+      expect(ok.headers.get("x-ratelimit-remaining-requests")).toBe("0");
+      await ok.arrayBuffer();
+      const rpmLimited = await call(m, 1);
+      expect(rpmLimited.status).toBe(429);
+      expect(((await rpmLimited.json()) as { error: { type: string } }).error.type).toBe("requests");
+      expect(m.stats().faults_injected).toMatchObject({ tpm_per_key: 1, rpm_per_key: 1 });
+    } finally {
+      await m.close();
+    }
   });
 });
 

@@ -1,4 +1,4 @@
-// Fault kinds and their OpenAI error bodies, the script/rates fault picker and the per-key RPM limiter.
+// Fault kinds and their OpenAI error bodies, the script/rates fault picker and the per-key RPM/TPM limiters.
 
 import { errorBody } from "./openai.ts";
 import type { ErrorBody } from "./openai.ts";
@@ -100,7 +100,30 @@ export class RpmLimiter {
     return this.#limit;
   }
 
+  /** Whether one more request fits now; records nothing. */
+  check(key: string, now: number): RpmDecision {
+    const times = this.#window(key, now);
+    const oldest = times[0];
+    if (times.length >= this.#limit && oldest !== undefined) {
+      return { ok: false, retryAfterMs: Math.max(1, Math.ceil(oldest + RpmLimiter.WINDOW_MS - now)) };
+    }
+    const first = oldest ?? now;
+    return { ok: true, remaining: this.#limit - times.length - 1, resetMs: Math.max(0, Math.ceil(first + RpmLimiter.WINDOW_MS - now)) };
+  }
+
+  /** Counts an admitted request (after a successful `check` at the same `now`). */
+  record(key: string, now: number): void {
+    this.#window(key, now).push(now);
+  }
+
+  /** check + record. */
   admit(key: string, now: number): RpmDecision {
+    const d = this.check(key, now);
+    if (d.ok) this.record(key, now);
+    return d;
+  }
+
+  #window(key: string, now: number): number[] {
     let times = this.#windows.get(key);
     if (times === undefined) {
       times = [];
@@ -110,13 +133,105 @@ export class RpmLimiter {
     let drop = 0;
     while (drop < times.length && (times[drop] ?? 0) <= cutoff) drop++;
     if (drop > 0) times.splice(0, drop);
-    const oldest = times[0];
-    if (times.length >= this.#limit && oldest !== undefined) {
-      return { ok: false, retryAfterMs: Math.max(1, Math.ceil(oldest + RpmLimiter.WINDOW_MS - now)) };
+    return times;
+  }
+}
+
+interface TpmEntry {
+  at: number;
+  tokens: number;
+  /** Still inside the window (an expired entry no longer counts, whatever it settles to). */
+  live: boolean;
+}
+
+interface TpmWindow {
+  entries: TpmEntry[];
+  used: number;
+}
+
+/** An admitted request's charge: starts at the reservation, `settle` sets the real amount (once). */
+export interface TpmTicket {
+  settle(tokens: number): void;
+}
+
+export type TpmDecision =
+  | { ok: true; ticket: TpmTicket; remaining: number; resetMs: number }
+  /** retryAfterMs undefined: the request alone exceeds the limit and can never be admitted. */
+  | { ok: false; used: number; retryAfterMs: number | undefined };
+
+/**
+ * Tokens per minute per key over a sliding 60 s window, OpenAI-style: a request is admitted when
+ * the window's tokens + its reservation (prompt + max_tokens) ≤ limit; the reservation is then
+ * counted at the admission time and settled to the actual total when the request ends.
+ * Rejected requests count nothing.
+ */
+export class TpmLimiter {
+  static readonly WINDOW_MS = 60_000;
+  #limit: number;
+  #windows = new Map<string, TpmWindow>();
+
+  constructor(limitPerMinute: number) {
+    this.#limit = limitPerMinute;
+  }
+
+  get limit(): number {
+    return this.#limit;
+  }
+
+  /** Tokens counted in key's window now (reservations of in-flight requests included). */
+  used(key: string, now: number): number {
+    return this.#window(key, now).used;
+  }
+
+  admit(key: string, now: number, reserve: number): TpmDecision {
+    const w = this.#window(key, now);
+    if (w.used + reserve > this.#limit) {
+      if (reserve > this.#limit) return { ok: false, used: w.used, retryAfterMs: undefined };
+      // The earliest time enough of the window has slid out (later settlements may free tokens sooner).
+      let freed = 0;
+      let retryAfterMs = TpmLimiter.WINDOW_MS;
+      for (const e of w.entries) {
+        freed += e.tokens;
+        if (w.used - freed + reserve <= this.#limit) {
+          retryAfterMs = Math.max(1, Math.ceil(e.at + TpmLimiter.WINDOW_MS - now));
+          break;
+        }
+      }
+      return { ok: false, used: w.used, retryAfterMs };
     }
-    times.push(now);
-    const first = times[0] ?? now;
-    return { ok: true, remaining: this.#limit - times.length, resetMs: Math.max(0, Math.ceil(first + RpmLimiter.WINDOW_MS - now)) };
+    const entry: TpmEntry = { at: now, tokens: reserve, live: true };
+    w.entries.push(entry);
+    w.used += reserve;
+    let settled = false;
+    const ticket: TpmTicket = {
+      settle: (tokens: number): void => {
+        if (settled) return;
+        settled = true;
+        if (entry.live) w.used += tokens - entry.tokens;
+        entry.tokens = tokens;
+      },
+    };
+    const first = w.entries[0]?.at ?? now;
+    return { ok: true, ticket, remaining: Math.max(0, this.#limit - w.used), resetMs: Math.max(0, Math.ceil(first + TpmLimiter.WINDOW_MS - now)) };
+  }
+
+  #window(key: string, now: number): TpmWindow {
+    let w = this.#windows.get(key);
+    if (w === undefined) {
+      w = { entries: [], used: 0 };
+      this.#windows.set(key, w);
+    }
+    const cutoff = now - TpmLimiter.WINDOW_MS;
+    let drop = 0;
+    while (drop < w.entries.length) {
+      const e = w.entries[drop];
+      if (e === undefined || e.at > cutoff) break;
+      e.live = false;
+      w.used -= e.tokens;
+      drop++;
+    }
+    if (drop > 0) w.entries.splice(0, drop);
+    return w;
   }
 }
 

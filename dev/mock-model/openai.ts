@@ -136,16 +136,8 @@ export interface ChunkMeta {
   model: string;
 }
 
-const usageWire = (u: Usage) => ({
-  prompt_tokens: u.prompt_tokens,
-  completion_tokens: u.completion_tokens,
-  total_tokens: u.total_tokens,
-  prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-  completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
-});
-
-/** A non-streaming `chat.completion` object (usage omitted when `withUsage` is false). */
-export function completionObject(meta: ChunkMeta, a: Answer, withUsage: boolean): Record<string, unknown> {
+/** A non-streaming `chat.completion` object with the vendor-shaped `usage` (omitted when undefined). */
+export function completionObject(meta: ChunkMeta, a: Answer, usage: Record<string, unknown> | undefined): Record<string, unknown> {
   const message: Record<string, unknown> = { role: "assistant", content: a.content, refusal: null, annotations: [] };
   if (a.tool_calls !== undefined) message.tool_calls = a.tool_calls;
   const obj: Record<string, unknown> = {
@@ -157,12 +149,24 @@ export function completionObject(meta: ChunkMeta, a: Answer, withUsage: boolean)
     service_tier: "default",
     system_fingerprint: "mock",
   };
-  if (withUsage) obj.usage = usageWire(a.usage);
+  if (usage !== undefined) obj.usage = usage;
   return obj;
 }
 
-/** One SSE event carrying a `chat.completion.chunk`. */
-export function chunkEvent(meta: ChunkMeta, delta: Record<string, unknown> | null, finish: string | null, usage: Usage | null | undefined): string {
+/**
+ * One SSE event carrying a `chat.completion.chunk`. `usage` is the top-level field (null = "usage
+ * requested, not in this chunk"; undefined = absent); `choiceUsage` goes into `choices[0].usage`
+ * (Moonshot/Kimi).
+ */
+export function chunkEvent(
+  meta: ChunkMeta,
+  delta: Record<string, unknown> | null,
+  finish: string | null,
+  usage: Record<string, unknown> | null | undefined,
+  choiceUsage?: Record<string, unknown>,
+): string {
+  const choice: Record<string, unknown> = { index: 0, delta, logprobs: null, finish_reason: finish };
+  if (choiceUsage !== undefined) choice.usage = choiceUsage;
   const obj: Record<string, unknown> = {
     id: meta.id,
     object: "chat.completion.chunk",
@@ -170,9 +174,9 @@ export function chunkEvent(meta: ChunkMeta, delta: Record<string, unknown> | nul
     model: meta.model,
     service_tier: "default",
     system_fingerprint: "mock",
-    choices: delta === null ? [] : [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    choices: delta === null ? [] : [choice],
   };
-  if (usage !== undefined) obj.usage = usage === null ? null : usageWire(usage);
+  if (usage !== undefined) obj.usage = usage;
   return `data: ${JSON.stringify(obj)}\n\n`;
 }
 

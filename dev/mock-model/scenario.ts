@@ -1,9 +1,11 @@
-// The run-time scenario (latency + faults): its type, defaults and validation of untrusted JSON.
+// The run-time scenario (latency, faults, rate limits, usage shapes): its type, defaults and validation of untrusted JSON.
 
 import { isFaultKind, isScriptStep } from "./faults.ts";
 import type { FaultKind, ScriptStep } from "./faults.ts";
 import { parseLatency } from "./latency.ts";
 import type { LatencySpec, Parsed } from "./latency.ts";
+import { USAGE_SHAPES, isUsageShape } from "./usage.ts";
+import type { UsageShape } from "./usage.ts";
 
 export interface Scenario {
   /** PRNG seed for latency sampling and fault decisions (default 1). Setting a scenario re-seeds. */
@@ -22,6 +24,18 @@ export interface Scenario {
   retry_after_s?: number;
   /** Requests per minute allowed per API key (sliding 60 s window; default off). */
   rpm_per_key?: number;
+  /**
+   * Tokens per minute allowed per API key (sliding 60 s window; default off). A request needs
+   * window tokens + prompt + max_tokens (or, without max_tokens, its actual completion) ≤ limit;
+   * once it ends its charge becomes its actual total.
+   */
+  tpm_per_key?: number;
+  /** The vendor `usage` shape of answers (default "openai"). */
+  usage_shape?: UsageShape;
+  /** Per-model usage shape overriding `usage_shape`. */
+  usage_shape_by_model?: Record<string, UsageShape>;
+  /** Share of prompt tokens reported as cached, floor(prompt × share), in [0, 1] (default 0). */
+  cached_share?: number;
 }
 
 const SCENARIO_KEYS: ReadonlySet<string> = new Set([
@@ -33,7 +47,13 @@ const SCENARIO_KEYS: ReadonlySet<string> = new Set([
   "script",
   "retry_after_s",
   "rpm_per_key",
+  "tpm_per_key",
+  "usage_shape",
+  "usage_shape_by_model",
+  "cached_share",
 ]);
+
+const SHAPES_TEXT = USAGE_SHAPES.join(", ");
 
 const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -99,6 +119,28 @@ export function parseScenario(input: unknown): Parsed<Scenario> {
       case "rpm_per_key":
         if (!isNum(v) || !Number.isInteger(v) || v < 0) return { ok: false, error: "rpm_per_key must be an integer ≥ 0 (0 = off)" };
         out.rpm_per_key = v;
+        break;
+      case "tpm_per_key":
+        if (!isNum(v) || !Number.isInteger(v) || v < 0) return { ok: false, error: "tpm_per_key must be an integer ≥ 0 (0 = off)" };
+        out.tpm_per_key = v;
+        break;
+      case "usage_shape":
+        if (!isUsageShape(v)) return { ok: false, error: `usage_shape must be one of ${SHAPES_TEXT}` };
+        out.usage_shape = v;
+        break;
+      case "usage_shape_by_model": {
+        if (!isObj(v)) return { ok: false, error: "usage_shape_by_model must be an object" };
+        const map: Record<string, UsageShape> = {};
+        for (const [model, shape] of Object.entries(v)) {
+          if (!isUsageShape(shape)) return { ok: false, error: `usage_shape_by_model.${model} must be one of ${SHAPES_TEXT}` };
+          map[model] = shape;
+        }
+        out.usage_shape_by_model = map;
+        break;
+      }
+      case "cached_share":
+        if (!isNum(v) || v < 0 || v > 1) return { ok: false, error: "cached_share must be in [0, 1]" };
+        out.cached_share = v;
         break;
     }
   }

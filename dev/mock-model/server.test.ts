@@ -121,9 +121,23 @@ describe("streaming", () => {
     expect(s.total_tokens).toBe(2 * (usage?.total_tokens ?? NaN));
     expect(s.by_model["kimi-k2.5"]).toEqual({
       calls: 2,
+      usage_reports: 2,
       prompt_tokens: s.prompt_tokens,
+      cached_tokens: 0,
       completion_tokens: s.completion_tokens,
+      reasoning_tokens: 0,
       total_tokens: s.total_tokens,
+      raw: {
+        prompt_tokens: s.prompt_tokens,
+        completion_tokens: s.completion_tokens,
+        total_tokens: s.total_tokens,
+        "prompt_tokens_details.cached_tokens": 0,
+        "prompt_tokens_details.audio_tokens": 0,
+        "completion_tokens_details.reasoning_tokens": 0,
+        "completion_tokens_details.audio_tokens": 0,
+        "completion_tokens_details.accepted_prediction_tokens": 0,
+        "completion_tokens_details.rejected_prediction_tokens": 0,
+      },
     });
     expect(s.by_key[keyIdOf(KEY)]?.calls).toBe(2);
     expect(JSON.stringify(s)).not.toContain(KEY);

@@ -7,8 +7,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { buildAnswer } from "./answer.ts";
-import { ERROR_STATUS, FaultPicker, RpmLimiter, faultResponse, isFaultKind, retryAfterHeaders } from "./faults.ts";
-import type { FaultKind } from "./faults.ts";
+import { ERROR_STATUS, FaultPicker, RpmLimiter, TpmLimiter, faultResponse, isFaultKind, retryAfterHeaders } from "./faults.ts";
+import type { FaultKind, TpmTicket } from "./faults.ts";
 import { MAX_LATENCY_MS, sampleLatency } from "./latency.ts";
 import { completionObject, errorBody, validateChatRequest } from "./openai.ts";
 import type { ChunkMeta, ErrorBody } from "./openai.ts";
@@ -20,11 +20,15 @@ import type { StatsSnapshot } from "./stats.ts";
 import { streamPlan } from "./stream.ts";
 import type { StreamEvent } from "./stream.ts";
 import { countPromptTokens } from "./text.ts";
+import { USAGE_SHAPES, isUsageShape, usageReport } from "./usage.ts";
+import type { UsageShape } from "./usage.ts";
 
 export type { Scenario } from "./scenario.ts";
 export type { LatencySpec } from "./latency.ts";
 export type { FaultKind, ScriptStep } from "./faults.ts";
 export type { StatsSnapshot, TokenCounts } from "./stats.ts";
+export type { NormalizedUsage, UsageReport, UsageShape } from "./usage.ts";
+export { USAGE_SHAPES } from "./usage.ts";
 
 export const DEFAULT_MODELS: readonly string[] = ["mock-1", "gpt-4.1", "claude-sonnet-4.5", "gemini-2.5-flash", "deepseek-v3.2", "kimi-k2.5"];
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -36,6 +40,8 @@ export interface MockModelOptions extends Scenario {
   models?: readonly string[];
   /** Request bodies above this size get 413 (default 4 MiB). */
   max_body_bytes?: number;
+  /** Milliseconds clock of the RPM/TPM windows (default `performance.now`); tests pass a fake one. */
+  clock?: () => number;
 }
 
 export interface MockModelHandle {
@@ -63,6 +69,7 @@ interface State {
   latencyPrng: ReturnType<typeof createPrng>;
   picker: FaultPicker;
   rpm: RpmLimiter | undefined;
+  tpm: TpmLimiter | undefined;
 }
 
 function makeState(scenario: Scenario): State {
@@ -72,6 +79,7 @@ function makeState(scenario: Scenario): State {
     latencyPrng: createPrng(seed),
     picker: new FaultPicker(scenario.script ?? [], scenario.rates ?? {}, createPrng(seed ^ 0x5bd1e995)),
     rpm: scenario.rpm_per_key !== undefined && scenario.rpm_per_key > 0 ? new RpmLimiter(scenario.rpm_per_key) : undefined,
+    tpm: scenario.tpm_per_key !== undefined && scenario.tpm_per_key > 0 ? new TpmLimiter(scenario.tpm_per_key) : undefined,
   };
 }
 
@@ -121,7 +129,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Body> {
 
 /** Starts the mock on 127.0.0.1 and resolves once it is listening. */
 export async function startMockModel(options: MockModelOptions = {}): Promise<MockModelHandle> {
-  const { port = 0, models = DEFAULT_MODELS, max_body_bytes: maxBody = DEFAULT_MAX_BODY_BYTES, ...scenarioInput } = options;
+  const { port = 0, models = DEFAULT_MODELS, max_body_bytes: maxBody = DEFAULT_MAX_BODY_BYTES, clock = () => performance.now(), ...scenarioInput } = options;
   const checked = parseScenario(JSON.parse(JSON.stringify(scenarioInput)));
   if (!checked.ok) throw new Error(`mock-model: ${checked.error}`);
   let state = makeState(checked.value);
@@ -244,10 +252,14 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     stats.begin();
     let done = false;
     let timer: NodeJS.Timeout | undefined;
+    /** The TPM charge of an admitted request, and what it settles to (set once an answer body starts). */
+    let tpmTicket: TpmTicket | undefined;
+    let tpmCharge = 0;
     /** Ends the in-flight accounting exactly once (synchronously, before the client can see the end). */
     const finish = (outcome: "completed" | "aborted" | "other"): void => {
       if (done) return;
       done = true;
+      tpmTicket?.settle(tpmCharge);
       stats.end(outcome);
     };
     res.on("close", () => {
@@ -306,8 +318,18 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
         return;
       }
     }
+    const shapeHeader = req.headers["x-mock-usage-shape"];
+    if (shapeHeader !== undefined && !isUsageShape(shapeHeader)) {
+      fail(400, errorBody(`Invalid x-mock-usage-shape header: expected one of ${USAGE_SHAPES.join(", ")}.`, "invalid_request_error", null, "invalid_mock_header"));
+      return;
+    }
+    const sc = state.scenario;
+    const shape: UsageShape = shapeHeader ?? sc.usage_shape_by_model?.[request.model] ?? sc.usage_shape ?? "openai";
+    // The answer is deterministic, so it is built now: the TPM reservation may need its size.
+    const answer = buildAnswer(request, targetTokens);
+    const report = usageReport(answer.usage, shape, { cachedShare: sc.cached_share ?? 0, maxTokens: request.max_tokens });
 
-    // Fault decision: forced header > per-key RPM limit > script > rates.
+    // Fault decision: forced header > per-key RPM limit > per-key TPM limit > script > rates.
     const extraHeaders: Record<string, string> = {};
     let fault: FaultKind | undefined;
     const forced = req.headers["x-mock-fault"];
@@ -319,8 +341,9 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
       fault = forced;
     } else if (forced === undefined) {
       const st = state;
+      const now = clock();
       if (st.rpm !== undefined) {
-        const d = st.rpm.admit(keyId, performance.now());
+        const d = st.rpm.check(keyId, now);
         if (!d.ok) {
           stats.fault("rpm_per_key");
           fail(
@@ -339,6 +362,46 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
         extraHeaders["x-ratelimit-remaining-requests"] = String(d.remaining);
         extraHeaders["x-ratelimit-reset-requests"] = `${d.resetMs}ms`;
       }
+      if (st.tpm !== undefined) {
+        // OpenAI-like: prompt + max_tokens is counted up front (without max_tokens: the completion
+        // this answer will have), then settled to the actual total when the request ends.
+        const reserve = report.normalized.prompt_tokens + (request.max_tokens ?? report.normalized.completion_tokens);
+        const d = st.tpm.admit(keyId, now, reserve);
+        if (!d.ok) {
+          stats.fault("tpm_per_key");
+          const limit = st.tpm.limit;
+          const base = { "x-ratelimit-limit-tokens": String(limit), "x-ratelimit-remaining-tokens": String(Math.max(0, limit - d.used)) };
+          if (d.retryAfterMs === undefined) {
+            fail(
+              429,
+              errorBody(
+                `Request too large for ${request.model} on tokens per min (TPM): Limit ${limit}, Requested ${reserve}. The input or output tokens must be reduced in order to run successfully. (mock)`,
+                "tokens",
+                null,
+                "rate_limit_exceeded",
+              ),
+              base,
+            );
+          } else {
+            fail(
+              429,
+              errorBody(
+                `Rate limit reached for ${request.model} on tokens per min (TPM): Limit ${limit}, Used ${d.used}, Requested ${reserve}. Please try again in ${(d.retryAfterMs / 1000).toFixed(3)}s. (mock)`,
+                "tokens",
+                null,
+                "rate_limit_exceeded",
+              ),
+              { ...retryAfterHeaders(d.retryAfterMs), ...base, "x-ratelimit-reset-tokens": `${d.retryAfterMs}ms` },
+            );
+          }
+          return;
+        }
+        tpmTicket = d.ticket;
+        extraHeaders["x-ratelimit-limit-tokens"] = String(st.tpm.limit);
+        extraHeaders["x-ratelimit-remaining-tokens"] = String(d.remaining);
+        extraHeaders["x-ratelimit-reset-tokens"] = `${d.resetMs}ms`;
+      }
+      st.rpm?.record(keyId, now);
       fault = st.picker.pick();
     }
 
@@ -375,17 +438,20 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
       res.flushHeaders();
       stats.status(200);
       if (fault === "hang") return;
-      const events = streamPlan(request, meta, buildAnswer(request, targetTokens), fault);
-      after(delay, () => writeEvents(events, state.scenario.chunk_delay_ms ?? 0));
+      const events = streamPlan(request, meta, answer, fault, report);
+      after(delay, () => {
+        tpmCharge = report.normalized.total_tokens;
+        writeEvents(events, state.scenario.chunk_delay_ms ?? 0);
+      });
       return;
     }
 
     if (fault === "hang") return;
     after(delay, () => {
       if (res.destroyed) return;
-      const answer = buildAnswer(request, targetTokens);
+      tpmCharge = report.normalized.total_tokens;
       if (fault === "malformed" || fault === "truncated") {
-        const full = JSON.stringify(completionObject(meta, answer, false));
+        const full = JSON.stringify(completionObject(meta, answer, undefined));
         const cut = full.slice(0, Math.floor(full.length / 2));
         stats.status(200);
         finish("other");
@@ -399,10 +465,10 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
         return;
       }
       const withUsage = fault !== "no_usage";
-      if (withUsage) stats.usage(request.model, keyId, answer.usage);
+      if (withUsage) stats.usage(request.model, keyId, report);
       stats.status(200);
       finish("completed");
-      sendJson(res, 200, completionObject(meta, answer, withUsage), extraHeaders);
+      sendJson(res, 200, completionObject(meta, answer, withUsage ? report.wire : undefined), extraHeaders);
     });
 
     /** Writes the plan; consecutive events go out as one write unless chunk_delay_ms spaces them. */
@@ -473,6 +539,10 @@ const HELP = `Usage: node dev/mock-model/server.ts [flags]   (a MOCK OpenAI-comp
   --models a,b,c           ids listed by GET /v1/models
   --scenario FILE.json     initial scenario (flags override its fields)
   --rpm-per-key N          per-API-key requests/minute limit
+  --tpm-per-key N          per-API-key tokens/minute limit (prompt + max_tokens reserved up front)
+  --usage-shape NAME       usage shape: ${USAGE_SHAPES.join(" | ")} (default openai)
+  --usage-shape-by-model LIST  model=SHAPE,model=SHAPE
+  --cached-share X         share of prompt tokens reported as cached, 0..1 (default 0)
   --fault-rate LIST        kind=p,... e.g. 429=0.2,500=0.05
   --script LIST            fault kinds for successive requests, e.g. 429,429,ok
   --retry-after S          retry-after for injected 429s, seconds (default 1)
@@ -497,6 +567,10 @@ export async function main(argv: string[]): Promise<void> {
       models: { type: "string" },
       scenario: { type: "string" },
       "rpm-per-key": { type: "string" },
+      "tpm-per-key": { type: "string" },
+      "usage-shape": { type: "string" },
+      "usage-shape-by-model": { type: "string" },
+      "cached-share": { type: "string" },
       "fault-rate": { type: "string" },
       script: { type: "string" },
       "retry-after": { type: "string" },
@@ -522,16 +596,19 @@ export async function main(argv: string[]): Promise<void> {
     if (v.trim() === "" || !Number.isFinite(n)) die(`--${flag} expects a number, got "${v}"`);
     return n;
   };
-  if (values.latency !== undefined) raw.latency = values.latency;
-  if (values["latency-by-model"] !== undefined) {
+  const modelMap = (flag: string, v: string, what: string): Record<string, string> => {
     const map: Record<string, string> = {};
-    for (const part of values["latency-by-model"].split(",")) {
+    for (const part of v.split(",")) {
       const eq = part.indexOf("=");
-      if (eq <= 0) die(`--latency-by-model entry "${part}" should be model=SPEC`);
+      if (eq <= 0) die(`--${flag} entry "${part}" should be model=${what}`);
       map[part.slice(0, eq)] = part.slice(eq + 1);
     }
-    raw.latency_by_model = map;
-  }
+    return map;
+  };
+  if (values.latency !== undefined) raw.latency = values.latency;
+  if (values["latency-by-model"] !== undefined) raw.latency_by_model = modelMap("latency-by-model", values["latency-by-model"], "SPEC");
+  if (values["usage-shape"] !== undefined) raw.usage_shape = values["usage-shape"];
+  if (values["usage-shape-by-model"] !== undefined) raw.usage_shape_by_model = modelMap("usage-shape-by-model", values["usage-shape-by-model"], "SHAPE");
   if (values["fault-rate"] !== undefined) {
     const r = parseRatesCli(values["fault-rate"]);
     if (!r.ok) die(r.error);
@@ -542,6 +619,8 @@ export async function main(argv: string[]): Promise<void> {
     ["chunk-delay-ms", "chunk_delay_ms"],
     ["seed", "seed"],
     ["rpm-per-key", "rpm_per_key"],
+    ["tpm-per-key", "tpm_per_key"],
+    ["cached-share", "cached_share"],
     ["retry-after", "retry_after_s"],
   ];
   for (const [flag, field] of numeric) {

@@ -1,10 +1,23 @@
 // The call/token ledger behind GET /stats: counts only what responses actually sent.
 
+import { addNumericLeaves } from "./usage.ts";
+import type { UsageReport } from "./usage.ts";
+
+/**
+ * Token counts of the usage objects actually sent. The five token fields are the NORMALIZED counts
+ * an honest ledger records (cached ⊆ prompt, reasoning ⊆ completion, total = prompt + completion);
+ * `raw` sums every numeric field of the vendor usage objects as sent, keyed by dotted path.
+ */
 export interface TokenCounts {
   calls: number;
+  /** Responses that carried a usage object. */
+  usage_reports: number;
   prompt_tokens: number;
+  cached_tokens: number;
   completion_tokens: number;
+  reasoning_tokens: number;
   total_tokens: number;
+  raw: Record<string, number>;
 }
 
 export interface StatsSnapshot {
@@ -17,15 +30,22 @@ export interface StatsSnapshot {
   aborted: number;
   in_flight: number;
   max_in_flight: number;
+  /** Responses that carried a usage object. */
+  usage_reports: number;
+  /** Normalized, as in TokenCounts. */
   prompt_tokens: number;
+  cached_tokens: number;
   completion_tokens: number;
+  reasoning_tokens: number;
   total_tokens: number;
+  /** Sums of the vendor usage fields as sent (dotted paths). */
+  raw: Record<string, number>;
   /** HTTP status of each chat-completion response started ("200", "429", ...). */
   by_status: Record<string, number>;
   by_model: Record<string, TokenCounts>;
   /** Keyed by `key_` + the first 12 hex digits of sha256(api key). */
   by_key: Record<string, TokenCounts>;
-  /** Injected faults by kind ("rpm_per_key" for rejections by the per-key limit). */
+  /** Injected faults by kind ("rpm_per_key" / "tpm_per_key" for rejections by the per-key limits). */
   faults_injected: Record<string, number>;
   started_at: string;
   reset_at: string;
@@ -37,7 +57,28 @@ export interface Usage {
   total_tokens: number;
 }
 
-const zero = (): TokenCounts => ({ calls: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+interface Entry {
+  calls: number;
+  reports: number;
+  prompt: number;
+  cached: number;
+  completion: number;
+  reasoning: number;
+  raw: Map<string, number>;
+}
+
+const zero = (): Entry => ({ calls: 0, reports: 0, prompt: 0, cached: 0, completion: 0, reasoning: 0, raw: new Map() });
+
+const tokenCounts = (e: Entry): TokenCounts => ({
+  calls: e.calls,
+  usage_reports: e.reports,
+  prompt_tokens: e.prompt,
+  cached_tokens: e.cached,
+  completion_tokens: e.completion,
+  reasoning_tokens: e.reasoning,
+  total_tokens: e.prompt + e.completion,
+  raw: Object.fromEntries(e.raw),
+});
 
 export class Stats {
   #startedAt = new Date().toISOString();
@@ -47,11 +88,10 @@ export class Stats {
   #aborted = 0;
   #inFlight = 0;
   #maxInFlight = 0;
-  #prompt = 0;
-  #completion = 0;
+  #all = zero();
   #byStatus = new Map<number, number>();
-  #byModel = new Map<string, TokenCounts>();
-  #byKey = new Map<string, TokenCounts>();
+  #byModel = new Map<string, Entry>();
+  #byKey = new Map<string, Entry>();
   #faults = new Map<string, number>();
 
   /** A chat-completion request arrived; pair with exactly one `end()`. */
@@ -82,20 +122,23 @@ export class Stats {
   }
 
   /** Usage that was just written to a client. */
-  usage(model: string, keyId: string, u: Usage): void {
-    this.#prompt += u.prompt_tokens;
-    this.#completion += u.completion_tokens;
-    for (const e of [this.#entry(this.#byModel, model), this.#entry(this.#byKey, keyId)]) {
-      e.prompt_tokens += u.prompt_tokens;
-      e.completion_tokens += u.completion_tokens;
-      e.total_tokens += u.total_tokens;
+  usage(model: string, keyId: string, r: UsageReport): void {
+    const n = r.normalized;
+    for (const e of [this.#all, this.#entry(this.#byModel, model), this.#entry(this.#byKey, keyId)]) {
+      e.reports++;
+      e.prompt += n.prompt_tokens;
+      e.cached += n.cached_tokens;
+      e.completion += n.completion_tokens;
+      e.reasoning += n.reasoning_tokens;
+      addNumericLeaves(r.wire, e.raw);
     }
   }
 
   /** Zeroes every counter; in_flight keeps counting requests still open. */
   reset(): void {
     this.#resetAt = new Date().toISOString();
-    this.#calls = this.#completed = this.#aborted = this.#prompt = this.#completion = 0;
+    this.#calls = this.#completed = this.#aborted = 0;
+    this.#all = zero();
     this.#maxInFlight = this.#inFlight;
     this.#byStatus.clear();
     this.#byModel.clear();
@@ -104,8 +147,8 @@ export class Stats {
   }
 
   snapshot(): StatsSnapshot {
-    const copy = (m: Map<string, TokenCounts>): Record<string, TokenCounts> =>
-      Object.fromEntries([...m].map(([k, v]) => [k, { ...v }]));
+    const copy = (m: Map<string, Entry>): Record<string, TokenCounts> => Object.fromEntries([...m].map(([k, v]) => [k, tokenCounts(v)]));
+    const { calls: _calls, ...all } = tokenCounts(this.#all);
     return {
       mock: true,
       calls: this.#calls,
@@ -113,9 +156,7 @@ export class Stats {
       aborted: this.#aborted,
       in_flight: this.#inFlight,
       max_in_flight: this.#maxInFlight,
-      prompt_tokens: this.#prompt,
-      completion_tokens: this.#completion,
-      total_tokens: this.#prompt + this.#completion,
+      ...all,
       by_status: Object.fromEntries([...this.#byStatus].map(([k, v]) => [String(k), v])),
       by_model: copy(this.#byModel),
       by_key: copy(this.#byKey),
@@ -125,7 +166,7 @@ export class Stats {
     };
   }
 
-  #entry(map: Map<string, TokenCounts>, key: string): TokenCounts {
+  #entry(map: Map<string, Entry>, key: string): Entry {
     let e = map.get(key);
     if (e === undefined) {
       e = zero();

@@ -3,11 +3,11 @@
 import type { FaultKind } from "./faults.ts";
 import { DONE_EVENT, chunkEvent } from "./openai.ts";
 import type { Answer, ChatRequest, ChunkMeta } from "./openai.ts";
-import type { Usage } from "./stats.ts";
 import { splitForStream } from "./text.ts";
+import type { UsageReport } from "./usage.ts";
 
-/** Wire text to write, a usage marker (count tokens now: the usage chunk follows), or how to end. */
-export type StreamEvent = string | { usage: Usage } | { end: "done" | "destroy" };
+/** Wire text to write, a usage marker (count tokens now: the chunk carrying usage follows), or how to end. */
+export type StreamEvent = string | { usage: UsageReport } | { end: "done" | "destroy" };
 
 /** Stream pieces: at least 16 chars, at most ~8 content chunks per answer (cheap at 1,000+ streams). */
 const pieceSize = (text: string): number => Math.max(16, Math.ceil(text.length / 8));
@@ -15,12 +15,15 @@ const pieceSize = (text: string): number => Math.max(16, Math.ceil(text.length /
 /**
  * Role chunk, content (or tool-call argument) chunks, finish chunk, then — only with
  * stream_options.include_usage — a `choices: []` usage chunk, then `[DONE]`. Chunks carry
- * `usage: null` when usage was requested, like the OpenAI API. `truncated` stops halfway and
- * drops the connection; `malformed` sends one broken data line.
+ * `usage: null` when usage was requested, like the OpenAI API. The `kimi` shape (Moonshot) instead
+ * always puts the usage in `choices[0].usage` of the finish chunk, with no usage chunk and no
+ * top-level `usage`. `truncated` stops halfway and drops the connection; `malformed` sends one
+ * broken data line. Neither, nor `no_usage`, sends usage.
  */
-export function streamPlan(r: ChatRequest, m: ChunkMeta, a: Answer, f: FaultKind | undefined): StreamEvent[] {
-  const withUsage = r.include_usage && f !== "no_usage" && f !== "truncated" && f !== "malformed";
-  const u = withUsage ? null : undefined;
+export function streamPlan(r: ChatRequest, m: ChunkMeta, a: Answer, f: FaultKind | undefined, report: UsageReport): StreamEvent[] {
+  const kimi = report.shape === "kimi";
+  const withUsage = (kimi || r.include_usage) && f !== "no_usage" && f !== "truncated" && f !== "malformed";
+  const u = withUsage && !kimi ? null : undefined;
   const out: StreamEvent[] = [];
   const body: string[] = [];
   if (a.tool_calls !== undefined) {
@@ -42,8 +45,12 @@ export function streamPlan(r: ChatRequest, m: ChunkMeta, a: Answer, f: FaultKind
     out.push(`${broken.slice(0, Math.floor(broken.length / 2))}\n\n`, DONE_EVENT, { end: "done" });
     return out;
   }
-  out.push(...body, chunkEvent(m, {}, a.finish_reason, u));
-  if (withUsage) out.push({ usage: a.usage }, chunkEvent(m, null, null, a.usage));
+  out.push(...body);
+  if (withUsage && kimi) out.push({ usage: report }, chunkEvent(m, {}, a.finish_reason, undefined, report.wire));
+  else {
+    out.push(chunkEvent(m, {}, a.finish_reason, u));
+    if (withUsage) out.push({ usage: report }, chunkEvent(m, null, null, report.wire));
+  }
   out.push(DONE_EVENT, { end: "done" });
   return out;
 }

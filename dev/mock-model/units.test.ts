@@ -1,14 +1,16 @@
-// Unit tests for the pure modules: latency specs, fault picking, the RPM window, text/tokens, schema values, scenario parsing.
+// Unit tests for the pure modules: latency specs, fault picking, the RPM/TPM windows, usage shapes, text/tokens, schema values, scenario parsing.
 
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { FaultPicker, RpmLimiter } from "./faults.ts";
+import { normalizeUsage } from "../../src/core/usage.ts";
+import { FaultPicker, RpmLimiter, TpmLimiter } from "./faults.ts";
 import { parseLatency, sampleLatency } from "./latency.ts";
 import type { LatencySpec } from "./latency.ts";
 import { createPrng } from "./prng.ts";
 import { parseRatesCli, parseScenario } from "./scenario.ts";
 import { valueForSchema } from "./schema.ts";
 import { clipToTokens, countPromptTokens, countTokens, mockReply, splitForStream } from "./text.ts";
+import { USAGE_SHAPES, usageReport } from "./usage.ts";
 
 describe("latency", () => {
   it.each<[unknown, LatencySpec]>([
@@ -78,6 +80,86 @@ describe("RpmLimiter", () => {
   });
 });
 
+describe("RpmLimiter check/record", () => {
+  it("check records nothing; record counts", () => {
+    const rpm = new RpmLimiter(1);
+    expect(rpm.check("a", 0)).toMatchObject({ ok: true, remaining: 0 });
+    expect(rpm.check("a", 0)).toMatchObject({ ok: true, remaining: 0 });
+    rpm.record("a", 0);
+    expect(rpm.check("a", 5)).toEqual({ ok: false, retryAfterMs: 59_995 });
+  });
+});
+
+describe("TpmLimiter", () => {
+  it("admits while window + reservation ≤ limit, settles to the actual total, and slides", () => {
+    const tpm = new TpmLimiter(100);
+    const a = tpm.admit("k", 0, 60);
+    expect(a).toMatchObject({ ok: true, remaining: 40, resetMs: 60_000 });
+    expect(tpm.admit("k", 1_000, 41)).toEqual({ ok: false, used: 60, retryAfterMs: 59_000 });
+    if (a.ok) a.ticket.settle(20); // the answer was smaller than its reservation
+    expect(tpm.used("k", 1_000)).toBe(20);
+    const b = tpm.admit("k", 1_000, 80);
+    expect(b).toMatchObject({ ok: true, remaining: 0 });
+    if (b.ok) {
+      b.ticket.settle(30);
+      b.ticket.settle(999); // only the first settlement counts
+    }
+    expect(tpm.used("k", 2_000)).toBe(50);
+    // 50 + 60 > 100: freeing the first entry (20, at 0 s) is enough.
+    expect(tpm.admit("k", 2_000, 60)).toEqual({ ok: false, used: 50, retryAfterMs: 58_000 });
+    // 50 + 80 > 100: freeing the first entry is not enough, the second (at 1 s) is.
+    expect(tpm.admit("k", 2_000, 80)).toEqual({ ok: false, used: 50, retryAfterMs: 59_000 });
+    expect(tpm.admit("other", 2_000, 100).ok).toBe(true);
+    expect(tpm.used("k", 60_000)).toBe(30); // the entry at 0 slid out
+    expect(tpm.admit("k", 61_000, 100).ok).toBe(true); // both slid out
+    // A request larger than the limit can never be admitted.
+    expect(tpm.admit("z", 0, 101)).toEqual({ ok: false, used: 0, retryAfterMs: undefined });
+  });
+
+  it("a settlement after the entry slid out changes nothing", () => {
+    const tpm = new TpmLimiter(100);
+    const a = tpm.admit("k", 0, 50);
+    expect(tpm.used("k", 60_000)).toBe(0);
+    if (a.ok) a.ticket.settle(10);
+    expect(tpm.used("k", 60_000)).toBe(0);
+  });
+});
+
+describe("usageReport", () => {
+  const base = { prompt_tokens: 101, completion_tokens: 31, total_tokens: 132 };
+  it.each(USAGE_SHAPES)("%s: src/core normalizeUsage reads exactly the mock's normalized counts", (shape) => {
+    for (const cachedShare of [0, 0.5, 1]) {
+      for (const maxTokens of [undefined, 31, 40, 1000]) {
+        const r = usageReport(base, shape, { cachedShare, maxTokens });
+        expect(normalizeUsage(JSON.parse(JSON.stringify(r.wire)))).toEqual(r.normalized);
+      }
+    }
+  });
+
+  it("shapes carry the vendor fields", () => {
+    const opts = { cachedShare: 0.5 };
+    expect(usageReport(base, "openai", opts).wire).toMatchObject({ prompt_tokens: 101, prompt_tokens_details: { cached_tokens: 50 }, completion_tokens_details: { reasoning_tokens: 0 } });
+    expect(usageReport(base, "deepseek", opts).wire).toEqual({
+      prompt_tokens: 101,
+      completion_tokens: 31,
+      total_tokens: 132,
+      prompt_cache_hit_tokens: 50,
+      prompt_cache_miss_tokens: 51,
+      completion_tokens_details: { reasoning_tokens: 0 },
+    });
+    expect(usageReport(base, "kimi", opts).wire).toEqual({ prompt_tokens: 101, completion_tokens: 31, total_tokens: 132, cached_tokens: 50 });
+    expect(usageReport(base, "anthropic", opts).wire).toEqual({ prompt_tokens: 101, completion_tokens: 31, total_tokens: 132, prompt_tokens_details: { cached_tokens: 50 } });
+    expect(usageReport(base, "vllm", opts).wire).toEqual({ prompt_tokens: 101, completion_tokens: 31, total_tokens: 132, prompt_tokens_details: null });
+    expect(usageReport(base, "ollama", opts).wire).toEqual({ prompt_tokens: 101, completion_tokens: 31, total_tokens: 132 });
+    const gemini = usageReport(base, "gemini", opts);
+    expect(gemini.wire).toEqual({ prompt_tokens: 101, completion_tokens: 31, total_tokens: 147 });
+    expect(gemini.normalized).toEqual({ prompt_tokens: 101, cached_tokens: 0, completion_tokens: 46, reasoning_tokens: 15, total_tokens: 147 });
+    // Thoughts count toward max_tokens: visible + thoughts ≤ max_tokens.
+    expect(usageReport(base, "gemini", { maxTokens: 40 }).wire.total_tokens).toBe(141);
+    expect(usageReport(base, "gemini", { maxTokens: 31 }).wire.total_tokens).toBe(132);
+  });
+});
+
 describe("text and tokens", () => {
   it("counts ceil(chars/4), 4 per message, and clips", () => {
     expect(countTokens("")).toBe(0);
@@ -139,9 +221,13 @@ describe("scenario parsing", () => {
       script: ["429", "ok"],
       retry_after_s: 2,
       rpm_per_key: 60,
+      tpm_per_key: 100_000,
+      usage_shape: "deepseek",
+      usage_shape_by_model: { "kimi-k2.5": "kimi" },
+      cached_share: 0.25,
     };
     expect(parseScenario(full)).toEqual({ ok: true, value: { ...full, latency: { dist: "normal", mean: 200, stddev: 50 } } });
-    for (const bad of [{ rates: { "429": 2 } }, { script: ["boom"] }, { seed: 1.5 }, { rpm_per_key: -1 }, { nope: true }, "x"]) {
+    for (const bad of [{ rates: { "429": 2 } }, { script: ["boom"] }, { seed: 1.5 }, { rpm_per_key: -1 }, { tpm_per_key: 1.5 }, { usage_shape: "bedrock" }, { usage_shape_by_model: { m: "x" } }, { cached_share: 1.5 }, { nope: true }, "x"]) {
       expect(parseScenario(bad).ok).toBe(false);
     }
     expect(parseRatesCli("429=0.2,500=0.05")).toEqual({ ok: true, value: { "429": 0.2, "500": 0.05 } });
