@@ -10,6 +10,7 @@ import { limitBodySize } from "./body-size-limit.ts";
 import { composeDeps } from "./composition.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
 import { swarmRoutes } from "./routes/swarms.ts";
+import { usageRoutes } from "./routes/usage.ts";
 
 /** Hono raises HTTPException for some protocol errors of its own; they keep their status class. */
 function toErrorCode(status: number): ApiErrorCode {
@@ -50,6 +51,7 @@ export function createApp(): Hono<AppEnv> {
   app.use("/v1/*", limitBodySize());
   app.route("/v1/swarms", swarmRoutes);
   app.route("/v1/schedules", scheduleRoutes);
+  app.route("/v1/usage", usageRoutes);
 
   app.notFound((c) => respondWithError(c, "not_found", `no route for ${c.req.method} ${c.req.path}`));
 

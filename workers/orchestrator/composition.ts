@@ -2,9 +2,11 @@
 // builds each adapter from the one binding it needs; handlers and cron receive the result.
 import { z } from "zod";
 import { newScheduleId, newSwarmId } from "../../src/core/ids.ts";
+import { parsePriceTable, type PriceTable } from "../../src/core/pricing.ts";
 import { createScheduleStore, type ScheduleStore } from "./schedule-store.ts";
 import { createSwarmIndex, type SwarmIndex } from "./swarm-index.ts";
 import { createSwarmRooms, type SwarmRooms } from "./swarm-rooms.ts";
+import { createUsageReportStore, type UsageReportStore } from "./usage-report-store.ts";
 
 export interface OrchestratorConfig {
   /** Largest request body accepted on /v1/*, in bytes. */
@@ -18,6 +20,12 @@ export interface OrchestratorDeps {
   swarmRooms: SwarmRooms;
   swarmIndex: SwarmIndex;
   schedules: ScheduleStore;
+  usageReports: UsageReportStore;
+  /**
+   * Model prices (defaults merged with MODEL_PRICES). A bad MODEL_PRICES throws here, so only the
+   * routes that price something answer 500 (cause in the log), not every route.
+   */
+  priceTable: () => PriceTable;
   newSwarmId: () => string;
   newScheduleId: () => string;
   /** Epoch ms. */
@@ -47,11 +55,17 @@ export function toOrchestratorConfig(env: { MAX_BODY_BYTES: string; API_TOKENS?:
 const randomBytes = (n: number): Uint8Array => crypto.getRandomValues(new Uint8Array(n));
 
 export function composeDeps(env: Env): OrchestratorDeps {
+  const prices = parsePriceTable(env.MODEL_PRICES);
   return {
     config: toOrchestratorConfig(env),
     swarmRooms: createSwarmRooms(env.SWARM_ROOM),
     swarmIndex: createSwarmIndex(env.LEDGER_DB),
     schedules: createScheduleStore(env.LEDGER_DB),
+    usageReports: createUsageReportStore(env.LEDGER_DB),
+    priceTable: () => {
+      if (!prices.ok) throw new Error(`invalid orchestrator configuration: ${prices.error}`);
+      return prices.value;
+    },
     newSwarmId: () => newSwarmId(randomBytes),
     newScheduleId: () => newScheduleId(randomBytes),
     now: () => Date.now(),

@@ -1,12 +1,15 @@
-// /v1/swarms: start a swarm, list the tenant's swarms, read one's status, results and live events.
+// /v1/swarms: start or estimate a swarm, list the tenant's swarms, read one's status, results and live events.
 // Handlers stay thin: validation is in core, swarm state in its SwarmRoom, the index in D1.
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { ApiError } from "../../../src/core/errors.ts";
+import { estimateSwarm } from "../../../src/core/estimate-swarm.ts";
 import { isSwarmId } from "../../../src/core/ids.ts";
+import { parseEstimateRequest } from "../../../src/core/parse-estimate-request.ts";
 import { parseSwarmSpec } from "../../../src/core/parse-swarm-spec.ts";
 import type { AppEnv } from "../app-env.ts";
+import { parseCreateSwarmQuery } from "../create-swarm-query.ts";
 import { readJsonBody } from "../json-body.ts";
 import { parseQuery } from "../parse-query.ts";
 import { startSwarm } from "../start-swarm.ts";
@@ -49,9 +52,19 @@ function requireSwarmId(id: string): string {
 const swarmNotFound = (): ApiError => new ApiError("not_found", "swarm not found");
 
 export const swarmRoutes = new Hono<AppEnv>()
+  // Registered before the /:id routes; no other POST route has a single segment, so none collides.
+  .post("/estimate", async (c) => {
+    const request = parseEstimateRequest(await readJsonBody(c));
+    if (!request.ok) throw new ApiError("invalid_spec", "the swarm spec is invalid", request.error);
+    return c.json(estimateSwarm(request.value.swarm, c.var.deps.priceTable(), request.value.projection));
+  })
+
   .post("/", async (c) => {
+    const query = parseCreateSwarmQuery(c);
     const swarm = parseSwarmSpec(await readJsonBody(c));
     if (!swarm.ok) throw new ApiError("invalid_spec", "the swarm spec is invalid", swarm.error);
+    // A dry run prices the spec and starts nothing: no SwarmRoom, no index row, no queue message.
+    if (query.dryRun) return c.json(estimateSwarm(swarm.value, c.var.deps.priceTable(), query.projection));
     const { swarmId } = await startSwarm(c.var.deps, c.var.tenant, swarm.value, { kind: "api" });
     const self = new URL(`/v1/swarms/${swarmId}`, c.req.url).href;
     c.header("Location", self);
