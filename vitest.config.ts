@@ -52,6 +52,9 @@ export default defineConfig({
               bindings: {
                 MODEL_BASE_URL: `${inject("mockModelUrl")}/v1`,
                 MODEL_API_KEY: "test-model-key",
+                UPSTREAM_KEYS: "{}",
+                GATEWAY_CONFIG: "",
+                PERMIT_WAIT_MAX_S: "20",
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),
               },
@@ -64,7 +67,10 @@ export default defineConfig({
                   modulesRoot: bundleDir,
                   scriptPath: path.join(bundleDir, "index.js"),
                   compatibilityDate,
-                  durableObjects: { SWARM_ROOM: { className: "SwarmRoom", useSQLite: true } },
+                  durableObjects: {
+                    SWARM_ROOM: { className: "SwarmRoom", useSQLite: true },
+                    KEY_POOL: { className: "KeyPool", useSQLite: true },
+                  },
                   d1Databases: { LEDGER_DB: LEDGER_DB_ID },
                   // Dispatched packets are not consumed automatically: tests deliver batches by hand.
                   queueProducers: { TASK_QUEUE: "agent-test-dispatch", LONG_TASK_QUEUE: "agent-test-dispatch-long" },
@@ -73,6 +79,7 @@ export default defineConfig({
                     DISPATCH_PACKET_SIZE: "1",
                     MAX_BODY_BYTES: "8388608",
                     MODEL_PRICES: "",
+                    GATEWAY_CONFIG: "",
                     // Short leases so the lease-expiry tests need not wait 30 s.
                     LEASE_GRACE_S: "1",
                     LEDGER_FLUSH_MS: "50",

@@ -25,6 +25,10 @@ export interface StackOptions {
   persistTo?: string;
   /** Extra `--var KEY:VALUE` settings for the orchestrator. */
   vars?: Record<string, string>;
+  /** GATEWAY_CONFIG for both Workers (JSON); `{{MOCK_URL}}` is replaced by the mock's /v1 URL. */
+  gatewayConfig?: string;
+  /** UPSTREAM_KEYS for the agent: gateway key id → API key. */
+  upstreamKeys?: Record<string, string>;
   /** Pass wrangler's output through (npm start) or keep it for error reports (tests, bench). */
   log: "inherit" | "capture";
 }
@@ -115,7 +119,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   // Secrets declared under [secrets] in the configs are read from the process environment.
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { ...process.env, ...WRANGLER_OFFLINE_ENV, API_TOKENS: options.apiToken, MODEL_BASE_URL: modelBaseUrl, MODEL_API_KEY: modelApiKey },
+    env: {
+      ...process.env,
+      ...WRANGLER_OFFLINE_ENV,
+      API_TOKENS: options.apiToken,
+      MODEL_BASE_URL: modelBaseUrl,
+      MODEL_API_KEY: modelApiKey,
+      UPSTREAM_KEYS: JSON.stringify(options.upstreamKeys ?? {}),
+      // Declared vars are overridden from the environment in both Workers (secrets are declared).
+      ...(options.gatewayConfig ? { GATEWAY_CONFIG: options.gatewayConfig.replaceAll("{{MOCK_URL}}", modelBaseUrl) } : {}),
+    },
     stdio: ["ignore", options.log === "inherit" ? "inherit" : "pipe", options.log === "inherit" ? "inherit" : "pipe"],
     detached: true,
   });

@@ -118,7 +118,13 @@ export interface CallRecord {
 
 export type TaskOutcome =
   | { kind: "succeeded"; output: string; finishReason: string | null }
-  | ({ kind: "failed" } & ClassifiedError);
+  | ({ kind: "failed" } & ClassifiedError)
+  /**
+   * The task did not run: no upstream key had a permit within the agent's wait (rate limits are
+   * waited for, not collected as 429s). No call was made, so the attempt is handed back and the
+   * task is redelivered after `retryAfterMs`.
+   */
+  | { kind: "deferred"; retryAfterMs: number; reason: string };
 
 export interface TaskReport {
   taskId: string;

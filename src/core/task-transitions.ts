@@ -46,6 +46,8 @@ export type RecordDecision =
   | { kind: "succeed" }
   | { kind: "fail" }
   | { kind: "retry" }
+  /** The attempt never called the model: hand the attempt back and redeliver later. */
+  | { kind: "defer" }
   /** The report changes nothing: the task is done, or a newer attempt owns it. */
   | { kind: "ignore" };
 
@@ -57,6 +59,7 @@ export function decideRecord(task: TaskLifeRow | null, attempt: number, outcome:
   if (attempt < task.attempts) return { kind: "ignore" };
   // A repeated report of the attempt that is already waiting to retry gets the same answer.
   if (task.state !== "running" && task.state !== "retry_wait") return { kind: "ignore" };
+  if (outcome.kind === "deferred") return task.state === "running" ? { kind: "defer" } : { kind: "ignore" };
   if (!outcome.retryable || attempt >= maxAttempts) return { kind: "fail" };
   return { kind: "retry" };
 }

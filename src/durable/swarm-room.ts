@@ -396,6 +396,18 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         this.endTask(report.taskId, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
       } else if (decision.kind === "fail" && outcome.kind === "failed") {
         this.endTask(report.taskId, "failed", now, { errorClass: outcome.class, message: outcome.message });
+      } else if (decision.kind === "defer" && outcome.kind === "deferred") {
+        // No call was made: the attempt is handed back (call ids stay unique: none used this number).
+        const retryAt = now + Math.max(0, outcome.retryAfterMs);
+        const timeoutS = task?.long === 1 ? limits.long_timeout_s : limits.timeout_s;
+        this.sql.exec(
+          `UPDATE tasks SET state = 'retry_wait', attempts = attempts - 1, retry_at = ?, deadline = ? WHERE id = ?`,
+          retryAt,
+          retryAt + timeoutS * 1_000 + this.settings.leaseGraceMs,
+          report.taskId,
+        );
+        actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
+        continue;
       } else if (decision.kind === "retry" && outcome.kind === "failed" && task !== null) {
         if (swarm.state === "cancelled") {
           this.endTask(report.taskId, "cancelled", now, { errorClass: outcome.class, message: `cancelled while waiting to retry: ${outcome.message}` });

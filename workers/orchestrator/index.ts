@@ -2,6 +2,7 @@
 import { createApp } from "./app.ts";
 import { scheduled } from "./scheduled.ts";
 
+export { KeyPool } from "../../src/durable/key-pool.ts";
 export { SwarmRoom } from "../../src/durable/swarm-room.ts";
 
 const app = createApp();
