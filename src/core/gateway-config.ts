@@ -4,7 +4,7 @@
 // secret holds them. No I/O.
 import { z } from "zod";
 import { toIssuePath } from "./errors.ts";
-import { ModelPriceSchema, type ModelPrice, type PriceTable } from "./pricing.ts";
+import { ModelPriceSchema, parsePriceTable, type ModelPrice, type PriceTable } from "./pricing.ts";
 import { err, ok, type Result } from "./result.ts";
 
 const IdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "ids are 1-64 letters, digits, '.', '_' or '-'");
@@ -119,4 +119,18 @@ export function parseUpstreamKeys(text: string | undefined): Result<Record<strin
   // Never echo the text: it holds secrets.
   if (!parsed.success) return err("UPSTREAM_KEYS must be a JSON object of key id → API key (its content is not shown)");
   return ok(parsed.data);
+}
+
+/**
+ * The price table every part of the engine uses: the defaults, MODEL_PRICES over them, and the
+ * prices the gateway config gives its models over both. Blank GATEWAY_CONFIG adds nothing.
+ */
+export function parseEffectivePrices(modelPrices: string | undefined, gatewayConfig: string | undefined): Result<PriceTable, string> {
+  const table = parsePriceTable(modelPrices);
+  if (!table.ok) return table;
+  if ((gatewayConfig ?? "").trim() === "") return table;
+  // The base URL only matters for the blank default, which is handled above.
+  const gateway = parseGatewayConfig(gatewayConfig, "http://unused.invalid");
+  if (!gateway.ok) return gateway;
+  return ok(withGatewayPrices(table.value, gateway.value));
 }

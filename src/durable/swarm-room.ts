@@ -19,7 +19,8 @@ import {
 import type { ErrorClass } from "../core/error-class.ts";
 import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
-import { costOfUsage, parsePriceTable, resolvePrice, type PriceTable } from "../core/pricing.ts";
+import { parseEffectivePrices, parseGatewayConfig, resolveModelRoute, type GatewayConfig } from "../core/gateway-config.ts";
+import { costOfUsage, resolvePrice, type PriceTable } from "../core/pricing.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import {
   BudgetSchema,
@@ -64,6 +65,7 @@ export interface SwarmRoomEnv {
   LONG_TASK_QUEUE?: Queue;
   DISPATCH_PACKET_SIZE?: string;
   MODEL_PRICES?: string;
+  GATEWAY_CONFIG?: string;
   LEASE_GRACE_S?: string;
   LEDGER_FLUSH_MS?: string;
 }
@@ -71,6 +73,8 @@ export interface SwarmRoomEnv {
 interface RoomSettings {
   packetSize: string | undefined;
   prices: PriceTable;
+  /** The gateway's models when one is configured; null = every model name is served. */
+  gateway: GatewayConfig | null;
   leaseGraceMs: number;
   flushMs: number;
 }
@@ -147,11 +151,18 @@ function toNonNegativeInt(value: string | undefined, fallback: number, name: str
 }
 
 function toSettings(env: SwarmRoomEnv): RoomSettings {
-  const prices = parsePriceTable(env.MODEL_PRICES);
-  if (!prices.ok) throw new Error(`MODEL_PRICES is invalid: ${prices.error}`);
+  const prices = parseEffectivePrices(env.MODEL_PRICES, env.GATEWAY_CONFIG);
+  if (!prices.ok) throw new Error(`invalid price configuration: ${prices.error}`);
+  let gateway: GatewayConfig | null = null;
+  if ((env.GATEWAY_CONFIG ?? "").trim() !== "") {
+    const parsed = parseGatewayConfig(env.GATEWAY_CONFIG, "http://unused.invalid");
+    if (!parsed.ok) throw new Error(parsed.error);
+    gateway = parsed.value;
+  }
   return {
     packetSize: env.DISPATCH_PACKET_SIZE,
     prices: prices.value,
+    gateway,
     leaseGraceMs: toNonNegativeInt(env.LEASE_GRACE_S, 30, "LEASE_GRACE_S") * 1_000,
     flushMs: toNonNegativeInt(env.LEDGER_FLUSH_MS, 1_000, "LEDGER_FLUSH_MS"),
   };
@@ -181,6 +192,19 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.swarm() !== null) return { created: false };
     const { spec } = input;
     const mix = toModelMix(spec.model);
+    const { gateway } = this.settings;
+    if (gateway !== null) {
+      // Every model must be one the gateway can route, or the tasks would fail one by one.
+      const named: { path: string; model: string }[] = [
+        ...(typeof spec.model === "string" ? [{ path: "model", model: spec.model }] : spec.model.map((m, i) => ({ path: `model.${i}.model`, model: m.model }))),
+        ...(spec.fallback ?? []).map((model, i) => ({ path: `fallback.${i}`, model })),
+      ];
+      const unknown = named.filter(({ model }) => resolveModelRoute(gateway, model) === null);
+      if (unknown.length > 0) {
+        const served = Object.keys(gateway.models).join(", ") || "none";
+        return { created: false, refused: unknown.map(({ path, model }) => ({ path, message: `model "${model}" is not served by the gateway (models: ${served})` })) };
+      }
+    }
     if (spec.budget?.max_usd !== undefined) {
       // A USD budget can only hold if every call has a price.
       const unpriced = [...mix.map((m) => m.model), ...(spec.fallback ?? [])].filter((m) => resolvePrice(this.settings.prices, m) === null);

@@ -2,7 +2,8 @@
 // builds each adapter from the one binding it needs; handlers and cron receive the result.
 import { z } from "zod";
 import { newScheduleId, newSwarmId } from "../../src/core/ids.ts";
-import { parsePriceTable, type PriceTable } from "../../src/core/pricing.ts";
+import { parseEffectivePrices } from "../../src/core/gateway-config.ts";
+import type { PriceTable } from "../../src/core/pricing.ts";
 import { createScheduleStore, type ScheduleStore } from "./schedule-store.ts";
 import { createSwarmIndex, type SwarmIndex } from "./swarm-index.ts";
 import { createSwarmRooms, type SwarmRooms } from "./swarm-rooms.ts";
@@ -22,7 +23,7 @@ export interface OrchestratorDeps {
   schedules: ScheduleStore;
   usageReports: UsageReportStore;
   /**
-   * Model prices (defaults merged with MODEL_PRICES). A bad MODEL_PRICES throws here, so only the
+   * Model prices (defaults, MODEL_PRICES over them, the gateway's model prices over both). A bad MODEL_PRICES throws here, so only the
    * routes that price something answer 500 (cause in the log), not every route.
    */
   priceTable: () => PriceTable;
@@ -55,7 +56,7 @@ export function toOrchestratorConfig(env: { MAX_BODY_BYTES: string; API_TOKENS?:
 const randomBytes = (n: number): Uint8Array => crypto.getRandomValues(new Uint8Array(n));
 
 export function composeDeps(env: Env): OrchestratorDeps {
-  const prices = parsePriceTable(env.MODEL_PRICES);
+  const prices = parseEffectivePrices(env.MODEL_PRICES, env.GATEWAY_CONFIG);
   return {
     config: toOrchestratorConfig(env),
     swarmRooms: createSwarmRooms(env.SWARM_ROOM),
