@@ -27,10 +27,13 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               bindings: {
-                API_TOKENS: "test-token-a,test-token-b",
+                API_TOKENS: "test-token-a,test-token-b,test-token-capped",
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),
                 LEDGER_FLUSH_MS: "50",
+                // One capped tenant for the monthly-budget tests; every other tenant is uncapped.
+                // tk_c45359ffd2dc0b5a is the tenant of "test-token-capped".
+                TENANT_BUDGETS: JSON.stringify({ tk_0000000000c0ffee: { max_usd_per_month: 0.0001 }, tk_c45359ffd2dc0b5a: { max_usd_per_month: 0.000001 } }),
               },
               // Dispatched packets go to a queue nobody consumes: these tests drive the agent side by hand.
               queueProducers: { TASK_QUEUE: "orchestrator-test-dispatch", LONG_TASK_QUEUE: "orchestrator-test-dispatch-long" },
@@ -70,6 +73,7 @@ export default defineConfig({
                   durableObjects: {
                     SWARM_ROOM: { className: "SwarmRoom", useSQLite: true },
                     KEY_POOL: { className: "KeyPool", useSQLite: true },
+                    TENANT_BUDGET: { className: "TenantBudget", useSQLite: true },
                   },
                   d1Databases: { LEDGER_DB: LEDGER_DB_ID },
                   // Dispatched packets are not consumed automatically: tests deliver batches by hand.
@@ -80,6 +84,7 @@ export default defineConfig({
                     MAX_BODY_BYTES: "8388608",
                     MODEL_PRICES: "",
                     GATEWAY_CONFIG: "",
+                    TENANT_BUDGETS: "",
                     // Short leases so the lease-expiry tests need not wait 30 s.
                     LEASE_GRACE_S: "1",
                     LEDGER_FLUSH_MS: "50",

@@ -7,6 +7,7 @@ describe("toHttpStatus", () => {
     ["invalid_spec", 400],
     ["invalid_request", 400],
     ["unauthorized", 401],
+    ["budget_exceeded", 402],
     ["forbidden", 403],
     ["not_found", 404],
     ["conflict", 409],

@@ -6,6 +6,7 @@ export type ApiErrorCode =
   | "invalid_spec"
   | "invalid_request"
   | "unauthorized"
+  | "budget_exceeded"
   | "forbidden"
   | "not_found"
   | "conflict"
@@ -23,13 +24,15 @@ export interface ErrorBody {
   error: { code: ApiErrorCode; message: string; details: ErrorDetail[]; request_id?: string };
 }
 
-export function toHttpStatus(code: ApiErrorCode): 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 {
+export function toHttpStatus(code: ApiErrorCode): 400 | 401 | 402 | 403 | 404 | 409 | 413 | 415 | 429 | 500 {
   switch (code) {
     case "invalid_spec":
     case "invalid_request":
       return 400;
     case "unauthorized":
       return 401;
+    case "budget_exceeded":
+      return 402;
     case "forbidden":
       return 403;
     case "not_found":

@@ -93,7 +93,13 @@ ALTER TABLE calls ADD COLUMN charged_usd REAL NOT NULL DEFAULT 0;
 ALTER TABLE calls ADD COLUMN charged_tokens INTEGER NOT NULL DEFAULT 0;
 `;
 
-const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+// v5: the tenant month the swarm reserved against, and whether it has settled there.
+const SCHEMA_V5 = `
+ALTER TABLE swarm ADD COLUMN tenant_month TEXT;
+ALTER TABLE swarm ADD COLUMN tenant_settled INTEGER NOT NULL DEFAULT 0;
+`;
+
+const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */
 export function migrateSwarmRoom(sql: SqlStorage): void {

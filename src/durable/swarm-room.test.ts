@@ -478,3 +478,43 @@ describe("SwarmRoom economics", () => {
     ]);
   });
 });
+
+describe("SwarmRoom tenant monthly budget", () => {
+  // The orchestrator project caps tenant tk_0000000000c0ffee at $0.0001 a month (vitest.config.ts).
+  const CAPPED = "tk_0000000000c0ffee";
+
+  it("reserves a swarm's worst case against its tenant's month, runs under the grant, and settles the real spend", async () => {
+    const first = newSwarm(20, { concurrency: 10, max_output_tokens: 64, max_attempts: 1 });
+    first.input.tenant = CAPPED;
+    expect(await first.stub.start(first.input)).toEqual({ created: true });
+    const status = await first.stub.getStatus(CAPPED);
+    // 20 tasks × $0.000028 worst case is more than the month's $0.0001: the grant caps the swarm.
+    expect(status?.budget?.max_usd).toBeCloseTo(0.0001, 12);
+
+    for (let round = 0; round < 20; round += 1) {
+      const dispatched = Object.entries(await taskStates(first.stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
+      if (dispatched.length === 0) break;
+      const claim = await first.stub.claim(dispatched);
+      await first.stub.recordResults(claim.granted.map((g) => report(g.taskId, g.attempt, ok("x"))));
+    }
+    const end = await first.stub.getStatus(CAPPED);
+    expect(end?.counts.skipped_budget).toBeGreaterThan(0);
+    expect(end?.cost_usd).toBeLessThanOrEqual(0.0001);
+    await runDurableObjectAlarm(first.stub); // settles the tenant's month
+    const month = env.TENANT_BUDGET.get(env.TENANT_BUDGET.idFromName(`${CAPPED}:${new Date(first.input.createdAt).toISOString().slice(0, 7)}`));
+    const settled = await month.status();
+    expect(settled.committedUsd).toBeCloseTo(end?.cost_usd ?? -1, 12);
+
+    // What is left of the month no longer covers a call: the next swarm is refused.
+    const second = newSwarm(5, { max_output_tokens: 64 });
+    second.input.tenant = CAPPED;
+    const refused = await second.stub.start(second.input);
+    expect(refused).toMatchObject({ created: false, code: "budget_exceeded", refused: [{ path: "budget" }] });
+  });
+
+  it("leaves uncapped tenants alone", async () => {
+    const { input, stub } = newSwarm(3);
+    await stub.start(input);
+    expect((await stub.getStatus(TENANT))?.budget).toBeNull();
+  });
+});

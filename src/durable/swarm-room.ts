@@ -20,7 +20,9 @@ import type { ErrorClass } from "../core/error-class.ts";
 import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
 import { parseEffectivePrices, parseGatewayConfig, resolveModelRoute, type GatewayConfig } from "../core/gateway-config.ts";
-import { costOfUsage, resolvePrice, type PriceTable } from "../core/pricing.ts";
+import { costOfUsage, resolvePrice, type ModelPrice, type PriceTable } from "../core/pricing.ts";
+import { capOfTenant, parseTenantBudgets, toBudgetMonth, type TenantBudgets } from "../core/tenant-budget.ts";
+import type { TenantBudget } from "./tenant-budget.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import {
   BudgetSchema,
@@ -66,6 +68,9 @@ export interface SwarmRoomEnv {
   DISPATCH_PACKET_SIZE?: string;
   MODEL_PRICES?: string;
   GATEWAY_CONFIG?: string;
+  TENANT_BUDGETS?: string;
+  /** Monthly caps per tenant (absent: none are enforced). */
+  TENANT_BUDGET?: DurableObjectNamespace<TenantBudget>;
   LEASE_GRACE_S?: string;
   LEDGER_FLUSH_MS?: string;
 }
@@ -75,6 +80,7 @@ interface RoomSettings {
   prices: PriceTable;
   /** The gateway's models when one is configured; null = every model name is served. */
   gateway: GatewayConfig | null;
+  tenantBudgets: TenantBudgets;
   leaseGraceMs: number;
   flushMs: number;
 }
@@ -116,6 +122,8 @@ type SwarmRow = {
   retries_used: number;
   model_mix: string | null;
   budget: string | null;
+  tenant_month: string | null;
+  tenant_settled: number;
   reason: string | null;
 };
 
@@ -159,16 +167,24 @@ function toSettings(env: SwarmRoomEnv): RoomSettings {
     if (!parsed.ok) throw new Error(parsed.error);
     gateway = parsed.value;
   }
+  const tenantBudgets = parseTenantBudgets(env.TENANT_BUDGETS);
+  if (!tenantBudgets.ok) throw new Error(tenantBudgets.error);
   return {
     packetSize: env.DISPATCH_PACKET_SIZE,
     prices: prices.value,
     gateway,
+    tenantBudgets: tenantBudgets.value,
     leaseGraceMs: toNonNegativeInt(env.LEASE_GRACE_S, 30, "LEASE_GRACE_S") * 1_000,
     flushMs: toNonNegativeInt(env.LEDGER_FLUSH_MS, 1_000, "LEDGER_FLUSH_MS"),
   };
 }
 
 const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+const toCapText = (cap: { max_usd_per_month?: number | undefined; max_tokens_per_month?: number | undefined }): string =>
+  [cap.max_usd_per_month !== undefined ? `$${cap.max_usd_per_month}` : null, cap.max_tokens_per_month !== undefined ? `${cap.max_tokens_per_month} tokens` : null]
+    .filter((s) => s !== null)
+    .join(" / ");
 
 export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly sql: SqlStorage;
@@ -188,7 +204,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
 
   /** Stores the swarm and its tasks and starts dispatch. Idempotent by swarm id. */
-  async start(input: StartSwarmInput): Promise<{ created: boolean; refused?: ErrorDetail[] }> {
+  async start(input: StartSwarmInput): Promise<{ created: boolean; refused?: ErrorDetail[]; code?: "invalid_spec" | "budget_exceeded" }> {
     if (this.swarm() !== null) return { created: false };
     const { spec } = input;
     const mix = toModelMix(spec.model);
@@ -205,29 +221,63 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         return { created: false, refused: unknown.map(({ path, model }) => ({ path, message: `model "${model}" is not served by the gateway (models: ${served})` })) };
       }
     }
-    if (spec.budget?.max_usd !== undefined) {
-      // A USD budget can only hold if every call has a price.
+    const cap = capOfTenant(this.settings.tenantBudgets, input.tenant);
+    if (spec.budget?.max_usd !== undefined || cap?.max_usd_per_month !== undefined) {
+      // A USD budget (the swarm's or the tenant's) can only hold if every call has a price.
       const unpriced = [...mix.map((m) => m.model), ...(spec.fallback ?? [])].filter((m) => resolvePrice(this.settings.prices, m) === null);
       if (unpriced.length > 0) {
         return {
           created: false,
           refused: unpriced.map((model) => ({
-            path: "budget.max_usd",
+            path: spec.budget?.max_usd !== undefined ? "budget.max_usd" : "model",
             message: `model "${model}" has no price, so a USD budget cannot be enforced (add it to MODEL_PRICES or use budget.max_tokens)`,
           })),
         };
       }
     }
+    let budget = spec.budget ?? null;
+    let tenantMonth: string | null = null;
+    if (cap !== null && this.env.TENANT_BUDGET !== undefined) {
+      // Reserve the swarm's worst case against its tenant's month; what was granted becomes (or
+      // tightens) the swarm's own budget, which the window then enforces call by call.
+      tenantMonth = toBudgetMonth(input.createdAt);
+      const worst = this.worstCaseOfSwarm(input, mix.map((m) => m.model));
+      const grant = await this.tenantBudget(input.tenant, tenantMonth).reserve({
+        swarmId: input.swarmId,
+        usd: Math.min(spec.budget?.max_usd ?? Number.POSITIVE_INFINITY, worst.usd),
+        tokens: Math.min(spec.budget?.max_tokens ?? Number.POSITIVE_INFINITY, worst.tokens),
+        maxUsd: cap.max_usd_per_month ?? null,
+        maxTokens: cap.max_tokens_per_month ?? null,
+      });
+      // A grant that cannot pay for even one call would only skip every task: refuse the swarm.
+      if ((grant.usd !== null && grant.usd < worst.oneCall.usd) || (grant.tokens !== null && grant.tokens < worst.oneCall.tokens)) {
+        await this.tenantBudget(input.tenant, tenantMonth).settle({ swarmId: input.swarmId, usd: 0, tokens: 0 });
+        return {
+          created: false,
+          code: "budget_exceeded",
+          refused: [{ path: "budget", message: `this API token's monthly budget (${toCapText(cap)}) for ${tenantMonth} is spent` }],
+        };
+      }
+      budget = {
+        ...(grant.usd !== null || budget?.max_usd !== undefined ? { max_usd: Math.min(grant.usd ?? Number.POSITIVE_INFINITY, budget?.max_usd ?? Number.POSITIVE_INFINITY) } : {}),
+        ...(grant.tokens !== null || budget?.max_tokens !== undefined
+          ? { max_tokens: Math.min(grant.tokens ?? Number.POSITIVE_INFINITY, budget?.max_tokens ?? Number.POSITIVE_INFINITY) }
+          : {}),
+      };
+    }
+    // The tenant reservation awaited: a concurrent start of the same id may have won meanwhile.
+    if (this.swarm() !== null) return { created: false };
     const origin = input.origin.kind === "api" ? "api" : `schedule:${input.origin.scheduleId}`;
     this.sql.exec(
-      `INSERT INTO swarm (id, tenant, name, model, model_mix, budget, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+      `INSERT INTO swarm (id, tenant, name, model, model_mix, budget, tenant_month, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
       input.swarmId,
       input.tenant,
       spec.name,
       toModelLabel(spec.model),
       JSON.stringify(mix),
-      spec.budget ? JSON.stringify(spec.budget) : null,
+      budget ? JSON.stringify(budget) : null,
+      tenantMonth,
       spec.fallback && spec.fallback.length > 0 ? JSON.stringify(spec.fallback) : null,
       spec.system ?? null,
       JSON.stringify(spec.limits),
@@ -421,6 +471,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       } else if (decision.kind === "fail" && outcome.kind === "failed") {
         this.endTask(report.taskId, "failed", now, { errorClass: outcome.class, message: outcome.message });
       } else if (decision.kind === "defer" && outcome.kind === "deferred") {
+        // No key had room: the upstream allows fewer calls than the window sends, like a 429.
+        rateLimited = true;
         // No call was made: the attempt is handed back (call ids stay unique: none used this number).
         const retryAt = now + Math.max(0, outcome.retryAfterMs);
         const timeoutS = task?.long === 1 ? limits.long_timeout_s : limits.timeout_s;
@@ -830,6 +882,33 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     };
   }
 
+  private tenantBudget(tenant: string, month: string): DurableObjectStub<TenantBudget> {
+    const namespace = this.env.TENANT_BUDGET;
+    if (namespace === undefined) throw new Error("TENANT_BUDGET is not bound");
+    return namespace.get(namespace.idFromName(`${tenant}:${month}`));
+  }
+
+  /**
+   * The most a whole swarm can cost (every task's worst call on its priciest model, max_attempts
+   * times), and the worst case of its first call.
+   */
+  private worstCaseOfSwarm(input: StartSwarmInput, mixModels: string[]): Amount & { oneCall: Amount } {
+    const models = [...mixModels, ...(input.spec.fallback ?? [])];
+    const prices = models.map((m) => resolvePrice(this.settings.prices, m)).filter((p): p is ModelPrice => p !== null);
+    const priciest = prices.reduce<ModelPrice | null>((top, p) => (top === null || p.output + p.input > top.output + top.input ? p : top), null);
+    const encoder = new TextEncoder();
+    const systemBytes = input.spec.system === undefined ? 0 : encoder.encode(input.spec.system).length;
+    const { max_output_tokens, max_attempts } = input.spec.limits;
+    const total = { usd: 0, tokens: 0, oneCall: { usd: 0, tokens: 0 } };
+    input.tasks.forEach((task, i) => {
+      const worst = worstCaseCall(encoder.encode(task.prompt).length + systemBytes, max_output_tokens, priciest);
+      if (i === 0) total.oneCall = worst;
+      total.usd += worst.usd * max_attempts;
+      total.tokens += worst.tokens * max_attempts;
+    });
+    return total;
+  }
+
   private budget(swarm: SwarmRow): Budget | null {
     return swarm.budget === null ? null : BudgetSchema.parse(JSON.parse(swarm.budget));
   }
@@ -933,6 +1012,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private async flush(): Promise<void> {
     const swarm = this.swarm();
     if (swarm === null) return;
+    if (swarm.finished_at !== null && swarm.tenant_month !== null && swarm.tenant_settled === 0) {
+      // The swarm's tenant reservation becomes what it was charged (retried by the alarm on failure).
+      const charged = this.charged();
+      await this.tenantBudget(swarm.tenant, swarm.tenant_month).settle({ swarmId: swarm.id, usd: charged.usd, tokens: charged.tokens });
+      this.sql.exec("UPDATE swarm SET tenant_settled = 1");
+    }
     for (;;) {
       const rows = this.sql
         .exec<LedgerRow & { rowid: number }>(

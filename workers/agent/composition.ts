@@ -1,41 +1,100 @@
-// The agent Worker's composition root: the only reader of `env`. It validates the settings and
-// builds the handlers' dependencies, reusing them across invocations of the same isolate.
+// The agent Worker's composition root: the only reader of `env`. It validates the settings and the
+// gateway (upstreams, models, key values), and builds the handlers' dependencies, reusing the
+// parsed gateway and its model clients across invocations of the same isolate.
+import { parseGatewayConfig, parseUpstreamKeys } from "../../src/core/gateway-config.ts";
+import type { GatewayConfig } from "../../src/core/gateway-config.ts";
 import { createModelClient } from "../../src/model/model-client.ts";
 import type { ModelClient } from "../../src/model/model-client.ts";
+import type { ModelGateway } from "./call-with-permit.ts";
 import type { ConsumeTasksDeps } from "./consume-tasks.ts";
+import { toKeyPools } from "./key-pools.ts";
 import { toSwarmRooms } from "./swarm-rooms.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 
 export interface AgentSettings {
-  modelBaseUrl: string;
-  modelApiKey: string;
   concurrency: number;
   inlineRetryMaxS: number;
+  permitWaitMaxS: number;
 }
 
 export const MAX_AGENT_CONCURRENCY = 1_000;
 /** An invocation sleeps at most this long before an inline retry; longer waits belong to the queue. */
 export const MAX_INLINE_RETRY_S = 30;
+/** A call waits at most this long for a key's permit; longer waits belong to the queue. */
+export const MAX_PERMIT_WAIT_S = 120;
+/** The key id whose value is MODEL_API_KEY (the blank GATEWAY_CONFIG's only key). */
+export const DEFAULT_KEY_ID = "default";
 
-/** Validates the agent's settings; the errors name the setting and never echo the key. */
-export function readAgentSettings(env: Pick<Env, "MODEL_BASE_URL" | "MODEL_API_KEY" | "AGENT_CONCURRENCY" | "INLINE_RETRY_MAX_S">): AgentSettings {
-  const baseUrl = (env.MODEL_BASE_URL ?? "").trim();
-  let url: URL | null = null;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    url = null;
-  }
-  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:")) {
+export function readAgentSettings(env: Pick<Env, "AGENT_CONCURRENCY" | "INLINE_RETRY_MAX_S" | "PERMIT_WAIT_MAX_S">): AgentSettings {
+  return {
+    concurrency: readIntegerSetting("AGENT_CONCURRENCY", env.AGENT_CONCURRENCY, 1, MAX_AGENT_CONCURRENCY),
+    inlineRetryMaxS: readIntegerSetting("INLINE_RETRY_MAX_S", env.INLINE_RETRY_MAX_S, 0, MAX_INLINE_RETRY_S),
+    permitWaitMaxS: readIntegerSetting("PERMIT_WAIT_MAX_S", env.PERMIT_WAIT_MAX_S, 0, MAX_PERMIT_WAIT_S),
+  };
+}
+
+type GatewayEnv = Pick<Env, "GATEWAY_CONFIG" | "MODEL_BASE_URL" | "MODEL_API_KEY" | "UPSTREAM_KEYS">;
+
+/** Where each key of the gateway sends its calls, and with which API key. */
+export interface UpstreamCredential {
+  baseUrl: string;
+  apiKey: string;
+}
+
+export interface GatewaySetup {
+  config: GatewayConfig;
+  /** Key id → credential, for every key the config names. */
+  credentials: Map<string, UpstreamCredential>;
+}
+
+/**
+ * Validates the gateway: GATEWAY_CONFIG (blank: MODEL_BASE_URL serves every model with the one key
+ * `default`), and a value for every key it names. Key `default` takes its value from UPSTREAM_KEYS
+ * when that has one, else MODEL_API_KEY; every other key must be in UPSTREAM_KEYS. Errors name
+ * settings and key ids, never a key's value.
+ */
+export function readGateway(env: GatewayEnv): GatewaySetup {
+  const configText = env.GATEWAY_CONFIG ?? "";
+  const defaultBaseUrl = (env.MODEL_BASE_URL ?? "").trim();
+  // Only the blank config uses MODEL_BASE_URL; say so in its own words rather than as a config path.
+  if (configText.trim() === "" && !isHttpUrl(defaultBaseUrl)) {
     throw new Error(
-      `MODEL_BASE_URL must be an http(s) URL of an OpenAI-compatible API (e.g. https://api.openai.com/v1), got ${JSON.stringify(baseUrl)}`,
+      `MODEL_BASE_URL must be an http(s) URL of an OpenAI-compatible API (e.g. https://api.openai.com/v1), got ${JSON.stringify(defaultBaseUrl)}`,
     );
   }
-  const apiKey = (env.MODEL_API_KEY ?? "").trim();
-  if (apiKey.length === 0) throw new Error("MODEL_API_KEY is empty: set it with `wrangler secret put MODEL_API_KEY`");
-  const concurrency = readIntegerSetting("AGENT_CONCURRENCY", env.AGENT_CONCURRENCY, 1, MAX_AGENT_CONCURRENCY);
-  const inlineRetryMaxS = readIntegerSetting("INLINE_RETRY_MAX_S", env.INLINE_RETRY_MAX_S, 0, MAX_INLINE_RETRY_S);
-  return { modelBaseUrl: baseUrl, modelApiKey: apiKey, concurrency, inlineRetryMaxS };
+  const config = parseGatewayConfig(configText, defaultBaseUrl);
+  if (!config.ok) throw new Error(config.error);
+  const values = parseUpstreamKeys(env.UPSTREAM_KEYS);
+  if (!values.ok) throw new Error(values.error);
+
+  const credentials = new Map<string, UpstreamCredential>();
+  const missing: string[] = [];
+  for (const [upstreamName, upstream] of Object.entries(config.value.upstreams)) {
+    for (const key of upstream.keys) {
+      const fromSecret = (values.value[key.id] ?? "").trim();
+      const apiKey = fromSecret === "" && key.id === DEFAULT_KEY_ID ? (env.MODEL_API_KEY ?? "").trim() : fromSecret;
+      if (apiKey !== "") {
+        credentials.set(key.id, { baseUrl: upstream.base_url, apiKey });
+      } else if (key.id === DEFAULT_KEY_ID) {
+        missing.push(`"${key.id}" of upstream "${upstreamName}" (MODEL_API_KEY is empty: set it with \`wrangler secret put MODEL_API_KEY\`)`);
+      } else {
+        missing.push(`"${key.id}" of upstream "${upstreamName}"`);
+      }
+    }
+  }
+  if (missing.length > 0) {
+    throw new Error(`UPSTREAM_KEYS has no value for key ${missing.join(", ")}: add each key id with its API key to the UPSTREAM_KEYS secret`);
+  }
+  return { config: config.value, credentials };
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.protocol === "http:" || url.protocol === "https:";
+  } catch {
+    return false;
+  }
 }
 
 function readIntegerSetting(name: string, value: string | undefined, min: number, max: number): number {
@@ -47,22 +106,53 @@ function readIntegerSetting(name: string, value: string | undefined, min: number
   return n;
 }
 
-/** One model client per (base URL, key), kept for the life of the isolate. */
-let cachedModel: { baseUrl: string; apiKey: string; client: ModelClient } | null = null;
+interface GatewayCache {
+  /** The env text it was built from: a change (a new deploy, a rotated secret) rebuilds it. */
+  source: readonly string[];
+  config: GatewayConfig;
+  clients: Map<string, ModelClient>;
+}
 
-function modelClientFor(settings: AgentSettings): ModelClient {
-  if (cachedModel === null || cachedModel.baseUrl !== settings.modelBaseUrl || cachedModel.apiKey !== settings.modelApiKey) {
-    const client = createModelClient({ baseURL: settings.modelBaseUrl, apiKey: settings.modelApiKey });
-    cachedModel = { baseUrl: settings.modelBaseUrl, apiKey: settings.modelApiKey, client };
+/** The parsed gateway and one model client per (base URL, key), kept for the life of the isolate. */
+let cachedGateway: GatewayCache | null = null;
+
+function gatewayFor(env: GatewayEnv): GatewayCache {
+  const source = [env.GATEWAY_CONFIG ?? "", env.MODEL_BASE_URL ?? "", env.MODEL_API_KEY ?? "", env.UPSTREAM_KEYS ?? ""];
+  if (cachedGateway !== null && cachedGateway.source.every((text, i) => text === source[i])) return cachedGateway;
+  const setup = readGateway(env);
+  const byCredential = new Map<string, ModelClient>();
+  const clients = new Map<string, ModelClient>();
+  for (const [keyId, { baseUrl, apiKey }] of setup.credentials) {
+    // Two key ids with the same value on the same upstream share a client (and its connections).
+    const credential = `${baseUrl}\n${apiKey}`;
+    let client = byCredential.get(credential);
+    if (client === undefined) {
+      client = createModelClient({ baseURL: baseUrl, apiKey });
+      byCredential.set(credential, client);
+    }
+    clients.set(keyId, client);
   }
-  return cachedModel.client;
+  cachedGateway = { source, config: setup.config, clients };
+  return cachedGateway;
 }
 
 export function createTaskDeps(env: Env): ConsumeTasksDeps {
   const settings = readAgentSettings(env);
+  const { config, clients } = gatewayFor(env);
+  const gateway: ModelGateway = {
+    config,
+    clientFor(keyId) {
+      const client = clients.get(keyId);
+      // readGateway made a client for every key the config names, so this is a bug, not a setting.
+      if (client === undefined) throw new Error(`no model client for key "${keyId}"`);
+      return client;
+    },
+    keyPools: toKeyPools(env.KEY_POOL),
+    permitWaitMaxMs: settings.permitWaitMaxS * 1_000,
+  };
   return {
     rooms: toSwarmRooms(env.SWARM_ROOM),
-    model: modelClientFor(settings),
+    gateway,
     concurrency: settings.concurrency,
     inlineRetryMaxS: settings.inlineRetryMaxS,
   };

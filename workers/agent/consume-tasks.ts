@@ -1,7 +1,7 @@
 // The task-queue handler (short and long queues alike): runs each swarm's tasks in rounds (one claim
 // and one record RPC per swarm per round, see run-swarm-rounds.ts), then acks or retries each
 // message as the SwarmRoom said. It never acks a message whose outcome is not recorded.
-import type { ModelClient } from "../../src/model/model-client.ts";
+import type { ModelGateway } from "./call-with-permit.ts";
 import { createLimiter } from "./create-limiter.ts";
 import { groupPackets } from "./group-packets.ts";
 import { DEFAULT_INLINE_BUDGET } from "./inline-budget.ts";
@@ -14,7 +14,7 @@ import type { SwarmRooms } from "./swarm-rooms.ts";
 
 export interface ConsumeTasksDeps {
   rooms: SwarmRooms;
-  model: ModelClient;
+  gateway: ModelGateway;
   /** Model calls in flight at once, across the whole batch. */
   concurrency: number;
   /** A retry the SwarmRoom delays by at most this many seconds is re-run inside the invocation. */
@@ -25,6 +25,8 @@ export interface ConsumeTasksDeps {
   sleep?: (ms: number) => Promise<void>;
   /** Epoch ms; tests pass a fake clock. */
   now?: () => number;
+  /** Jitter of permit waits, in [0, 1). */
+  random?: () => number;
 }
 
 export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTasksDeps): Promise<void> {
@@ -35,6 +37,7 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
     refused: 0,
     ok: 0,
     failed: 0,
+    deferred: 0,
     threw: 0,
     inlineRounds: 0,
     inlineRetries: 0,
@@ -42,6 +45,9 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
     acked: 0,
     retried: 0,
     errors: {},
+    permitWaits: 0,
+    permitWaitMs: 0,
+    keyPoolErrors: 0,
   };
   const { swarms, unreadable } = groupPackets(batch);
 
@@ -49,16 +55,27 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
   // the batch. No round of any swarm has more tasks waiting than the batch has, so this bounds
   // the inline rounds too.
   const taskCount = swarms.reduce((n, s) => n + s.taskIds.length, 0);
+  const budget = deps.inlineBudget ?? DEFAULT_INLINE_BUDGET;
+  const wait = deps.sleep ?? sleep;
   const context: RoundsContext = {
     rooms: deps.rooms,
-    model: deps.model,
+    permits: {
+      gateway: deps.gateway,
+      denials: new Map(),
+      // A permit wait may not push a call past the point where the batch's calls must be over.
+      callsEndBy: started + budget.endWithinMs,
+      now,
+      sleep: wait,
+      random: deps.random ?? Math.random,
+      tally,
+    },
     limiter: createLimiter(deps.concurrency),
     waves: Math.max(1, Math.ceil(taskCount / deps.concurrency)),
     inlineRetryMaxS: deps.inlineRetryMaxS,
-    budget: deps.inlineBudget ?? DEFAULT_INLINE_BUDGET,
+    budget,
     batchStartedAt: started,
     now,
-    sleep: deps.sleep ?? sleep,
+    sleep: wait,
     tally,
   };
 

@@ -4,8 +4,10 @@
 // no message itself: it writes each task's fate, and the caller settles messages from them.
 import type { ErrorClass } from "../../src/core/error-class.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
-import type { ClaimedTask, ClaimResponse, RecordResponse, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
-import type { ModelCallResult, ModelClient } from "../../src/model/model-client.ts";
+import type { ClaimedTask, ClaimResponse, RecordResponse, TaskOutcome, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
+import type { ModelCallResult } from "../../src/model/model-client.ts";
+import { callWithPermit } from "./call-with-permit.ts";
+import type { PermitCallResult, PermitContext, PermitTally } from "./call-with-permit.ts";
 import type { Limiter } from "./create-limiter.ts";
 import type { SwarmPackets } from "./group-packets.ts";
 import { allowsInlineRound } from "./inline-budget.ts";
@@ -13,11 +15,13 @@ import type { InlineBudget } from "./inline-budget.ts";
 import type { TaskFate } from "./settle-messages.ts";
 import type { SwarmRoomRpc, SwarmRooms } from "./swarm-rooms.ts";
 
-export interface Tally {
+export interface Tally extends PermitTally {
   granted: number;
   refused: number;
   ok: number;
   failed: number;
+  /** Tasks handed back without a model call: no key had a permit in time. */
+  deferred: number;
   /** Runs that threw instead of returning a result (a bug): left unrecorded, their messages retried. */
   threw: number;
   /** Claims after a swarm's first one in this batch, and the tasks they asked for. */
@@ -33,7 +37,8 @@ export interface Tally {
 
 export interface RoundsContext {
   rooms: SwarmRooms;
-  model: ModelClient;
+  /** The gateway, keys and permits: shared by all swarms of the batch. */
+  permits: PermitContext;
   /** Shared by all swarms of the batch: bounds the model calls in flight across it. */
   limiter: Limiter;
   /** Rounds of calls the batch needs at its concurrency; every claim's lease covers them all. */
@@ -127,24 +132,18 @@ async function claimTasks(room: SwarmRoomRpc, swarmId: string, taskIds: string[]
 }
 
 /**
- * Runs each granted task as one model call under the shared limiter. A run that throws (the model
- * client never should) is logged and left out of the reports: its outcome is unknown, so its task
- * is not recorded and its message is retried; the other runs are still recorded.
+ * Runs each granted task as one model call under the shared limiter; its permit is taken inside
+ * the slot, so a call waiting for a key holds a slot (the concurrency bound stays one bound). A run
+ * that throws (the model client never should) is logged and left out of the reports: its outcome
+ * is unknown, so its task is not recorded and its message is retried; the others are recorded.
  */
 async function runTasks(config: TaskRunConfig, granted: ClaimedTask[], ctx: RoundsContext, fates: Map<string, TaskFate>): Promise<TaskReport[]> {
   const reports = await Promise.all(
     granted.map((task) =>
       ctx.limiter.run(async (): Promise<TaskReport | null> => {
-        let result: ModelCallResult;
+        let run: PermitCallResult;
         try {
-          result = await ctx.model.complete({
-            model: task.model,
-            system: config.system,
-            prompt: task.prompt,
-            maxOutputTokens: config.limits.max_output_tokens,
-            timeoutMs: task.timeoutS * 1_000,
-            responseFormat: config.responseFormat,
-          });
+          run = await callWithPermit(config, task, ctx.permits);
         } catch (error) {
           ctx.tally.threw += 1;
           fates.set(task.taskId, REDELIVER);
@@ -153,13 +152,13 @@ async function runTasks(config: TaskRunConfig, granted: ClaimedTask[], ctx: Roun
           );
           return null;
         }
-        if (result.ok) {
-          ctx.tally.ok += 1;
-        } else {
-          ctx.tally.failed += 1;
-          ctx.tally.errors[result.error.class] = (ctx.tally.errors[result.error.class] ?? 0) + 1;
+        if (run.kind === "not_called") {
+          countOutcome(ctx.tally, run.outcome);
+          return { taskId: task.taskId, attempt: task.attempt, outcome: run.outcome, calls: [] };
         }
-        return toTaskReport(task, result);
+        const report = toTaskReport(task, run.result);
+        countOutcome(ctx.tally, report.outcome);
+        return report;
       }),
     ),
   );
@@ -205,6 +204,17 @@ function applyActions(
   return short;
 }
 
+function countOutcome(tally: Tally, outcome: TaskOutcome): void {
+  if (outcome.kind === "succeeded") {
+    tally.ok += 1;
+  } else if (outcome.kind === "deferred") {
+    tally.deferred += 1;
+  } else {
+    tally.failed += 1;
+    tally.errors[outcome.class] = (tally.errors[outcome.class] ?? 0) + 1;
+  }
+}
+
 function toTaskReport(task: ClaimedTask, result: ModelCallResult): TaskReport {
   return {
     taskId: task.taskId,
@@ -215,7 +225,8 @@ function toTaskReport(task: ClaimedTask, result: ModelCallResult): TaskReport {
     calls: [
       {
         turn: 1,
-        // The model actually called: a fallback while the spec's model's circuit is open.
+        // The gateway name of the model called (a fallback while the spec's model's circuit is
+        // open), not the upstream's id for it: prices, circuits and reports are keyed by it.
         model: task.model,
         usage: result.usage,
         latencyMs: result.latencyMs,

@@ -14,9 +14,13 @@ export async function startSwarm(
   origin: StartSwarmInput["origin"],
 ): Promise<{ swarmId: string }> {
   const swarmId = deps.newSwarmId();
-  const { created, refused } = await deps.swarmRooms.start({ swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin });
-  // The room refuses a spec it cannot honour (e.g. a USD budget over a model without a price).
-  if (refused !== undefined && refused.length > 0) throw new ApiError("invalid_spec", "the swarm spec cannot be run as given", refused);
+  const { created, refused, code } = await deps.swarmRooms.start({ swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin });
+  // The room refuses what it cannot honour: a USD budget over a model without a price, a model the
+  // gateway does not serve (400), or a tenant whose monthly budget is spent (402).
+  if (refused !== undefined && refused.length > 0) {
+    if (code === "budget_exceeded") throw new ApiError("budget_exceeded", "this API token's monthly budget is spent", refused);
+    throw new ApiError("invalid_spec", "the swarm spec cannot be run as given", refused);
+  }
   // 100 random bits make a collision practically impossible; if the room says otherwise, the id
   // source is broken, and that must be loud rather than hand the caller someone else's swarm.
   if (!created) throw new Error(`SwarmRoom ${swarmId} already existed when it was started`);

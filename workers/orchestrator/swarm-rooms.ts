@@ -5,7 +5,7 @@ import type { ResultsPage, StartSwarmInput, SwarmStatus } from "../../src/core/s
 import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
 
 export interface SwarmRooms {
-  start(input: StartSwarmInput): Promise<{ created: boolean; refused?: ErrorDetail[] }>;
+  start(input: StartSwarmInput): Promise<{ created: boolean; refused?: ErrorDetail[]; code?: "invalid_spec" | "budget_exceeded" }>;
   /** null: no such swarm, or it belongs to another tenant (the caller answers 404 either way). */
   getStatus(swarmId: string, tenant: string): Promise<SwarmStatus | null>;
   getResults(swarmId: string, tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null>;

@@ -1,200 +1,8 @@
 // consumeTasks against a fake SwarmRoom and a fake model: the RPC failure paths a real Durable
 // Object can't be made to produce on demand, the one-RPC-per-swarm rule and the concurrency bound.
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
-import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import { LimitsSchema } from "../../../src/core/spec-schema.ts";
-import type { ClaimedTask, ClaimOptions, ClaimRefusal, ClaimResponse, RecordResponse, TaskReport } from "../../../src/core/swarm-contract.ts";
-import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
-import { consumeTasks } from "../consume-tasks.ts";
-import type { SwarmRoomRpc, SwarmRooms } from "../swarm-rooms.ts";
-
-const USAGE = { prompt_tokens: 10, cached_tokens: 0, completion_tokens: 5, reasoning_tokens: 0, total_tokens: 15 };
-
-function message(id: string, swarmId: string, taskIds: string[], attempts = 1): MessageBatchMessage<unknown> {
-  return { id, timestamp: new Date(), attempts, body: { v: 1, swarm_id: swarmId, task_ids: taskIds } };
-}
-
-/** A SwarmRoom that grants every claimable task (attempt = previous + 1) and acks every report, unless told otherwise. */
-class FakeRoom implements SwarmRoomRpc {
-  claims: string[][] = [];
-  claimOptions: (ClaimOptions | undefined)[] = [];
-  /** Fake-clock readings of each claim and each recordResults answer. */
-  claimedAt: number[] = [];
-  answeredAt: number[] = [];
-  /** Claims answer these tasks with a refusal instead of a grant. */
-  refusals = new Map<string, ClaimRefusal>();
-  /** The model and per-call timeout a granted task carries (default mock-1, 7 s). */
-  models = new Map<string, string>();
-  timeouts = new Map<string, number>();
-  attempts = new Map<string, number>();
-  records: TaskReport[][] = [];
-  /** Claims throw from this claim number on (1-based); null = never. */
-  claimErrorFrom: number | null = null;
-  /** recordResults throws this many times before it answers. */
-  recordFailures = 0;
-  answer: (reports: TaskReport[]) => RecordResponse = ackAll;
-  constructor(
-    readonly swarmId: string,
-    readonly clock: () => number = Date.now,
-  ) {}
-
-  async claim(taskIds: string[], options?: ClaimOptions): Promise<ClaimResponse> {
-    this.claims.push(taskIds);
-    this.claimOptions.push(options);
-    this.claimedAt.push(this.clock());
-    if (this.claimErrorFrom !== null && this.claims.length >= this.claimErrorFrom) throw new Error("Durable Object is overloaded");
-    const granted: ClaimedTask[] = [];
-    const refused: ClaimResponse["refused"] = [];
-    for (const taskId of taskIds) {
-      const reason = this.refusals.get(taskId);
-      if (reason !== undefined) {
-        refused.push({ taskId, reason });
-        continue;
-      }
-      const attempt = (this.attempts.get(taskId) ?? 0) + 1;
-      this.attempts.set(taskId, attempt);
-      granted.push({
-        taskId,
-        attempt,
-        prompt: `prompt of ${taskId}`,
-        model: this.models.get(taskId) ?? "mock-1",
-        timeoutS: this.timeouts.get(taskId) ?? 7,
-        leaseUntil: this.clock() + 60_000,
-      });
-    }
-    return {
-      config: { swarmId: this.swarmId, model: "mock-1", system: "sys", limits: LimitsSchema.parse({ timeout_s: 7, max_output_tokens: 33 }), responseFormat: null },
-      granted,
-      refused,
-    };
-  }
-
-  async recordResults(reports: TaskReport[]): Promise<RecordResponse> {
-    this.records.push(reports);
-    if (this.recordFailures > 0) {
-      this.recordFailures -= 1;
-      throw new Error("Durable Object reset because its code was updated");
-    }
-    this.answeredAt.push(this.clock());
-    return this.answer(reports);
-  }
-
-  async recordDeadLetter(): Promise<void> {}
-}
-
-function ackAll(reports: TaskReport[]): RecordResponse {
-  return { actions: reports.map((r) => ({ taskId: r.taskId, action: "ack", delaySeconds: 0 })) };
-}
-
-/** Like the SwarmRoom: a failed attempt below `maxAttempts` is retried after `delaySeconds`, anything else is acked. */
-function retryFailures(delaySeconds: number, maxAttempts = 10): (reports: TaskReport[]) => RecordResponse {
-  return (reports) => ({
-    actions: reports.map((r) =>
-      r.outcome.kind === "failed" && r.attempt < maxAttempts
-        ? { taskId: r.taskId, action: "retry", delaySeconds }
-        : { taskId: r.taskId, action: "ack", delaySeconds: 0 },
-    ),
-  });
-}
-
-function roomsOf(...rooms: FakeRoom[]): SwarmRooms {
-  return (swarmId) => {
-    const room = rooms.find((r) => r.swarmId === swarmId);
-    if (room === undefined) throw new Error(`no fake room for ${swarmId}`);
-    return room;
-  };
-}
-
-/** A model that answers after `delayMs`, counting calls and the most it had in flight. */
-function fakeModel(delayMs = 5, answer: (req: ModelRequest) => ModelCallResult = okResult) {
-  const requests: ModelRequest[] = [];
-  let inFlight = 0;
-  let maxInFlight = 0;
-  const client: ModelClient = {
-    async complete(request) {
-      requests.push(request);
-      inFlight += 1;
-      maxInFlight = Math.max(maxInFlight, inFlight);
-      try {
-        await new Promise((resolve) => setTimeout(resolve, delayMs));
-        return answer(request);
-      } finally {
-        inFlight -= 1;
-      }
-    },
-  };
-  return { client, requests, maxInFlight: () => maxInFlight };
-}
-
-function okResult(request: ModelRequest): ModelCallResult {
-  return { ok: true, text: `answer to ${request.prompt}`, finishReason: "stop", usage: USAGE, latencyMs: 5, startedAt: Date.now() };
-}
-
-const RATE_LIMITED: ModelCallResult = {
-  ok: false,
-  error: { class: "rate_limited", retryable: true, retryAfterMs: 1_000, message: "429 Too Many Requests" },
-  usage: null,
-  latencyMs: 3,
-  startedAt: 1_700_000_000_000,
-};
-
-/** A model that answers the prompts' scripted results in order (then ok), one script per prompt. */
-function scriptedModel(scripts: Record<string, ModelCallResult[]>, onCall: () => void = () => {}) {
-  const queues = new Map(Object.entries(scripts).map(([prompt, results]) => [prompt, [...results]]));
-  return fakeModel(1, (request) => {
-    onCall();
-    return queues.get(request.prompt)?.shift() ?? okResult(request);
-  });
-}
-
-/** A clock that only moves when the consumer sleeps (or a test moves it). */
-function fakeClock() {
-  const clock = { t: 1_800_000_000_000, sleeps: [] as number[] };
-  return {
-    clock,
-    now: () => clock.t,
-    sleep: async (ms: number): Promise<void> => {
-      clock.sleeps.push(ms);
-      clock.t += ms;
-    },
-  };
-}
-
-const BASE = { concurrency: 8, inlineRetryMaxS: 2 } as const;
-
-async function run(messages: MessageBatchMessage<unknown>[], deps: Parameters<typeof consumeTasks>[1]): Promise<QueueResult> {
-  return (await runObserved(messages, deps)).result;
-}
-
-/** Runs a batch and also returns each retried message's delaySeconds, which getQueueResult does not report. */
-async function runObserved(
-  messages: MessageBatchMessage<unknown>[],
-  deps: Parameters<typeof consumeTasks>[1],
-  /** Receives `ack:<id>` when a message is acked, to order acks against other events. */
-  events: string[] = [],
-): Promise<{ result: QueueResult; delays: Map<string, number | undefined> }> {
-  const batch = createMessageBatch("edgeswarm-tasks", messages);
-  const delays = new Map<string, number | undefined>();
-  for (const m of batch.messages) {
-    const retry = m.retry.bind(m);
-    m.retry = (options) => {
-      delays.set(m.id, options?.delaySeconds);
-      retry(options);
-    };
-    const ack = m.ack.bind(m);
-    m.ack = () => {
-      events.push(`ack:${m.id}`);
-      ack();
-    };
-  }
-  const ctx = createExecutionContext();
-  await consumeTasks(batch, deps);
-  return { result: await getQueueResult(batch, ctx), delays };
-}
-
-const noWait = async (): Promise<void> => {};
-
+import { directGateway } from "./fake-gateway.ts";
+import { BASE, FakeRoom, fakeClock, fakeModel, message, noWait, okResult, RATE_LIMITED, retryFailures, roomsOf, run, runObserved, scriptedModel, USAGE } from "./fake-room.ts";
 describe("consumeTasks with a fake SwarmRoom: one round", () => {
   it("makes one claim and one record per swarm, sends the task's settings to the model, and acks", async () => {
     const a = new FakeRoom("sw_a");
@@ -202,7 +10,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     const model = fakeModel();
     const result = await run(
       [message("m1", "sw_a", ["t1", "t2"]), message("m2", "sw_b", ["t1"]), message("m3", "sw_a", ["t3"])],
-      { ...BASE, rooms: roomsOf(a, b), model: model.client, sleep: noWait },
+      { ...BASE, rooms: roomsOf(a, b), gateway: directGateway(model.client), sleep: noWait },
     );
     expect(a.claims).toEqual([["t1", "t2", "t3"]]);
     expect(b.claims).toEqual([["t1"]]);
@@ -232,7 +40,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     a.models.set("t1", "fallback-1");
     a.timeouts.set("t2", 600);
     const model = fakeModel();
-    await run([message("m1", "sw_a", ["t1", "t2"])], { ...BASE, rooms: roomsOf(a), model: model.client });
+    await run([message("m1", "sw_a", ["t1", "t2"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client) });
     const byPrompt = new Map(model.requests.map((r) => [r.prompt, r]));
     expect(byPrompt.get("prompt of t1")).toMatchObject({ model: "fallback-1", timeoutMs: 7_000 });
     // Not the swarm config's model or limits.timeout_s (mock-1, 7 s).
@@ -247,7 +55,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t1", "t2"])], {
       ...BASE,
       rooms: roomsOf(a),
-      model: model.client,
+      gateway: directGateway(model.client),
     });
     expect(a.claims).toEqual([["t1", "t2"]]);
     expect(model.requests.map((r) => r.prompt).sort()).toEqual(["prompt of t1", "prompt of t2"]);
@@ -260,7 +68,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     const messages = rooms.flatMap((room, i) =>
       Array.from({ length: 4 }, (_, j) => message(`m${i}-${j}`, room.swarmId, [`t${j}a`, `t${j}b`])),
     );
-    const result = await run(messages, { ...BASE, rooms: roomsOf(...rooms), model: model.client, concurrency: 5 });
+    const result = await run(messages, { ...BASE, rooms: roomsOf(...rooms), gateway: directGateway(model.client), concurrency: 5 });
     expect(model.requests).toHaveLength(24);
     expect(model.maxInFlight()).toBe(5);
     expect(result.explicitAcks).toHaveLength(12);
@@ -272,7 +80,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     await run([message("m1", "sw_a", ["t1", "t2", "t3"]), message("m2", "sw_b", ["t1", "t2"])], {
       ...BASE,
       rooms: roomsOf(a, b),
-      model: fakeModel().client,
+      gateway: directGateway(fakeModel().client),
       concurrency: 2,
     });
     // 5 tasks at 2 calls at once: 3 rounds.
@@ -284,7 +92,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     const a = new FakeRoom("sw_a");
     a.refusals.set("t2", "deferred");
     const model = fakeModel();
-    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), model: model.client });
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client) });
     expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t1"]);
     expect(result.explicitAcks).toEqual(["m1"]);
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m2"]);
@@ -294,7 +102,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     const a = new FakeRoom("sw_a");
     a.refusals.set("t1", reason);
     const model = fakeModel();
-    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), model: model.client });
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client) });
     expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t2"]);
     expect(a.records).toEqual([[expect.objectContaining({ taskId: "t2" })]]);
     expect(result.explicitAcks.sort()).toEqual(["m1", "m2"]);
@@ -315,7 +123,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     const { result, delays } = await runObserved([message("m1", "sw_a", ["t1", "t2"]), message("m2", "sw_a", ["t3"])], {
       ...BASE,
       rooms: roomsOf(a),
-      model: model.client,
+      gateway: directGateway(model.client),
       now: time.now,
       sleep: time.sleep,
     });
@@ -330,7 +138,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
   it("retries a message whose task the SwarmRoom gave no action for, rather than acking it", async () => {
     const a = new FakeRoom("sw_a");
     a.answer = () => ({ actions: [{ taskId: "t1", action: "ack", delaySeconds: 0 }] });
-    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), model: fakeModel().client });
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(fakeModel().client) });
     expect(result.explicitAcks).toEqual(["m1"]);
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m2"]);
   });
@@ -340,7 +148,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     const b = new FakeRoom("sw_b");
     a.claimErrorFrom = 1;
     const model = fakeModel();
-    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_b", ["t1"])], { ...BASE, rooms: roomsOf(a, b), model: model.client });
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_b", ["t1"])], { ...BASE, rooms: roomsOf(a, b), gateway: directGateway(model.client) });
     expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t1"]);
     expect(a.records).toEqual([]);
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m1"]);
@@ -355,7 +163,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     const result = await run([message("m1", "sw_a", ["t1", "t2"])], {
       ...BASE,
       rooms: roomsOf(a),
-      model: model.client,
+      gateway: directGateway(model.client),
       sleep: async (ms) => {
         waits.push(ms);
       },
@@ -378,7 +186,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], {
       ...BASE,
       rooms: roomsOf(a),
-      model: fakeModel().client,
+      gateway: directGateway(fakeModel().client),
       sleep: noWait,
     });
     expect(a.records).toHaveLength(4);
@@ -389,7 +197,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
   it("reports a failed call with its class and the usage the upstream sent", async () => {
     const a = new FakeRoom("sw_a");
     a.answer = retryFailures(60);
-    await run([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(a), model: fakeModel(1, () => RATE_LIMITED).client, concurrency: 1 });
+    await run([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(fakeModel(1, () => RATE_LIMITED).client), concurrency: 1 });
     expect(a.records[0]).toEqual([
       {
         taskId: "t1",
@@ -411,7 +219,7 @@ describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
       ...BASE,
       concurrency: 4,
       rooms: roomsOf(a),
-      model: model.client,
+      gateway: directGateway(model.client),
       now: time.now,
       sleep: time.sleep,
     });
@@ -443,7 +251,7 @@ describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
       return claim(taskIds, options);
     };
     const model = scriptedModel({ "prompt of t1": [RATE_LIMITED] });
-    await runObserved([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), model: model.client, sleep: noWait }, events);
+    await runObserved([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client), sleep: noWait }, events);
     expect(events).toEqual(["claim:t1,t2", "ack:m2", "claim:t1", "ack:m1"]);
   });
 
@@ -456,7 +264,7 @@ describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
       message(`${room.swarmId}-1`, room.swarmId, [`${room.swarmId}-t1`, `${room.swarmId}-t2`]),
       message(`${room.swarmId}-2`, room.swarmId, [`${room.swarmId}-t3`]),
     ]);
-    const result = await run(messages, { ...BASE, concurrency: 2, rooms: roomsOf(...rooms), model: model.client, sleep: noWait });
+    const result = await run(messages, { ...BASE, concurrency: 2, rooms: roomsOf(...rooms), gateway: directGateway(model.client), sleep: noWait });
     for (const room of rooms) {
       const tasks = [1, 2, 3].map((n) => `${room.swarmId}-t${n}`);
       expect(room.claims).toEqual([tasks, tasks, tasks]);
@@ -478,7 +286,7 @@ describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
     const { result, delays } = await runObserved([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], {
       ...BASE,
       rooms: roomsOf(a),
-      model: model.client,
+      gateway: directGateway(model.client),
       sleep: noWait,
       inlineBudget: { maxRounds: 2, startWithinMs: 120_000, endWithinMs: 720_000 },
     });
@@ -501,7 +309,7 @@ describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
     const { result, delays } = await runObserved([message("m1", "sw_a", ["t1"])], {
       ...BASE,
       rooms: roomsOf(a),
-      model: model.client,
+      gateway: directGateway(model.client),
       now: time.now,
       sleep: time.sleep,
     });
@@ -520,7 +328,7 @@ describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
     const { delays } = await runObserved([message("m1", "sw_a", ["t1"])], {
       ...BASE,
       rooms: roomsOf(a),
-      model: model.client,
+      gateway: directGateway(model.client),
       now: time.now,
       sleep: time.sleep,
     });
@@ -541,7 +349,7 @@ describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
     };
     const model = fakeModel(1, (request) => (request.prompt === "prompt of t5" ? okResult(request) : RATE_LIMITED));
     const messages = ["t1", "t2", "t3", "t4", "t5"].map((t, i) => message(`m${i + 1}`, "sw_a", [t]));
-    const result = await run(messages, { ...BASE, rooms: roomsOf(a), model: model.client, sleep: noWait });
+    const result = await run(messages, { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client), sleep: noWait });
     expect(a.claims).toEqual([["t1", "t2", "t3", "t4", "t5"], ["t1", "t2", "t3", "t4"]]);
     expect(model.requests).toHaveLength(5);
     expect(a.records).toHaveLength(1);
@@ -554,7 +362,7 @@ describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
     a.answer = retryFailures(1);
     a.claimErrorFrom = 2;
     const model = scriptedModel({ "prompt of t1": [RATE_LIMITED] });
-    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), model: model.client, sleep: noWait });
+    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client), sleep: noWait });
     expect(a.claims).toHaveLength(2);
     expect(model.requests).toHaveLength(2);
     expect(result.explicitAcks).toEqual(["m2"]);
@@ -574,7 +382,7 @@ describe("consumeTasks with a fake SwarmRoom: a run that throws halfway through 
       ...BASE,
       concurrency: 1,
       rooms: roomsOf(a),
-      model: model.client,
+      gateway: directGateway(model.client),
     });
     expect(model.requests).toHaveLength(3);
     expect(a.records.map((round) => round.map((r) => r.taskId))).toEqual([["t1", "t3"]]);
@@ -591,7 +399,7 @@ describe("consumeTasks with a fake SwarmRoom: a run that throws halfway through 
       if (request.prompt === "prompt of t2") throw new TypeError("Cannot read properties of undefined");
       return okResult(request);
     });
-    const result = await run([message("m1", "sw_a", ["t1", "t2"])], { ...BASE, rooms: roomsOf(a), model: model.client });
+    const result = await run([message("m1", "sw_a", ["t1", "t2"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client) });
     expect(a.records.map((round) => round.map((r) => r.taskId))).toEqual([["t1"]]);
     expect(result.explicitAcks).toEqual([]);
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m1"]);

@@ -12,6 +12,7 @@ import type { ModelClient, ModelRequest } from "../../../src/model/model-client.
 import { consumeTasks } from "../consume-tasks.ts";
 import { toSwarmRooms } from "../swarm-rooms.ts";
 import worker from "../index.ts";
+import { directGateway } from "./fake-gateway.ts";
 
 const TENANT = "tk_agent_test";
 const TASK_QUEUE = "edgeswarm-tasks";
@@ -160,7 +161,7 @@ async function deliverWith(
   const model: ModelClient = { complete: (request) => wrap(request, () => real.complete(request)) };
   const batch = createMessageBatch(TASK_QUEUE, messages);
   const ctx = createExecutionContext();
-  await consumeTasks(batch, { rooms: toSwarmRooms(env.SWARM_ROOM), model, concurrency: 8, inlineRetryMaxS: 2 });
+  await consumeTasks(batch, { rooms: toSwarmRooms(env.SWARM_ROOM), gateway: directGateway(model), concurrency: 8, inlineRetryMaxS: 2 });
   return getQueueResult(batch, ctx);
 }
 

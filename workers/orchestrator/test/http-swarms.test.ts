@@ -224,6 +224,15 @@ describe("budgets and model mixes", () => {
     expect(error.details).toEqual([{ path: "budget.max_usd", message: expect.stringContaining('"unpriced-model" has no price') }]);
   });
 
+  it("answers 402 budget_exceeded when the token's monthly budget cannot pay for one call", async () => {
+    // vitest.config.ts caps the tenant of test-token-capped at $0.000001 a month.
+    const response = await callApi("/v1/swarms", { json: validSpec(), token: "test-token-capped" });
+    expect(response.status).toBe(402);
+    const error = await readErrorBody(response);
+    expect(error.code).toBe("budget_exceeded");
+    expect(error.details[0]?.message).toMatch(/monthly budget \(\$0\.000001\) for \d{4}-\d{2} is spent/);
+  });
+
   it("starts a weighted mix and shows its models", async () => {
     const created = await createSwarm(validSpec({ model: [{ model: "deepseek-v3.2", weight: 60 }, { model: "kimi-k2.5", weight: 40 }] }));
     const status = z.object({ model: z.string(), models: z.array(z.object({ model: z.string(), weight: z.number() })) }).parse(

@@ -1,0 +1,253 @@
+// One task's model call through the gateway: route its model to an upstream, take a permit from one
+// of that upstream's keys (waiting a bounded time), call, and always hand the permit back. It never
+// retries a call: a task that gets no permit is handed back to the SwarmRoom, deferred, unpaid.
+import type { ErrorClass } from "../../src/core/error-class.ts";
+import { estimatePromptTokens } from "../../src/core/estimate-swarm.ts";
+import { resolveModelRoute } from "../../src/core/gateway-config.ts";
+import type { GatewayConfig, ModelRoute, UpstreamKey } from "../../src/core/gateway-config.ts";
+import type { AcquireResponse, KeyLimits, PermitOutcome, ReleaseRequest } from "../../src/core/key-pool-contract.ts";
+import { orderKeys } from "../../src/core/order-keys.ts";
+import type { ClaimedTask, TaskOutcome, TaskRunConfig } from "../../src/core/swarm-contract.ts";
+import type { ModelCallResult, ModelClient, ModelRequest } from "../../src/model/model-client.ts";
+import type { KeyPools } from "./key-pools.ts";
+
+export interface ModelGateway {
+  config: GatewayConfig;
+  /** The client that calls with key `keyId`; key ids are unique across upstreams, so it names the upstream too. */
+  clientFor(keyId: string): ModelClient;
+  keyPools: KeyPools;
+  /** The longest one call waits for a permit, in all, before its task is handed back. */
+  permitWaitMaxMs: number;
+}
+
+type Denial = Extract<AcquireResponse, { granted: false }>;
+type DenialReason = Denial["reason"];
+
+/**
+ * Denials a KeyPool gave during this batch that hold for any call on the key, whatever its size
+ * (rpm, in flight, cooldown, quarantine): key id → until when (epoch ms; Infinity = quarantined).
+ * The batch's other calls wait on them without asking again, so N waiting calls cost the KeyPool
+ * one RPC per key and retry time, not N (one KeyPool serves every isolate and is single-threaded).
+ */
+export type KeyDenials = Map<string, { until: number; reason: DenialReason }>;
+
+export interface PermitTally {
+  /** Sleeps waiting for a permit, and their total length. */
+  permitWaits: number;
+  permitWaitMs: number;
+  /** acquire or release RPCs that threw. */
+  keyPoolErrors: number;
+}
+
+export interface PermitContext {
+  gateway: ModelGateway;
+  /** Shared by the whole batch. */
+  denials: KeyDenials;
+  /** Epoch ms by which every call of the batch must be over (the inline budget's end). */
+  callsEndBy: number;
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+  /** Jitter for permit waits, in [0, 1); tests pass a fixed one. */
+  random: () => number;
+  tally: PermitTally;
+}
+
+export type PermitCallResult =
+  | { kind: "called"; result: ModelCallResult }
+  /** No model call was made: the task's outcome as it stands (deferred, or failed for good). */
+  | { kind: "not_called"; outcome: TaskOutcome };
+
+/** A permit outlives the call's own timeout by this much before the KeyPool reclaims it. */
+const LEASE_MARGIN_MS = 30_000;
+/** When every KeyPool RPC threw: they are usually back within a couple of seconds. */
+const KEY_POOL_DOWN_RETRY_MS = 2_000;
+/** When every key is quarantined: nothing frees it but an operator, so look again now and then. */
+const QUARANTINED_RETRY_MS = 5_000;
+/**
+ * Waiters whose keys free up at the same moment would all ask at that moment; a little jitter
+ * (up to half the wait, at most this much) spreads them out.
+ */
+const MAX_JITTER_MS = 250;
+
+/** Token-independent reasons: true of the key for any call, so the batch may share them. */
+const SHARED_REASONS: ReadonlySet<DenialReason> = new Set<DenialReason>(["rpm", "in_flight", "cooldown", "quarantined"]);
+
+/**
+ * Runs the task's one model call. Throws only if the model client throws (a bug), and then only
+ * after the permit is released.
+ */
+export async function callWithPermit(config: TaskRunConfig, task: ClaimedTask, ctx: PermitContext): Promise<PermitCallResult> {
+  const route = resolveModelRoute(ctx.gateway.config, task.model);
+  if (route === null) return notCalled(permanentFailure("not_found", `model ${task.model} is not served by the gateway`));
+  const request: ModelRequest = {
+    // The upstream's own id; the CallRecord keeps the gateway name, which prices and reports use.
+    model: route.upstreamModel,
+    system: config.system,
+    prompt: task.prompt,
+    maxOutputTokens: config.limits.max_output_tokens,
+    timeoutMs: task.timeoutS * 1_000,
+    responseFormat: config.responseFormat,
+  };
+
+  const only = route.keys[0];
+  if (route.keys.length === 1 && only !== undefined && !hasLimits(only)) {
+    // One key without limits (the default config): a KeyPool would have nothing to count and no
+    // other key to turn to, so its two RPCs per call would buy nothing. A 429 still shrinks the
+    // swarm's window and is retried after its Retry-After by the SwarmRoom, as before the gateway.
+    return { kind: "called", result: await ctx.gateway.clientFor(only.id).complete(request) };
+  }
+
+  const permitRequest: PermitRequest = {
+    tokens: estimatePromptTokens(config.system, task.prompt) + config.limits.max_output_tokens,
+    leaseMs: request.timeoutMs + LEASE_MARGIN_MS,
+    // A wait must leave the call its whole timeout inside both the batch's budget and the task's lease.
+    latestStart: Math.min(ctx.callsEndBy, task.leaseUntil) - request.timeoutMs,
+  };
+  const keys = orderKeys(route.keys, config.swarmId, task.taskId, task.attempt);
+  const permit = await acquirePermit(route, keys, permitRequest, ctx);
+  if (permit.kind === "none") return notCalled(permit.outcome);
+
+  let result: ModelCallResult | null = null;
+  try {
+    result = await ctx.gateway.clientFor(permit.keyId).complete(request);
+    return { kind: "called", result };
+  } finally {
+    const release: ReleaseRequest = {
+      permitId: permit.permitId,
+      tokens: result?.usage?.total_tokens ?? null,
+      outcome: toPermitOutcome(result),
+      retryAfterMs: result === null || result.ok ? null : result.error.retryAfterMs,
+    };
+    await releasePermit(permit.keyId, release, ctx);
+  }
+}
+
+/** How a call ended, as far as its key is concerned; null = the client threw. */
+export function toPermitOutcome(result: ModelCallResult | null): PermitOutcome {
+  if (result === null) return "error";
+  if (result.ok) return "ok";
+  switch (result.error.class) {
+    case "rate_limited":
+      return "rate_limited";
+    case "auth":
+    case "quota_exceeded":
+      return "key_rejected";
+    default:
+      return "error";
+  }
+}
+
+function hasLimits(key: UpstreamKey): boolean {
+  return key.rpm !== undefined || key.tpm !== undefined || key.max_in_flight !== undefined;
+}
+
+function toKeyLimits(key: UpstreamKey): KeyLimits {
+  return { rpm: key.rpm ?? null, tpm: key.tpm ?? null, maxInFlight: key.max_in_flight ?? null };
+}
+
+type PermitAttempt = { kind: "granted"; keyId: string; permitId: string } | { kind: "none"; outcome: TaskOutcome };
+
+interface PermitRequest {
+  tokens: number;
+  leaseMs: number;
+  /** Epoch ms after which no wait may end. */
+  latestStart: number;
+}
+
+/**
+ * Asks the keys in order; the first grant wins. While none grants, waits for the soonest key the
+ * KeyPools named, as long as the total wait stays within PERMIT_WAIT_MAX_S and `latestStart`.
+ * Cost: a call with a permit makes two KeyPool RPCs (acquire, release), plus one acquire per key
+ * asked in vain; a KeyPool takes ~500-1,000 RPCs/s, i.e. a few hundred calls/s per key.
+ */
+async function acquirePermit(route: ModelRoute, keys: readonly UpstreamKey[], request: PermitRequest, ctx: PermitContext): Promise<PermitAttempt> {
+  const startedAt = ctx.now();
+  for (;;) {
+    const now = ctx.now();
+    let soonestMs: number | null = null;
+    let unreachable = 0;
+    let tooLarge = 0;
+    const reasons = new Set<string>();
+    for (const key of keys) {
+      const known = ctx.denials.get(key.id);
+      let denial: Denial;
+      if (known !== undefined && known.until > now) {
+        denial = { granted: false, reason: known.reason, retryAfterMs: known.until === Infinity ? null : known.until - now };
+      } else {
+        const answer = await askKeyPool(route, key, request, ctx);
+        if (answer === null) {
+          unreachable += 1;
+          reasons.add("KeyPool unreachable");
+          continue;
+        }
+        if (answer.granted) return { kind: "granted", keyId: key.id, permitId: answer.permitId };
+        denial = answer;
+        if (SHARED_REASONS.has(denial.reason)) {
+          ctx.denials.set(key.id, { until: denial.retryAfterMs === null ? Infinity : now + denial.retryAfterMs, reason: denial.reason });
+        }
+      }
+      reasons.add(denial.reason);
+      if (denial.reason === "too_large") tooLarge += 1;
+      // null: not before an operator acts (quarantined, or too large for the key): skip the key.
+      if (denial.retryAfterMs !== null) soonestMs = Math.min(soonestMs ?? Infinity, denial.retryAfterMs);
+    }
+
+    const why = `no key of upstream ${route.upstream} had a permit: ${[...reasons].join(", ")}`;
+    if (soonestMs === null) {
+      if (tooLarge > 0 && tooLarge === keys.length) {
+        return {
+          kind: "none",
+          outcome: permanentFailure(
+            "bad_request",
+            `the call reserves ${request.tokens} tokens (prompt estimate + max_output_tokens), more than the tpm of any key of upstream ${route.upstream}`,
+          ),
+        };
+      }
+      return deferred(unreachable > 0 ? KEY_POOL_DOWN_RETRY_MS : QUARANTINED_RETRY_MS, why);
+    }
+    const waitMs = Math.ceil(soonestMs + ctx.random() * Math.min(soonestMs / 2, MAX_JITTER_MS));
+    if (now - startedAt + waitMs > ctx.gateway.permitWaitMaxMs || now + waitMs > request.latestStart) return deferred(soonestMs, why);
+    ctx.tally.permitWaits += 1;
+    ctx.tally.permitWaitMs += waitMs;
+    await ctx.sleep(waitMs);
+  }
+}
+
+/** The KeyPool's answer, or null when the RPC failed (counted as no permit from that key). */
+async function askKeyPool(route: ModelRoute, key: UpstreamKey, request: PermitRequest, ctx: PermitContext): Promise<AcquireResponse | null> {
+  try {
+    return await ctx.gateway.keyPools(key.id).acquire({ limits: toKeyLimits(key), tokens: request.tokens, leaseMs: request.leaseMs });
+  } catch (error) {
+    ctx.tally.keyPoolErrors += 1;
+    console.error(JSON.stringify({ event: "key_pool_rpc_failed", rpc: "acquire", upstream: route.upstream, key_id: key.id, error: messageOf(error) }));
+    return null;
+  }
+}
+
+/** Never fatal: a permit that is not released is reclaimed when its lease ends. */
+async function releasePermit(keyId: string, request: ReleaseRequest, ctx: PermitContext): Promise<void> {
+  // A call that ended frees an in-flight slot: the batch's other calls may ask again at once.
+  if (ctx.denials.get(keyId)?.reason === "in_flight") ctx.denials.delete(keyId);
+  try {
+    await ctx.gateway.keyPools(keyId).release(request);
+  } catch (error) {
+    ctx.tally.keyPoolErrors += 1;
+    console.error(JSON.stringify({ event: "key_pool_rpc_failed", rpc: "release", key_id: keyId, outcome: request.outcome, error: messageOf(error) }));
+  }
+}
+
+function deferred(retryAfterMs: number, reason: string): PermitAttempt {
+  return { kind: "none", outcome: { kind: "deferred", retryAfterMs: Math.max(0, Math.ceil(retryAfterMs)), reason } };
+}
+
+function notCalled(outcome: TaskOutcome): PermitCallResult {
+  return { kind: "not_called", outcome };
+}
+
+function permanentFailure(errorClass: ErrorClass, message: string): TaskOutcome {
+  return { kind: "failed", class: errorClass, retryable: false, retryAfterMs: null, message };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
