@@ -28,7 +28,7 @@ export function worstCaseCall(promptBytes: number, maxOutputTokens: number, pric
 }
 
 /** An upstream answers these with an HTTP error before generating anything: nothing is billed. */
-function isUnbilledError(errorClass: ErrorClass | null): boolean {
+export function isUnbilledError(errorClass: ErrorClass | null): boolean {
   switch (errorClass) {
     case "rate_limited":
     case "upstream_error":

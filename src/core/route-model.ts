@@ -1,6 +1,7 @@
 // Model routing: a spec's `model` is one name or a weighted mix; each task is assigned one model of
 // the mix by a hash of swarm and task id, so a rerun routes the same way. No I/O.
 import type { ModelChoice } from "./spec-schema.ts";
+import { hash32 } from "./hash32.ts";
 
 export interface WeightedModel {
   model: string;
@@ -21,21 +22,6 @@ export function toModelLabel(choice: ModelChoice): string {
   return toModelMix(choice)
     .map(({ model, weight }) => `${model}:${weight}`)
     .join(",");
-}
-
-/** 32-bit FNV-1a over UTF-16 code units, finished with murmur3's avalanche so nearby ids spread. */
-function hash32(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i += 1) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }
 
 /** The model of the mix this task runs on: deterministic in (swarm id, task id). */

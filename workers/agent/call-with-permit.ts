@@ -10,6 +10,7 @@ import { orderKeys } from "../../src/core/order-keys.ts";
 import type { ClaimedTask, TaskOutcome, TaskRunConfig } from "../../src/core/swarm-contract.ts";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../src/model/model-client.ts";
 import type { KeyPools } from "./key-pools.ts";
+import { isUnbilledError } from "../../src/core/budget.ts";
 
 export interface ModelGateway {
   config: GatewayConfig;
@@ -114,7 +115,8 @@ export async function callWithPermit(config: TaskRunConfig, task: ClaimedTask, c
   } finally {
     const release: ReleaseRequest = {
       permitId: permit.permitId,
-      tokens: result?.usage?.total_tokens ?? null,
+      // An HTTP error answered before generation bills nothing: give its reservation back at once.
+      tokens: result?.usage?.total_tokens ?? (result !== null && !result.ok && isUnbilledError(result.error.class) ? 0 : null),
       outcome: toPermitOutcome(result),
       retryAfterMs: result === null || result.ok ? null : result.error.retryAfterMs,
     };
@@ -167,6 +169,7 @@ async function acquirePermit(route: ModelRoute, keys: readonly UpstreamKey[], re
     let soonestMs: number | null = null;
     let unreachable = 0;
     let tooLarge = 0;
+    let quarantined = 0;
     const reasons = new Set<string>();
     for (const key of keys) {
       const known = ctx.denials.get(key.id);
@@ -188,6 +191,7 @@ async function acquirePermit(route: ModelRoute, keys: readonly UpstreamKey[], re
       }
       reasons.add(denial.reason);
       if (denial.reason === "too_large") tooLarge += 1;
+      if (denial.reason === "quarantined") quarantined += 1;
       // null: not before an operator acts (quarantined, or too large for the key): skip the key.
       if (denial.retryAfterMs !== null) soonestMs = Math.min(soonestMs ?? Infinity, denial.retryAfterMs);
     }
@@ -200,6 +204,16 @@ async function acquirePermit(route: ModelRoute, keys: readonly UpstreamKey[], re
           outcome: permanentFailure(
             "bad_request",
             `the call reserves ${request.tokens} tokens (prompt estimate + max_output_tokens), more than the tpm of any key of upstream ${route.upstream}`,
+          ),
+        };
+      }
+      if (quarantined > 0 && quarantined === keys.length) {
+        // Only an operator can bring a rejected key back; deferring would cycle to the dead-letter queue.
+        return {
+          kind: "none",
+          outcome: permanentFailure(
+            "auth",
+            `every key of upstream ${route.upstream} is quarantined (the upstream rejected them with 401/403/insufficient_quota): put new keys under new key ids`,
           ),
         };
       }

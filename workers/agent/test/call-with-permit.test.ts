@@ -311,14 +311,15 @@ describe("a model call through the gateway", () => {
     expect(calls).toEqual([]);
   });
 
-  it("defers every 5 s while every key is quarantined, and after 2 s while every KeyPool RPC throws", async () => {
+  it("fails for good (auth) when every key is quarantined, and defers 2 s while every KeyPool RPC throws", async () => {
     vi.spyOn(console, "error").mockImplementation(() => {});
     const time = fakeClock();
     const quarantined = setup();
     for (const id of KEY_IDS) quarantined.pool(id).otherwise = { deny: "quarantined", retryAfterMs: null };
     const roomQ = roomOn(MODEL, ["t1"], time);
     await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(roomQ), gateway: quarantined.gateway, now: time.now, sleep: time.sleep });
-    expect(roomQ.records[0]?.[0]?.outcome).toEqual({ kind: "deferred", retryAfterMs: 5_000, reason: "no key of upstream deepseek had a permit: quarantined" });
+    // Only an operator can bring a rejected key back: deferring would only cycle to the dead-letter queue.
+    expect(roomQ.records[0]?.[0]?.outcome).toMatchObject({ kind: "failed", class: "auth", retryable: false });
 
     const down = setup();
     for (const id of KEY_IDS) down.pool(id).otherwise = "throw";
@@ -394,9 +395,11 @@ describe("a model call through the gateway", () => {
 
 describe("releasing a permit", () => {
   it.each([
-    ["a 429", failure("rate_limited", 1_500), { tokens: null, outcome: "rate_limited", retryAfterMs: 1_500 }],
-    ["a 401", failure("auth"), { tokens: null, outcome: "key_rejected", retryAfterMs: null }],
-    ["insufficient_quota", failure("quota_exceeded"), { tokens: null, outcome: "key_rejected", retryAfterMs: null }],
+    // HTTP errors answered before generation bill nothing: their reservation is given back (0).
+    ["a 429", failure("rate_limited", 1_500), { tokens: 0, outcome: "rate_limited", retryAfterMs: 1_500 }],
+    ["a 401", failure("auth"), { tokens: 0, outcome: "key_rejected", retryAfterMs: null }],
+    ["insufficient_quota", failure("quota_exceeded"), { tokens: 0, outcome: "key_rejected", retryAfterMs: null }],
+    ["a cut stream without usage", failure("truncated_stream"), { tokens: null, outcome: "error", retryAfterMs: null }],
     ["a timeout with partial usage", failure("upstream_timeout", null, USAGE), { tokens: 15, outcome: "error", retryAfterMs: null }],
     ["an answer without usage", { ...okResult({ model: "x", system: null, prompt: "p", maxOutputTokens: 1, timeoutMs: 1, responseFormat: null }), usage: null }, { tokens: null, outcome: "ok", retryAfterMs: null }],
   ] as const)("after %s: releases with the call's outcome, tokens and Retry-After", async (_label, answer, expected) => {
