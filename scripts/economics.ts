@@ -51,7 +51,7 @@ const stack = await startStack({
   port: 0,
   apiToken: generateToken(),
   persistTo,
-  log: "capture",
+  log: process.env.EDGESWARM_VERBOSE ? "inherit" : "capture",
   mock: {
     latency,
     rpm_per_key: rpm,
