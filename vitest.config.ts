@@ -31,6 +31,16 @@ export default defineConfig({
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),
                 LEDGER_FLUSH_MS: "50",
+                // A gateway that serves every model (default_upstream) and knows one "economy" tier
+                // model, for the budget fallback-tier tests.
+                GATEWAY_CONFIG: JSON.stringify({
+                  upstreams: { default: { base_url: "http://127.0.0.1:9/v1", keys: [{ id: "default" }] } },
+                  default_upstream: "default",
+                  models: {
+                    "mock-1": { upstream: "default", tier: "premium" },
+                    "mock-economy": { upstream: "default", tier: "economy", price: { input: 0.01, cached_input: 0.001, output: 0.04 } },
+                  },
+                }),
                 // One capped tenant for the monthly-budget tests; every other tenant is uncapped.
                 // tk_c45359ffd2dc0b5a is the tenant of "test-token-capped".
                 TENANT_BUDGETS: JSON.stringify({ tk_0000000000c0ffee: { max_usd_per_month: 0.0001 }, tk_c45359ffd2dc0b5a: { max_usd_per_month: 0.000001 } }),

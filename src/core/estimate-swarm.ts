@@ -185,7 +185,7 @@ export function estimateCalls(input: EstimateInput): SwarmEstimate {
 
 /** Whether the budget can stop the swarm, measured as the SwarmRoom measures reservations. */
 function toBudgetVerdict(input: EstimateInput, estimate: { total: Range; cost: Range | null }): BudgetVerdict {
-  const budget = input.budget ?? {};
+  const budget: Partial<Budget> = input.budget ?? {};
   const bytesPerCall = input.prompts.map((prompt) => utf8Length(prompt) + (input.system === null ? 0 : utf8Length(input.system)));
   // Retries may run on any model of the mix or the fallback list: the worst case takes the dearest.
   const models = [...new Set([...input.mix.map((m) => m.model), ...input.fallback])];

@@ -77,6 +77,9 @@ export const BudgetSchema = z
   .strictObject({
     max_usd: z.number().positive().max(1_000_000).optional(),
     max_tokens: z.number().int().positive().max(10_000_000_000).optional(),
+    /** When less than `fallback_at` of the budget is left, route tasks to this (cheaper) gateway tier. */
+    fallback_tier: z.string().min(1).max(32).optional(),
+    fallback_at: z.number().gt(0).lt(1).default(0.2),
   })
   .refine((b) => b.max_usd !== undefined || b.max_tokens !== undefined, "a budget needs max_usd or max_tokens");
 export type Budget = z.infer<typeof BudgetSchema>;

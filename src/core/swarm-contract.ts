@@ -200,6 +200,9 @@ export interface BudgetView {
   /** Worst cases reserved by tasks in the window. */
   reserved_usd: number;
   reserved_tokens: number;
+  fallback_tier: string | null;
+  /** Less than `fallback_at` of the budget is left: tasks now go to the fallback tier's models. */
+  routing_to_fallback_tier: boolean;
 }
 
 export type SwarmMetadata = Record<string, string | number | boolean | null>;

@@ -433,7 +433,7 @@ describe("SwarmRoom economics", () => {
   it("stops a swarm at its USD budget: spend never over, the rest skipped_budget, and it says why", async () => {
     // mock-1 worst case per call: (8 prompt bytes + 16) × $0.1/MTok + 64 × $0.4/MTok = $0.000028.
     const { input, stub } = newSwarm(20, { concurrency: 10, max_output_tokens: 64 });
-    input.spec = { ...input.spec, budget: { max_usd: 0.0001 } };
+    input.spec = { ...input.spec, budget: { max_usd: 0.0001, fallback_at: 0.2 } };
     await stub.start(input);
     expect(countStates(await taskStates(stub))).toEqual({ dispatched: 3, pending: 17 });
 
@@ -455,7 +455,7 @@ describe("SwarmRoom economics", () => {
 
   it("refuses a USD budget over a model that has no price", async () => {
     const { input, stub } = newSwarm(1, {}, { model: "no-such-model" });
-    input.spec = { ...input.spec, budget: { max_usd: 1 } };
+    input.spec = { ...input.spec, budget: { max_usd: 1, fallback_at: 0.2 } };
     const result = await stub.start(input);
     expect(result.created).toBe(false);
     expect(result.refused?.[0]?.path).toBe("budget.max_usd");
@@ -516,5 +516,36 @@ describe("SwarmRoom tenant monthly budget", () => {
     const { input, stub } = newSwarm(3);
     await stub.start(input);
     expect((await stub.getStatus(TENANT))?.budget).toBeNull();
+  });
+});
+
+describe("SwarmRoom budget fallback tier", () => {
+  // The orchestrator project's GATEWAY_CONFIG has "mock-economy" in tier "economy" (vitest.config.ts).
+  it("routes tasks to the cheapest model of the fallback tier once the spend passes the threshold", async () => {
+    const { input, stub } = newSwarm(30, { concurrency: 3, max_output_tokens: 64 });
+    input.spec = { ...input.spec, budget: { max_usd: 0.0001, fallback_tier: "economy", fallback_at: 0.5 } };
+    expect(await stub.start(input)).toEqual({ created: true });
+    const models: string[] = [];
+    for (let round = 0; round < 40; round += 1) {
+      const dispatched = Object.entries(await taskStates(stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
+      if (dispatched.length === 0) break;
+      const claim = await stub.claim(dispatched);
+      models.push(...claim.granted.map((g) => g.model));
+      await stub.recordResults(claim.granted.map((g) => report(g.taskId, g.attempt, ok("x"), true, g.model)));
+    }
+    const firstEconomy = models.indexOf("mock-economy");
+    expect(firstEconomy).toBeGreaterThan(0);
+    expect(models.slice(0, firstEconomy).every((m) => m === "mock-1")).toBe(true);
+    expect(models.slice(firstEconomy).every((m) => m === "mock-economy")).toBe(true);
+    const status = await stub.getStatus(TENANT);
+    expect(status?.budget).toMatchObject({ fallback_tier: "economy", routing_to_fallback_tier: true });
+    expect(status?.cost_usd).toBeLessThanOrEqual(0.0001);
+  });
+
+  it("refuses a fallback tier that no gateway model has", async () => {
+    const { input, stub } = newSwarm(1);
+    input.spec = { ...input.spec, budget: { max_usd: 1, fallback_tier: "bargain", fallback_at: 0.2 } };
+    const result = await stub.start(input);
+    expect(result).toMatchObject({ created: false, refused: [{ path: "budget.fallback_tier", message: expect.stringContaining("tiers: premium, economy") }] });
   });
 });

@@ -221,6 +221,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         return { created: false, refused: unknown.map(({ path, model }) => ({ path, message: `model "${model}" is not served by the gateway (models: ${served})` })) };
       }
     }
+    const tier = spec.budget?.fallback_tier;
+    if (tier !== undefined && (gateway === null || !Object.values(gateway.models).some((m) => m.tier === tier))) {
+      const tiers = gateway === null ? [] : [...new Set(Object.values(gateway.models).flatMap((m) => (m.tier === undefined ? [] : [m.tier])))];
+      return {
+        created: false,
+        refused: [{ path: "budget.fallback_tier", message: `no gateway model has tier "${tier}" (tiers: ${tiers.join(", ") || "none — configure GATEWAY_CONFIG models with a tier"})` }],
+      };
+    }
     const cap = capOfTenant(this.settings.tenantBudgets, input.tenant);
     if (spec.budget?.max_usd !== undefined || cap?.max_usd_per_month !== undefined) {
       // A USD budget (the swarm's or the tenant's) can only hold if every call has a price.
@@ -259,6 +267,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         };
       }
       budget = {
+        fallback_at: budget?.fallback_at ?? 0.2,
+        ...(budget?.fallback_tier !== undefined ? { fallback_tier: budget.fallback_tier } : {}),
         ...(grant.usd !== null || budget?.max_usd !== undefined ? { max_usd: Math.min(grant.usd ?? Number.POSITIVE_INFINITY, budget?.max_usd ?? Number.POSITIVE_INFINITY) } : {}),
         ...(grant.tokens !== null || budget?.max_tokens !== undefined
           ? { max_tokens: Math.min(grant.tokens ?? Number.POSITIVE_INFINITY, budget?.max_tokens ?? Number.POSITIVE_INFINITY) }
@@ -612,12 +622,50 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return swarm.model_mix === null ? [{ model: swarm.model, weight: 1 }] : WeightedModelsSchema.parse(JSON.parse(swarm.model_mix));
   }
 
-  /** The models a task may call, in order: its model of the mix, then the fallbacks (all of the mix without a task). */
+  /**
+   * The models a task may call, in order: its model of the mix (or, once the budget runs low, the
+   * cheapest models of the budget's fallback tier), then the fallbacks. Without a task: all of them.
+   */
   private models(swarm: SwarmRow, taskId?: string): string[] {
     const fallback = swarm.fallback === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.fallback));
     const mix = this.mix(swarm);
-    const primary = taskId === undefined ? mix.map((m) => m.model) : [assignModel(mix, swarm.id, taskId)];
+    const tier = this.tierModels(swarm);
+    const lowBudget = tier.length > 0 && this.budgetRunningLow(swarm);
+    const primary = taskId === undefined ? [...mix.map((m) => m.model), ...tier] : lowBudget ? tier : [this.primaryModel(swarm, taskId)];
     return [...new Set([...primary, ...fallback])];
+  }
+
+  /** The model a task is routed to first: its model of the mix, or the cheapest of the fallback tier on a low budget. */
+  private primaryModel(swarm: SwarmRow, taskId: string): string {
+    const tier = this.tierModels(swarm);
+    if (tier.length > 0 && tier[0] !== undefined && this.budgetRunningLow(swarm)) return tier[0];
+    return assignModel(this.mix(swarm), swarm.id, taskId);
+  }
+
+  /** The gateway's models of the budget's fallback tier, cheapest output first. */
+  private tierModels(swarm: SwarmRow): string[] {
+    const tier = this.budget(swarm)?.fallback_tier;
+    const gateway = this.settings.gateway;
+    if (tier === undefined || gateway === null) return [];
+    const price = (m: string) => resolvePrice(this.settings.prices, m)?.output ?? Number.POSITIVE_INFINITY;
+    return Object.entries(gateway.models)
+      .filter(([, model]) => model.tier === tier)
+      .map(([name]) => name)
+      .sort((a, b) => price(a) - price(b));
+  }
+
+  /**
+   * Less than `fallback_at` of the budget is left after what was really spent (USD when capped in
+   * USD, else tokens). Reservations don't count here: a full window reserves most of a small budget
+   * at once, which says nothing about the spend.
+   */
+  private budgetRunningLow(swarm: SwarmRow): boolean {
+    const budget = this.budget(swarm);
+    if (budget === null) return false;
+    const charged = this.charged();
+    if (budget.max_usd !== undefined) return budget.max_usd - charged.usd < budget.fallback_at * budget.max_usd;
+    if (budget.max_tokens !== undefined) return budget.max_tokens - charged.tokens < budget.fallback_at * budget.max_tokens;
+    return false;
   }
 
   private circuit(model: string): Circuit {
@@ -854,7 +902,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const released: string[] = [];
     const committed = this.committed();
     for (const taskId of candidates) {
-      const worst = this.worstCase(swarm, taskId, assignModel(this.mix(swarm), swarm.id, taskId));
+      const worst = this.worstCase(swarm, taskId, this.primaryModel(swarm, taskId));
       if (!fitsBudget(budget, committed, worst)) {
         if (inFlight === 0 && released.length === 0) this.exhaustBudget(toBudgetReason(budget, this.charged(), worst), Date.now());
         break;
@@ -879,6 +927,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       charged_tokens: charged.tokens,
       reserved_usd: committed.usd - charged.usd,
       reserved_tokens: committed.tokens - charged.tokens,
+      fallback_tier: budget.fallback_tier ?? null,
+      routing_to_fallback_tier: this.tierModels(swarm).length > 0 && this.budgetRunningLow(swarm),
     };
   }
 

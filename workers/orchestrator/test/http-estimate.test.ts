@@ -79,7 +79,17 @@ describe("POST /v1/swarms/estimate", () => {
 
   it("compares the spec on every model of the price table, cheapest worst case first", async () => {
     const body = await estimate(KNOWN_SPEC);
-    expect(body.compare_models.map((m) => m.model)).toEqual(["mock-1", "deepseek-v3.2", "kimi-k2.5", "gemini-2.5-flash", "gpt-4.1", "claude-sonnet-4.5"]);
+    // The project's GATEWAY_CONFIG prices one more model, "mock-economy" (vitest.config.ts): the
+    // table is the defaults with the gateway's prices merged in.
+    expect(body.compare_models.map((m) => m.model)).toEqual([
+      "mock-economy",
+      "mock-1",
+      "deepseek-v3.2",
+      "kimi-k2.5",
+      "gemini-2.5-flash",
+      "gpt-4.1",
+      "claude-sonnet-4.5",
+    ]);
     const claude = body.compare_models.at(-1);
     expect(claude?.cost_usd).toEqual({ min: usd(35 * 3_000_000 + 2 * 15_000_000), max: usd(105 * 3_000_000 + 600 * 15_000_000) });
   });
