@@ -5,7 +5,7 @@
 import type { ErrorClass } from "./error-class.ts";
 import type { ModelPrice } from "./pricing.ts";
 import { costOfUsage } from "./pricing.ts";
-import type { Budget } from "./spec-schema.ts";
+import type { BudgetCaps } from "./spec-schema.ts";
 import type { Usage } from "./usage.ts";
 
 export interface Amount {
@@ -59,14 +59,14 @@ export function chargeOfCall(
 }
 
 /** Whether `next` fits on top of what is already committed (charged + reserved). */
-export function fitsBudget(budget: Budget, committed: Amount, next: Amount): boolean {
+export function fitsBudget(budget: BudgetCaps, committed: Amount, next: Amount): boolean {
   if (budget.max_usd !== undefined && committed.usd + next.usd > budget.max_usd + 1e-12) return false;
   if (budget.max_tokens !== undefined && committed.tokens + next.tokens > budget.max_tokens) return false;
   return true;
 }
 
 /** Why the budget stopped the swarm, for its status. */
-export function toBudgetReason(budget: Budget, charged: Amount, next: Amount): string {
+export function toBudgetReason(budget: BudgetCaps, charged: Amount, next: Amount): string {
   const parts: string[] = [];
   if (budget.max_usd !== undefined) parts.push(`$${charged.usd.toFixed(6)} of $${budget.max_usd} spent, the next call may cost up to $${next.usd.toFixed(6)}`);
   if (budget.max_tokens !== undefined) parts.push(`${charged.tokens} of ${budget.max_tokens} tokens used, the next call may use up to ${next.tokens}`);

@@ -5,7 +5,7 @@ import { worstCaseCall } from "./budget.ts";
 import type { PlannedSwarm } from "./parse-swarm-spec.ts";
 import { costOfUsage, resolvePrice, type ModelPrice, type PriceTable } from "./pricing.ts";
 import { toModelMix, type WeightedModel } from "./route-model.ts";
-import type { Budget } from "./spec-schema.ts";
+import type { BudgetCaps } from "./spec-schema.ts";
 
 /** Tokens of chat framing per message (role markers, separators); what the mock model counts too. */
 export const MESSAGE_OVERHEAD_TOKENS = 4;
@@ -31,7 +31,7 @@ export interface EstimateInput {
   fallback: readonly string[];
   maxOutputTokens: number;
   maxAttempts: number;
-  budget: Budget | null;
+  budget: BudgetCaps | null;
   prices: PriceTable;
   projection: Projection | null;
 }
@@ -185,7 +185,7 @@ export function estimateCalls(input: EstimateInput): SwarmEstimate {
 
 /** Whether the budget can stop the swarm, measured as the SwarmRoom measures reservations. */
 function toBudgetVerdict(input: EstimateInput, estimate: { total: Range; cost: Range | null }): BudgetVerdict {
-  const budget: Partial<Budget> = input.budget ?? {};
+  const budget: BudgetCaps = input.budget ?? {};
   const bytesPerCall = input.prompts.map((prompt) => utf8Length(prompt) + (input.system === null ? 0 : utf8Length(input.system)));
   // Retries may run on any model of the mix or the fallback list: the worst case takes the dearest.
   const models = [...new Set([...input.mix.map((m) => m.model), ...input.fallback])];

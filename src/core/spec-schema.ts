@@ -83,6 +83,8 @@ export const BudgetSchema = z
   })
   .refine((b) => b.max_usd !== undefined || b.max_tokens !== undefined, "a budget needs max_usd or max_tokens");
 export type Budget = z.infer<typeof BudgetSchema>;
+/** Just the caps of a budget: what the budget maths needs. */
+export type BudgetCaps = Pick<Budget, "max_usd" | "max_tokens">;
 
 /** Free-form labels a user attaches to a swarm (team, ticket, commit): flat and small. */
 export const SwarmMetadataSchema = z
