@@ -169,6 +169,20 @@ describe("SwarmRoom recordResults", () => {
     expect(page?.results[0]?.usage).toEqual({ calls: 1, prompt_tokens: 20, cached_tokens: 5, completion_tokens: 10, total_tokens: 30 });
   });
 
+  it("records calls ahead of their outcome (a consumer that dies later loses no billed usage), once", async () => {
+    const { input, stub } = newSwarm(1);
+    await stub.start(input);
+    await stub.claim(["task-001"]);
+    const r = report("task-001", 1, ok("answer"));
+    await stub.recordCalls([{ taskId: r.taskId, attempt: r.attempt, calls: r.calls }]);
+    expect((await taskStates(stub))["task-001"]).toBe("running");
+    expect((await stub.getStatus(TENANT))?.usage.calls).toBe(1);
+    await stub.recordResults([r]);
+    const status = await stub.getStatus(TENANT);
+    expect(status?.usage).toMatchObject({ calls: 1, total_tokens: 30 });
+    expect(status?.state).toBe("completed");
+  });
+
   it("asks for a retry with back-off on a retryable failure, and fails the task after max_attempts", async () => {
     const { input, stub } = newSwarm(1, { max_attempts: 2 });
     await stub.start(input);

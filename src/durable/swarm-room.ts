@@ -459,20 +459,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const actions: TaskAction[] = [];
     const budget = limits.retry_budget ?? defaultRetryBudget(swarm.task_count);
     let retriesUsed = swarm.retries_used;
-    let successes = 0;
-    let rateLimited = false;
+    let { successes, rateLimited } = this.insertCalls(swarm, reports, now);
     for (const report of reports) {
-      for (const call of report.calls) {
-        if (!this.insertCall(swarm, report, call)) continue;
-        // Only a call seen for the first time moves the breaker and the window.
-        if (call.status === "ok") {
-          successes += 1;
-          this.updateCircuit(call.model, "success", now);
-        } else if (call.errorClass !== null && isUpstreamHealthFailure(call.errorClass)) {
-          this.updateCircuit(call.model, "failure", now);
-        }
-        if (call.errorClass === "rate_limited") rateLimited = true;
-      }
       const task = this.task(report.taskId);
       const decision = decideRecord(task && this.toLifeRow(task), report.attempt, report.outcome, limits.max_attempts);
       const { outcome } = report;
@@ -523,21 +511,24 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       }
       actions.push({ taskId: report.taskId, action: "ack", delaySeconds: 0 });
     }
-    const window = adjustWindow(
-      { window: swarm.window, credit: swarm.window_credit, decreasedAt: swarm.window_decreased_at },
-      { successes, rateLimited, now },
-      limits.concurrency,
-    );
-    this.sql.exec(
-      "UPDATE swarm SET retries_used = ?, window = ?, window_credit = ?, window_decreased_at = ?",
-      retriesUsed,
-      window.window,
-      window.credit,
-      window.decreasedAt,
-    );
+    this.sql.exec("UPDATE swarm SET retries_used = ?", retriesUsed);
+    this.adaptWindow({ successes, rateLimited, now });
     await this.afterTasksEnded();
     await this.scheduleAlarm();
     return { actions };
+  }
+
+  /**
+   * Records calls as soon as they end, before their task's outcome is known, so a consumer that dies
+   * mid-batch loses no usage the upstream billed. Idempotent by call id; changes no task state (the
+   * outcome comes later with recordResults, whose repeated call rows are then ignored).
+   */
+  async recordCalls(reports: { taskId: string; attempt: number; calls: CallRecord[] }[]): Promise<void> {
+    const swarm = this.swarm();
+    if (swarm === null) return;
+    const now = Date.now();
+    this.adaptWindow({ ...this.insertCalls(swarm, reports, now), now });
+    await this.scheduleAlarm();
   }
 
   /** The queue gave up on these tasks' message: each still-open task ends failed, unless a live lease owns it. */
@@ -764,8 +755,42 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return { swarmId: swarm.id, model: swarm.model, system: swarm.system, limits: this.limits(swarm), responseFormat };
   }
 
+  /**
+   * Inserts the reports' call rows. Only a call seen for the first time moves its model's breaker
+   * and counts for the window; returns those counts.
+   */
+  private insertCalls(swarm: SwarmRow, reports: readonly { taskId: string; attempt: number; calls: CallRecord[] }[], now: number): { successes: number; rateLimited: boolean } {
+    let successes = 0;
+    let rateLimited = false;
+    for (const report of reports) {
+      for (const call of report.calls) {
+        if (!this.insertCall(swarm, report, call)) continue;
+        if (call.status === "ok") {
+          successes += 1;
+          this.updateCircuit(call.model, "success", now);
+        } else if (call.errorClass !== null && isUpstreamHealthFailure(call.errorClass)) {
+          this.updateCircuit(call.model, "failure", now);
+        }
+        if (call.errorClass === "rate_limited") rateLimited = true;
+      }
+    }
+    return { successes, rateLimited };
+  }
+
+  /** One round of outcomes moves the adaptive window. */
+  private adaptWindow(events: { successes: number; rateLimited: boolean; now: number }): void {
+    const swarm = this.swarm();
+    if (swarm === null) return;
+    const window = adjustWindow(
+      { window: swarm.window, credit: swarm.window_credit, decreasedAt: swarm.window_decreased_at },
+      events,
+      this.limits(swarm).concurrency,
+    );
+    this.sql.exec("UPDATE swarm SET window = ?, window_credit = ?, window_decreased_at = ?", window.window, window.credit, window.decreasedAt);
+  }
+
   /** Inserts the call's ledger row; false when its call id was already recorded. */
-  private insertCall(swarm: SwarmRow, report: TaskReport, call: CallRecord): boolean {
+  private insertCall(swarm: SwarmRow, report: { taskId: string; attempt: number }, call: CallRecord): boolean {
     const usage = call.usage;
     const price = resolvePrice(this.settings.prices, call.model);
     const cost = usage !== null && price !== null ? costOfUsage(usage, price) : null;
