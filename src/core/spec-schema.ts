@@ -1,6 +1,7 @@
 // The swarm spec accepted by POST /v1/swarms (public contract: ../shared/API.md). No I/O.
 // Parsing fills defaults, so everything downstream works with a complete, validated spec.
 import { z } from "zod";
+import { ReduceSpecSchema } from "./reducers.ts";
 
 export const MAX_TASKS = 10_000;
 export const MAX_PROMPT_CHARS = 200_000;
@@ -101,6 +102,8 @@ export const SwarmSpecSchema = z.strictObject({
   limits: LimitsSchema.prefault({}),
   response_format: ResponseFormatSchema.optional(),
   budget: BudgetSchema.optional(),
+  /** How the results become one answer (default: collect, the outputs in task order). */
+  reduce: ReduceSpecSchema.optional(),
   metadata: SwarmMetadataSchema.optional(),
 });
 export type SwarmSpec = z.infer<typeof SwarmSpecSchema>;

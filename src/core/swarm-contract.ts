@@ -2,6 +2,7 @@
 // Types only, no I/O. Every shape here crosses a Worker boundary by structured clone.
 import type { ClassifiedError, ErrorClass } from "./error-class.ts";
 import type { Limits, PlannedTask, ResponseFormat, SwarmSpec } from "./spec-schema.ts";
+import type { ReducedOutput, ReducedOutputWire, ReduceSpec } from "./reducers.ts";
 import type { Usage } from "./usage.ts";
 
 /**
@@ -174,8 +175,8 @@ export interface SwarmStatus {
   wall_s: number;
   latency_ms: { p50: number | null; p95: number | null };
   /** The reduced answer once the swarm is done; null while it runs. */
-  output: CollectOutput | null;
-  reduce: { kind: "collect" };
+  output: ReducedOutput | null;
+  reduce: { kind: ReduceSpec["kind"] };
   /** The spec's concurrency; `window` is the current, adaptive one. */
   max_window: number;
   retries: { used: number; budget: number };
@@ -207,11 +208,9 @@ export interface BudgetView {
 
 export type SwarmMetadata = Record<string, string | number | boolean | null>;
 
-/** The collect reducer's answer: succeeded outputs in task order; `truncated` when only a prefix fits inline. */
-export interface CollectOutput {
-  results: { task_id: string; output: string }[];
-  truncated: boolean;
-}
+
+/** SwarmStatus as the SwarmRoom returns it over RPC (see ReducedOutputWire). */
+export type SwarmStatusWire = Omit<SwarmStatus, "output"> & { output: ReducedOutputWire | null };
 
 export interface TaskResult {
   task_id: string;

@@ -99,7 +99,12 @@ ALTER TABLE swarm ADD COLUMN tenant_month TEXT;
 ALTER TABLE swarm ADD COLUMN tenant_settled INTEGER NOT NULL DEFAULT 0;
 `;
 
-const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
+// v6: the spec's reducer (JSON; NULL = collect).
+const SCHEMA_V6 = `
+ALTER TABLE swarm ADD COLUMN reduce TEXT;
+`;
+
+const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */
 export function migrateSwarmRoom(sql: SqlStorage): void {

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
 import { chargeOfCall, fitsBudget, toBudgetReason, worstCaseCall, type Amount } from "../core/budget.ts";
 import type { ErrorDetail } from "../core/errors.ts";
+import { reduceOutputs, ReduceSpecSchema, toWire, type ReduceSpec, type TaskOutput } from "../core/reducers.ts";
 import { assignModel, toModelLabel, toModelMix, type WeightedModel } from "../core/route-model.ts";
 import {
   acquireCircuit,
@@ -39,13 +40,12 @@ import type {
   CircuitState,
   CircuitView,
   ClaimOptions,
-  CollectOutput,
   ClaimResponse,
   RecordResponse,
   ResultsPage,
   StartSwarmInput,
   SwarmState,
-  SwarmStatus,
+  SwarmStatusWire,
   TaskAction,
   TaskCounts,
   TaskReport,
@@ -96,9 +96,6 @@ const FLUSH_CHUNK = 500;
  * remaining tasks are deferred to a redelivery instead of granted.
  */
 const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
-/** The collect reducer's inline answer stays small; the results endpoint pages through the rest. */
-const COLLECT_MAX_ENTRIES = 1_000;
-const COLLECT_MAX_CHARS = 1_000_000;
 
 type SwarmRow = {
   id: string;
@@ -124,6 +121,7 @@ type SwarmRow = {
   budget: string | null;
   tenant_month: string | null;
   tenant_settled: number;
+  reduce: string | null;
   reason: string | null;
 };
 
@@ -279,8 +277,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.swarm() !== null) return { created: false };
     const origin = input.origin.kind === "api" ? "api" : `schedule:${input.origin.scheduleId}`;
     this.sql.exec(
-      `INSERT INTO swarm (id, tenant, name, model, model_mix, budget, tenant_month, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+      `INSERT INTO swarm (id, tenant, name, model, model_mix, budget, tenant_month, reduce, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
       input.swarmId,
       input.tenant,
       spec.name,
@@ -288,6 +286,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       JSON.stringify(mix),
       budget ? JSON.stringify(budget) : null,
       tenantMonth,
+      spec.reduce ? JSON.stringify(spec.reduce) : null,
       spec.fallback && spec.fallback.length > 0 ? JSON.stringify(spec.fallback) : null,
       spec.system ?? null,
       JSON.stringify(spec.limits),
@@ -312,7 +311,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return { created: true };
   }
 
-  async getStatus(tenant: string): Promise<SwarmStatus | null> {
+  async getStatus(tenant: string): Promise<SwarmStatusWire | null> {
     const swarm = this.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     return this.toStatus(swarm);
@@ -552,7 +551,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * Stops dispatch at once and ends every task that is not running `cancelled`; running tasks finish
    * and are recorded (their calls are paid for). null when the swarm is not the tenant's.
    */
-  async cancel(tenant: string): Promise<{ status: SwarmStatus; changed: boolean } | null> {
+  async cancel(tenant: string): Promise<{ status: SwarmStatusWire; changed: boolean } | null> {
     const swarm = this.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     if (swarm.finished_at !== null || swarm.state === "cancelled") return { status: this.toStatus(swarm), changed: false };
@@ -1168,7 +1167,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     };
   }
 
-  private toStatus(swarm: SwarmRow): SwarmStatus {
+  private toStatus(swarm: SwarmRow): SwarmStatusWire {
     const { cost_usd, ...usage } = this.usageTotals();
     const limits = this.limits(swarm);
     const finished = swarm.finished_at !== null;
@@ -1185,8 +1184,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       cost_usd,
       wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,
       latency_ms: this.latencyPercentiles(usage.calls),
-      output: finished ? this.collectOutput() : null,
-      reduce: { kind: "collect" },
+      output: finished ? toWire(reduceOutputs(this.reduceSpec(swarm), this.succeededOutputs())) : null,
+      reduce: { kind: this.reduceSpec(swarm).kind },
       max_window: limits.concurrency,
       retries: { used: swarm.retries_used, budget: limits.retry_budget ?? defaultRetryBudget(swarm.task_count) },
       circuits: this.circuitViews(swarm),
@@ -1210,20 +1209,17 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return { p50: this.latencyCache.p50, p95: this.latencyCache.p95 };
   }
 
-  /** The collect reducer: succeeded outputs in task order (inline up to a size; page /results for all). */
-  private collectOutput(): CollectOutput {
-    const results: { task_id: string; output: string }[] = [];
-    let chars = 0;
-    for (const row of this.sql.exec<{ id: string; output: string }>(
-      "SELECT id, output FROM tasks WHERE state = 'succeeded' ORDER BY seq LIMIT ?",
-      COLLECT_MAX_ENTRIES + 1,
-    )) {
-      chars += row.output.length + row.id.length;
-      if (results.length >= COLLECT_MAX_ENTRIES || chars > COLLECT_MAX_CHARS) return { results, truncated: true };
-      results.push({ task_id: row.id, output: row.output });
-    }
-    return { results, truncated: false };
+  private reduceSpec(swarm: SwarmRow): ReduceSpec {
+    return swarm.reduce === null ? { kind: "collect" } : ReduceSpecSchema.parse(JSON.parse(swarm.reduce));
   }
+
+  /** Succeeded outputs in task order: what the reducers merge. */
+  private succeededOutputs(): TaskOutput[] {
+    return this.sql
+      .exec<{ task_id: string; output: string }>("SELECT id AS task_id, output FROM tasks WHERE state = 'succeeded' ORDER BY seq")
+      .toArray();
+  }
+
 
   /** Keeps one alarm at the earliest moment something is due: a deadline or a ledger flush. */
   private async scheduleAlarm(): Promise<void> {

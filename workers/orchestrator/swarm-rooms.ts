@@ -1,7 +1,8 @@
 // The orchestrator's door to SwarmRoom Durable Objects (one per swarm, named by the swarm id).
 // Takes only the SWARM_ROOM namespace; all swarm state lives in the room, never here.
 import type { ErrorDetail } from "../../src/core/errors.ts";
-import type { ResultsPage, StartSwarmInput, SwarmStatus } from "../../src/core/swarm-contract.ts";
+import { fromWire } from "../../src/core/reducers.ts";
+import type { ResultsPage, StartSwarmInput, SwarmStatus, SwarmStatusWire } from "../../src/core/swarm-contract.ts";
 import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
 
 export interface SwarmRooms {
@@ -17,8 +18,17 @@ export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): 
   const room = (swarmId: string): DurableObjectStub<SwarmRoom> => namespace.get(namespace.idFromName(swarmId));
   return {
     start: (input) => room(input.swarmId).start(input),
-    getStatus: (swarmId, tenant) => room(swarmId).getStatus(tenant),
+    getStatus: async (swarmId, tenant) => toPublicStatus(await room(swarmId).getStatus(tenant)),
     getResults: (swarmId, tenant, cursor, limit) => room(swarmId).getResults(tenant, cursor, limit),
-    cancel: (swarmId, tenant) => room(swarmId).cancel(tenant),
+    cancel: async (swarmId, tenant) => {
+      const result = await room(swarmId).cancel(tenant);
+      return result === null ? null : { status: toPublicStatus(result.status), changed: result.changed };
+    },
   };
+}
+
+function toPublicStatus(status: SwarmStatusWire): SwarmStatus;
+function toPublicStatus(status: SwarmStatusWire | null): SwarmStatus | null;
+function toPublicStatus(status: SwarmStatusWire | null): SwarmStatus | null {
+  return status === null ? null : { ...status, output: status.output === null ? null : fromWire(status.output) };
 }

@@ -6,7 +6,7 @@ import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LimitsSchema } from "../../../src/core/spec-schema.ts";
-import type { StartSwarmInput, SwarmStatus, TaskResult } from "../../../src/core/swarm-contract.ts";
+import type { StartSwarmInput, SwarmStatusWire, TaskResult } from "../../../src/core/swarm-contract.ts";
 import { createModelClient } from "../../../src/model/model-client.ts";
 import type { ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
 import { consumeTasks } from "../consume-tasks.ts";
@@ -24,7 +24,7 @@ let messageCounter = 0;
 interface Swarm {
   swarmId: string;
   taskIds: string[];
-  status(): Promise<SwarmStatus>;
+  status(): Promise<SwarmStatusWire>;
   results(): Promise<TaskResult[]>;
 }
 

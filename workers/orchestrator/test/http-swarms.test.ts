@@ -243,6 +243,49 @@ describe("budgets and model mixes", () => {
   });
 });
 
+describe("reducers", () => {
+  it.each([
+    ["vote", { kind: "vote" }, { kind: "vote", winner: "done: audit auth.py", votes: 1, total: 3, tie: true }],
+    ["concat", { kind: "concat", template: "{task_id}", separator: "," }, { kind: "concat", text: "auth.py,t00001,t00002", truncated: false }],
+  ])("a finished swarm with reduce %s answers the reduced output", async (_label, reduce, expected) => {
+    const created = await createSwarm(validSpec({ reduce }));
+    const page = ResultsSchema.parse(await (await callApi(`/v1/swarms/${created.id}/results`)).json());
+    await finishAllTasks(created.id, page.results.map((r) => r.task_id));
+    const status = z.object({ reduce: z.object({ kind: z.string() }), output: z.record(z.string(), z.unknown()) }).parse(
+      await (await callApi(`/v1/swarms/${created.id}`)).json(),
+    );
+    expect(status.reduce.kind).toBe(reduce.kind);
+    expect(status.output).toMatchObject(expected);
+  });
+
+  it("merges JSON results into one value over the RPC boundary", async () => {
+    const created = await createSwarm(validSpec({ reduce: { kind: "json_merge" }, tasks: [{ id: "a", prompt: "x" }, { id: "b", prompt: "y" }] }));
+    const room = env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(created.id));
+    const claim = await room.claim(["a", "b"]);
+    await room.recordResults(
+      claim.granted.map((task) => ({
+        taskId: task.taskId,
+        attempt: task.attempt,
+        outcome: { kind: "succeeded", output: JSON.stringify({ files: [task.taskId], meta: { n: task.taskId === "a" ? 1 : 2 } }), finishReason: "stop" },
+        calls: [],
+      })),
+    );
+    const status = z.object({ output: z.unknown() }).parse(await (await callApi(`/v1/swarms/${created.id}`)).json());
+    expect(status.output).toEqual({
+      kind: "json_merge",
+      value: { files: ["a", "b"], meta: { n: 1 } },
+      conflicts: [{ path: "meta.n", values: [{ task_id: "a", value: 1 }, { task_id: "b", value: 2 }] }],
+      invalid: [],
+    });
+  });
+
+  it("refuses the llm reducer, which this version does not have yet", async () => {
+    const response = await callApi("/v1/swarms", { json: validSpec({ reduce: { kind: "llm" } }) });
+    expect(response.status).toBe(400);
+    expect((await readErrorBody(response)).details.map((d) => d.path)).toContain("reduce.kind");
+  });
+});
+
 describe("POST /v1/swarms/:id/cancel", () => {
   it("cancels a running swarm: open tasks end cancelled, the answer is its status", async () => {
     const created = await createSwarm(validSpec({ name: "to-cancel" }));
