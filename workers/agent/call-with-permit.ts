@@ -75,9 +75,15 @@ const SHARED_REASONS: ReadonlySet<DenialReason> = new Set<DenialReason>(["rpm", 
 
 /**
  * Runs the task's one model call. Throws only if the model client throws (a bug), and then only
- * after the permit is released.
+ * after the permit is released. `onCallEnded` sees the call's result as soon as the upstream
+ * answers, before the permit's release RPC, so the call can be journaled without waiting for it.
  */
-export async function callWithPermit(config: TaskRunConfig, task: ClaimedTask, ctx: PermitContext): Promise<PermitCallResult> {
+export async function callWithPermit(
+  config: TaskRunConfig,
+  task: ClaimedTask,
+  ctx: PermitContext,
+  onCallEnded: (result: ModelCallResult) => void = () => {},
+): Promise<PermitCallResult> {
   const route = resolveModelRoute(ctx.gateway.config, task.model);
   if (route === null) return notCalled(permanentFailure("not_found", `model ${task.model} is not served by the gateway`));
   const request: ModelRequest = {
@@ -95,7 +101,9 @@ export async function callWithPermit(config: TaskRunConfig, task: ClaimedTask, c
     // One key without limits (the default config): a KeyPool would have nothing to count and no
     // other key to turn to, so its two RPCs per call would buy nothing. A 429 still shrinks the
     // swarm's window and is retried after its Retry-After by the SwarmRoom, as before the gateway.
-    return { kind: "called", result: await ctx.gateway.clientFor(only.id).complete(request) };
+    const result = await ctx.gateway.clientFor(only.id).complete(request);
+    onCallEnded(result);
+    return { kind: "called", result };
   }
 
   const permitRequest: PermitRequest = {
@@ -111,6 +119,7 @@ export async function callWithPermit(config: TaskRunConfig, task: ClaimedTask, c
   let result: ModelCallResult | null = null;
   try {
     result = await ctx.gateway.clientFor(permit.keyId).complete(request);
+    onCallEnded(result);
     return { kind: "called", result };
   } finally {
     const release: ReleaseRequest = {

@@ -1,7 +1,9 @@
 // The task-queue handler (short and long queues alike): runs each swarm's tasks in rounds (one claim
-// and one record RPC per swarm per round, see run-swarm-rounds.ts), then acks or retries each
-// message as the SwarmRoom said. It never acks a message whose outcome is not recorded.
+// and one record RPC per swarm per round, see run-swarm-rounds.ts; calls are journaled as they end),
+// then acks or retries each message as the SwarmRoom said. It never acks an unrecorded outcome.
 import type { ModelGateway } from "./call-with-permit.ts";
+import { createCallJournal } from "./call-journal.ts";
+import type { Schedule } from "./call-journal.ts";
 import { createLimiter } from "./create-limiter.ts";
 import { groupPackets } from "./group-packets.ts";
 import { DEFAULT_INLINE_BUDGET } from "./inline-budget.ts";
@@ -27,6 +29,8 @@ export interface ConsumeTasksDeps {
   now?: () => number;
   /** Jitter of permit waits, in [0, 1). */
   random?: () => number;
+  /** The call journal's flush timer (default setTimeout); tests drive it with a fake clock. */
+  schedule?: Schedule;
 }
 
 export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTasksDeps): Promise<void> {
@@ -48,6 +52,8 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
     permitWaits: 0,
     permitWaitMs: 0,
     keyPoolErrors: 0,
+    callFlushes: 0,
+    callFlushErrors: 0,
   };
   const { swarms, unreadable } = groupPackets(batch);
 
@@ -57,6 +63,7 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
   const taskCount = swarms.reduce((n, s) => n + s.taskIds.length, 0);
   const budget = deps.inlineBudget ?? DEFAULT_INLINE_BUDGET;
   const wait = deps.sleep ?? sleep;
+  const journal = createCallJournal({ rooms: deps.rooms, ...(deps.schedule === undefined ? {} : { schedule: deps.schedule }), tally });
   const context: RoundsContext = {
     rooms: deps.rooms,
     permits: {
@@ -70,6 +77,7 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
       tally,
     },
     limiter: createLimiter(deps.concurrency),
+    journal,
     waves: Math.max(1, Math.ceil(taskCount / deps.concurrency)),
     inlineRetryMaxS: deps.inlineRetryMaxS,
     budget,
@@ -81,24 +89,29 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
 
   // Swarms run side by side; a message is acked as soon as all its tasks are settled and the rest
   // once their swarm's last round is recorded, so short retries never hold back other acks.
-  await Promise.all(
-    swarms.map(async (packets) => {
-      const fates = new Map<string, TaskFate>();
-      let open = packets.messages;
-      try {
-        await runSwarmRounds(packets, context, fates, () => {
-          // Messages whose tasks are all done are acked now, not after the inline rounds.
-          open = ackSettledMessages(open, fates, tally);
-        });
-      } catch (error) {
-        // A bug, not an upstream failure: what was recorded stays settled, the rest is retried.
-        console.error(
-          JSON.stringify({ event: "swarm_rounds_threw", swarm_id: packets.swarmId, error: error instanceof Error ? error.message : String(error) }),
-        );
-      }
-      settleMessages(open, fates, tally);
-    }),
-  );
+  try {
+    await Promise.all(
+      swarms.map(async (packets) => {
+        const fates = new Map<string, TaskFate>();
+        let open = packets.messages;
+        try {
+          await runSwarmRounds(packets, context, fates, () => {
+            // Messages whose tasks are all done are acked now, not after the inline rounds.
+            open = ackSettledMessages(open, fates, tally);
+          });
+        } catch (error) {
+          // A bug, not an upstream failure: what was recorded stays settled, the rest is retried.
+          console.error(
+            JSON.stringify({ event: "swarm_rounds_threw", swarm_id: packets.swarmId, error: error instanceof Error ? error.message : String(error) }),
+          );
+        }
+        settleMessages(open, fates, tally);
+      }),
+    );
+  } finally {
+    // Its last flush, and no timer left to outlive the batch.
+    await journal.stop();
+  }
 
   console.log(
     JSON.stringify({

@@ -1,13 +1,15 @@
 // One swarm's share of a consumer batch, in rounds: claim (one RPC), run the granted tasks under the
-// batch's shared limiter, record (one RPC). Tasks the SwarmRoom wants retried after a short delay
-// are claimed again and re-run in the same invocation while the inline budget allows. It settles
-// no message itself: it writes each task's fate, and the caller settles messages from them.
+// batch's shared limiter, record (one RPC); each call is also journaled as it ends (call-journal.ts).
+// Tasks the SwarmRoom wants retried after a short delay are claimed again and re-run in the same
+// invocation while the inline budget allows. It settles no message itself: it writes each task's
+// fate, and the caller settles messages from them.
 import type { ErrorClass } from "../../src/core/error-class.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
-import type { ClaimedTask, ClaimResponse, RecordResponse, TaskOutcome, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
+import type { CallRecord, ClaimedTask, ClaimResponse, RecordResponse, TaskOutcome, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
 import type { ModelCallResult } from "../../src/model/model-client.ts";
 import { callWithPermit } from "./call-with-permit.ts";
 import type { PermitCallResult, PermitContext, PermitTally } from "./call-with-permit.ts";
+import type { CallJournal, JournalTally } from "./call-journal.ts";
 import type { Limiter } from "./create-limiter.ts";
 import type { SwarmPackets } from "./group-packets.ts";
 import { allowsInlineRound } from "./inline-budget.ts";
@@ -15,7 +17,7 @@ import type { InlineBudget } from "./inline-budget.ts";
 import type { TaskFate } from "./settle-messages.ts";
 import type { SwarmRoomRpc, SwarmRooms } from "./swarm-rooms.ts";
 
-export interface Tally extends PermitTally {
+export interface Tally extends PermitTally, JournalTally {
   granted: number;
   refused: number;
   ok: number;
@@ -41,6 +43,8 @@ export interface RoundsContext {
   permits: PermitContext;
   /** Shared by all swarms of the batch: bounds the model calls in flight across it. */
   limiter: Limiter;
+  /** Sends each call to the ledger as it ends, ahead of the round's record. */
+  journal: CallJournal;
   /** Rounds of calls the batch needs at its concurrency; every claim's lease covers them all. */
   waves: number;
   /** A retry the SwarmRoom delays by at most this many seconds runs inside the invocation. */
@@ -143,7 +147,11 @@ async function runTasks(config: TaskRunConfig, granted: ClaimedTask[], ctx: Roun
       ctx.limiter.run(async (): Promise<TaskReport | null> => {
         let run: PermitCallResult;
         try {
-          run = await callWithPermit(config, task, ctx.permits);
+          // The call is journaled the moment it ends: a crash before the round's record then
+          // loses no usage the upstream billed (the record carries it again; rows are deduped).
+          run = await callWithPermit(config, task, ctx.permits, (result) =>
+            ctx.journal.append(config.swarmId, { taskId: task.taskId, attempt: task.attempt, calls: [toCallRecord(task, result)] }),
+          );
         } catch (error) {
           ctx.tally.threw += 1;
           fates.set(task.taskId, REDELIVER);
@@ -168,7 +176,8 @@ async function runTasks(config: TaskRunConfig, granted: ClaimedTask[], ctx: Roun
 async function recordWithRetry(room: SwarmRoomRpc, swarmId: string, reports: TaskReport[], ctx: RoundsContext): Promise<RecordResponse | null> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await room.recordResults(reports);
+      // The journal holds these calls back while the record carries them, and takes them back if it fails.
+      return await ctx.journal.carry(swarmId, reports, () => room.recordResults(reports));
     } catch (error) {
       // recordResults is idempotent by (task, attempt), so trying again is safe.
       logRpcFailure("recordResults", swarmId, error, attempt);
@@ -222,19 +231,22 @@ function toTaskReport(task: ClaimedTask, result: ModelCallResult): TaskReport {
     outcome: result.ok
       ? { kind: "succeeded", output: result.text, finishReason: result.finishReason }
       : { kind: "failed", ...result.error },
-    calls: [
-      {
-        turn: 1,
-        // The gateway name of the model called (a fallback while the spec's model's circuit is
-        // open), not the upstream's id for it: prices, circuits and reports are keyed by it.
-        model: task.model,
-        usage: result.usage,
-        latencyMs: result.latencyMs,
-        status: result.ok ? "ok" : "error",
-        errorClass: result.ok ? null : result.error.class,
-        startedAt: result.startedAt,
-      },
-    ],
+    calls: [toCallRecord(task, result)],
+  };
+}
+
+/** The ledger's record of the task's one call (turn 1), as the journal and the report carry it. */
+function toCallRecord(task: ClaimedTask, result: ModelCallResult): CallRecord {
+  return {
+    turn: 1,
+    // The gateway name of the model called (a fallback while the spec's model's circuit is
+    // open), not the upstream's id for it: prices, circuits and reports are keyed by it.
+    model: task.model,
+    usage: result.usage,
+    latencyMs: result.latencyMs,
+    status: result.ok ? "ok" : "error",
+    errorClass: result.ok ? null : result.error.class,
+    startedAt: result.startedAt,
   };
 }
 

@@ -1,11 +1,13 @@
-// The agent's port to the SwarmRoom Durable Object: the three RPCs it makes, and the adapter from
+// The agent's port to the SwarmRoom Durable Object: the RPCs it makes, and the adapter from
 // the SWARM_ROOM namespace. It decides nothing; the handlers take this port so tests can fake it.
 import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
-import type { ClaimOptions, ClaimResponse, RecordResponse, TaskReport } from "../../src/core/swarm-contract.ts";
+import type { CallRecord, ClaimOptions, ClaimResponse, RecordResponse, TaskReport } from "../../src/core/swarm-contract.ts";
 
 export interface SwarmRoomRpc {
   claim(taskIds: string[], options?: ClaimOptions): Promise<ClaimResponse>;
   recordResults(reports: TaskReport[]): Promise<RecordResponse>;
+  /** Ledger rows for calls that ended, ahead of their task's outcome; idempotent by call id. */
+  recordCalls(reports: { taskId: string; attempt: number; calls: CallRecord[] }[]): Promise<void>;
   recordDeadLetter(taskIds: string[]): Promise<void>;
 }
 

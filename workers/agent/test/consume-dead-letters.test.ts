@@ -15,6 +15,7 @@ function fakeRoom(fail: boolean) {
   const room: SwarmRoomRpc = {
     claim: () => Promise.reject(new Error("a dead letter is never claimed")),
     recordResults: () => Promise.reject(new Error("a dead letter records no results")),
+    recordCalls: () => Promise.reject(new Error("a dead letter records no calls")),
     async recordDeadLetter(taskIds) {
       deadLettered.push(taskIds);
       if (fail) throw new Error("Durable Object storage operation exceeded timeout");

@@ -1,9 +1,10 @@
-// A fake SwarmRoom, fake models and a fake clock for consumeTasks tests, and a runner that
-// reports which messages were acked or retried (with the delays getQueueResult leaves out).
+// A fake SwarmRoom, fake models, a fake clock (with timers) for consumeTasks tests, and a runner
+// that reports which messages were acked or retried (with the delays getQueueResult leaves out).
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { LimitsSchema } from "../../../src/core/spec-schema.ts";
 import type { ClaimedTask, ClaimOptions, ClaimRefusal, ClaimResponse, RecordResponse, TaskReport } from "../../../src/core/swarm-contract.ts";
+import type { CallReport, Schedule } from "../call-journal.ts";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
 import { consumeTasks } from "../consume-tasks.ts";
 import type { SwarmRoomRpc, SwarmRooms } from "../swarm-rooms.ts";
@@ -32,6 +33,13 @@ export class FakeRoom implements SwarmRoomRpc {
   claimErrorFrom: number | null = null;
   /** recordResults throws this many times before it answers. */
   recordFailures = 0;
+  /** Every recordCalls RPC (the call journal's flushes), answered or not, and its fake-clock reading. */
+  journaled: CallReport[][] = [];
+  journaledAt: number[] = [];
+  /** recordCalls throws this many times before it answers. */
+  recordCallsFailures = 0;
+  /** Appends `recordCalls` / `recordResults` to order the RPCs against other events. */
+  events: string[] = [];
   answer: (reports: TaskReport[]) => RecordResponse = ackAll;
   constructor(
     readonly swarmId: string,
@@ -71,12 +79,28 @@ export class FakeRoom implements SwarmRoomRpc {
 
   async recordResults(reports: TaskReport[]): Promise<RecordResponse> {
     this.records.push(reports);
+    this.events.push("recordResults");
     if (this.recordFailures > 0) {
       this.recordFailures -= 1;
       throw new Error("Durable Object reset because its code was updated");
     }
     this.answeredAt.push(this.clock());
     return this.answer(reports);
+  }
+
+  async recordCalls(reports: CallReport[]): Promise<void> {
+    this.journaled.push(reports);
+    this.journaledAt.push(this.clock());
+    this.events.push("recordCalls");
+    if (this.recordCallsFailures > 0) {
+      this.recordCallsFailures -= 1;
+      throw new Error("Durable Object is overloaded");
+    }
+  }
+
+  /** The call ids (task:attempt:turn) of every recordCalls RPC, in order, repeats kept. */
+  journaledCallIds(): string[] {
+    return this.journaled.flat().flatMap((r) => r.calls.map((c) => `${r.taskId}:${r.attempt}:${c.turn}`));
   }
 
   async recordDeadLetter(): Promise<void> {}
@@ -157,6 +181,46 @@ export function fakeClock() {
       clock.sleeps.push(ms);
       clock.t += ms;
     },
+  };
+}
+
+/**
+ * A fake clock whose timers (the call journal's `schedule`) fire as it moves: `advance` moves it by
+ * `ms`, running each due timer at its own time, and `sleep` is an advance.
+ */
+export function fakeTimers() {
+  const time = fakeClock();
+  const timers: { at: number; run: () => void }[] = [];
+  const schedule: Schedule = (run, ms) => {
+    const timer = { at: time.clock.t + ms, run };
+    timers.push(timer);
+    return () => {
+      const i = timers.indexOf(timer);
+      if (i >= 0) timers.splice(i, 1);
+    };
+  };
+  const advance = (ms: number): void => {
+    const end = time.clock.t + ms;
+    for (;;) {
+      const due = timers.filter((t) => t.at <= end).sort((x, y) => x.at - y.at)[0];
+      if (due === undefined) break;
+      timers.splice(timers.indexOf(due), 1);
+      time.clock.t = Math.max(time.clock.t, due.at);
+      due.run();
+    }
+    time.clock.t = end;
+  };
+  return {
+    clock: time.clock,
+    now: time.now,
+    schedule,
+    advance,
+    sleep: async (ms: number): Promise<void> => {
+      time.clock.sleeps.push(ms);
+      advance(ms);
+    },
+    /** Timers armed and not yet run or cancelled. */
+    armed: () => timers.length,
   };
 }
 

@@ -1,0 +1,217 @@
+// The invocation's call journal: each model call is sent to its SwarmRoom (recordCalls) within
+// CALL_FLUSH_MS of ending, so an invocation that dies mid-batch loses at most that much billed usage.
+import type { CallRecord, TaskReport } from "../../src/core/swarm-contract.ts";
+import type { SwarmRoomRpc, SwarmRooms } from "./swarm-rooms.ts";
+
+/**
+ * A swarm's journal flushes this long after its oldest unsent call ended, or after its previous
+ * flush answered if that is later: never more often, and never more than one RPC in flight. It
+ * bounds what a crash (a deploy, a `wrangler dev` reload) loses from the ledger to the calls of the
+ * last ~250 ms (plus one RPC in flight), while keeping the SwarmRoom's load at ≤ 4 recordCalls/s
+ * per invocation and swarm instead of one RPC per call (a DO takes ~500–1,000 RPCs/s in all).
+ */
+export const CALL_FLUSH_MS = 250;
+
+/** Runs `run` after `ms`; returns a function that cancels it. Tests pass one driven by a fake clock. */
+export type Schedule = (run: () => void, ms: number) => () => void;
+
+/** The calls of one task attempt, as recordCalls and recordResults take them. */
+export type CallReport = Pick<TaskReport, "taskId" | "attempt" | "calls">;
+
+export interface JournalTally {
+  /** recordCalls RPCs that answered, and those that threw (their calls are sent again). */
+  callFlushes: number;
+  callFlushErrors: number;
+}
+
+export interface CallJournal {
+  /** A call ended: it goes to the swarm's SwarmRoom with the next flush. Never blocks. */
+  append(swarmId: string, report: CallReport): void;
+  /**
+   * Runs the swarm's recordResults, which carries these calls itself: the journal holds them back
+   * while it runs (no RPC races its own record), forgets them once it answers, and takes them back
+   * if it throws, so they still reach the ledger if no record ever does. Rethrows its error.
+   */
+  carry<T>(swarmId: string, reports: readonly CallReport[], record: () => Promise<T>): Promise<T>;
+  /** The batch is over: cancels the timers and flushes what is left, once (failures are logged). */
+  stop(): Promise<void>;
+}
+
+export interface CallJournalDeps {
+  rooms: SwarmRooms;
+  schedule?: Schedule;
+  tally: JournalTally;
+}
+
+interface PendingCall {
+  taskId: string;
+  attempt: number;
+  call: CallRecord;
+}
+
+interface SwarmJournal {
+  swarmId: string;
+  room: SwarmRoomRpc;
+  /** Unsent calls by call key (task:attempt:turn), in the order they ended. */
+  pending: Map<string, PendingCall>;
+  /** Calls a recordResults is carrying or has recorded: never sent (or re-queued) by the journal. */
+  carried: Set<string>;
+  /** Calls a recordCalls took: never sent twice, even when a record that failed hands them back. */
+  sent: Set<string>;
+  cancelTimer: (() => void) | null;
+  flushing: Promise<void> | null;
+}
+
+export function createCallJournal(deps: CallJournalDeps): CallJournal {
+  const schedule = deps.schedule ?? scheduleWithTimers;
+  const swarms = new Map<string, SwarmJournal>();
+  let stopped = false;
+
+  function journalOf(swarmId: string): SwarmJournal {
+    let journal = swarms.get(swarmId);
+    if (journal === undefined) {
+      journal = {
+        swarmId,
+        room: deps.rooms(swarmId),
+        pending: new Map(),
+        carried: new Set(),
+        sent: new Set(),
+        cancelTimer: null,
+        flushing: null,
+      };
+      swarms.set(swarmId, journal);
+    }
+    return journal;
+  }
+
+  function add(journal: SwarmJournal, report: CallReport): void {
+    for (const call of report.calls) {
+      const key = callKey(report.taskId, report.attempt, call.turn);
+      if (!journal.carried.has(key) && !journal.sent.has(key)) journal.pending.set(key, { taskId: report.taskId, attempt: report.attempt, call });
+    }
+  }
+
+  /**
+   * Arms the swarm's one timer when it has unsent calls and none is armed or in flight: called when
+   * a call is added (so from the oldest unsent one) and when a flush answers (so flushes of a swarm
+   * start ≥ CALL_FLUSH_MS apart).
+   */
+  function arm(journal: SwarmJournal): void {
+    if (stopped || journal.cancelTimer !== null || journal.flushing !== null || journal.pending.size === 0) return;
+    journal.cancelTimer = schedule(() => {
+      journal.cancelTimer = null;
+      void flush(journal);
+    }, CALL_FLUSH_MS);
+  }
+
+  function disarm(journal: SwarmJournal): void {
+    journal.cancelTimer?.();
+    journal.cancelTimer = null;
+  }
+
+  /** Sends every unsent call in one recordCalls; never throws. At most one per swarm is in flight. */
+  function flush(journal: SwarmJournal): Promise<void> {
+    if (journal.flushing !== null) return journal.flushing;
+    const calls = [...journal.pending.entries()];
+    if (calls.length === 0) return Promise.resolve();
+    journal.pending.clear();
+    // `finally` runs after the assignment even if recordCalls throws synchronously.
+    journal.flushing = send(journal, calls).finally(() => {
+      journal.flushing = null;
+      arm(journal);
+    });
+    return journal.flushing;
+  }
+
+  async function send(journal: SwarmJournal, calls: [string, PendingCall][]): Promise<void> {
+    try {
+      await journal.room.recordCalls(toReports(calls.map(([, pending]) => pending)));
+      deps.tally.callFlushes += 1;
+      for (const [key] of calls) journal.sent.add(key);
+    } catch (error) {
+      deps.tally.callFlushErrors += 1;
+      // Back in the queue for the next tick, unless a recordResults took them meanwhile.
+      const requeued = calls.filter(([key]) => !journal.carried.has(key));
+      journal.pending = new Map([...requeued, ...journal.pending]);
+      console.error(
+        JSON.stringify({
+          event: "call_journal_flush_failed",
+          swarm_id: journal.swarmId,
+          calls: requeued.length,
+          final: stopped,
+          error: messageOf(error),
+        }),
+      );
+    }
+  }
+
+  return {
+    append(swarmId, report) {
+      // Never fatal to the task: its record still carries the call.
+      try {
+        const journal = journalOf(swarmId);
+        add(journal, report);
+        arm(journal);
+      } catch (error) {
+        console.error(JSON.stringify({ event: "call_journal_append_failed", swarm_id: swarmId, task_id: report.taskId, error: messageOf(error) }));
+      }
+    },
+
+    async carry(swarmId, reports, record) {
+      const journal = journalOf(swarmId);
+      const keys = reports.flatMap((r) => r.calls.map((call) => callKey(r.taskId, r.attempt, call.turn)));
+      for (const key of keys) {
+        journal.pending.delete(key);
+        journal.carried.add(key);
+      }
+      if (journal.pending.size === 0) disarm(journal);
+      try {
+        return await record();
+      } catch (error) {
+        for (const key of keys) journal.carried.delete(key);
+        for (const report of reports) add(journal, report);
+        arm(journal);
+        throw error;
+      }
+    },
+
+    async stop() {
+      stopped = true;
+      for (const journal of swarms.values()) disarm(journal);
+      await Promise.all(
+        [...swarms.values()].map(async (journal) => {
+          if (journal.flushing !== null) await journal.flushing;
+          await flush(journal);
+          if (journal.pending.size > 0) {
+            console.error(JSON.stringify({ event: "call_journal_calls_unsent", swarm_id: journal.swarmId, calls: journal.pending.size }));
+          }
+        }),
+      );
+    },
+  };
+}
+
+/** The ledger's call id without the swarm (a journal is per swarm). */
+function callKey(taskId: string, attempt: number, turn: number): string {
+  return `${taskId}:${attempt}:${turn}`;
+}
+
+function toReports(calls: PendingCall[]): CallReport[] {
+  const byAttempt = new Map<string, CallReport>();
+  for (const { taskId, attempt, call } of calls) {
+    const key = `${taskId}:${attempt}`;
+    const report = byAttempt.get(key);
+    if (report === undefined) byAttempt.set(key, { taskId, attempt, calls: [call] });
+    else report.calls.push(call);
+  }
+  return [...byAttempt.values()];
+}
+
+function scheduleWithTimers(run: () => void, ms: number): () => void {
+  const handle = setTimeout(run, ms);
+  return () => clearTimeout(handle);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
