@@ -177,6 +177,9 @@ function toSettings(env: SwarmRoomEnv): RoomSettings {
   };
 }
 
+/** Per model call: `long_timeout_s` for a task flagged long, else `timeout_s`. */
+const toCallTimeoutS = (task: { long: number } | null, limits: Limits): number => (task?.long === 1 ? limits.long_timeout_s : limits.timeout_s);
+
 const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 const toCapText = (cap: { max_usd_per_month?: number | undefined; max_tokens_per_month?: number | undefined }): string =>
@@ -418,7 +421,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
             this.sql.exec("UPDATE tasks SET reserved_usd = ?, reserved_tokens = ? WHERE id = ?", worst.usd, worst.tokens, taskId);
           }
           promptChars += size;
-          const timeoutS = task?.long === 1 ? config.limits.long_timeout_s : config.limits.timeout_s;
+          const timeoutS = toCallTimeoutS(task, config.limits);
           const leaseUntil = now + waves * timeoutS * 1_000 + this.settings.leaseGraceMs;
           const prompt = this.sql
             .exec<{ prompt: string }>(
@@ -472,11 +475,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         rateLimited = true;
         // No call was made: the attempt is handed back (call ids stay unique: none used this number).
         const retryAt = now + Math.max(0, outcome.retryAfterMs);
-        const timeoutS = task?.long === 1 ? limits.long_timeout_s : limits.timeout_s;
         this.sql.exec(
           `UPDATE tasks SET state = 'retry_wait', attempts = attempts - 1, retry_at = ?, deadline = ? WHERE id = ?`,
           retryAt,
-          retryAt + timeoutS * 1_000 + this.settings.leaseGraceMs,
+          this.retryDeadline(retryAt, task, limits),
           report.taskId,
         );
         actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
@@ -495,11 +497,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
             task.state === "retry_wait" && task.retry_at !== null
               ? task.retry_at
               : now + backoffDelayMs(report.attempt, outcome.retryAfterMs);
-          const timeoutS = task.long === 1 ? limits.long_timeout_s : limits.timeout_s;
           this.sql.exec(
             `UPDATE tasks SET state = 'retry_wait', retry_at = ?, deadline = ?, error_class = ?, error_message = ? WHERE id = ?`,
             retryAt,
-            retryAt + timeoutS * 1_000 + this.settings.leaseGraceMs,
+            this.retryDeadline(retryAt, task, limits),
             outcome.class,
             outcome.message,
             report.taskId,
@@ -728,6 +729,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const at = toHalfOpenAt(circuit);
       return { model, state: circuit.state, failures: circuit.failures, retry_at: at === null ? null : new Date(at).toISOString() };
     });
+  }
+
+  /** A task waiting to retry whose message has not come back by then is sent again by the alarm. */
+  private retryDeadline(retryAt: number, task: TaskRow | null, limits: Limits): number {
+    return retryAt + toCallTimeoutS(task, limits) * 1_000 + this.settings.leaseGraceMs;
   }
 
   private swarm(): SwarmRow | null {
