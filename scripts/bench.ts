@@ -4,6 +4,7 @@
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
@@ -17,18 +18,10 @@ const { values } = parseArgs({
   },
 });
 
-function positiveInt(name: string, raw: string | undefined, max: number): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > max) {
-    console.error(`--${name} must be an integer 1-${max}, got "${raw}"`);
-    process.exit(2);
-  }
-  return n;
-}
-const tasks = positiveInt("tasks", values.tasks, 10_000);
-const latency = positiveInt("latency", values.latency, 600_000);
-const concurrency = positiveInt("concurrency", values.concurrency, 1_500);
-const maxOutputTokens = positiveInt("max-output-tokens", values["max-output-tokens"], 128_000);
+const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
+const latency = readIntOption("latency", values.latency, 1, 600_000);
+const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
+const maxOutputTokens = readIntOption("max-output-tokens", values["max-output-tokens"], 1, 128_000);
 
 const persistTo = path.join(ROOT, ".tmp", "bench-state");
 await rm(persistTo, { recursive: true, force: true });

@@ -9,6 +9,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import type { MockModelOptions } from "../dev/mock-model/server.ts";
+import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
@@ -25,26 +26,18 @@ const { values } = parseArgs({
   },
 });
 
-function int(name: string, raw: string | undefined, min: number, max: number): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    console.error(`--${name} must be an integer ${min}-${max}, got "${raw}"`);
-    process.exit(2);
-  }
-  return n;
-}
 const profile = values.profile;
 if (profile !== "mixed" && profile !== "clean") {
   console.error(`--profile must be "mixed" or "clean", got "${profile}"`);
   process.exit(2);
 }
-const tasks = int("tasks", values.tasks, 1, 10_000);
-const concurrency = int("concurrency", values.concurrency, 1, 1_500);
-const latency = int("latency", values.latency, 0, 60_000);
-const timeoutS = int("timeout-s", values["timeout-s"], 1, 600);
-const maxAttempts = int("max-attempts", values["max-attempts"], 1, 10);
-const rpm = int("rpm-per-key", values["rpm-per-key"], 0, 1_000_000);
-const seed = int("seed", values.seed, 0, 2 ** 31);
+const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
+const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
+const latency = readIntOption("latency", values.latency, 0, 60_000);
+const timeoutS = readIntOption("timeout-s", values["timeout-s"], 1, 600);
+const maxAttempts = readIntOption("max-attempts", values["max-attempts"], 1, 10);
+const rpm = readIntOption("rpm-per-key", values["rpm-per-key"], 0, 1_000_000);
+const seed = readIntOption("seed", values.seed, 0, 2 ** 31);
 
 const MIXED_RATES = { "429": 0.2, "500": 0.02, "502": 0.015, "503": 0.015, hang: 0.02, malformed: 0.01, truncated: 0.01 };
 const scenario: MockModelOptions = {

@@ -2,6 +2,7 @@
 // MODEL_BASE_URL/MODEL_API_KEY name a real endpoint), both Workers in one `wrangler dev` — then a
 // 100-task demo swarm and its summary line. Stays up until Ctrl-C, which stops all it started.
 import { parseArgs } from "node:util";
+import { readIntOption } from "./lib/int-option.ts";
 import { generateToken, startStack, type Stack } from "./lib/local-stack.ts";
 import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
@@ -18,11 +19,7 @@ if (!Number.isInteger(port) || port < 1 || port > 65_535) {
   console.error(`PORT must be a TCP port (1-65535), got "${process.env.PORT}"`);
   process.exit(2);
 }
-const taskCount = Number(values.tasks);
-if (!Number.isInteger(taskCount) || taskCount < 1 || taskCount > 10_000) {
-  console.error(`--tasks must be an integer 1-10000, got "${values.tasks}"`);
-  process.exit(2);
-}
+const taskCount = readIntOption("tasks", values.tasks, 1, 10_000);
 const apiToken = process.env.EDGESWARM_API_TOKEN || generateToken();
 const modelBaseUrl = process.env.MODEL_BASE_URL || undefined;
 const demoModel = process.env.EDGESWARM_DEMO_MODEL || (modelBaseUrl ? "gpt-4.1-mini" : "mock-1");
