@@ -1,23 +1,12 @@
 // Tests fault injection over real loopback HTTP: every kind, forced/scripted/rated, per-key RPM/TPM, hangs and aborts.
 
 import OpenAI from "openai";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { KEY, chat, eventually, readAll, sseData, userBody } from "./test-helpers.ts";
+import { describe, expect, it } from "vitest";
+import { KEY, chat, eventually, readAll, sseData, userBody, useMockModel } from "./test-helpers.ts";
 import { startMockModel } from "./server.ts";
 import type { FaultKind, MockModelHandle } from "./server.ts";
 
-let mock: MockModelHandle;
-let client: OpenAI;
-
-beforeAll(async () => {
-  mock = await startMockModel({ port: 0 });
-  client = new OpenAI({ apiKey: KEY, baseURL: `${mock.url}/v1`, maxRetries: 0, timeout: 20_000 });
-});
-afterAll(() => mock.close());
-beforeEach(() => {
-  mock.setScenario({});
-  mock.resetStats();
-});
+const { mock, client } = await useMockModel();
 
 const streamBody = (content = "hello"): Record<string, unknown> => userBody(content, { stream: true, stream_options: { include_usage: true } });
 

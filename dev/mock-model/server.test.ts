@@ -2,24 +2,12 @@
 
 import OpenAI from "openai";
 import { zodResponseFormat } from "openai/helpers/zod";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { AUTH, KEY, chat, eventually, readAll, sseData, userBody } from "./test-helpers.ts";
+import { AUTH, KEY, chat, eventually, readAll, sseData, userBody, useMockModel } from "./test-helpers.ts";
 import { DEFAULT_MODELS, keyIdOf, startMockModel } from "./server.ts";
-import type { MockModelHandle } from "./server.ts";
 
-let mock: MockModelHandle;
-let client: OpenAI;
-
-beforeAll(async () => {
-  mock = await startMockModel({ port: 0 });
-  client = new OpenAI({ apiKey: KEY, baseURL: `${mock.url}/v1`, maxRetries: 0, timeout: 20_000 });
-});
-afterAll(() => mock.close());
-beforeEach(() => {
-  mock.setScenario({});
-  mock.resetStats();
-});
+const { mock, client } = await useMockModel();
 
 const get = (path: string, headers: Record<string, string> = {}): Promise<Response> => fetch(`${mock.url}${path}`, { headers });
 

@@ -1,5 +1,8 @@
 // Shared helpers for the mock-model tests: HTTP calls against a started mock and SSE parsing.
 
+import OpenAI from "openai";
+import { afterAll, beforeEach } from "vitest";
+import { startMockModel } from "./server.ts";
 import type { MockModelHandle } from "./server.ts";
 
 export const KEY = "sk-test-key";
@@ -59,4 +62,19 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
     if (Date.now() > end) throw new Error("condition not met in time");
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * One mock model for a test file: started at collection (top-level await), closed after the file,
+ * its scenario and stats reset before each test; with an official openai client pointed at it.
+ */
+export async function useMockModel(): Promise<{ mock: MockModelHandle; client: OpenAI }> {
+  const mock = await startMockModel({ port: 0 });
+  const client = new OpenAI({ apiKey: KEY, baseURL: `${mock.url}/v1`, maxRetries: 0, timeout: 20_000 });
+  afterAll(() => mock.close());
+  beforeEach(() => {
+    mock.setScenario({});
+    mock.resetStats();
+  });
+  return { mock, client };
 }

@@ -2,26 +2,14 @@
 // reads every shape, streamed or not, to exactly the normalized counts /stats reports per model,
 // and the official openai SDK parses every shape.
 
-import OpenAI from "openai";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { extractStreamUsage, normalizeUsage } from "../../src/core/usage.ts";
 import type { Usage as LedgerUsage } from "../../src/core/usage.ts";
-import { KEY, chat, sseData, userBody } from "./test-helpers.ts";
-import { USAGE_SHAPES, startMockModel } from "./server.ts";
-import type { MockModelHandle, TokenCounts, UsageShape } from "./server.ts";
+import { KEY, chat, sseData, userBody, useMockModel } from "./test-helpers.ts";
+import { USAGE_SHAPES } from "./server.ts";
+import type { TokenCounts, UsageShape } from "./server.ts";
 
-let mock: MockModelHandle;
-let client: OpenAI;
-
-beforeAll(async () => {
-  mock = await startMockModel({ port: 0 });
-  client = new OpenAI({ apiKey: KEY, baseURL: `${mock.url}/v1`, maxRetries: 0, timeout: 20_000 });
-});
-afterAll(() => mock.close());
-beforeEach(() => {
-  mock.setScenario({});
-  mock.resetStats();
-});
+const { mock, client } = await useMockModel();
 
 /** One model per shape, so per-model stats are per-shape stats. */
 const modelOf = (shape: UsageShape): string => `model-${shape}`;
