@@ -268,15 +268,22 @@ export function faultResponse(kind: FaultKind, model: string, promptTokens: numb
     case "404":
       return e(`The model \`${model}\` does not exist or you do not have access to it.`, "invalid_request_error", "model", "model_not_found");
     case "context_length":
-      return e(
-        `This model's maximum context length is 128000 tokens. However, your messages resulted in ${Math.max(promptTokens, 128001)} tokens. Please reduce the length of the messages.`,
-        "invalid_request_error",
-        "messages",
-        "context_length_exceeded",
-      );
+      return { status, headers: {}, body: contextLengthBody(128_000, Math.max(promptTokens, 128_001), undefined, "(mock fault)") };
     default:
       return e("Invalid request.", "invalid_request_error");
   }
+}
+
+/**
+ * OpenAI's 400 `context_length_exceeded` body: for the `context_length` fault and for requests
+ * over a configured context window (prompt + max_tokens > limit).
+ */
+export function contextLengthBody(limit: number, promptTokens: number, maxTokens: number | undefined, suffix: string): ErrorBody {
+  const detail =
+    maxTokens === undefined
+      ? `your messages resulted in ${promptTokens} tokens. Please reduce the length of the messages.`
+      : `you requested ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`;
+  return errorBody(`This model's maximum context length is ${limit} tokens. However, ${detail} ${suffix}`, "invalid_request_error", "messages", "context_length_exceeded");
 }
 
 /** `retry-after` (whole seconds, rounded up) and `retry-after-ms`. */

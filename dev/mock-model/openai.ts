@@ -2,6 +2,10 @@
 
 import type { PromptMessage } from "./text.ts";
 import type { Usage } from "./stats.ts";
+import { wireToolCalls } from "./tool-dialect.ts";
+import type { ToolCall, ToolDialect } from "./tool-dialect.ts";
+
+export type { ToolCall } from "./tool-dialect.ts";
 
 export interface ErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };
@@ -31,6 +35,10 @@ export interface ChatRequest {
   raw_tools: unknown;
   /** The tool the answer must call: set for tool_choice "required" (first tool) or a named function. */
   forced_tool: ToolDef | undefined;
+  /** tool_choice "none": answer in text even when tools are offered. */
+  tools_disabled: boolean;
+  /** false when the request sets parallel_tool_calls: false (then one call per turn). */
+  parallel_tool_calls: boolean;
 }
 
 export type Validated = { ok: true; value: ChatRequest } | { ok: false; error: ErrorBody };
@@ -59,6 +67,8 @@ export function validateChatRequest(body: unknown): Validated {
     const c = m.content;
     if (c !== undefined && c !== null && typeof c !== "string" && !Array.isArray(c)) return invalid(`Invalid type for 'messages[${i}].content': expected a string or an array, but got ${typeName(c)} instead.`, `messages[${i}].content`, "invalid_type");
   }
+  const echo = checkToolCallIds(messages as Array<Record<string, unknown>>);
+  if (echo !== undefined) return echo;
 
   let maxTokens: number | undefined;
   for (const param of ["max_completion_tokens", "max_tokens"] as const) {
@@ -113,19 +123,45 @@ export function validateChatRequest(body: unknown): Validated {
       tools,
       raw_tools: body.tools,
       forced_tool: forced,
+      tools_disabled: tc === "none",
+      parallel_tool_calls: body.parallel_tool_calls !== false,
     },
   };
 }
 
-export interface ToolCall {
-  id: string;
-  type: "function";
-  function: { name: string; arguments: string };
+/**
+ * Every `tool` message must answer a call of an earlier assistant message: its tool_call_id must
+ * be one of their `tool_calls[].id` (Moonshot rejects ids that were not echoed exactly; the mock
+ * holds every dialect to it). Gemini issues "" ids and clients make up their own, so the ids are
+ * matched as the assistant messages carry them.
+ */
+function checkToolCallIds(messages: ReadonlyArray<Record<string, unknown>>): Validated | undefined {
+  const issued = new Set<string>();
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    if (m === undefined) continue;
+    if (m.role === "assistant" && Array.isArray(m.tool_calls)) {
+      for (const c of m.tool_calls) if (isObj(c) && typeof c.id === "string") issued.add(c.id);
+    } else if (m.role === "tool") {
+      const id = m.tool_call_id;
+      if (typeof id !== "string") return invalid(`Missing required parameter: 'messages[${i}].tool_call_id'.`, `messages[${i}].tool_call_id`, "missing_required_parameter");
+      if (!issued.has(id)) {
+        return invalid(
+          `Invalid 'messages[${i}].tool_call_id': tool_call_id ${JSON.stringify(id)} does not match any tool call of an earlier assistant message.`,
+          `messages[${i}].tool_call_id`,
+          "invalid_value",
+        );
+      }
+    }
+  }
+  return undefined;
 }
 
 export interface Answer {
   content: string | null;
   tool_calls: ToolCall[] | undefined;
+  /** How tool calls go on the wire (ids were already made for it). */
+  dialect: ToolDialect;
   finish_reason: "stop" | "length" | "tool_calls";
   usage: Usage;
 }
@@ -139,7 +175,7 @@ export interface ChunkMeta {
 /** A non-streaming `chat.completion` object with the vendor-shaped `usage` (omitted when undefined). */
 export function completionObject(meta: ChunkMeta, a: Answer, usage: Record<string, unknown> | undefined): Record<string, unknown> {
   const message: Record<string, unknown> = { role: "assistant", content: a.content, refusal: null, annotations: [] };
-  if (a.tool_calls !== undefined) message.tool_calls = a.tool_calls;
+  if (a.tool_calls !== undefined) message.tool_calls = wireToolCalls(a.dialect, a.tool_calls);
   const obj: Record<string, unknown> = {
     id: meta.id,
     object: "chat.completion",

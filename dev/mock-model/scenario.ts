@@ -1,9 +1,11 @@
-// The run-time scenario (latency, faults, rate limits, usage shapes): its type, defaults and validation of untrusted JSON.
+// The run-time scenario (latency, faults, rate limits, usage shapes, tool dialects, invalid outputs): its type, defaults and validation of untrusted JSON.
 
 import { isFaultKind, isScriptStep } from "./faults.ts";
 import type { FaultKind, ScriptStep } from "./faults.ts";
 import { parseLatency } from "./latency.ts";
 import type { LatencySpec, Parsed } from "./latency.ts";
+import { TOOL_DIALECTS, isToolDialect } from "./tool-dialect.ts";
+import type { ToolDialect } from "./tool-dialect.ts";
 import { USAGE_SHAPES, isUsageShape } from "./usage.ts";
 import type { UsageShape } from "./usage.ts";
 
@@ -36,6 +38,14 @@ export interface Scenario {
   usage_shape_by_model?: Record<string, UsageShape>;
   /** Share of prompt tokens reported as cached, floor(prompt × share), in [0, 1] (default 0). */
   cached_share?: number;
+  /** How tool calls go on the wire (default: by model name, see defaultToolDialect). */
+  tool_dialect?: ToolDialect;
+  /** Per-model tool dialect overriding `tool_dialect` and the model-name default. */
+  tool_dialect_by_model?: Record<string, ToolDialect>;
+  /** The next N json_schema answers (repair answers included) break their schema. */
+  invalid_json?: number;
+  /** The next N planner answers are invalid plans (duplicate task ids). */
+  invalid_plans?: number;
 }
 
 const SCENARIO_KEYS: ReadonlySet<string> = new Set([
@@ -51,9 +61,14 @@ const SCENARIO_KEYS: ReadonlySet<string> = new Set([
   "usage_shape",
   "usage_shape_by_model",
   "cached_share",
+  "tool_dialect",
+  "tool_dialect_by_model",
+  "invalid_json",
+  "invalid_plans",
 ]);
 
 const SHAPES_TEXT = USAGE_SHAPES.join(", ");
+const DIALECTS_TEXT = TOOL_DIALECTS.join(", ");
 
 const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -141,6 +156,25 @@ export function parseScenario(input: unknown): Parsed<Scenario> {
       case "cached_share":
         if (!isNum(v) || v < 0 || v > 1) return { ok: false, error: "cached_share must be in [0, 1]" };
         out.cached_share = v;
+        break;
+      case "tool_dialect":
+        if (!isToolDialect(v)) return { ok: false, error: `tool_dialect must be one of ${DIALECTS_TEXT}` };
+        out.tool_dialect = v;
+        break;
+      case "tool_dialect_by_model": {
+        if (!isObj(v)) return { ok: false, error: "tool_dialect_by_model must be an object" };
+        const map: Record<string, ToolDialect> = {};
+        for (const [model, dialect] of Object.entries(v)) {
+          if (!isToolDialect(dialect)) return { ok: false, error: `tool_dialect_by_model.${model} must be one of ${DIALECTS_TEXT}` };
+          map[model] = dialect;
+        }
+        out.tool_dialect_by_model = map;
+        break;
+      }
+      case "invalid_json":
+      case "invalid_plans":
+        if (!isNum(v) || !Number.isInteger(v) || v < 0) return { ok: false, error: `${key} must be an integer ≥ 0` };
+        out[key] = v;
         break;
     }
   }

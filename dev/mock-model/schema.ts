@@ -179,3 +179,88 @@ function genNumber(schema: Schema, integer: boolean): number {
   if (0 < lo) return loOpen ? (Number.isFinite(hi) ? mid : lo + 1) : lo;
   return hiOpen ? (Number.isFinite(lo) ? mid : hi - 1) : hi;
 }
+
+/**
+ * Text that breaks `schema`, for invalid-structured-output tests: the valid value with its first
+ * required property dropped; else with a property of the wrong type; else with an extra property
+ * where none are allowed; else a top-level value of the wrong type; else (nothing to violate, e.g.
+ * `{}`) text that is not JSON at all.
+ */
+export function invalidJsonForSchema(schema: unknown, tag: string): string {
+  const root = isObj(schema) ? schema : {};
+  const s = resolveTop(schema, root);
+  const notJson = `[mock] not JSON (invalid_json ${tag})`;
+  if (!isObj(s)) return notJson;
+  const value = gen(s, root, tag, "value", 0);
+  if (pickType(s) === "object" && isObj(value)) {
+    const required = Array.isArray(s.required) ? s.required.filter((r): r is string => typeof r === "string") : [];
+    const first = required[0];
+    if (first !== undefined) {
+      delete value[first];
+      return JSON.stringify(value);
+    }
+    for (const [key, sub] of Object.entries(isObj(s.properties) ? s.properties : {})) {
+      const wrong = wrongTypeFor(sub, root);
+      if (wrong !== undefined) {
+        value[key] = wrong;
+        return JSON.stringify(value);
+      }
+    }
+    if (s.additionalProperties === false) return JSON.stringify({ ...value, mock_unexpected: true });
+    return notJson;
+  }
+  const wrong = wrongTypeFor(s, root);
+  return wrong === undefined ? notJson : JSON.stringify(wrong);
+}
+
+/** Follows top-level `$ref`s and merges `allOf`, so the schema's own keywords can be read. */
+function resolveTop(schema: unknown, root: Schema): unknown {
+  let s = schema;
+  for (let i = 0; i < MAX_DEPTH && isObj(s); i++) {
+    if (typeof s.$ref === "string") s = resolveRef(s.$ref, root);
+    else if (Array.isArray(s.allOf) && s.allOf.length > 0) s = mergeAllOf(s, root);
+    else break;
+  }
+  return s;
+}
+
+/** JSON types a schema accepts, or undefined when it may accept anything. */
+function acceptedTypes(schema: unknown, root: Schema, depth = 0): Set<string> | undefined {
+  const s = resolveTop(schema, root);
+  if (!isObj(s) || depth > MAX_DEPTH) return undefined;
+  for (const key of ["anyOf", "oneOf"] as const) {
+    const branches = s[key];
+    if (Array.isArray(branches) && branches.length > 0) {
+      const all = new Set<string>();
+      for (const b of branches) {
+        const t = acceptedTypes(b, root, depth + 1);
+        if (t === undefined) return undefined;
+        for (const x of t) all.add(x);
+      }
+      return all;
+    }
+  }
+  const values = "const" in s ? [s.const] : Array.isArray(s.enum) ? s.enum : undefined;
+  if (values !== undefined) return new Set(values.map((v) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v === "number" ? "number" : typeof v)));
+  const t = s.type;
+  const types = typeof t === "string" ? [t] : Array.isArray(t) ? t.filter((x): x is string => typeof x === "string") : [];
+  if (types.length === 0) {
+    const inferred = pickType(s);
+    return inferred === undefined ? undefined : new Set([inferred]);
+  }
+  return new Set(types.map((x) => (x === "integer" ? "number" : x)));
+}
+
+/** A value of a JSON type the schema does not accept, or undefined when it accepts any type. */
+function wrongTypeFor(schema: unknown, root: Schema): Json | undefined {
+  const accepted = acceptedTypes(schema, root);
+  if (accepted === undefined) return undefined;
+  const candidates: Array<[string, Json]> = [
+    ["number", 12345],
+    ["string", "[mock] wrong type"],
+    ["boolean", true],
+    ["object", { mock: "wrong type" }],
+    ["array", []],
+  ];
+  return candidates.find(([type]) => !accepted.has(type))?.[1];
+}

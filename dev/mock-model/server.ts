@@ -1,4 +1,5 @@
 // The mock model HTTP server (OpenAI-compatible, 127.0.0.1 only): routing, request lifecycle, CLI.
+// What is answered lives in answer.ts and the modules it uses; this file decides when and how it is sent.
 
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -7,8 +8,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { buildAnswer } from "./answer.ts";
-import { ERROR_STATUS, FaultPicker, RpmLimiter, TpmLimiter, faultResponse, isFaultKind, retryAfterHeaders } from "./faults.ts";
+import { ERROR_STATUS, FaultPicker, RpmLimiter, TpmLimiter, contextLengthBody, faultResponse, isFaultKind, retryAfterHeaders } from "./faults.ts";
 import type { FaultKind, TpmTicket } from "./faults.ts";
+import { fixtureText } from "./fixtures.ts";
 import { MAX_LATENCY_MS, sampleLatency } from "./latency.ts";
 import { completionObject, errorBody, validateChatRequest } from "./openai.ts";
 import type { ChunkMeta, ErrorBody } from "./openai.ts";
@@ -20,8 +22,11 @@ import type { StatsSnapshot } from "./stats.ts";
 import { streamPlan } from "./stream.ts";
 import type { StreamEvent } from "./stream.ts";
 import { countPromptTokens } from "./text.ts";
+import { TOOL_DIALECTS, defaultToolDialect, isToolDialect } from "./tool-dialect.ts";
+import type { ToolDialect } from "./tool-dialect.ts";
 import { USAGE_SHAPES, isUsageShape, usageReport } from "./usage.ts";
 import type { UsageShape } from "./usage.ts";
+import { SIGNATURE_HEADER, lintFindings, verifyWebhookSignature } from "./webhook.ts";
 
 export type { Scenario } from "./scenario.ts";
 export type { LatencySpec } from "./latency.ts";
@@ -29,6 +34,9 @@ export type { FaultKind, ScriptStep } from "./faults.ts";
 export type { StatsSnapshot, TokenCounts } from "./stats.ts";
 export type { NormalizedUsage, UsageReport, UsageShape } from "./usage.ts";
 export { USAGE_SHAPES } from "./usage.ts";
+export type { ToolDialect } from "./tool-dialect.ts";
+export { TOOL_DIALECTS, defaultToolDialect } from "./tool-dialect.ts";
+export { SIGNATURE_HEADER, signWebhook } from "./webhook.ts";
 
 export const DEFAULT_MODELS: readonly string[] = ["mock-1", "gpt-4.1", "claude-sonnet-4.5", "gemini-2.5-flash", "deepseek-v3.2", "kimi-k2.5"];
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -42,6 +50,17 @@ export interface MockModelOptions extends Scenario {
   max_body_bytes?: number;
   /** Milliseconds clock of the RPM/TPM windows (default `performance.now`); tests pass a fake one. */
   clock?: () => number;
+  /** Alias of the scenario field `tool_dialect` (the initial scenario's value wins if both are set). */
+  toolDialect?: ToolDialect;
+  /**
+   * Context window of every model, in tokens (default unlimited): a request whose prompt tokens +
+   * max_tokens exceed it gets 400 context_length_exceeded. A server setting: setScenario keeps it.
+   */
+  contextTokens?: number;
+  /** Per-model context window overriding `contextTokens`. */
+  context_tokens_by_model?: Record<string, number>;
+  /** When set, POST /tools/lint requires a valid x-edgeswarm-signature made with this secret. */
+  webhookSecret?: string;
 }
 
 export interface MockModelHandle {
@@ -62,6 +81,7 @@ export interface MockModelHandle {
 export const keyIdOf = (apiKey: string): string => `key_${createHash("sha256").update(apiKey).digest("hex").slice(0, 12)}`;
 
 const JSON_TYPE = "application/json";
+const TEXT_TYPE = "text/plain; charset=utf-8";
 const MOCK_HEADER = { "x-mock-model": "true" } as const;
 
 interface State {
@@ -70,6 +90,8 @@ interface State {
   picker: FaultPicker;
   rpm: RpmLimiter | undefined;
   tpm: TpmLimiter | undefined;
+  /** Invalid answers still to give (scenario invalid_json / invalid_plans, counted down). */
+  left: { invalid_json: number; invalid_plans: number };
 }
 
 function makeState(scenario: Scenario): State {
@@ -80,8 +102,11 @@ function makeState(scenario: Scenario): State {
     picker: new FaultPicker(scenario.script ?? [], scenario.rates ?? {}, createPrng(seed ^ 0x5bd1e995)),
     rpm: scenario.rpm_per_key !== undefined && scenario.rpm_per_key > 0 ? new RpmLimiter(scenario.rpm_per_key) : undefined,
     tpm: scenario.tpm_per_key !== undefined && scenario.tpm_per_key > 0 ? new TpmLimiter(scenario.tpm_per_key) : undefined,
+    left: { invalid_json: scenario.invalid_json ?? 0, invalid_plans: scenario.invalid_plans ?? 0 },
   };
 }
+
+const isLimit = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n > 0;
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
   const text = JSON.stringify(body);
@@ -129,8 +154,21 @@ function readBody(req: IncomingMessage, limit: number): Promise<Body> {
 
 /** Starts the mock on 127.0.0.1 and resolves once it is listening. */
 export async function startMockModel(options: MockModelOptions = {}): Promise<MockModelHandle> {
-  const { port = 0, models = DEFAULT_MODELS, max_body_bytes: maxBody = DEFAULT_MAX_BODY_BYTES, clock = () => performance.now(), ...scenarioInput } = options;
-  const checked = parseScenario(JSON.parse(JSON.stringify(scenarioInput)));
+  const {
+    port = 0,
+    models = DEFAULT_MODELS,
+    max_body_bytes: maxBody = DEFAULT_MAX_BODY_BYTES,
+    clock = () => performance.now(),
+    toolDialect,
+    contextTokens,
+    context_tokens_by_model: contextByModel = {},
+    webhookSecret,
+    ...scenarioInput
+  } = options;
+  if (contextTokens !== undefined && !isLimit(contextTokens)) throw new Error("mock-model: contextTokens must be an integer > 0");
+  for (const [model, n] of Object.entries(contextByModel)) if (!isLimit(n)) throw new Error(`mock-model: context_tokens_by_model.${model} must be an integer > 0`);
+  const contextLimit = (model: string): number | undefined => contextByModel[model] ?? contextTokens;
+  const checked = parseScenario(JSON.parse(JSON.stringify({ ...(toolDialect !== undefined ? { tool_dialect: toolDialect } : {}), ...scenarioInput })));
   if (!checked.ok) throw new Error(`mock-model: ${checked.error}`);
   let state = makeState(checked.value);
   const stats = new Stats();
@@ -153,7 +191,16 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     if (!r.ok) throw new Error(r.error);
     state = makeState(r.value);
   };
-  const getScenario = (): Scenario => ({ ...state.scenario, ...(state.scenario.script ? { script: state.picker.remainingScript() } : {}) });
+  /** The scenario as it stands: `script`, `invalid_json` and `invalid_plans` show only what is left. */
+  const getScenario = (): Scenario => {
+    const sc = state.scenario;
+    return {
+      ...sc,
+      ...(sc.script ? { script: state.picker.remainingScript() } : {}),
+      ...(sc.invalid_json !== undefined ? { invalid_json: state.left.invalid_json } : {}),
+      ...(sc.invalid_plans !== undefined ? { invalid_plans: state.left.invalid_plans } : {}),
+    };
+  };
 
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     try {
@@ -191,6 +238,13 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
       case "POST /admin/scenario":
         adminScenario(req, res).catch((e: unknown) => internalError(res, e));
         return;
+      case "POST /tools/lint":
+        lintWebhook(req, res).catch((e: unknown) => internalError(res, e));
+        return;
+    }
+    if (method === "GET" && path.startsWith("/fixtures/")) {
+      fixture(req, res, path);
+      return;
     }
     if (method === "GET" && path.startsWith("/v1/models/")) {
       if (!authKey(req, res)) return;
@@ -203,8 +257,8 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
       sendJson(res, 200, modelObject(id));
       return;
     }
-    const known = ["/v1/chat/completions", "/v1/models", "/stats", "/stats/reset", "/healthz", "/admin/scenario"];
-    if (known.includes(path)) {
+    const known = ["/v1/chat/completions", "/v1/models", "/stats", "/stats/reset", "/healthz", "/admin/scenario", "/tools/lint"];
+    if (known.includes(path) || path.startsWith("/fixtures/")) {
       sendJson(res, 405, errorBody(`Method ${method} not allowed on ${path}`, "invalid_request_error", null, "method_not_allowed"));
       return;
     }
@@ -233,6 +287,52 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     return undefined;
   }
 
+  /** GET /fixtures/<path>: a deterministic text file; /fixtures/redirect?to=URL: 302 to URL (for SSRF tests). */
+  function fixture(req: IncomingMessage, res: ServerResponse, path: string): void {
+    stats.count("fixture_requests");
+    const rest = path.slice("/fixtures/".length);
+    if (rest === "redirect") {
+      const to = new URL(req.url ?? "/", "http://127.0.0.1").searchParams.get("to");
+      if (to === null || to === "") {
+        sendJson(res, 400, errorBody("Missing query parameter 'to'.", "invalid_request_error", "to", "missing_required_parameter"));
+        return;
+      }
+      const text = `[mock] redirecting to ${to}\n`;
+      res.writeHead(302, { ...MOCK_HEADER, location: to, "content-type": TEXT_TYPE, "content-length": Buffer.byteLength(text) });
+      res.end(text);
+      return;
+    }
+    let name = rest;
+    try {
+      name = decodeURIComponent(rest);
+    } catch {
+      // keep the raw path
+    }
+    const text = fixtureText(name);
+    res.writeHead(200, { ...MOCK_HEADER, "content-type": TEXT_TYPE, "content-length": Buffer.byteLength(text), "cache-control": "no-store" });
+    res.end(text);
+  }
+
+  /** POST /tools/lint: a webhook tool target; checks x-edgeswarm-signature when a secret is set. */
+  async function lintWebhook(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    stats.count("webhook_calls");
+    const body = await readBody(req, maxBody);
+    if (!body.ok) {
+      if (body.reason === "too_large") sendJson(res, 413, errorBody("Request body too large.", "invalid_request_error"), { connection: "close" });
+      return;
+    }
+    if (webhookSecret !== undefined) {
+      const header = req.headers[SIGNATURE_HEADER];
+      const check = verifyWebhookSignature(webhookSecret, typeof header === "string" ? header : undefined, body.text, Math.floor(Date.now() / 1000));
+      if (!check.ok) {
+        stats.count("webhook_rejected");
+        sendJson(res, 401, errorBody(`Invalid ${SIGNATURE_HEADER} (${check.reason}). (mock)`, "invalid_request_error", null, "invalid_signature"));
+        return;
+      }
+    }
+    sendJson(res, 200, { findings: lintFindings(body.text) });
+  }
+
   async function adminScenario(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req, maxBody);
     if (!body.ok) {
@@ -255,12 +355,14 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     /** The TPM charge of an admitted request, and what it settles to (set once an answer body starts). */
     let tpmTicket: TpmTicket | undefined;
     let tpmCharge = 0;
+    let toolCallAnswer = false;
     /** Ends the in-flight accounting exactly once (synchronously, before the client can see the end). */
     const finish = (outcome: "completed" | "aborted" | "other"): void => {
       if (done) return;
       done = true;
       tpmTicket?.settle(tpmCharge);
       stats.end(outcome);
+      if (outcome === "completed" && toolCallAnswer) stats.count("tool_call_responses");
     };
     res.on("close", () => {
       if (timer !== undefined) clearTimeout(timer);
@@ -323,10 +425,30 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
       fail(400, errorBody(`Invalid x-mock-usage-shape header: expected one of ${USAGE_SHAPES.join(", ")}.`, "invalid_request_error", null, "invalid_mock_header"));
       return;
     }
+    const dialectHeader = req.headers["x-mock-tool-dialect"];
+    if (dialectHeader !== undefined && !isToolDialect(dialectHeader)) {
+      fail(400, errorBody(`Invalid x-mock-tool-dialect header: expected one of ${TOOL_DIALECTS.join(", ")}.`, "invalid_request_error", null, "invalid_mock_header"));
+      return;
+    }
     const sc = state.scenario;
     const shape: UsageShape = shapeHeader ?? sc.usage_shape_by_model?.[request.model] ?? sc.usage_shape ?? "openai";
+    const dialect: ToolDialect = dialectHeader ?? sc.tool_dialect_by_model?.[request.model] ?? sc.tool_dialect ?? defaultToolDialect(request.model);
+
+    const promptTokens = countPromptTokens(request.messages, request.raw_tools);
+    stats.prompt(promptTokens);
+    const window = contextLimit(request.model);
+    if (window !== undefined && promptTokens + (request.max_tokens ?? 0) > window) {
+      stats.count("context_exceeded");
+      fail(400, contextLengthBody(window, promptTokens, request.max_tokens, "(mock)"));
+      return;
+    }
+
     // The answer is deterministic, so it is built now: the TPM reservation may need its size.
-    const answer = buildAnswer(request, targetTokens);
+    const answer = buildAnswer(request, { targetTokens, dialect, promptTokens, invalidJson: state.left.invalid_json > 0, invalidPlan: state.left.invalid_plans > 0 });
+    toolCallAnswer = answer.tool_calls !== undefined;
+    if (answer.role === "planner") stats.count("planner_requests");
+    if (answer.role === "reducer") stats.count("reducer_requests");
+    if (answer.repair) stats.count("repair_requests");
     const report = usageReport(answer.usage, shape, { cachedShare: sc.cached_share ?? 0, maxTokens: request.max_tokens });
 
     // Fault decision: forced header > per-key RPM limit > per-key TPM limit > script > rates.
@@ -409,12 +531,13 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
       stats.fault(fault);
       extraHeaders["x-mock-fault-injected"] = fault;
       if (ERROR_STATUS[fault] !== undefined) {
-        const promptTokens = fault === "context_length" ? countPromptTokens(request.messages, request.raw_tools) : 0;
         const r = faultResponse(fault, request.model, promptTokens, state.scenario.retry_after_s ?? 1);
         fail(r.status, r.body, { ...extraHeaders, ...r.headers });
         return;
       }
     }
+    // An invalid answer counts against invalid_json / invalid_plans only when it is actually given.
+    if (answer.spends !== undefined && (fault === undefined || fault === "no_usage")) state.left[answer.spends] = Math.max(0, state.left[answer.spends] - 1);
 
     const id = `${idPrefix}-${(++idCounter).toString(36)}`;
     const meta: ChunkMeta = { id: `chatcmpl-mock-${id}`, created: Math.floor(Date.now() / 1000), model: request.model };
@@ -546,7 +669,12 @@ const HELP = `Usage: node dev/mock-model/server.ts [flags]   (a MOCK OpenAI-comp
   --fault-rate LIST        kind=p,... e.g. 429=0.2,500=0.05
   --script LIST            fault kinds for successive requests, e.g. 429,429,ok
   --retry-after S          retry-after for injected 429s, seconds (default 1)
-  --max-body-bytes N       request body limit (default 4 MiB)`;
+  --max-body-bytes N       request body limit (default 4 MiB)
+  --tool-dialect NAME      tool-call dialect: ${TOOL_DIALECTS.join(" | ")} (default by model name)
+  --tool-dialect-by-model LIST  model=DIALECT,model=DIALECT
+  --context-tokens N       context window: prompt + max_tokens above N → 400 context_length_exceeded
+  --context-tokens-by-model LIST  model=N,model=N
+  --webhook-secret S       secret for x-edgeswarm-signature on POST /tools/lint (default: env WEBHOOK_SECRET)`;
 
 function die(message: string): never {
   process.stderr.write(`mock-model: ${message}\n`);
@@ -575,6 +703,11 @@ export async function main(argv: string[]): Promise<void> {
       script: { type: "string" },
       "retry-after": { type: "string" },
       "max-body-bytes": { type: "string" },
+      "tool-dialect": { type: "string" },
+      "tool-dialect-by-model": { type: "string" },
+      "context-tokens": { type: "string" },
+      "context-tokens-by-model": { type: "string" },
+      "webhook-secret": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -609,6 +742,8 @@ export async function main(argv: string[]): Promise<void> {
   if (values["latency-by-model"] !== undefined) raw.latency_by_model = modelMap("latency-by-model", values["latency-by-model"], "SPEC");
   if (values["usage-shape"] !== undefined) raw.usage_shape = values["usage-shape"];
   if (values["usage-shape-by-model"] !== undefined) raw.usage_shape_by_model = modelMap("usage-shape-by-model", values["usage-shape-by-model"], "SHAPE");
+  if (values["tool-dialect"] !== undefined) raw.tool_dialect = values["tool-dialect"];
+  if (values["tool-dialect-by-model"] !== undefined) raw.tool_dialect_by_model = modelMap("tool-dialect-by-model", values["tool-dialect-by-model"], "DIALECT");
   if (values["fault-rate"] !== undefined) {
     const r = parseRatesCli(values["fault-rate"]);
     if (!r.ok) die(r.error);
@@ -632,10 +767,26 @@ export async function main(argv: string[]): Promise<void> {
   const port = num("port", values.port) ?? 8788;
   const maxBody = num("max-body-bytes", values["max-body-bytes"]);
   const models = values.models?.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const contextTokens = num("context-tokens", values["context-tokens"]);
+  const contextByModel: Record<string, number> = {};
+  if (values["context-tokens-by-model"] !== undefined) {
+    for (const [model, n] of Object.entries(modelMap("context-tokens-by-model", values["context-tokens-by-model"], "N"))) {
+      contextByModel[model] = num("context-tokens-by-model", n) ?? 0;
+    }
+  }
+  const webhookSecret = values["webhook-secret"] ?? (process.env.WEBHOOK_SECRET || undefined);
 
   let handle: MockModelHandle;
   try {
-    handle = await startMockModel({ ...scenario.value, port, ...(models ? { models } : {}), ...(maxBody !== undefined ? { max_body_bytes: maxBody } : {}) });
+    handle = await startMockModel({
+      ...scenario.value,
+      port,
+      ...(models ? { models } : {}),
+      ...(maxBody !== undefined ? { max_body_bytes: maxBody } : {}),
+      ...(contextTokens !== undefined ? { contextTokens } : {}),
+      context_tokens_by_model: contextByModel,
+      ...(webhookSecret !== undefined ? { webhookSecret } : {}),
+    });
   } catch (e) {
     die(e instanceof Error ? e.message : String(e));
   }

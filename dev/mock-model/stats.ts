@@ -47,6 +47,22 @@ export interface StatsSnapshot {
   by_key: Record<string, TokenCounts>;
   /** Injected faults by kind ("rpm_per_key" / "tpm_per_key" for rejections by the per-key limits). */
   faults_injected: Record<string, number>;
+  /** The largest prompt (in tokens) of any valid chat-completion request, answered or not. */
+  max_prompt_tokens: number;
+  /** Requests refused with 400 context_length_exceeded by the context window (not by a fault). */
+  context_exceeded: number;
+  /** Answers with tool calls fully sent. */
+  tool_call_responses: number;
+  /** Valid requests whose system prompt starts with [edgeswarm:planner] / [edgeswarm:reducer]. */
+  planner_requests: number;
+  reducer_requests: number;
+  /** Valid requests whose last user message starts with [edgeswarm:repair]. */
+  repair_requests: number;
+  /** GET /fixtures/… requests (redirects included). */
+  fixture_requests: number;
+  /** POST /tools/lint requests, and those refused for their signature (401). */
+  webhook_calls: number;
+  webhook_rejected: number;
   started_at: string;
   reset_at: string;
 }
@@ -66,6 +82,21 @@ interface Entry {
   reasoning: number;
   raw: Map<string, number>;
 }
+
+/** The plain counters of the snapshot. */
+export const COUNTERS = [
+  "context_exceeded",
+  "tool_call_responses",
+  "planner_requests",
+  "reducer_requests",
+  "repair_requests",
+  "fixture_requests",
+  "webhook_calls",
+  "webhook_rejected",
+] as const;
+export type Counter = (typeof COUNTERS)[number];
+
+const zeroCounters = (): Record<Counter, number> => Object.fromEntries(COUNTERS.map((c) => [c, 0])) as Record<Counter, number>;
 
 const zero = (): Entry => ({ calls: 0, reports: 0, prompt: 0, cached: 0, completion: 0, reasoning: 0, raw: new Map() });
 
@@ -93,6 +124,8 @@ export class Stats {
   #byModel = new Map<string, Entry>();
   #byKey = new Map<string, Entry>();
   #faults = new Map<string, number>();
+  #maxPrompt = 0;
+  #counters = zeroCounters();
 
   /** A chat-completion request arrived; pair with exactly one `end()`. */
   begin(): void {
@@ -115,6 +148,15 @@ export class Stats {
 
   status(code: number): void {
     this.#byStatus.set(code, (this.#byStatus.get(code) ?? 0) + 1);
+  }
+
+  /** A valid request's prompt size (for max_prompt_tokens). */
+  prompt(tokens: number): void {
+    if (tokens > this.#maxPrompt) this.#maxPrompt = tokens;
+  }
+
+  count(counter: Counter): void {
+    this.#counters[counter]++;
   }
 
   fault(kind: string): void {
@@ -144,6 +186,8 @@ export class Stats {
     this.#byModel.clear();
     this.#byKey.clear();
     this.#faults.clear();
+    this.#maxPrompt = 0;
+    this.#counters = zeroCounters();
   }
 
   snapshot(): StatsSnapshot {
@@ -161,6 +205,8 @@ export class Stats {
       by_model: copy(this.#byModel),
       by_key: copy(this.#byKey),
       faults_injected: Object.fromEntries(this.#faults),
+      max_prompt_tokens: this.#maxPrompt,
+      ...this.#counters,
       started_at: this.#startedAt,
       reset_at: this.#resetAt,
     };

@@ -4,6 +4,7 @@ import type { FaultKind } from "./faults.ts";
 import { DONE_EVENT, chunkEvent } from "./openai.ts";
 import type { Answer, ChatRequest, ChunkMeta } from "./openai.ts";
 import { splitForStream } from "./text.ts";
+import { streamToolCallDeltas } from "./tool-dialect.ts";
 import type { UsageReport } from "./usage.ts";
 
 /** Wire text to write, a usage marker (count tokens now: the chunk carrying usage follows), or how to end. */
@@ -13,7 +14,7 @@ export type StreamEvent = string | { usage: UsageReport } | { end: "done" | "des
 const pieceSize = (text: string): number => Math.max(16, Math.ceil(text.length / 8));
 
 /**
- * Role chunk, content (or tool-call argument) chunks, finish chunk, then — only with
+ * Role chunk, content (or tool-call delta) chunks in the answer's tool dialect, finish chunk, then — only with
  * stream_options.include_usage — a `choices: []` usage chunk, then `[DONE]`. Chunks carry
  * `usage: null` when usage was requested, like the OpenAI API. The `kimi` shape (Moonshot) instead
  * always puts the usage in `choices[0].usage` of the finish chunk, with no usage chunk and no
@@ -27,11 +28,10 @@ export function streamPlan(r: ChatRequest, m: ChunkMeta, a: Answer, f: FaultKind
   const out: StreamEvent[] = [];
   const body: string[] = [];
   if (a.tool_calls !== undefined) {
-    const call = a.tool_calls[0];
-    if (call !== undefined) {
-      out.push(chunkEvent(m, { role: "assistant", content: null, tool_calls: [{ index: 0, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] }, null, u));
-      for (const piece of splitForStream(call.function.arguments, pieceSize(call.function.arguments))) body.push(chunkEvent(m, { tool_calls: [{ index: 0, function: { arguments: piece } }] }, null, u));
-    }
+    // The first chunk carries the role and the first tool-call delta, as the OpenAI API does.
+    const deltas = streamToolCallDeltas(a.dialect, a.tool_calls);
+    out.push(chunkEvent(m, { role: "assistant", content: null, tool_calls: deltas[0] ?? [] }, null, u));
+    for (const d of deltas.slice(1)) body.push(chunkEvent(m, { tool_calls: d }, null, u));
   } else {
     out.push(chunkEvent(m, { role: "assistant", content: "", refusal: null }, null, u));
     for (const piece of splitForStream(a.content ?? "", pieceSize(a.content ?? ""))) body.push(chunkEvent(m, { content: piece }, null, u));

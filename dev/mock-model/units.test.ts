@@ -1,4 +1,5 @@
-// Unit tests for the pure modules: latency specs, fault picking, the RPM/TPM windows, usage shapes, text/tokens, schema values, scenario parsing.
+// Unit tests for the pure modules: latency specs, fault picking, the RPM/TPM windows, usage shapes, text/tokens, schema values
+// (valid and invalid), scenario parsing, tool dialects and tool choice, planner, reducer, webhook signatures and findings.
 
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -8,7 +9,13 @@ import { parseLatency, sampleLatency } from "./latency.ts";
 import type { LatencySpec } from "./latency.ts";
 import { createPrng } from "./prng.ts";
 import { parseRatesCli, parseScenario } from "./scenario.ts";
-import { valueForSchema } from "./schema.ts";
+import { directive, firstUrl, readConversation } from "./conversation.ts";
+import { planTasks, readPlannerRequest } from "./planner.ts";
+import { REDUCER_MAX_CHARS, readResults, reducerAnswer } from "./reducer.ts";
+import { invalidJsonForSchema, valueForSchema } from "./schema.ts";
+import { mentionedTools } from "./tool-calls.ts";
+import { defaultToolDialect, streamToolCallDeltas, toolCallId } from "./tool-dialect.ts";
+import { lintFindings, signWebhook, verifyWebhookSignature } from "./webhook.ts";
 import { clipToTokens, countPromptTokens, countTokens, mockReply, splitForStream } from "./text.ts";
 import { USAGE_SHAPES, usageReport } from "./usage.ts";
 
@@ -225,12 +232,126 @@ describe("scenario parsing", () => {
       usage_shape: "deepseek",
       usage_shape_by_model: { "kimi-k2.5": "kimi" },
       cached_share: 0.25,
+      tool_dialect: "gemini",
+      tool_dialect_by_model: { "kimi-k2.5": "args_object" },
+      invalid_json: 2,
+      invalid_plans: 0,
     };
     expect(parseScenario(full)).toEqual({ ok: true, value: { ...full, latency: { dist: "normal", mean: 200, stddev: 50 } } });
-    for (const bad of [{ rates: { "429": 2 } }, { script: ["boom"] }, { seed: 1.5 }, { rpm_per_key: -1 }, { tpm_per_key: 1.5 }, { usage_shape: "bedrock" }, { usage_shape_by_model: { m: "x" } }, { cached_share: 1.5 }, { nope: true }, "x"]) {
+    for (const bad of [{ rates: { "429": 2 } }, { script: ["boom"] }, { seed: 1.5 }, { rpm_per_key: -1 }, { tpm_per_key: 1.5 }, { usage_shape: "bedrock" }, { usage_shape_by_model: { m: "x" } }, { cached_share: 1.5 }, { tool_dialect: "bedrock" }, { tool_dialect_by_model: { m: "x" } }, { invalid_json: -1 }, { invalid_plans: 0.5 }, { nope: true }, "x"]) {
       expect(parseScenario(bad).ok).toBe(false);
     }
     expect(parseRatesCli("429=0.2,500=0.05")).toEqual({ ok: true, value: { "429": 0.2, "500": 0.05 } });
     expect(parseRatesCli("429").ok).toBe(false);
+  });
+});
+
+describe("invalidJsonForSchema", () => {
+  const cases: Array<[string, Parameters<typeof z.fromJSONSchema>[0], "json" | "text"]> = [
+    ["required property dropped", { type: "object", properties: { a: { type: "string" }, b: { type: "integer" } }, required: ["a", "b"] }, "json"],
+    ["wrong property type (nothing required)", { type: "object", properties: { a: { type: "number" } } }, "json"],
+    ["enum property gets another type", { type: "object", properties: { k: { enum: ["x", "y"] } } }, "json"],
+    ["extra property where none are allowed", { type: "object", properties: { a: {} }, additionalProperties: false }, "json"],
+    ["$ref at the top", { $defs: { o: { type: "object", properties: { id: { type: "string" } }, required: ["id"] } }, $ref: "#/$defs/o" }, "json"],
+    ["top-level string", { type: "string" }, "json"],
+    ["nullable number", { type: ["number", "null"] }, "json"],
+    ["anything", {}, "text"],
+  ];
+  it.each(cases)("%s", (_name, schema, kind) => {
+    const text = invalidJsonForSchema(schema, "tag");
+    expect(invalidJsonForSchema(schema, "tag")).toBe(text);
+    if (kind === "text") {
+      expect(() => JSON.parse(text) as unknown).toThrow();
+      return;
+    }
+    expect(z.fromJSONSchema(schema).safeParse(JSON.parse(text)).success).toBe(false);
+    // The valid value passes the same check, so the violation is the mock's doing.
+    expect(z.fromJSONSchema(schema).safeParse(valueForSchema(schema, "tag")).success).toBe(true);
+  });
+});
+
+describe("tool dialects and tool choice", () => {
+  it("maps model names to dialects by prefix (after any vendor/)", () => {
+    expect(["kimi-k2.5", "moonshotai/kimi-k2", "gemini-2.5-flash", "google/gemini-2.0", "claude-sonnet-4.5", "gpt-4.1", "mock-1", "my-kimi-x"].map(defaultToolDialect)).toEqual([
+      "kimi",
+      "kimi",
+      "gemini",
+      "gemini",
+      "anthropic",
+      "openai",
+      "openai",
+      "openai",
+    ]);
+  });
+
+  it("issues ids per dialect and splits arguments into 2–3 non-empty fragments", () => {
+    expect(toolCallId("kimi", "lookup", 4, "ab".repeat(8))).toBe("functions.lookup:4");
+    expect(toolCallId("gemini", "lookup", 4, "ab".repeat(8))).toBe("");
+    expect(toolCallId("anthropic", "lookup", 4, "ab".repeat(8))).toBe(`call_${"ab".repeat(8)}`);
+    const call = (args: string) => ({ id: "call_x", type: "function" as const, function: { name: "f", arguments: args } });
+    for (const [args, pieces] of [["{}", 2], ['{"a":1}', 2], [`{"a":"${"x".repeat(30)}"}`, 3]] as const) {
+      const deltas = streamToolCallDeltas("openai", [call(args)]);
+      expect(deltas).toHaveLength(1 + pieces);
+      const texts = deltas.slice(1).map((d) => (d[0]?.function as { arguments: string }).arguments);
+      expect(texts.every((t) => t.length > 0)).toBe(true);
+      expect(texts.join("")).toBe(args);
+    }
+  });
+
+  it("reads directives, URLs and mentioned tools", () => {
+    expect(directive("a [mock:tool_turns=3] b [mock:tool_turns=5]", "tool_turns")).toBe(3);
+    expect(directive("[mock:parallel=x]", "parallel")).toBeUndefined();
+    expect(firstUrl("see (https://example.org/a?b=1), then http://x.test/y.")).toBe("https://example.org/a?b=1");
+    const tools = ["get", "scratchpad_get", "http_fetch"].map((name) => ({ name, parameters: {} }));
+    expect(mentionedTools(tools, "together: http_fetch, then scratchpad_get; http_fetch again").map((t) => t.name)).toEqual(["http_fetch", "scratchpad_get"]);
+  });
+});
+
+describe("planner and reducer", () => {
+  const conv = (user: string) => readConversation([{ role: "system", content: "[edgeswarm:planner]" }, { role: "user", content: user }]);
+
+  it("reads max_tasks and the goal (same line or the lines after Goal:)", () => {
+    expect(conv("x").role).toBe("planner");
+    expect(readPlannerRequest(conv("max_tasks: 7\nGoal: build it\nwell"))).toEqual({ maxTasks: 7, goal: "build it\nwell" });
+    expect(readPlannerRequest(conv("Context.\nGoal:\n- a\n- b\nmax_tasks: 2"))).toEqual({ maxTasks: 2, goal: "- a\n- b" });
+    expect(readPlannerRequest(conv("just do it"))).toEqual({ maxTasks: 5, goal: "just do it" });
+  });
+
+  it("plans list lines or aspects, capped", () => {
+    expect(planTasks("- a\n- b\n- c", 2)).toEqual([{ id: "t1", prompt: "a" }, { id: "t2", prompt: "b" }]);
+    expect(planTasks("one thing", 3).map((t) => t.id)).toEqual(["t1", "t2", "t3"]);
+    expect(planTasks("x".repeat(500), 1)[0]?.prompt).toBe(`Investigate aspect 1 of: ${"x".repeat(200)}`);
+  });
+
+  it("reduces to at most 240 chars naming the count", () => {
+    const text = Array.from({ length: 9 }, (_, i) => `<result id="id-${i}" extra="1">body ${i}</result>`).join("");
+    expect(readResults(text).map((r) => r.id)).toEqual(Array.from({ length: 9 }, (_, i) => `id-${i}`));
+    const out = reducerAnswer(text);
+    expect(out.startsWith("[mock] reduced 9 results (id-0, id-1, id-2, …): digest ")).toBe(true);
+    expect(out.length).toBeLessThanOrEqual(REDUCER_MAX_CHARS);
+    expect(reducerAnswer("nothing")).toMatch(/^\[mock\] reduced 0 results \(\): digest /);
+  });
+});
+
+describe("webhook", () => {
+  it("verifies t=…,v1=… signatures with reasons", () => {
+    const body = '{"a":1}';
+    const now = 1_800_000_000;
+    expect(verifyWebhookSignature("s", signWebhook("s", body, now), body, now + 300)).toEqual({ ok: true });
+    expect(verifyWebhookSignature("s", signWebhook("s", body, now), body, now + 301)).toEqual({ ok: false, reason: "stale" });
+    expect(verifyWebhookSignature("s", signWebhook("t", body, now), body, now)).toEqual({ ok: false, reason: "mismatch" });
+    expect(verifyWebhookSignature("s", `t=${now},v1=abc`, body, now)).toEqual({ ok: false, reason: "mismatch" });
+    expect(verifyWebhookSignature("s", "v1=00", body, now)).toEqual({ ok: false, reason: "malformed" });
+    expect(verifyWebhookSignature("s", undefined, body, now)).toEqual({ ok: false, reason: "missing" });
+  });
+
+  it("finds at most 3 issues, rule hits first", () => {
+    const many = JSON.stringify({ content: Array.from({ length: 6 }, () => "eval(x) // TODO").join("\n") });
+    expect(lintFindings(many).map((f) => `${f.rule}@${f.line}`)).toEqual(["no-eval@1", "todo@1", "no-eval@2"]);
+    for (let i = 0; i < 20; i++) {
+      const f = lintFindings(JSON.stringify({ content: `clean ${i}` }));
+      expect(f.length).toBeLessThanOrEqual(3);
+      expect(f.every((x) => x.rule === "mock-style")).toBe(true);
+    }
   });
 });

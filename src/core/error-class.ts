@@ -18,6 +18,12 @@ export const ERROR_CLASSES = [
   "truncated_stream",
   // raised by the engine itself
   "lease_expired",
+  /** The answer did not match response_format, also after its repair turn (the raw answer is kept). */
+  "invalid_output",
+  /** The agent used max_turns without giving a final answer. */
+  "turn_limit",
+  /** The planner's plan failed validation twice, or the planner call failed. */
+  "plan_failed",
   "dead_letter",
   "internal",
 ] as const;

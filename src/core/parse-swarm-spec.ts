@@ -4,6 +4,7 @@
 import { toIssuePath, type ErrorDetail } from "./errors.ts";
 import { planTasks } from "./plan-tasks.ts";
 import { err, ok, type Result } from "./result.ts";
+import { checkSchemaDefinition } from "./structured-output.ts";
 import { SwarmSpecSchema, type PlannedTask, type SwarmSpec } from "./spec-schema.ts";
 
 export interface PlannedSwarm {
@@ -22,7 +23,10 @@ export function parseSwarmSpec(input: unknown, at: readonly PropertyKey[] = []):
     return err(parsed.error.issues.map((issue) => ({ path: toIssuePath([...at, ...issue.path]), message: issue.message })));
   }
   const { tasks, ...spec } = parsed.data;
-  const planned = planTasks(tasks);
+  const problems = checkSpecSemantics(spec).map((detail) => ({ path: toIssuePath([...at, ...detail.path]), message: detail.message }));
+  if (problems.length > 0) return err(problems);
+  // A goal's tasks come from the planner once the swarm runs.
+  const planned = planTasks(tasks ?? []);
   if (!planned.ok) {
     const prefix = at.length === 0 ? "" : `${toIssuePath(at)}.`;
     return err(planned.error.map((detail) => ({ path: prefix + detail.path, message: detail.message })));
@@ -30,10 +34,17 @@ export function parseSwarmSpec(input: unknown, at: readonly PropertyKey[] = []):
   return ok({ spec, tasks: planned.value });
 }
 
+/** What the schema cannot see: a response schema the validator cannot use. */
+function checkSpecSemantics(spec: Omit<SwarmSpec, "tasks">): { path: PropertyKey[]; message: string }[] {
+  const format = spec.response_format;
+  if (format?.type !== "json_schema") return [];
+  return checkSchemaDefinition(format.json_schema.schema).map((message) => ({ path: ["response_format", "json_schema", "schema"], message }));
+}
+
 /** The planned swarm as a complete spec again (tasks keep their planned ids), e.g. to store it. */
 export function toSwarmSpec(planned: PlannedSwarm): SwarmSpec {
   return {
     ...planned.spec,
-    tasks: planned.tasks.map((task) => ({ id: task.id, prompt: task.prompt, ...(task.long ? { long: true } : {}) })),
+    ...(planned.spec.goal !== undefined ? {} : { tasks: planned.tasks.map((task) => ({ id: task.id, prompt: task.prompt, ...(task.long ? { long: true } : {}) })) }),
   };
 }

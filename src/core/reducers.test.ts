@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { reduceOutputs, ReduceSpecSchema, type TaskOutput } from "./reducers.ts";
+import { reduceOutputs, ReduceSpecSchema, type TaskOutput, type CodeReduceSpec } from "./reducers.ts";
 
 const out = (...pairs: [string, string][]): TaskOutput[] => pairs.map(([task_id, output]) => ({ task_id, output }));
 
@@ -12,12 +12,12 @@ describe("reducers", () => {
     ["the default template", {}, "## a\n\none\n\n## b\n\ntwo"],
     ["a custom template and separator", { template: "{index}. {output} ({task_id})", separator: "\n" }, "1. one (a)\n2. two (b)"],
   ])("concat with %s", (_label, options, text) => {
-    const spec = ReduceSpecSchema.parse({ kind: "concat", ...options });
+    const spec = ReduceSpecSchema.parse({ kind: "concat", ...options }) as CodeReduceSpec;
     expect(reduceOutputs(spec, out(["a", "one"], ["b", "two"]))).toEqual({ kind: "concat", text, truncated: false });
   });
 
   it("concat does not expand placeholders that appear inside an output", () => {
-    const spec = ReduceSpecSchema.parse({ kind: "concat", template: "{output}" });
+    const spec = ReduceSpecSchema.parse({ kind: "concat", template: "{output}" }) as CodeReduceSpec;
     expect(reduceOutputs(spec, out(["a", "literal {task_id}"]))).toMatchObject({ text: "literal {task_id}" });
   });
 
@@ -48,7 +48,9 @@ describe("reducers", () => {
     expect(reduceOutputs({ kind: "vote", normalize }, outputs)).toMatchObject({ kind: "vote", ...expected });
   });
 
-  it("refuses reducers it does not know", () => {
-    expect(ReduceSpecSchema.safeParse({ kind: "llm" }).success).toBe(false);
+  it("refuses reducers it does not know, and an llm reducer with a context too small to merge anything", () => {
+    expect(ReduceSpecSchema.safeParse({ kind: "median" }).success).toBe(false);
+    expect(ReduceSpecSchema.safeParse({ kind: "llm" }).success).toBe(true);
+    expect(ReduceSpecSchema.safeParse({ kind: "llm", context_tokens: 10 }).success).toBe(false);
   });
 });

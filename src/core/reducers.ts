@@ -1,5 +1,6 @@
 // The reducers that merge a swarm's results into one answer by code: collect, concat, json_merge,
-// vote. Inputs are the succeeded outputs in task order. No I/O.
+// vote; and the spec and output shape of `llm`, whose merging runs as queued reducer tasks
+// (llm-reduction.ts builds their prompts). Inputs are the succeeded outputs in task order. No I/O.
 import { z } from "zod";
 
 export const ReduceSpecSchema = z.discriminatedUnion("kind", [
@@ -16,8 +17,23 @@ export const ReduceSpecSchema = z.discriminatedUnion("kind", [
     /** How answers are compared: exact text, or trimmed and lower-cased without trailing punctuation. */
     normalize: z.enum(["exact", "loose"]).default("loose"),
   }),
+  z.strictObject({
+    kind: z.literal("llm"),
+    /** The reducer's model (default: the swarm's model; the first of a mix). */
+    model: z.string().min(1).max(200).regex(/^[\w.\-/:@]+$/, "model name has characters a model id never has").optional(),
+    instructions: z.string().min(1).max(10_000).optional(),
+    /**
+     * The reducer model's context window in tokens (default: the gateway's `context` for the model,
+     * else 32,000). Results that do not fit in one call are reduced hierarchically.
+     */
+    context_tokens: z.number().int().min(2_000).max(10_000_000).optional(),
+    max_output_tokens: z.number().int().min(16).max(128_000).default(2_048),
+  }),
 ]);
 export type ReduceSpec = z.infer<typeof ReduceSpecSchema>;
+/** The reducers that run by code, inside the SwarmRoom. */
+export type CodeReduceSpec = Exclude<ReduceSpec, { kind: "llm" }>;
+export type LlmReduceSpec = Extract<ReduceSpec, { kind: "llm" }>;
 
 export interface TaskOutput {
   task_id: string;
@@ -31,7 +47,23 @@ export type ReducedOutput =
   | { kind: "collect"; results: TaskOutput[]; truncated: boolean }
   | { kind: "concat"; text: string; truncated: boolean }
   | { kind: "json_merge"; value: Json; conflicts: JsonConflict[]; invalid: string[] }
-  | { kind: "vote"; winner: string | null; votes: number; total: number; tie: boolean; counts: { answer: string; votes: number }[] };
+  | { kind: "vote"; winner: string | null; votes: number; total: number; tie: boolean; counts: { answer: string; votes: number }[] }
+  | LlmReducedOutput;
+
+/** What the reducer model answered, and how the answer was made. */
+export interface LlmReducedOutput {
+  kind: "llm";
+  /** null when the final reduction failed (see the swarm's reason). */
+  text: string | null;
+  model: string;
+  /** The reducer's context window the chunks were cut to. */
+  context_tokens: number;
+  /** Level 1 reduces the results, level 2 the outputs of level 1, …; the last level has one task. */
+  levels: { level: number; inputs: number; tasks: number; failed: number }[];
+  /** Results the reduction used, and results too long for one chunk that were cut. */
+  inputs: number;
+  truncated: string[];
+}
 
 export interface JsonConflict {
   /** Dotted path of the value the results disagree on. */
@@ -39,7 +71,7 @@ export interface JsonConflict {
   values: { task_id: string; value: Json }[];
 }
 
-export function reduceOutputs(spec: ReduceSpec, outputs: readonly TaskOutput[]): ReducedOutput {
+export function reduceOutputs(spec: CodeReduceSpec, outputs: readonly TaskOutput[]): ReducedOutput {
   switch (spec.kind) {
     case "collect":
       return collect(outputs);

@@ -5,6 +5,7 @@ import { ReduceSpecSchema } from "./reducers.ts";
 
 export const MAX_TASKS = 10_000;
 export const MAX_PROMPT_CHARS = 200_000;
+export const MAX_GOAL_CHARS = 100_000;
 
 /** Task ids end up in call ids (`swarm:task:attempt:turn`) and URLs: no colon, no whitespace. */
 export const TaskIdSchema = z
@@ -13,8 +14,11 @@ export const TaskIdSchema = z
   .max(200)
   .regex(/^[^\s:]+$/, "task id must not contain whitespace or ':'");
 
+/** Task ids starting with "__" are the engine's own (the planner, the reducers). */
+export const UserTaskIdSchema = TaskIdSchema.refine((id) => !id.startsWith("__"), 'task ids starting with "__" are reserved');
+
 export const TaskInputSchema = z.strictObject({
-  id: TaskIdSchema.optional(),
+  id: UserTaskIdSchema.optional(),
   prompt: z.string().min(1, "prompt must not be empty").max(MAX_PROMPT_CHARS),
   /** A long-running task: runs on the long-chain queue with `limits.long_timeout_s`. */
   long: z.boolean().optional(),
@@ -39,6 +43,10 @@ export const LimitsSchema = z.strictObject({
    * retryable failure ends its task. Default: half the task count, at least 10.
    */
   retry_budget: z.number().int().min(0).max(100_000).optional(),
+  /** Model calls of one task's agent loop (tool turns plus the final answer; a repair turn is extra). */
+  max_turns: z.number().int().min(1).max(50).default(8),
+  /** Tool calls one task may make in all; past it the model is asked for its final answer. */
+  max_tool_calls: z.number().int().min(0).max(500).default(16),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
 
@@ -87,6 +95,43 @@ export type Budget = z.infer<typeof BudgetSchema>;
 /** Just the caps of a budget: what the budget maths needs. */
 export type BudgetCaps = Pick<Budget, "max_usd" | "max_tokens">;
 
+export const BUILTIN_TOOLS = ["scratchpad", "http_fetch"] as const;
+export type BuiltinTool = (typeof BUILTIN_TOOLS)[number];
+/** Names the model sees for the built-in tools; a webhook tool may not take them. */
+export const BUILTIN_TOOL_NAMES: readonly string[] = ["scratchpad_get", "scratchpad_put", "scratchpad_list", "http_fetch"];
+
+/** A tool the agent calls by POSTing the model's arguments, signed, to `url` (see README "Webhook tools"). */
+export const WebhookToolSchema = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "tool names are 1-64 letters, digits, '_' or '-'")
+    .refine((name) => !BUILTIN_TOOL_NAMES.includes(name), "this name belongs to a built-in tool"),
+  description: z.string().min(1).max(1_024),
+  /** JSON Schema of the arguments object. */
+  parameters: z.record(z.string(), z.unknown()).refine((p) => p.type === undefined || p.type === "object", 'parameters must be an object schema ("type": "object")'),
+  url: z.url({ protocol: /^https?$/, error: "url must be an http(s) URL" }).max(2_048),
+});
+export type WebhookTool = z.infer<typeof WebhookToolSchema>;
+
+export const ToolSpecSchema = z.union([z.enum(BUILTIN_TOOLS), WebhookToolSchema]);
+export type ToolSpec = z.infer<typeof ToolSpecSchema>;
+
+/** `host`, `*.domain` (subdomains only), optionally `:port`. */
+export const AllowlistEntrySchema = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/, "an allowlist entry is a host name, *.domain or [ipv6], optionally with :port");
+
+/** A spec with a goal instead of tasks: a planner model splits it into sub-tasks. */
+export const PlannerSpecSchema = z.strictObject({
+  /** The planner's model (default: the swarm's model; the first of a mix). */
+  model: ModelNameSchema.optional(),
+  max_tasks: z.number().int().min(1).max(1_000).default(100),
+  instructions: z.string().min(1).max(10_000).optional(),
+});
+export type PlannerSpec = z.infer<typeof PlannerSpecSchema>;
+
 /** Free-form labels a user attaches to a swarm (team, ticket, commit): flat and small. */
 export const SwarmMetadataSchema = z
   .record(z.string().max(100), z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]))
@@ -98,13 +143,48 @@ export const SwarmSpecSchema = z.strictObject({
   /** Tried in order while the primary model's circuit is open. */
   fallback: z.array(ModelNameSchema).max(5).optional(),
   system: z.string().max(MAX_PROMPT_CHARS).optional(),
-  tasks: z.array(TaskInputSchema).min(1, "a swarm needs at least one task").max(MAX_TASKS),
+  /** The sub-tasks, or (instead) a `goal` the planner splits. */
+  tasks: z.array(TaskInputSchema).min(1, "a swarm needs at least one task").max(MAX_TASKS).optional(),
+  goal: z.string().min(1).max(MAX_GOAL_CHARS).optional(),
+  planner: PlannerSpecSchema.optional(),
+  /** Tools every sub-agent may call: built-ins by name, webhook tools by definition. */
+  tools: z.array(ToolSpecSchema).max(32).optional(),
+  /** Hosts `http_fetch` may reach. */
+  http_allowlist: z.array(AllowlistEntrySchema).max(100).optional(),
+  /** Passed to the upstream: may the model ask for several tool calls in one turn (default: the upstream's). */
+  parallel_tool_calls: z.boolean().optional(),
   limits: LimitsSchema.prefault({}),
   response_format: ResponseFormatSchema.optional(),
   budget: BudgetSchema.optional(),
   /** How the results become one answer (default: collect, the outputs in task order). */
   reduce: ReduceSpecSchema.optional(),
   metadata: SwarmMetadataSchema.optional(),
+})
+  // Also when other fields are wrong (a refinement normally waits for a valid object), so an empty
+  // spec hears about its tasks along with its name and model.
+  .refine((spec) => spec.tasks !== undefined || spec.goal !== undefined, {
+    path: ["tasks"],
+    message: "a swarm needs tasks, or a goal for the planner to split",
+    when: (payload) => typeof payload.value === "object" && payload.value !== null && !Array.isArray(payload.value),
+  })
+  .superRefine((spec, ctx) => {
+  if (spec.tasks !== undefined && spec.goal !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["goal"], message: "give tasks or a goal, not both" });
+  }
+  if (spec.planner !== undefined && spec.goal === undefined) {
+    ctx.addIssue({ code: "custom", path: ["planner"], message: "planner needs a goal" });
+  }
+  const tools = spec.tools ?? [];
+  const names = new Map<string, number>();
+  tools.forEach((tool, i) => {
+    const name = typeof tool === "string" ? tool : tool.name;
+    const first = names.get(name);
+    if (first !== undefined) ctx.addIssue({ code: "custom", path: ["tools", i], message: `duplicate tool "${name}" (first at tools.${first})` });
+    else names.set(name, i);
+  });
+  if (tools.includes("http_fetch") && (spec.http_allowlist ?? []).length === 0) {
+    ctx.addIssue({ code: "custom", path: ["http_allowlist"], message: "http_fetch needs an http_allowlist of the hosts it may reach" });
+  }
 });
 export type SwarmSpec = z.infer<typeof SwarmSpecSchema>;
 

@@ -1,7 +1,7 @@
 // The SwarmRoom's RPC contract: what the orchestrator and the agent Worker exchange with it.
 // Types only, no I/O. Every shape here crosses a Worker boundary by structured clone.
 import type { ClassifiedError, ErrorClass } from "./error-class.ts";
-import type { Limits, PlannedTask, ResponseFormat, SwarmSpec } from "./spec-schema.ts";
+import type { BuiltinTool, Limits, PlannedTask, ResponseFormat, SwarmSpec } from "./spec-schema.ts";
 import type { ReducedOutput, ReducedOutputWire, ReduceSpec } from "./reducers.ts";
 import type { Usage } from "./usage.ts";
 
@@ -64,6 +64,42 @@ export interface TaskRunConfig {
   system: string | null;
   limits: Limits;
   responseFormat: ResponseFormat | null;
+  /** The spec's tools (built-ins by name, webhook tools by definition); empty = a plain completion. */
+  tools: ToolSpecWire[];
+  httpAllowlist: string[];
+  parallelToolCalls: boolean | null;
+}
+
+/**
+ * A spec tool as it crosses the RPC boundary: a webhook's JSON Schema travels as text (an object of
+ * `unknown` values has no RPC type: the whole answer's type would become `never`).
+ */
+export type ToolSpecWire = BuiltinTool | { name: string; description: string; url: string; parameters_json: string };
+
+/**
+ * task: a sub-task of the spec (or of the plan); plan: the planner's call for a `goal`;
+ * reduce: one call of the `llm` reducer. Only `task` rows count in counts and results.
+ */
+export type TaskKind = "task" | "plan" | "reduce";
+
+/** How an engine task (plan, reduce) runs instead of the swarm's defaults: one call, no tools. */
+export interface TaskOverride {
+  system: string;
+  responseFormat: ResponseFormat | null;
+  maxOutputTokens: number;
+}
+
+/**
+ * A multi-turn task's conversation after its last finished turn, so a redelivery resumes there.
+ * `messages_json` is the conversation (ChatMessage[]) as JSON text: a recursive message type does
+ * not survive the RPC type mapping (TS2589), and the SwarmRoom stores it as text anyway.
+ */
+export interface AgentCheckpoint {
+  /** Model calls finished (the next call is turn `turns + 1`). */
+  turns: number;
+  toolCalls: number;
+  repairs: number;
+  messages_json: string;
 }
 
 export interface ClaimedTask {
@@ -77,6 +113,11 @@ export interface ClaimedTask {
   timeoutS: number;
   /** Epoch ms after which the SwarmRoom may hand the task to someone else. */
   leaseUntil: number;
+  kind: TaskKind;
+  /** Set for plan and reduce tasks. */
+  override: TaskOverride | null;
+  /** Where an earlier attempt of this task got to; null = start at turn 1. */
+  checkpoint: AgentCheckpoint | null;
 }
 
 /**
@@ -119,7 +160,8 @@ export interface CallRecord {
 
 export type TaskOutcome =
   | { kind: "succeeded"; output: string; finishReason: string | null }
-  | ({ kind: "failed" } & ClassifiedError)
+  /** `output`: the raw answer when there was one (invalid_output keeps it). */
+  | ({ kind: "failed"; output?: string } & ClassifiedError)
   /**
    * The task did not run: no upstream key had a permit within the agent's wait (rate limits are
    * waited for, not collected as 429s). No call was made, so the attempt is handed back and the
@@ -132,7 +174,28 @@ export interface TaskReport {
   attempt: number;
   outcome: TaskOutcome;
   calls: CallRecord[];
+  /** Where a multi-turn task got to: kept for the next attempt when this one is retried or deferred. */
+  checkpoint?: AgentCheckpoint;
 }
+
+/** Calls that ended, sent ahead of the task's outcome; with the checkpoint of the turn they finished. */
+export interface CallsReport {
+  taskId: string;
+  attempt: number;
+  calls: CallRecord[];
+  checkpoint?: AgentCheckpoint;
+}
+
+export type ScratchpadRequest =
+  | { op: "get"; key: string }
+  | { op: "put"; key: string; value: string; taskId: string }
+  | { op: "list"; prefix: string };
+
+export type ScratchpadResponse =
+  | { ok: true; op: "get"; key: string; value: string | null }
+  | { ok: true; op: "put"; key: string; bytes: number }
+  | { ok: true; op: "list"; keys: string[]; truncated: boolean }
+  | { ok: false; error: string };
 
 export interface TaskAction {
   taskId: string;
@@ -176,6 +239,8 @@ export interface SwarmStatus {
   latency_ms: { p50: number | null; p95: number | null };
   /** The reduced answer once the swarm is done; null while it runs. */
   output: ReducedOutput | null;
+  /** A goal's plan: the goal, the planner's model and what it planned (null for a spec with tasks). */
+  plan: PlanView | null;
   reduce: { kind: ReduceSpec["kind"] };
   /** The spec's concurrency; `window` is the current, adaptive one. */
   max_window: number;
@@ -190,6 +255,18 @@ export interface SwarmStatus {
   metadata: SwarmMetadata;
   created_at: string;
   finished_at: string | null;
+}
+
+export interface PlanView {
+  goal: string;
+  model: string;
+  state: "planning" | "planned" | "failed";
+  /** Planner calls made (a plan that fails validation is asked for once more). */
+  attempts: number;
+  /** Sub-tasks planned (0 until the plan is accepted); GET /v1/swarms/:id/plan lists them. */
+  task_count: number;
+  /** Why the last plan was refused. */
+  errors: string[];
 }
 
 export interface BudgetView {

@@ -104,7 +104,32 @@ const SCHEMA_V6 = `
 ALTER TABLE swarm ADD COLUMN reduce TEXT;
 `;
 
-const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6];
+// v7 (agents): task kinds (the planner's and the reducers' calls run as tasks), per-turn
+// checkpoints, engine tasks' model and settings, the tools, the goal and its plan, the llm
+// reduction's progress, and the scratchpad the swarm's agents share.
+const SCHEMA_V7 = `
+ALTER TABLE tasks ADD COLUMN kind TEXT NOT NULL DEFAULT 'task';
+ALTER TABLE tasks ADD COLUMN checkpoint TEXT;
+ALTER TABLE tasks ADD COLUMN model_hint TEXT;
+ALTER TABLE tasks ADD COLUMN override TEXT;
+ALTER TABLE swarm ADD COLUMN tools TEXT;
+ALTER TABLE swarm ADD COLUMN http_allowlist TEXT;
+ALTER TABLE swarm ADD COLUMN parallel_tool_calls INTEGER;
+ALTER TABLE swarm ADD COLUMN goal TEXT;
+ALTER TABLE swarm ADD COLUMN planner TEXT;
+ALTER TABLE swarm ADD COLUMN plan_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE swarm ADD COLUMN plan_errors TEXT;
+ALTER TABLE swarm ADD COLUMN reduction TEXT;
+CREATE INDEX IF NOT EXISTS tasks_by_kind ON tasks (kind, state, seq);
+CREATE TABLE IF NOT EXISTS scratchpad (
+  key        TEXT PRIMARY KEY,
+  value      TEXT NOT NULL,
+  task_id    TEXT NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+`;
+
+const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */
 export function migrateSwarmRoom(sql: SqlStorage): void {

@@ -6,7 +6,10 @@ import { z } from "zod";
 import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
 import { chargeOfCall, fitsBudget, toBudgetReason, worstCaseCall, type Amount } from "../core/budget.ts";
 import type { ErrorDetail } from "../core/errors.ts";
-import { reduceOutputs, ReduceSpecSchema, toWire, type ReduceSpec, type TaskOutput } from "../core/reducers.ts";
+import { reduceOutputs, ReduceSpecSchema, toWire, type LlmReducedOutput, type LlmReduceSpec, type ReduceSpec, type TaskOutput } from "../core/reducers.ts";
+import { chunkForContext, fixedReducerPromptTokens, reducerInputBudget, toReducerRequest, type ReduceItem } from "../core/llm-reduction.ts";
+import { parsePlan, PLAN_MAX_PROMPT_CHARS, toPlannerRequest } from "../core/planner.ts";
+import { SCRATCHPAD_LIMITS } from "../core/scratchpad.ts";
 import { assignModel, toModelLabel, toModelMix, type WeightedModel } from "../core/route-model.ts";
 import {
   acquireCircuit,
@@ -28,15 +31,28 @@ import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import {
   BudgetSchema,
   LimitsSchema,
+  PlannerSpecSchema,
   ResponseFormatSchema,
   SwarmMetadataSchema,
+  ToolSpecSchema,
   type Budget,
   type Limits,
+  type PlannedTask,
+  type PlannerSpec,
   type ResponseFormat,
+  type ToolSpec,
 } from "../core/spec-schema.ts";
 import type {
+  AgentCheckpoint,
   BudgetView,
   CallRecord,
+  CallsReport,
+  PlanView,
+  ScratchpadRequest,
+  ScratchpadResponse,
+  TaskKind,
+  TaskOverride,
+  ToolSpecWire,
   CircuitState,
   CircuitView,
   ClaimOptions,
@@ -123,6 +139,14 @@ type SwarmRow = {
   tenant_settled: number;
   reduce: string | null;
   reason: string | null;
+  tools: string | null;
+  http_allowlist: string | null;
+  parallel_tool_calls: number | null;
+  goal: string | null;
+  planner: string | null;
+  plan_attempts: number;
+  plan_errors: string | null;
+  reduction: string | null;
 };
 
 type CircuitRow = {
@@ -144,9 +168,29 @@ type TaskRow = {
   long: number;
   reserved_usd: number;
   reserved_tokens: number;
+  kind: TaskKind;
+  model_hint: string | null;
 };
 
-const TASK_COLUMNS = "seq, id, state, attempts, deadline, retry_at, long, reserved_usd, reserved_tokens";
+const TASK_COLUMNS = "seq, id, state, attempts, deadline, retry_at, long, reserved_usd, reserved_tokens, kind, model_hint";
+const CheckpointSchema = z.object({ turns: z.number(), toolCalls: z.number(), repairs: z.number(), messages_json: z.string() });
+const OverrideSchema = z.object({ system: z.string(), responseFormat: ResponseFormatSchema.nullable(), maxOutputTokens: z.number() });
+/** The llm reduction's progress, stored with the swarm (JSON). */
+const ReductionSchema = z.object({
+  model: z.string(),
+  context_tokens: z.number(),
+  inputs: z.number(),
+  truncated: z.array(z.string()),
+  levels: z.array(z.object({ level: z.number(), inputs: z.number(), tasks: z.number(), failed: z.number() })),
+  text: z.string().nullable(),
+  done: z.boolean(),
+});
+type Reduction = z.infer<typeof ReductionSchema>;
+/** The reducer's context window when neither the spec nor the gateway names one. */
+const DEFAULT_REDUCER_CONTEXT_TOKENS = 32_000;
+/** A planner's answer lists up to max_tasks prompts; its output limit grows with them. */
+const PLANNER_TOKENS_PER_TASK = 300;
+const PLAN_ATTEMPTS = 2;
 const WeightedModelsSchema = z.array(z.object({ model: z.string(), weight: z.number() }));
 
 function toNonNegativeInt(value: string | undefined, fallback: number, name: string): number {
@@ -175,6 +219,25 @@ function toSettings(env: SwarmRoomEnv): RoomSettings {
     leaseGraceMs: toNonNegativeInt(env.LEASE_GRACE_S, 30, "LEASE_GRACE_S") * 1_000,
     flushMs: toNonNegativeInt(env.LEDGER_FLUSH_MS, 1_000, "LEDGER_FLUSH_MS"),
   };
+}
+
+function toToolWires(tools: readonly ToolSpec[]): ToolSpecWire[] {
+  return tools.map((tool) =>
+    typeof tool === "string" ? tool : { name: tool.name, description: tool.description, url: tool.url, parameters_json: JSON.stringify(tool.parameters) },
+  );
+}
+
+/** What one tool result may add to a conversation, in bytes, for worst cases (MAX_TOOL_RESULT_CHARS × 3). */
+const TOOL_RESULT_BYTES = 96_000;
+
+/**
+ * Model calls one attempt of a sub-task may make: the agent loop's turns when it has tools, plus
+ * one repair turn when its answer must be JSON.
+ */
+function toTurnsOfTask(spec: { tools?: unknown[] | undefined; response_format?: ResponseFormat | undefined; limits: Limits }): number {
+  const tools = (spec.tools ?? []).length > 0 ? spec.limits.max_turns : 1;
+  const repair = spec.response_format !== undefined && spec.response_format.type !== "text" ? 1 : 0;
+  return tools + repair;
 }
 
 /** Per model call: `long_timeout_s` for a task flagged long, else `timeout_s`. */
@@ -215,6 +278,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const named: { path: string; model: string }[] = [
         ...(typeof spec.model === "string" ? [{ path: "model", model: spec.model }] : spec.model.map((m, i) => ({ path: `model.${i}.model`, model: m.model }))),
         ...(spec.fallback ?? []).map((model, i) => ({ path: `fallback.${i}`, model })),
+        ...(spec.planner?.model !== undefined ? [{ path: "planner.model", model: spec.planner.model }] : []),
+        ...(spec.reduce?.kind === "llm" && spec.reduce.model !== undefined ? [{ path: "reduce.model", model: spec.reduce.model }] : []),
       ];
       const unknown = named.filter(({ model }) => resolveModelRoute(gateway, model) === null);
       if (unknown.length > 0) {
@@ -233,7 +298,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const cap = capOfTenant(this.settings.tenantBudgets, input.tenant);
     if (spec.budget?.max_usd !== undefined || cap?.max_usd_per_month !== undefined) {
       // A USD budget (the swarm's or the tenant's) can only hold if every call has a price.
-      const unpriced = [...mix.map((m) => m.model), ...(spec.fallback ?? [])].filter((m) => resolvePrice(this.settings.prices, m) === null);
+      const unpriced = [...new Set([...mix.map((m) => m.model), ...(spec.fallback ?? []), ...this.engineModels(spec, mix)])].filter(
+        (m) => resolvePrice(this.settings.prices, m) === null,
+      );
       if (unpriced.length > 0) {
         return {
           created: false,
@@ -279,9 +346,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     // The tenant reservation awaited: a concurrent start of the same id may have won meanwhile.
     if (this.swarm() !== null) return { created: false };
     const origin = input.origin.kind === "api" ? "api" : `schedule:${input.origin.scheduleId}`;
+    const planner = spec.goal === undefined ? null : PlannerSpecSchema.parse(spec.planner ?? {});
     this.sql.exec(
-      `INSERT INTO swarm (id, tenant, name, model, model_mix, budget, tenant_month, reduce, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
+      `INSERT INTO swarm (id, tenant, name, model, model_mix, budget, tenant_month, reduce, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at,
+         tools, http_allowlist, parallel_tool_calls, goal, planner)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       input.swarmId,
       input.tenant,
       spec.name,
@@ -296,12 +365,20 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       spec.response_format ? JSON.stringify(spec.response_format) : null,
       spec.metadata ? JSON.stringify(spec.metadata) : null,
       origin,
+      planner === null ? "running" : "planning",
       spec.limits.concurrency,
       input.tasks.length,
       input.createdAt,
+      spec.tools && spec.tools.length > 0 ? JSON.stringify(spec.tools) : null,
+      spec.http_allowlist && spec.http_allowlist.length > 0 ? JSON.stringify(spec.http_allowlist) : null,
+      spec.parallel_tool_calls === undefined ? null : spec.parallel_tool_calls ? 1 : 0,
+      spec.goal ?? null,
+      planner === null ? null : JSON.stringify(planner),
     );
-    for (const task of input.tasks) {
-      this.sql.exec("INSERT INTO tasks (id, prompt, state, long) VALUES (?, ?, 'pending', ?)", task.id, task.prompt, task.long ? 1 : 0);
+    if (planner !== null && spec.goal !== undefined) {
+      this.insertPlanTask(spec.goal, planner, mix, null);
+    } else {
+      this.insertTasks(input.tasks);
     }
     // The index row is written now so the swarm is listed at once; if D1 is down the alarm retries.
     try {
@@ -347,7 +424,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
                 SUM(c.completion_tokens) AS completion_tokens, SUM(c.total_tokens) AS total_tokens,
                 SUM(c.cost_usd) AS cost_usd, SUM(c.latency_ms) AS latency_ms
          FROM tasks t LEFT JOIN calls c ON c.task_id = t.id
-         WHERE t.seq > ? GROUP BY t.seq ORDER BY t.seq LIMIT ?`,
+         WHERE t.seq > ? AND t.kind = 'task' GROUP BY t.seq ORDER BY t.seq LIMIT ?`,
         after,
         pageSize + 1,
       )
@@ -422,19 +499,31 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           }
           promptChars += size;
           const timeoutS = toCallTimeoutS(task, config.limits);
-          const leaseUntil = now + waves * timeoutS * 1_000 + this.settings.leaseGraceMs;
-          const prompt = this.sql
-            .exec<{ prompt: string }>(
+          // A sub-agent's lease covers every turn of its loop (and its tools, which share the timeout).
+          const turns = task?.kind === "task" ? toTurnsOfTask({ tools: config.tools, response_format: config.responseFormat ?? undefined, limits: config.limits }) : 1;
+          const leaseUntil = now + waves * turns * timeoutS * 1_000 + this.settings.leaseGraceMs;
+          const row = this.sql
+            .exec<{ prompt: string; checkpoint: string | null; override: string | null }>(
               `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL, model = ?,
-                 started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt`,
+                 started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt, checkpoint, override`,
               decision.attempt,
               leaseUntil,
               model,
               now,
               taskId,
             )
-            .one().prompt;
-          response.granted.push({ taskId, attempt: decision.attempt, prompt, leaseUntil, model, timeoutS });
+            .one();
+          response.granted.push({
+            taskId,
+            attempt: decision.attempt,
+            prompt: row.prompt,
+            leaseUntil,
+            model,
+            timeoutS,
+            kind: task?.kind ?? "task",
+            override: row.override === null ? null : OverrideSchema.parse(JSON.parse(row.override)),
+            checkpoint: row.checkpoint === null ? null : CheckpointSchema.parse(JSON.parse(row.checkpoint)),
+          });
           break;
         }
         case "fail":
@@ -462,6 +551,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const budget = limits.retry_budget ?? defaultRetryBudget(swarm.task_count);
     let retriesUsed = swarm.retries_used;
     let { successes, rateLimited } = this.insertCalls(swarm, reports, now);
+    // Before the outcomes: a retried or deferred attempt hands its checkpoint to the next one.
+    for (const report of reports) {
+      if (report.checkpoint !== undefined) this.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
+    }
     for (const report of reports) {
       const task = this.task(report.taskId);
       const decision = decideRecord(task && this.toLifeRow(task), report.attempt, report.outcome, limits.max_attempts);
@@ -469,7 +562,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       if (decision.kind === "succeed" && outcome.kind === "succeeded") {
         this.endTask(report.taskId, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
       } else if (decision.kind === "fail" && outcome.kind === "failed") {
-        this.endTask(report.taskId, "failed", now, { errorClass: outcome.class, message: outcome.message });
+        this.endTask(report.taskId, "failed", now, { errorClass: outcome.class, message: outcome.message, output: outcome.output ?? null });
       } else if (decision.kind === "defer" && outcome.kind === "deferred") {
         // No key had room: the upstream allows fewer calls than the window sends, like a 429.
         rateLimited = true;
@@ -523,12 +616,70 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * mid-batch loses no usage the upstream billed. Idempotent by call id; changes no task state (the
    * outcome comes later with recordResults, whose repeated call rows are then ignored).
    */
-  async recordCalls(reports: { taskId: string; attempt: number; calls: CallRecord[] }[]): Promise<void> {
+  async recordCalls(reports: CallsReport[]): Promise<void> {
     const swarm = this.swarm();
     if (swarm === null) return;
     const now = Date.now();
     this.adaptWindow({ ...this.insertCalls(swarm, reports, now), now });
+    for (const report of reports) {
+      if (report.checkpoint !== undefined) this.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
+    }
     await this.scheduleAlarm();
+  }
+
+  /**
+   * A shared key/value scratchpad for the swarm's agents (the scratchpad_* tools). Values are text;
+   * a put replaces. Bounded: SCRATCHPAD_LIMITS.
+   */
+  async scratchpad(request: ScratchpadRequest): Promise<ScratchpadResponse> {
+    const swarm = this.swarm();
+    if (swarm === null) return { ok: false, error: "the swarm does not exist" };
+    switch (request.op) {
+      case "get": {
+        const row = this.sql.exec<{ value: string }>("SELECT value FROM scratchpad WHERE key = ?", request.key).toArray()[0];
+        return { ok: true, op: "get", key: request.key, value: row?.value ?? null };
+      }
+      case "put": {
+        if (request.key.length === 0 || request.key.length > SCRATCHPAD_LIMITS.keyChars) return { ok: false, error: `keys are 1-${SCRATCHPAD_LIMITS.keyChars} characters` };
+        if (request.value.length > SCRATCHPAD_LIMITS.valueChars) return { ok: false, error: `values are at most ${SCRATCHPAD_LIMITS.valueChars} characters` };
+        const exists = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM scratchpad WHERE key = ?", request.key).one().n > 0;
+        if (!exists && this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM scratchpad").one().n >= SCRATCHPAD_LIMITS.keys) {
+          return { ok: false, error: `the scratchpad is full (${SCRATCHPAD_LIMITS.keys} keys): overwrite an existing key instead` };
+        }
+        this.sql.exec(
+          `INSERT INTO scratchpad (key, value, task_id, updated_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (key) DO UPDATE SET value = excluded.value, task_id = excluded.task_id, updated_at = excluded.updated_at`,
+          request.key,
+          request.value,
+          request.taskId,
+          Date.now(),
+        );
+        return { ok: true, op: "put", key: request.key, bytes: request.value.length };
+      }
+      case "list": {
+        // Prefix match without LIKE's wildcards: keys in [prefix, prefix + U+FFFF).
+        const keys = this.sql
+          .exec<{ key: string }>(
+            "SELECT key FROM scratchpad WHERE key >= ? AND key < ? ORDER BY key LIMIT ?",
+            request.prefix,
+            `${request.prefix}\uffff`,
+            SCRATCHPAD_LIMITS.listPage + 1,
+          )
+          .toArray()
+          .map((row) => row.key);
+        return { ok: true, op: "list", keys: keys.slice(0, SCRATCHPAD_LIMITS.listPage), truncated: keys.length > SCRATCHPAD_LIMITS.listPage };
+      }
+    }
+  }
+
+  /** A goal's plan in full (status shows its size only). null when the swarm is not the tenant's. */
+  async getPlan(tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null> {
+    const swarm = this.swarm();
+    if (swarm === null || swarm.tenant !== tenant) return null;
+    const view = this.planView(swarm);
+    if (view === null) return null;
+    const tasks = this.sql.exec<{ id: string; prompt: string }>("SELECT id, prompt FROM tasks WHERE kind = 'task' ORDER BY seq").toArray();
+    return { ...view, tasks };
   }
 
   /** The queue gave up on these tasks' message: each still-open task ends failed, unless a live lease owns it. */
@@ -609,6 +760,60 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────
 
+  /** The planner's and the llm reducer's models, when the spec names its own. */
+  private engineModels(spec: Omit<StartSwarmInput["spec"], never>, mix: WeightedModel[]): string[] {
+    const first = mix[0]?.model ?? "";
+    return [
+      ...(spec.goal !== undefined ? [spec.planner?.model ?? first] : []),
+      ...(spec.reduce?.kind === "llm" ? [this.reducerModel(spec.reduce, first)] : []),
+    ];
+  }
+
+  private insertTasks(tasks: readonly PlannedTask[]): void {
+    for (const task of tasks) {
+      this.sql.exec("INSERT INTO tasks (id, prompt, state, long) VALUES (?, ?, 'pending', ?)", task.id, task.prompt, task.long ? 1 : 0);
+    }
+  }
+
+  /** An engine task (planner or reducer call): one call on its own model with its own system prompt. */
+  private insertEngineTask(id: string, kind: TaskKind, prompt: string, model: string, override: TaskOverride): void {
+    this.sql.exec(
+      "INSERT INTO tasks (id, prompt, state, kind, model_hint, override) VALUES (?, ?, 'pending', ?, ?, ?)",
+      id,
+      prompt,
+      kind,
+      model,
+      JSON.stringify(override),
+    );
+  }
+
+  /** The planner's call for the goal: attempt 1, or the retry that is told why the first plan was refused. */
+  private insertPlanTask(goal: string, planner: PlannerSpec, mix: WeightedModel[], previousErrors: string[] | null): void {
+    const swarm = this.swarm();
+    const attempt = (swarm?.plan_attempts ?? 0) + 1;
+    const request = toPlannerRequest({ goal, instructions: planner.instructions ?? null, maxTasks: planner.max_tasks }, previousErrors);
+    const limits = swarm === null ? null : this.limits(swarm);
+    this.insertEngineTask(`__plan.${attempt}`, "plan", request.prompt, planner.model ?? mix[0]?.model ?? "", {
+      system: request.system,
+      responseFormat: { type: "json_object" },
+      maxOutputTokens: this.plannerOutputTokens(planner, limits?.max_output_tokens ?? 1_024),
+    });
+    this.sql.exec("UPDATE swarm SET plan_attempts = ?", attempt);
+  }
+
+  private plannerOutputTokens(planner: PlannerSpec, maxOutputTokens: number): number {
+    return Math.min(128_000, Math.max(maxOutputTokens, planner.max_tasks * PLANNER_TOKENS_PER_TASK + 500));
+  }
+
+  private reducerModel(reduce: LlmReduceSpec, firstModel: string): string {
+    return reduce.model ?? firstModel;
+  }
+
+  /** The spec's context_tokens, else the gateway's context size of the model, else 32,000. */
+  private reducerContextTokens(reduce: LlmReduceSpec, model: string): number {
+    return reduce.context_tokens ?? this.settings.gateway?.models[model]?.context ?? DEFAULT_REDUCER_CONTEXT_TOKENS;
+  }
+
   private mix(swarm: SwarmRow): WeightedModel[] {
     return swarm.model_mix === null ? [{ model: swarm.model, weight: 1 }] : WeightedModelsSchema.parse(JSON.parse(swarm.model_mix));
   }
@@ -622,15 +827,34 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const mix = this.mix(swarm);
     const tier = this.tierModels(swarm);
     const lowBudget = tier.length > 0 && this.budgetRunningLow(swarm);
-    const primary = taskId === undefined ? [...mix.map((m) => m.model), ...tier] : lowBudget ? tier : [this.primaryModel(swarm, taskId)];
+    const hint = taskId === undefined ? null : this.modelHint(taskId);
+    const primary =
+      taskId === undefined ? [...mix.map((m) => m.model), ...this.engineModelsOf(swarm), ...tier] : hint !== null ? [hint] : lowBudget ? tier : [this.primaryModel(swarm, taskId)];
     return [...new Set([...primary, ...fallback])];
   }
 
   /** The model a task is routed to first: its model of the mix, or the cheapest of the fallback tier on a low budget. */
   private primaryModel(swarm: SwarmRow, taskId: string): string {
+    const hint = this.modelHint(taskId);
+    if (hint !== null) return hint;
     const tier = this.tierModels(swarm);
     if (tier.length > 0 && tier[0] !== undefined && this.budgetRunningLow(swarm)) return tier[0];
     return assignModel(this.mix(swarm), swarm.id, taskId);
+  }
+
+  /** An engine task's own model (the planner's, the reducer's); null for a sub-task. */
+  private modelHint(taskId: string): string | null {
+    return this.sql.exec<{ m: string | null }>("SELECT model_hint AS m FROM tasks WHERE id = ?", taskId).toArray()[0]?.m ?? null;
+  }
+
+  /** The planner's and reducer's models of a running swarm (for circuits and status). */
+  private engineModelsOf(swarm: SwarmRow): string[] {
+    const first = this.mix(swarm)[0]?.model ?? swarm.model;
+    const reduce = this.reduceSpec(swarm);
+    return [
+      ...(swarm.planner !== null ? [PlannerSpecSchema.parse(JSON.parse(swarm.planner)).model ?? first] : []),
+      ...(reduce.kind === "llm" ? [this.reducerModel(reduce, first)] : []),
+    ];
   }
 
   /** The gateway's models of the budget's fallback tier, cheapest output first. */
@@ -705,7 +929,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   /** When the first open circuit half-opens, if every circuit is open now; else null. */
   private parkedUntil(): number | null {
     const swarm = this.swarm();
-    if (swarm === null || swarm.state !== "running") return null;
+    if (swarm === null || swarm.finished_at !== null || swarm.state === "cancelled") return null;
     const now = Date.now();
     if (this.pickModel(swarm, now, { probe: false }) !== null) return null;
     const times = this.models(swarm)
@@ -757,7 +981,16 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private toRunConfig(swarm: SwarmRow): TaskRunConfig {
     const responseFormat: ResponseFormat | null =
       swarm.response_format === null ? null : ResponseFormatSchema.parse(JSON.parse(swarm.response_format));
-    return { swarmId: swarm.id, model: swarm.model, system: swarm.system, limits: this.limits(swarm), responseFormat };
+    return {
+      swarmId: swarm.id,
+      model: swarm.model,
+      system: swarm.system,
+      limits: this.limits(swarm),
+      responseFormat,
+      tools: swarm.tools === null ? [] : toToolWires(z.array(ToolSpecSchema).parse(JSON.parse(swarm.tools))),
+      httpAllowlist: swarm.http_allowlist === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.http_allowlist)),
+      parallelToolCalls: swarm.parallel_tool_calls === null ? null : swarm.parallel_tool_calls === 1,
+    };
   }
 
   /**
@@ -828,16 +1061,28 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return cursor.rowsWritten > 0;
   }
 
+  /** Keeps a multi-turn task's latest checkpoint, from the attempt that holds it only. */
+  private saveCheckpoint(taskId: string, attempt: number, checkpoint: AgentCheckpoint): void {
+    this.sql.exec(
+      `UPDATE tasks SET checkpoint = ? WHERE id = ? AND state = 'running' AND attempts = ?
+         AND (checkpoint IS NULL OR json_extract(checkpoint, '$.turns') < ?)`,
+      JSON.stringify(checkpoint),
+      taskId,
+      attempt,
+      checkpoint.turns,
+    );
+  }
+
   private endTask(
     taskId: string,
     state: "succeeded" | "failed" | "cancelled",
     now: number,
-    detail: { output: string; finishReason: string | null } | { errorClass: ErrorClass; message: string },
+    detail: { output: string; finishReason: string | null } | { errorClass: ErrorClass; message: string; output?: string | null },
   ): void {
-    if ("output" in detail) {
+    if ("finishReason" in detail) {
       this.sql.exec(
         `UPDATE tasks SET state = ?, output = ?, finish_reason = ?, error_class = NULL, error_message = NULL,
-           deadline = NULL, retry_at = NULL, reserved_usd = 0, reserved_tokens = 0, finished_at = ? WHERE id = ?`,
+           deadline = NULL, retry_at = NULL, reserved_usd = 0, reserved_tokens = 0, checkpoint = NULL, finished_at = ? WHERE id = ?`,
         state,
         detail.output,
         detail.finishReason,
@@ -845,12 +1090,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         taskId,
       );
     } else {
+      // A failed task keeps its raw answer when it had one (invalid_output).
       this.sql.exec(
-        `UPDATE tasks SET state = ?, error_class = ?, error_message = ?, deadline = NULL, retry_at = NULL,
-           reserved_usd = 0, reserved_tokens = 0, finished_at = ? WHERE id = ?`,
+        `UPDATE tasks SET state = ?, error_class = ?, error_message = ?, output = COALESCE(?, output), deadline = NULL, retry_at = NULL,
+           reserved_usd = 0, reserved_tokens = 0, checkpoint = NULL, finished_at = ? WHERE id = ?`,
         state,
         detail.errorClass,
         detail.message,
+        detail.output ?? null,
         now,
         taskId,
       );
@@ -859,7 +1106,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   private counts(): TaskCounts {
     const counts: TaskCounts = { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, skipped_budget: 0 };
-    for (const row of this.sql.exec<{ state: TaskState; n: number }>("SELECT state, COUNT(*) AS n FROM tasks GROUP BY state")) {
+    for (const row of this.sql.exec<{ state: TaskState; n: number }>("SELECT state, COUNT(*) AS n FROM tasks WHERE kind = 'task' GROUP BY state")) {
       switch (row.state) {
         case "pending":
         case "dispatched":
@@ -876,20 +1123,28 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return counts;
   }
 
-  /** After outcomes land: refill the window, and finish the swarm when no task is open. */
+  /**
+   * After outcomes land: move the swarm through its phases (planning → running → reducing), refill
+   * the window, and finish the swarm when nothing is left open.
+   */
   private async afterTasksEnded(): Promise<void> {
     const before = this.swarm();
     if (before === null || before.finished_at !== null) return;
+    this.advancePhase(before);
     await this.dispatch();
     // Read again: dispatch may have spent the budget, and other calls ran while it awaited the queue.
     const swarm = this.swarm();
     if (swarm === null || swarm.finished_at !== null) return;
+    const open = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state IN ('pending', 'dispatched', 'running', 'retry_wait')").one().n;
     const counts = this.counts();
-    const state = decideCompletion(counts, swarm.state === "cancelled");
+    let state = open > 0 ? null : decideCompletion(counts, swarm.state === "cancelled");
     if (state === null) {
       this.sql.exec("UPDATE swarm SET index_dirty = 1");
       return;
     }
+    // Plan and reduce tasks ended too: a swarm whose plan or final reduction failed says so.
+    const phaseFailure = swarm.state === "planning" ? "failed" : swarm.state === "reducing" && this.reduction(swarm)?.text === null ? "completed_with_failures" : null;
+    if (phaseFailure !== null && state !== "cancelled") state = phaseFailure;
     const reason =
       swarm.reason ??
       (state === "completed_with_failures"
@@ -900,10 +1155,129 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     await this.setAlarmNoLaterThan(Date.now());
   }
 
+  /** The phase steps that depend on engine tasks: a finished plan, finished sub-tasks, a finished reduce level. */
+  private advancePhase(swarm: SwarmRow): void {
+    if (swarm.state === "planning") this.advancePlanning(swarm);
+    else if (swarm.state === "running") this.startReductionWhenDone(swarm);
+    else if (swarm.state === "reducing") this.advanceReduction(swarm);
+  }
+
+  /** The planner answered: a valid plan becomes the swarm's tasks; an invalid one is asked for once more, then the swarm fails. */
+  private advancePlanning(swarm: SwarmRow): void {
+    const plan = this.sql
+      .exec<{ id: string; state: TaskState; output: string | null; error_class: string | null; error_message: string | null }>(
+        "SELECT id, state, output, error_class, error_message FROM tasks WHERE kind = 'plan' ORDER BY seq DESC LIMIT 1",
+      )
+      .toArray()[0];
+    if (plan === undefined || !isTerminal(plan.state)) return;
+    const planner = PlannerSpecSchema.parse(JSON.parse(swarm.planner ?? "{}"));
+    if (plan.state !== "succeeded" || plan.output === null) {
+      // The planner call itself failed (after its retries), was skipped by the budget, or cancelled.
+      if (plan.state === "failed") {
+        this.sql.exec("UPDATE swarm SET reason = ?, index_dirty = 1", `planning failed: the planner call failed (${plan.error_class}: ${plan.error_message ?? ""})`);
+      }
+      return;
+    }
+    const parsed = parsePlan(plan.output, planner.max_tasks);
+    if (!parsed.ok) {
+      this.sql.exec("UPDATE swarm SET plan_errors = ?, index_dirty = 1", JSON.stringify(parsed.errors));
+      console.warn(JSON.stringify({ event: "plan_refused", swarm_id: swarm.id, attempt: swarm.plan_attempts, errors: parsed.errors.slice(0, 5) }));
+      if (swarm.plan_attempts < PLAN_ATTEMPTS && swarm.goal !== null) {
+        this.insertPlanTask(swarm.goal, planner, this.mix(swarm), parsed.errors);
+      } else {
+        this.sql.exec(
+          "UPDATE swarm SET reason = ?",
+          `planning failed: the planner's plan was invalid ${swarm.plan_attempts} time(s): ${parsed.errors.slice(0, 5).join("; ")}`,
+        );
+      }
+      return;
+    }
+    this.insertTasks(parsed.tasks);
+    this.sql.exec("UPDATE swarm SET state = 'running', task_count = ?, plan_errors = NULL, index_dirty = 1", parsed.tasks.length);
+  }
+
+  /** Every sub-task ended and the reducer is `llm`: the reduction starts with the succeeded outputs. */
+  private startReductionWhenDone(swarm: SwarmRow): void {
+    const reduce = this.reduceSpec(swarm);
+    if (reduce.kind !== "llm") return;
+    const counts = this.counts();
+    if (counts.queued + counts.running > 0) return;
+    const model = this.reducerModel(reduce, this.mix(swarm)[0]?.model ?? swarm.model);
+    const outputs = this.succeededOutputs();
+    const reduction: Reduction = {
+      model,
+      context_tokens: this.reducerContextTokens(reduce, model),
+      inputs: outputs.length,
+      truncated: [],
+      levels: [],
+      text: null,
+      done: outputs.length === 0,
+    };
+    this.sql.exec("UPDATE swarm SET state = 'reducing', reduction = ?, index_dirty = 1", JSON.stringify(reduction));
+    if (outputs.length === 0) {
+      this.sql.exec("UPDATE swarm SET reason = COALESCE(reason, 'no task succeeded: nothing to reduce')");
+      return;
+    }
+    this.insertReduceLevel(swarm, reduce, reduction, outputs.map((o) => ({ id: o.task_id, text: o.output })));
+  }
+
+  /** Cuts the inputs into chunks that fit the reducer's context and queues one reduce task per chunk. */
+  private insertReduceLevel(swarm: SwarmRow, reduce: LlmReduceSpec, reduction: Reduction, items: ReduceItem[]): void {
+    const level = reduction.levels.length + 1;
+    const fixed = fixedReducerPromptTokens(reduce.instructions ?? null, swarm.goal);
+    const budget = reducerInputBudget(reduction.context_tokens, reduce.max_output_tokens, fixed);
+    const { chunks, truncated } = chunkForContext(items, budget);
+    const final = chunks.length === 1;
+    chunks.forEach((chunk, i) => {
+      const request = toReducerRequest({ instructions: reduce.instructions ?? null, goal: swarm.goal, items: chunk, level, final });
+      this.insertEngineTask(`__reduce.${level}.${i + 1}`, "reduce", request.prompt, reduction.model, {
+        system: request.system,
+        responseFormat: null,
+        maxOutputTokens: reduce.max_output_tokens,
+      });
+    });
+    reduction.truncated.push(...truncated);
+    reduction.levels.push({ level, inputs: items.length, tasks: chunks.length, failed: 0 });
+    this.sql.exec("UPDATE swarm SET reduction = ?", JSON.stringify(reduction));
+  }
+
+  /** A reduce level ended: its outputs become the next level's inputs, until one answer remains. */
+  private advanceReduction(swarm: SwarmRow): void {
+    const reduction = this.reduction(swarm);
+    const reduce = this.reduceSpec(swarm);
+    if (reduction === null || reduction.done || reduce.kind !== "llm") return;
+    const current = reduction.levels[reduction.levels.length - 1];
+    if (current === undefined) return;
+    const rows = this.sql
+      .exec<{ id: string; state: TaskState; output: string | null }>("SELECT id, state, output FROM tasks WHERE kind = 'reduce' AND id LIKE ? ORDER BY seq", `__reduce.${current.level}.%`)
+      .toArray();
+    if (rows.some((row) => !isTerminal(row.state))) return;
+    const outputs = rows.filter((row) => row.state === "succeeded" && row.output !== null);
+    current.failed = rows.length - outputs.length;
+    if (rows.length === 1 || outputs.length === 0) {
+      // The last level: its one answer is the swarm's (null when it failed).
+      reduction.text = rows.length === 1 ? (outputs[0]?.output ?? null) : null;
+      reduction.done = true;
+      this.sql.exec("UPDATE swarm SET reduction = ?, index_dirty = 1", JSON.stringify(reduction));
+      if (reduction.text === null) {
+        const why = this.sql.exec<{ m: string | null }>("SELECT error_message AS m FROM tasks WHERE kind = 'reduce' AND state != 'succeeded' ORDER BY seq DESC LIMIT 1").toArray()[0]?.m;
+        this.sql.exec("UPDATE swarm SET reason = COALESCE(reason, ?)", `the llm reduction failed at level ${current.level}${why ? `: ${why}` : ""}`);
+      }
+      return;
+    }
+    this.sql.exec("UPDATE swarm SET reduction = ?", JSON.stringify(reduction));
+    this.insertReduceLevel(swarm, reduce, reduction, outputs.map((row) => ({ id: row.id, text: row.output ?? "" })));
+  }
+
+  private reduction(swarm: SwarmRow): Reduction | null {
+    return swarm.reduction === null ? null : ReductionSchema.parse(JSON.parse(swarm.reduction));
+  }
+
   /** Windowed dispatch: keeps at most W tasks in flight, releasing pending ones in task order. */
   private async dispatch(): Promise<void> {
     const swarm = this.swarm();
-    if (swarm === null || swarm.state !== "running") return;
+    // Planning and reducing dispatch their engine tasks the same way.
+    if (swarm === null || (swarm.state !== "running" && swarm.state !== "planning" && swarm.state !== "reducing")) return;
     const inFlight = this.sql
       .exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state IN ('dispatched', 'running', 'retry_wait')")
       .one().n;
@@ -973,19 +1347,40 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * times), and the worst case of its first call.
    */
   private worstCaseOfSwarm(input: StartSwarmInput, mixModels: string[]): Amount & { oneCall: Amount } {
-    const models = [...mixModels, ...(input.spec.fallback ?? [])];
+    const models = [...mixModels, ...(input.spec.fallback ?? []), ...this.engineModels(input.spec, mixModels.map((model) => ({ model, weight: 1 })))];
     const prices = models.map((m) => resolvePrice(this.settings.prices, m)).filter((p): p is ModelPrice => p !== null);
     const priciest = prices.reduce<ModelPrice | null>((top, p) => (top === null || p.output + p.input > top.output + top.input ? p : top), null);
     const encoder = new TextEncoder();
     const systemBytes = input.spec.system === undefined ? 0 : encoder.encode(input.spec.system).length;
     const { max_output_tokens, max_attempts } = input.spec.limits;
+    const turns = toTurnsOfTask(input.spec);
     const total = { usd: 0, tokens: 0, oneCall: { usd: 0, tokens: 0 } };
-    input.tasks.forEach((task, i) => {
-      const worst = worstCaseCall(encoder.encode(task.prompt).length + systemBytes, max_output_tokens, priciest);
-      if (i === 0) total.oneCall = worst;
-      total.usd += worst.usd * max_attempts;
-      total.tokens += worst.tokens * max_attempts;
+    const add = (promptBytes: number, outputTokens: number, calls: number): Amount => {
+      const worst = worstCaseCall(promptBytes, outputTokens, priciest);
+      total.usd += worst.usd * calls;
+      total.tokens += worst.tokens * calls;
+      return worst;
+    };
+    // A goal's tasks are not known yet: every one of max_tasks at the largest prompt a plan may hold
+    // (3 UTF-8 bytes a character covers every script but emoji), plus the planner's own calls.
+    const prompts =
+      input.spec.goal === undefined
+        ? input.tasks.map((task) => encoder.encode(task.prompt).length)
+        : new Array<number>(PlannerSpecSchema.parse(input.spec.planner ?? {}).max_tasks).fill(PLAN_MAX_PROMPT_CHARS * 3);
+    if (input.spec.goal !== undefined) {
+      const planner = PlannerSpecSchema.parse(input.spec.planner ?? {});
+      total.oneCall = add(encoder.encode(input.spec.goal).length + 4_000, this.plannerOutputTokens(planner, max_output_tokens), PLAN_ATTEMPTS * max_attempts);
+    }
+    prompts.forEach((bytes, i) => {
+      // A multi-turn task's context grows by each turn's answer and tool results.
+      const worst = add(bytes + systemBytes + turns * (max_output_tokens + TOOL_RESULT_BYTES), max_output_tokens, max_attempts * turns);
+      if (i === 0 && input.spec.goal === undefined) total.oneCall = worst;
     });
+    if (input.spec.reduce?.kind === "llm") {
+      // Each level at least halves the inputs, so all levels together take fewer calls than the tasks.
+      const context = this.reducerContextTokens(input.spec.reduce, this.reducerModel(input.spec.reduce, mixModels[0] ?? ""));
+      add(context, input.spec.reduce.max_output_tokens, Math.max(1, prompts.length) * max_attempts);
+    }
     return total;
   }
 
@@ -993,13 +1388,26 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return swarm.budget === null ? null : BudgetSchema.parse(JSON.parse(swarm.budget));
   }
 
-  /** The most one call of this task can cost on `model`. */
+  /**
+   * The most one attempt of this task can cost on `model`: one call for an engine task; for a
+   * sub-agent, every turn of its loop, each with the context grown by the turns before it.
+   */
   private worstCase(swarm: SwarmRow, taskId: string, model: string): Amount {
-    const bytes = this.sql
-      .exec<{ n: number }>("SELECT LENGTH(CAST(prompt AS BLOB)) AS n FROM tasks WHERE id = ?", taskId)
-      .one().n;
-    const systemBytes = swarm.system === null ? 0 : new TextEncoder().encode(swarm.system).length;
-    return worstCaseCall(bytes + systemBytes, this.limits(swarm).max_output_tokens, resolvePrice(this.settings.prices, model));
+    const row = this.sql
+      .exec<{ n: number; override: string | null; kind: TaskKind }>("SELECT LENGTH(CAST(prompt AS BLOB)) AS n, override, kind FROM tasks WHERE id = ?", taskId)
+      .one();
+    const price = resolvePrice(this.settings.prices, model);
+    const encoder = new TextEncoder();
+    if (row.override !== null) {
+      const override = OverrideSchema.parse(JSON.parse(row.override));
+      return worstCaseCall(row.n + encoder.encode(override.system).length, override.maxOutputTokens, price);
+    }
+    const systemBytes = swarm.system === null ? 0 : encoder.encode(swarm.system).length;
+    const config = this.toRunConfig(swarm);
+    const turns = toTurnsOfTask({ tools: config.tools, response_format: config.responseFormat ?? undefined, limits: config.limits });
+    const maxOutput = config.limits.max_output_tokens;
+    const one = worstCaseCall(row.n + systemBytes + (turns - 1) * (maxOutput + TOOL_RESULT_BYTES), maxOutput, price);
+    return { usd: one.usd * turns, tokens: one.tokens * turns };
   }
 
   /** What recorded calls count against the budget. */
@@ -1190,7 +1598,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       cost_usd,
       wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,
       latency_ms: this.latencyPercentiles(usage.calls),
-      output: finished ? toWire(reduceOutputs(this.reduceSpec(swarm), this.succeededOutputs())) : null,
+      output: finished ? this.output(swarm) : null,
+      plan: this.planView(swarm),
       reduce: { kind: this.reduceSpec(swarm).kind },
       max_window: limits.concurrency,
       retries: { used: swarm.retries_used, budget: limits.retry_budget ?? defaultRetryBudget(swarm.task_count) },
@@ -1201,6 +1610,38 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       metadata,
       created_at: toIso(swarm.created_at) ?? "",
       finished_at: toIso(swarm.finished_at),
+    };
+  }
+
+  /** The reduced answer of a finished swarm: by code, or what the llm reduction produced. */
+  private output(swarm: SwarmRow): SwarmStatusWire["output"] {
+    const reduce = this.reduceSpec(swarm);
+    if (reduce.kind !== "llm") return toWire(reduceOutputs(reduce, this.succeededOutputs()));
+    const reduction = this.reduction(swarm);
+    if (reduction === null) return null;
+    const output: LlmReducedOutput = {
+      kind: "llm",
+      text: reduction.text,
+      model: reduction.model,
+      context_tokens: reduction.context_tokens,
+      levels: reduction.levels,
+      inputs: reduction.inputs,
+      truncated: reduction.truncated,
+    };
+    return output;
+  }
+
+  private planView(swarm: SwarmRow): PlanView | null {
+    if (swarm.goal === null || swarm.planner === null) return null;
+    const planner = PlannerSpecSchema.parse(JSON.parse(swarm.planner));
+    const failed = swarm.state !== "planning" && swarm.task_count === 0;
+    return {
+      goal: swarm.goal,
+      model: planner.model ?? this.mix(swarm)[0]?.model ?? swarm.model,
+      state: swarm.state === "planning" ? "planning" : failed ? "failed" : "planned",
+      attempts: swarm.plan_attempts,
+      task_count: swarm.task_count,
+      errors: swarm.plan_errors === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.plan_errors)),
     };
   }
 
@@ -1222,7 +1663,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   /** Succeeded outputs in task order: what the reducers merge. */
   private succeededOutputs(): TaskOutput[] {
     return this.sql
-      .exec<{ task_id: string; output: string }>("SELECT id AS task_id, output FROM tasks WHERE state = 'succeeded' ORDER BY seq")
+      .exec<{ task_id: string; output: string }>("SELECT id AS task_id, output FROM tasks WHERE kind = 'task' AND state = 'succeeded' ORDER BY seq")
       .toArray();
   }
 

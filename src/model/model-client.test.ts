@@ -10,8 +10,12 @@ const BASE_URL = "https://upstream.example/v1";
 
 const request: ModelRequest = {
   model: "mock-1",
-  system: "You are terse.",
-  prompt: "Say hi.",
+  messages: [
+    { role: "system", content: "You are terse." },
+    { role: "user", content: "Say hi." },
+  ],
+  tools: null,
+  parallelToolCalls: null,
   maxOutputTokens: 64,
   timeoutMs: 5_000,
   responseFormat: null,
@@ -109,7 +113,7 @@ describe("model client: the request it sends", () => {
     const captured: Captured[] = [];
     const client = createModelClient({ baseURL: BASE_URL, apiKey: API_KEY, fetch: fakeFetch(() => streamResponse(GOOD_STREAM), captured) });
     const schema = { type: "json_schema", json_schema: { name: "verdict", schema: { type: "object" }, strict: true } } as const;
-    await client.complete({ ...request, system: null, responseFormat: schema });
+    await client.complete({ ...request, messages: [{ role: "user", content: "Say hi." }], responseFormat: schema });
     await client.complete({ ...request, responseFormat: { type: "text" } });
     expect(captured[0]?.body.messages).toEqual([{ role: "user", content: "Say hi." }]);
     expect(captured[0]?.body.response_format).toEqual(schema);

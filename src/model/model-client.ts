@@ -1,8 +1,10 @@
 // The model adapter: one streaming chat-completions call to an OpenAI-compatible upstream, and the
 // one place where upstream failures are classified. It never throws and never leaks the API key.
 import OpenAI from "openai";
-import type { ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam } from "openai/resources/chat/completions";
+import type { ChatCompletionCreateParamsStreaming, ChatCompletionTool } from "openai/resources/chat/completions";
+import type { ChatMessage } from "../core/agent-conversation.ts";
 import type { ClassifiedError } from "../core/error-class.ts";
+import { accumulateToolCalls, type ToolCall } from "../core/tool-calls.ts";
 import type { ResponseFormat } from "../core/spec-schema.ts";
 import { classifyUpstreamError } from "../core/upstream-error.ts";
 import type { UpstreamFailure } from "../core/upstream-error.ts";
@@ -11,8 +13,12 @@ import type { Usage } from "../core/usage.ts";
 
 export interface ModelRequest {
   model: string;
-  system: string | null;
-  prompt: string;
+  /** The conversation so far (system, user, assistant turns with tool calls, tool results). */
+  messages: readonly ChatMessage[];
+  /** Tools offered on this call; null = none. */
+  tools: readonly ChatCompletionTool[] | null;
+  /** Passed through when set (only with tools). */
+  parallelToolCalls: boolean | null;
   maxOutputTokens: number;
   /** Wall-time limit of the whole call, headers and body. */
   timeoutMs: number;
@@ -26,7 +32,7 @@ interface CallTiming {
 }
 
 export type ModelCallResult =
-  | ({ ok: true; text: string; finishReason: string | null; usage: Usage | null } & CallTiming)
+  | ({ ok: true; text: string; finishReason: string | null; usage: Usage | null; toolCalls: ToolCall[] } & CallTiming)
   | ({ ok: false; error: ClassifiedError; usage: Usage | null } & CallTiming);
 
 export interface ModelClient {
@@ -96,11 +102,13 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
     if (isJsonMediaType(response.headers.get("content-type"))) {
       const answer = toJsonAnswer(await response.text());
       usage = answer.usage;
-      if (answer.kind === "ok") return { ok: true, text: answer.text, finishReason: answer.finishReason, usage, ...timing() };
+      if (answer.kind === "ok") return { ok: true, text: answer.text, finishReason: answer.finishReason, usage, toolCalls: answer.toolCalls, ...timing() };
       return fail(answer.failure);
     }
     let text = "";
     let finishReason: string | null = null;
+    // Each chunk's raw `delta.tool_calls`, normalized across vendor dialects once the stream ends.
+    const toolDeltas: unknown[] = [];
     try {
       for await (const chunk of stream) {
         const raw = extractStreamUsage(chunk);
@@ -110,6 +118,8 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
         const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
         const piece = choice?.delta?.content;
         if (typeof piece === "string") text += piece;
+        const calls: unknown = choice?.delta?.tool_calls;
+        if (calls !== undefined && calls !== null) toolDeltas.push(calls);
         if (typeof choice?.finish_reason === "string") finishReason = choice.finish_reason;
       }
     } catch (error) {
@@ -119,7 +129,7 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
     }
     // A finished answer is kept even if the deadline hit (or the body broke) while waiting for the
     // usage chunk; its usage is then recorded as missing.
-    if (finishReason !== null) return { ok: true, text, finishReason, usage, ...timing() };
+    if (finishReason !== null) return { ok: true, text, finishReason, usage, toolCalls: accumulateToolCalls(toolDeltas), ...timing() };
     // The SDK ends the iteration quietly when the request is aborted mid-stream.
     return fail(timedOut ? timeoutFailure(request.timeoutMs) : { kind: "truncated" });
   } catch (error) {
@@ -130,7 +140,7 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
 }
 
 type JsonAnswer = { usage: Usage | null } & (
-  | { kind: "ok"; text: string; finishReason: string }
+  | { kind: "ok"; text: string; finishReason: string; toolCalls: ToolCall[] }
   | { kind: "failed"; failure: UpstreamFailure }
 );
 
@@ -148,7 +158,8 @@ function toJsonAnswer(text: string): JsonAnswer {
   const message = isRecord(choice) && isRecord(choice.message) ? choice.message : null;
   const finishReason = isRecord(choice) ? choice.finish_reason : undefined;
   if (message !== null && typeof finishReason === "string") {
-    return { kind: "ok", usage, text: typeof message.content === "string" ? message.content : "", finishReason };
+    const toolCalls = message.tool_calls === undefined || message.tool_calls === null ? [] : accumulateToolCalls([message.tool_calls]);
+    return { kind: "ok", usage, text: typeof message.content === "string" ? message.content : "", finishReason, toolCalls };
   }
   // An error object with status 200: the classifier reads its message (a retryable upstream_error).
   if (isRecord(body) && body.error !== undefined) return { kind: "failed", usage, failure: { kind: "http", body } };
@@ -165,13 +176,14 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 function toParams(request: ModelRequest): ChatCompletionCreateParamsStreaming {
-  const messages: ChatCompletionMessageParam[] = [];
-  if (request.system !== null) messages.push({ role: "system", content: request.system });
-  messages.push({ role: "user", content: request.prompt });
   const format = request.responseFormat;
+  const tools = request.tools !== null && request.tools.length > 0 ? request.tools : null;
   return {
     model: request.model,
-    messages,
+    // ChatMessage is the subset of the SDK's message params that the agent loop writes.
+    messages: [...request.messages],
+    ...(tools === null ? {} : { tools: [...tools], tool_choice: "auto" as const }),
+    ...(tools === null || request.parallelToolCalls === null ? {} : { parallel_tool_calls: request.parallelToolCalls }),
     max_tokens: request.maxOutputTokens,
     stream: true,
     stream_options: { include_usage: true },

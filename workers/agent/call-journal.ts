@@ -1,6 +1,6 @@
 // The invocation's call journal: each model call is sent to its SwarmRoom (recordCalls) within
 // CALL_FLUSH_MS of ending, so an invocation that dies mid-batch loses at most that much billed usage.
-import type { CallRecord, TaskReport } from "../../src/core/swarm-contract.ts";
+import type { AgentCheckpoint, CallRecord, CallsReport, TaskReport } from "../../src/core/swarm-contract.ts";
 import type { SwarmRoomRpc, SwarmRooms } from "./swarm-rooms.ts";
 
 /**
@@ -28,6 +28,11 @@ export interface CallJournal {
   /** A call ended: it goes to the swarm's SwarmRoom with the next flush. Never blocks. */
   append(swarmId: string, report: CallReport): void;
   /**
+   * A multi-turn task finished a turn: its checkpoint goes with the next flush (only the latest of
+   * an attempt is sent). Never blocks.
+   */
+  checkpoint(swarmId: string, taskId: string, attempt: number, checkpoint: AgentCheckpoint): void;
+  /**
    * Runs the swarm's recordResults, which carries these calls itself: the journal holds them back
    * while it runs (no RPC races its own record), forgets them once it answers, and takes them back
    * if it throws, so they still reach the ledger if no record ever does. Rethrows its error.
@@ -49,6 +54,12 @@ interface PendingCall {
   call: CallRecord;
 }
 
+interface PendingCheckpoint {
+  taskId: string;
+  attempt: number;
+  checkpoint: AgentCheckpoint;
+}
+
 interface SwarmJournal {
   swarmId: string;
   room: SwarmRoomRpc;
@@ -58,6 +69,8 @@ interface SwarmJournal {
   carried: Set<string>;
   /** Calls a recordCalls took: never sent twice, even when a record that failed hands them back. */
   sent: Set<string>;
+  /** Unsent checkpoints by task:attempt (the latest one only). */
+  checkpoints: Map<string, PendingCheckpoint>;
   cancelTimer: (() => void) | null;
   flushing: Promise<void> | null;
 }
@@ -76,6 +89,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         pending: new Map(),
         carried: new Set(),
         sent: new Set(),
+        checkpoints: new Map(),
         cancelTimer: null,
         flushing: null,
       };
@@ -97,7 +111,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
    * start ≥ CALL_FLUSH_MS apart).
    */
   function arm(journal: SwarmJournal): void {
-    if (stopped || journal.cancelTimer !== null || journal.flushing !== null || journal.pending.size === 0) return;
+    if (stopped || journal.cancelTimer !== null || journal.flushing !== null || (journal.pending.size === 0 && journal.checkpoints.size === 0)) return;
     journal.cancelTimer = schedule(() => {
       journal.cancelTimer = null;
       void flush(journal);
@@ -113,19 +127,21 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   function flush(journal: SwarmJournal): Promise<void> {
     if (journal.flushing !== null) return journal.flushing;
     const calls = [...journal.pending.entries()];
-    if (calls.length === 0) return Promise.resolve();
+    const checkpoints = [...journal.checkpoints.values()];
+    if (calls.length === 0 && checkpoints.length === 0) return Promise.resolve();
     journal.pending.clear();
+    journal.checkpoints.clear();
     // `finally` runs after the assignment even if recordCalls throws synchronously.
-    journal.flushing = send(journal, calls).finally(() => {
+    journal.flushing = send(journal, calls, checkpoints).finally(() => {
       journal.flushing = null;
       arm(journal);
     });
     return journal.flushing;
   }
 
-  async function send(journal: SwarmJournal, calls: [string, PendingCall][]): Promise<void> {
+  async function send(journal: SwarmJournal, calls: [string, PendingCall][], checkpoints: PendingCheckpoint[]): Promise<void> {
     try {
-      await journal.room.recordCalls(toReports(calls.map(([, pending]) => pending)));
+      await journal.room.recordCalls(toReports(calls.map(([, pending]) => pending), checkpoints));
       deps.tally.callFlushes += 1;
       for (const [key] of calls) journal.sent.add(key);
     } catch (error) {
@@ -133,6 +149,11 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       // Back in the queue for the next tick, unless a recordResults took them meanwhile.
       const requeued = calls.filter(([key]) => !journal.carried.has(key));
       journal.pending = new Map([...requeued, ...journal.pending]);
+      // A checkpoint that failed goes again, unless a newer one of the attempt is waiting.
+      for (const c of checkpoints) {
+        const key = `${c.taskId}:${c.attempt}`;
+        if (!journal.checkpoints.has(key)) journal.checkpoints.set(key, c);
+      }
       console.error(
         JSON.stringify({
           event: "call_journal_flush_failed",
@@ -154,6 +175,16 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         arm(journal);
       } catch (error) {
         console.error(JSON.stringify({ event: "call_journal_append_failed", swarm_id: swarmId, task_id: report.taskId, error: messageOf(error) }));
+      }
+    },
+
+    checkpoint(swarmId, taskId, attempt, checkpoint) {
+      try {
+        const journal = journalOf(swarmId);
+        journal.checkpoints.set(`${taskId}:${attempt}`, { taskId, attempt, checkpoint });
+        arm(journal);
+      } catch (error) {
+        console.error(JSON.stringify({ event: "call_journal_checkpoint_failed", swarm_id: swarmId, task_id: taskId, error: messageOf(error) }));
       }
     },
 
@@ -196,13 +227,19 @@ function callKey(taskId: string, attempt: number, turn: number): string {
   return `${taskId}:${attempt}:${turn}`;
 }
 
-function toReports(calls: PendingCall[]): CallReport[] {
-  const byAttempt = new Map<string, CallReport>();
+function toReports(calls: PendingCall[], checkpoints: readonly PendingCheckpoint[]): CallsReport[] {
+  const byAttempt = new Map<string, CallsReport>();
   for (const { taskId, attempt, call } of calls) {
     const key = `${taskId}:${attempt}`;
     const report = byAttempt.get(key);
     if (report === undefined) byAttempt.set(key, { taskId, attempt, calls: [call] });
     else report.calls.push(call);
+  }
+  for (const { taskId, attempt, checkpoint } of checkpoints) {
+    const key = `${taskId}:${attempt}`;
+    const report = byAttempt.get(key);
+    if (report === undefined) byAttempt.set(key, { taskId, attempt, calls: [], checkpoint });
+    else report.checkpoint = checkpoint;
   }
   return [...byAttempt.values()];
 }

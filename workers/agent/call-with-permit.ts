@@ -2,12 +2,14 @@
 // of that upstream's keys (waiting a bounded time), call, and always hand the permit back. It never
 // retries a call: a task that gets no permit is handed back to the SwarmRoom, deferred, unpaid.
 import type { ErrorClass } from "../../src/core/error-class.ts";
-import { estimatePromptTokens } from "../../src/core/estimate-swarm.ts";
+import { conversationChars, type ChatMessage } from "../../src/core/agent-conversation.ts";
 import { resolveModelRoute } from "../../src/core/gateway-config.ts";
 import type { GatewayConfig, ModelRoute, UpstreamKey } from "../../src/core/gateway-config.ts";
 import type { AcquireResponse, KeyLimits, PermitOutcome, ReleaseRequest } from "../../src/core/key-pool-contract.ts";
 import { orderKeys } from "../../src/core/order-keys.ts";
+import type { ResponseFormat } from "../../src/core/spec-schema.ts";
 import type { ClaimedTask, TaskOutcome, TaskRunConfig } from "../../src/core/swarm-contract.ts";
+import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../src/model/model-client.ts";
 import type { KeyPools } from "./key-pools.ts";
 import { isUnbilledError } from "../../src/core/budget.ts";
@@ -53,6 +55,14 @@ export interface PermitContext {
   tally: PermitTally;
 }
 
+/** One turn's call: the conversation so far and what this call may do. */
+export interface TurnRequest {
+  messages: readonly ChatMessage[];
+  tools: readonly ChatCompletionTool[] | null;
+  maxOutputTokens: number;
+  responseFormat: ResponseFormat | null;
+}
+
 export type PermitCallResult =
   | { kind: "called"; result: ModelCallResult }
   /** No model call was made: the task's outcome as it stands (deferred, or failed for good). */
@@ -74,13 +84,15 @@ const MAX_JITTER_MS = 250;
 const SHARED_REASONS: ReadonlySet<DenialReason> = new Set<DenialReason>(["rpm", "in_flight", "cooldown", "quarantined"]);
 
 /**
- * Runs the task's one model call. Throws only if the model client throws (a bug), and then only
- * after the permit is released. `onCallEnded` sees the call's result as soon as the upstream
- * answers, before the permit's release RPC, so the call can be journaled without waiting for it.
+ * Runs one model call of the task (one turn of its loop). Throws only if the model client throws
+ * (a bug), and then only after the permit is released. `onCallEnded` sees the call's result as soon
+ * as the upstream answers, before the permit's release RPC, so the call can be journaled without
+ * waiting for it.
  */
 export async function callWithPermit(
   config: TaskRunConfig,
   task: ClaimedTask,
+  turn: TurnRequest,
   ctx: PermitContext,
   onCallEnded: (result: ModelCallResult) => void = () => {},
 ): Promise<PermitCallResult> {
@@ -89,11 +101,12 @@ export async function callWithPermit(
   const request: ModelRequest = {
     // The upstream's own id; the CallRecord keeps the gateway name, which prices and reports use.
     model: route.upstreamModel,
-    system: config.system,
-    prompt: task.prompt,
-    maxOutputTokens: config.limits.max_output_tokens,
+    messages: turn.messages,
+    tools: turn.tools,
+    parallelToolCalls: turn.tools === null ? null : config.parallelToolCalls,
+    maxOutputTokens: turn.maxOutputTokens,
     timeoutMs: task.timeoutS * 1_000,
-    responseFormat: config.responseFormat,
+    responseFormat: turn.responseFormat,
   };
 
   const only = route.keys[0];
@@ -107,7 +120,8 @@ export async function callWithPermit(
   }
 
   const permitRequest: PermitRequest = {
-    tokens: estimatePromptTokens(config.system, task.prompt) + config.limits.max_output_tokens,
+    // ceil(chars / 4), as estimatePromptTokens counts, over the whole conversation and the tools offered.
+    tokens: Math.ceil((conversationChars(turn.messages) + (turn.tools === null ? 0 : JSON.stringify(turn.tools).length)) / 4) + turn.maxOutputTokens,
     leaseMs: request.timeoutMs + LEASE_MARGIN_MS,
     // A wait must leave the call its whole timeout inside both the batch's budget and the task's lease.
     latestStart: Math.min(ctx.callsEndBy, task.leaseUntil) - request.timeoutMs,

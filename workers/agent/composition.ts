@@ -10,11 +10,27 @@ import type { ConsumeTasksDeps } from "./consume-tasks.ts";
 import { toKeyPools } from "./key-pools.ts";
 import { toSwarmRooms } from "./swarm-rooms.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
+import { toToolEnvironment, type ToolSettings } from "./tools/swarm-tools.ts";
 
 export interface AgentSettings {
   concurrency: number;
   inlineRetryMaxS: number;
   permitWaitMaxS: number;
+}
+
+type ToolEnv = Pick<Env, "HTTP_FETCH_TIMEOUT_S" | "HTTP_FETCH_MAX_BYTES" | "WEBHOOK_TIMEOUT_S" | "ALLOW_PRIVATE_NETWORK" | "WEBHOOK_SECRET">;
+
+export function readToolSettings(env: ToolEnv): ToolSettings {
+  const allow = (env.ALLOW_PRIVATE_NETWORK ?? "false").trim().toLowerCase();
+  if (allow !== "true" && allow !== "false" && allow !== "") throw new Error(`ALLOW_PRIVATE_NETWORK must be "true" or "false", got "${env.ALLOW_PRIVATE_NETWORK}"`);
+  const secret = (env.WEBHOOK_SECRET ?? "").trim();
+  return {
+    httpTimeoutMs: readIntegerSetting("HTTP_FETCH_TIMEOUT_S", env.HTTP_FETCH_TIMEOUT_S, 1, 120) * 1_000,
+    httpMaxBytes: readIntegerSetting("HTTP_FETCH_MAX_BYTES", env.HTTP_FETCH_MAX_BYTES, 1_024, 10_485_760),
+    webhookTimeoutMs: readIntegerSetting("WEBHOOK_TIMEOUT_S", env.WEBHOOK_TIMEOUT_S, 1, 120) * 1_000,
+    webhookSecret: secret === "" ? null : secret,
+    allowPrivate: allow === "true",
+  };
 }
 
 export const MAX_AGENT_CONCURRENCY = 1_000;
@@ -138,6 +154,7 @@ function gatewayFor(env: GatewayEnv): GatewayCache {
 
 export function createTaskDeps(env: Env): ConsumeTasksDeps {
   const settings = readAgentSettings(env);
+  const tools = readToolSettings(env);
   const { config, clients } = gatewayFor(env);
   const gateway: ModelGateway = {
     config,
@@ -155,8 +172,10 @@ export function createTaskDeps(env: Env): ConsumeTasksDeps {
     gateway,
     concurrency: settings.concurrency,
     inlineRetryMaxS: settings.inlineRetryMaxS,
+    tools: toToolEnvironment(tools, fetch),
   };
 }
+
 
 export function createDeadLetterRooms(env: Env): SwarmRooms {
   return toSwarmRooms(env.SWARM_ROOM);

@@ -1,6 +1,7 @@
 // The task-queue handler (short and long queues alike): runs each swarm's tasks in rounds (one claim
 // and one record RPC per swarm per round, see run-swarm-rounds.ts; calls are journaled as they end),
 // then acks or retries each message as the SwarmRoom said. It never acks an unrecorded outcome.
+import { DEFAULT_TOOL_SETTINGS, toToolEnvironment, type ToolEnvironment } from "./tools/swarm-tools.ts";
 import type { ModelGateway } from "./call-with-permit.ts";
 import { createCallJournal } from "./call-journal.ts";
 import type { Schedule } from "./call-journal.ts";
@@ -19,6 +20,8 @@ export interface ConsumeTasksDeps {
   gateway: ModelGateway;
   /** Model calls in flight at once, across the whole batch. */
   concurrency: number;
+  /** What the agents' tools reach besides the scratchpad (default: the global fetch, no webhook secret). */
+  tools?: Omit<ToolEnvironment, "scratchpad">;
   /** A retry the SwarmRoom delays by at most this many seconds is re-run inside the invocation. */
   inlineRetryMaxS: number;
   /** Bounds on inline rounds; tests pass tighter ones. */
@@ -78,6 +81,7 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
     },
     limiter: createLimiter(deps.concurrency),
     journal,
+    tools: deps.tools ?? toToolEnvironment(DEFAULT_TOOL_SETTINGS, fetch),
     waves: Math.max(1, Math.ceil(taskCount / deps.concurrency)),
     inlineRetryMaxS: deps.inlineRetryMaxS,
     budget,

@@ -5,10 +5,11 @@
 // fate, and the caller settles messages from them.
 import type { ErrorClass } from "../../src/core/error-class.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
-import type { CallRecord, ClaimedTask, ClaimResponse, RecordResponse, TaskOutcome, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
-import type { ModelCallResult } from "../../src/model/model-client.ts";
-import { callWithPermit } from "./call-with-permit.ts";
-import type { PermitCallResult, PermitContext, PermitTally } from "./call-with-permit.ts";
+import type { ClaimedTask, ClaimResponse, RecordResponse, TaskOutcome, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
+import { toCheckpoint } from "../../src/core/agent-conversation.ts";
+import type { PermitContext, PermitTally } from "./call-with-permit.ts";
+import { runAgentTask } from "./run-agent-task.ts";
+import { createSwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
 import type { CallJournal, JournalTally } from "./call-journal.ts";
 import type { Limiter } from "./create-limiter.ts";
 import type { SwarmPackets } from "./group-packets.ts";
@@ -45,6 +46,8 @@ export interface RoundsContext {
   limiter: Limiter;
   /** Sends each call to the ledger as it ends, ahead of the round's record. */
   journal: CallJournal;
+  /** What the agents' tools reach besides the scratchpad (network limits, the webhook secret). */
+  tools: Omit<ToolEnvironment, "scratchpad">;
   /** Rounds of calls the batch needs at its concurrency; every claim's lease covers them all. */
   waves: number;
   /** A retry the SwarmRoom delays by at most this many seconds runs inside the invocation. */
@@ -95,7 +98,7 @@ export async function runSwarmRounds(
     for (const { taskId, reason } of claim.refused) fates.set(taskId, reason === "deferred" ? REDELIVER : SETTLED);
     if (claim.config === null || claim.granted.length === 0) return;
 
-    const reports = await runTasks(claim.config, claim.granted, ctx, fates);
+    const reports = await runTasks(room, claim.config, claim.granted, ctx, fates);
     if (reports.length === 0) return;
     const response = await recordWithRetry(room, packets.swarmId, reports, ctx);
     if (response === null) {
@@ -136,22 +139,35 @@ async function claimTasks(room: SwarmRoomRpc, swarmId: string, taskIds: string[]
 }
 
 /**
- * Runs each granted task as one model call under the shared limiter; its permit is taken inside
- * the slot, so a call waiting for a key holds a slot (the concurrency bound stays one bound). A run
- * that throws (the model client never should) is logged and left out of the reports: its outcome
- * is unknown, so its task is not recorded and its message is retried; the others are recorded.
+ * Runs each granted task's agent loop under the shared limiter; its permits are taken inside the
+ * slot, so a task waiting for a key holds a slot (the concurrency bound stays one bound; a task's
+ * tool calls hold it too). A run that throws (it never should) is logged and left out of the
+ * reports: its outcome is unknown, so its task is not recorded and its message is retried (its
+ * journaled calls and checkpoint stay: the retry resumes after its last finished turn).
  */
-async function runTasks(config: TaskRunConfig, granted: ClaimedTask[], ctx: RoundsContext, fates: Map<string, TaskFate>): Promise<TaskReport[]> {
+async function runTasks(
+  room: SwarmRoomRpc,
+  config: TaskRunConfig,
+  granted: ClaimedTask[],
+  ctx: RoundsContext,
+  fates: Map<string, TaskFate>,
+): Promise<TaskReport[]> {
+  const tools = createSwarmTools(config.tools, config.httpAllowlist, { ...ctx.tools, scratchpad: (request) => room.scratchpad(request) });
   const reports = await Promise.all(
     granted.map((task) =>
       ctx.limiter.run(async (): Promise<TaskReport | null> => {
-        let run: PermitCallResult;
+        let report: TaskReport;
         try {
-          // The call is journaled the moment it ends: a crash before the round's record then
-          // loses no usage the upstream billed (the record carries it again; rows are deduped).
-          run = await callWithPermit(config, task, ctx.permits, (result) =>
-            ctx.journal.append(config.swarmId, { taskId: task.taskId, attempt: task.attempt, calls: [toCallRecord(task, result)] }),
-          );
+          report = await runAgentTask(config, task, {
+            permits: ctx.permits,
+            tools,
+            // Each call is journaled the moment it ends: a crash before the round's record then
+            // loses no usage the upstream billed (the record carries it again; rows are deduped).
+            onCall: (record) => ctx.journal.append(config.swarmId, { taskId: task.taskId, attempt: task.attempt, calls: [record] }),
+            onCheckpoint: (state) => ctx.journal.checkpoint(config.swarmId, task.taskId, task.attempt, toCheckpoint(state)),
+            callsEndBy: Math.min(ctx.permits.callsEndBy, task.leaseUntil),
+            now: ctx.now,
+          });
         } catch (error) {
           ctx.tally.threw += 1;
           fates.set(task.taskId, REDELIVER);
@@ -160,11 +176,6 @@ async function runTasks(config: TaskRunConfig, granted: ClaimedTask[], ctx: Roun
           );
           return null;
         }
-        if (run.kind === "not_called") {
-          countOutcome(ctx.tally, run.outcome);
-          return { taskId: task.taskId, attempt: task.attempt, outcome: run.outcome, calls: [] };
-        }
-        const report = toTaskReport(task, run.result);
         countOutcome(ctx.tally, report.outcome);
         return report;
       }),
@@ -222,32 +233,6 @@ function countOutcome(tally: Tally, outcome: TaskOutcome): void {
     tally.failed += 1;
     tally.errors[outcome.class] = (tally.errors[outcome.class] ?? 0) + 1;
   }
-}
-
-function toTaskReport(task: ClaimedTask, result: ModelCallResult): TaskReport {
-  return {
-    taskId: task.taskId,
-    attempt: task.attempt,
-    outcome: result.ok
-      ? { kind: "succeeded", output: result.text, finishReason: result.finishReason }
-      : { kind: "failed", ...result.error },
-    calls: [toCallRecord(task, result)],
-  };
-}
-
-/** The ledger's record of the task's one call (turn 1), as the journal and the report carry it. */
-function toCallRecord(task: ClaimedTask, result: ModelCallResult): CallRecord {
-  return {
-    turn: 1,
-    // The gateway name of the model called (a fallback while the spec's model's circuit is
-    // open), not the upstream's id for it: prices, circuits and reports are keyed by it.
-    model: task.model,
-    usage: result.usage,
-    latencyMs: result.latencyMs,
-    status: result.ok ? "ok" : "error",
-    errorClass: result.ok ? null : result.error.class,
-    startedAt: result.startedAt,
-  };
 }
 
 function messageOf(error: unknown): string {

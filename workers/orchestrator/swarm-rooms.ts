@@ -2,7 +2,7 @@
 // Takes only the SWARM_ROOM namespace; all swarm state lives in the room, never here.
 import type { ErrorDetail } from "../../src/core/errors.ts";
 import { fromWire } from "../../src/core/reducers.ts";
-import type { ResultsPage, StartSwarmInput, SwarmStatus, SwarmStatusWire } from "../../src/core/swarm-contract.ts";
+import type { PlanView, ResultsPage, StartSwarmInput, SwarmStatus, SwarmStatusWire } from "../../src/core/swarm-contract.ts";
 import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
 
 export interface SwarmRooms {
@@ -10,6 +10,8 @@ export interface SwarmRooms {
   /** null: no such swarm, or it belongs to another tenant (the caller answers 404 either way). */
   getStatus(swarmId: string, tenant: string): Promise<SwarmStatus | null>;
   getResults(swarmId: string, tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null>;
+  /** A goal's plan with every planned task; null: no such swarm for this tenant, or it has no goal. */
+  getPlan(swarmId: string, tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null>;
   /** null: no such swarm for this tenant. `changed` is false when it had already ended or been cancelled. */
   cancel(swarmId: string, tenant: string): Promise<{ status: SwarmStatus; changed: boolean } | null>;
 }
@@ -20,6 +22,7 @@ export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): 
     start: (input) => room(input.swarmId).start(input),
     getStatus: async (swarmId, tenant) => toPublicStatus(await room(swarmId).getStatus(tenant)),
     getResults: (swarmId, tenant, cursor, limit) => room(swarmId).getResults(tenant, cursor, limit),
+    getPlan: (swarmId, tenant) => room(swarmId).getPlan(tenant),
     cancel: async (swarmId, tenant) => {
       const result = await room(swarmId).cancel(tenant);
       return result === null ? null : { status: toPublicStatus(result.status), changed: result.changed };

@@ -45,6 +45,7 @@ function countingRooms(failRecords = false) {
     const stub = real(swarmId);
     const room: SwarmRoomRpc = {
       claim: (taskIds, options) => stub.claim(taskIds, options),
+      scratchpad: (request) => stub.scratchpad(request),
       async recordResults(reports) {
         counts.recordResults += 1;
         if (failRecords) throw new Error("Durable Object reset because its code was updated");

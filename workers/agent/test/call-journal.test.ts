@@ -4,13 +4,13 @@ import { describe, expect, it, vi } from "vitest";
 import { CALL_FLUSH_MS, createCallJournal } from "../call-journal.ts";
 import type { CallReport } from "../call-journal.ts";
 import { directGateway } from "./fake-gateway.ts";
-import { BASE, FakeRoom, fakeModel, fakeTimers, message, okResult, roomsOf, run, USAGE } from "./fake-room.ts";
+import { BASE, FakeRoom, fakeModel, fakeTimers, message, okResult, promptOf, roomsOf, run, USAGE } from "./fake-room.ts";
 
 /** A model whose every call takes `callMs` of fake time; `throwFor` prompts throw (a bug) after theirs. */
 function timedModel(timers: ReturnType<typeof fakeTimers>, callMs: (prompt: string) => number, throwFor: ReadonlySet<string> = new Set()) {
   return fakeModel(0, (request) => {
-    timers.advance(callMs(request.prompt));
-    if (throwFor.has(request.prompt)) throw new Error("unexpected bug in the agent loop");
+    timers.advance(callMs(promptOf(request)));
+    if (throwFor.has(promptOf(request))) throw new Error("unexpected bug in the agent loop");
     return okResult(request);
   });
 }
@@ -84,7 +84,7 @@ describe("call journal in consumeTasks", () => {
     const journaledWhileT3Ran: string[][] = [];
     // t1 and t2 take 100 ms each; t3 runs 1 s (long enough for a flush), then the client throws.
     const model = fakeModel(0, (request) => {
-      if (request.prompt === "prompt of t3") {
+      if (promptOf(request) === "prompt of t3") {
         timers.advance(1_000);
         journaledWhileT3Ran.push(a.journaledCallIds());
         throw new Error("unexpected bug in the agent loop");

@@ -9,7 +9,7 @@ import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/mo
 import type { ModelGateway } from "../call-with-permit.ts";
 import { toPermitOutcome } from "../call-with-permit.ts";
 import { FakeKeyPool, fakeKeyPools, toGatewayConfig } from "./fake-gateway.ts";
-import { FakeRoom, fakeClock, message, okResult, roomsOf, runObserved, USAGE } from "./fake-room.ts";
+import { promptOf, FakeRoom, fakeClock, message, okResult, roomsOf, runObserved, USAGE } from "./fake-room.ts";
 
 const CONFIG = toGatewayConfig(
   JSON.stringify({
@@ -171,7 +171,7 @@ describe("a model call through the gateway", () => {
       sleep: time.sleep,
     });
     // onA: ds-a quarantined → ds-b throws → … onB: ds-b grants. onA waits for nothing it can use, so it is deferred.
-    expect(calls.map((c) => [c.request.prompt, c.keyId])).toEqual([[`prompt of ${onB}`, "ds-b"]]);
+    expect(calls.map((c) => [promptOf(c.request), c.keyId])).toEqual([[`prompt of ${onB}`, "ds-b"]]);
     const deferred = room.records[0]?.find((r) => r.taskId === onA);
     expect(deferred).toEqual({
       taskId: onA,
@@ -401,7 +401,7 @@ describe("releasing a permit", () => {
     ["insufficient_quota", failure("quota_exceeded"), { tokens: 0, outcome: "key_rejected", retryAfterMs: null }],
     ["a cut stream without usage", failure("truncated_stream"), { tokens: null, outcome: "error", retryAfterMs: null }],
     ["a timeout with partial usage", failure("upstream_timeout", null, USAGE), { tokens: 15, outcome: "error", retryAfterMs: null }],
-    ["an answer without usage", { ...okResult({ model: "x", system: null, prompt: "p", maxOutputTokens: 1, timeoutMs: 1, responseFormat: null }), usage: null }, { tokens: null, outcome: "ok", retryAfterMs: null }],
+    ["an answer without usage", { ...okResult({ model: "x", messages: [{ role: "user", content: "p" }], tools: null, parallelToolCalls: null, maxOutputTokens: 1, timeoutMs: 1, responseFormat: null }), usage: null }, { tokens: null, outcome: "ok", retryAfterMs: null }],
   ] as const)("after %s: releases with the call's outcome, tokens and Retry-After", async (_label, answer, expected) => {
     const time = fakeClock();
     const room = roomOn(MODEL, ["t1"], time);
@@ -417,7 +417,7 @@ describe("releasing a permit", () => {
     const room = roomOn(MODEL, ["t1", "t2"], time);
     const { pool, events, gateway } = setup({
       answer: (request) => {
-        if (request.prompt === "prompt of t1") throw new Error("bug in the agent loop");
+        if (promptOf(request) === "prompt of t1") throw new Error("bug in the agent loop");
         return okResult(request);
       },
     });
@@ -451,7 +451,7 @@ describe("releasing a permit", () => {
 
   it("maps every error class to the key's outcome: 429 cools the key, 401/403/quota quarantine it, the rest leave it alone", () => {
     expect(toPermitOutcome(null)).toBe("error");
-    expect(toPermitOutcome(okResult({ model: "x", system: null, prompt: "p", maxOutputTokens: 1, timeoutMs: 1, responseFormat: null }))).toBe("ok");
+    expect(toPermitOutcome(okResult({ model: "x", messages: [{ role: "user", content: "p" }], tools: null, parallelToolCalls: null, maxOutputTokens: 1, timeoutMs: 1, responseFormat: null }))).toBe("ok");
     const classes: ErrorClass[] = ["upstream_timeout", "upstream_connection", "upstream_error", "bad_request", "not_found", "context_length", "malformed_response", "truncated_stream"];
     for (const errorClass of classes) expect(toPermitOutcome(failure(errorClass))).toBe("error");
     expect(toPermitOutcome(failure("rate_limited"))).toBe("rate_limited");

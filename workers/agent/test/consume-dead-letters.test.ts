@@ -16,6 +16,7 @@ function fakeRoom(fail: boolean) {
     claim: () => Promise.reject(new Error("a dead letter is never claimed")),
     recordResults: () => Promise.reject(new Error("a dead letter records no results")),
     recordCalls: () => Promise.reject(new Error("a dead letter records no calls")),
+    scratchpad: () => Promise.reject(new Error("a dead letter uses no scratchpad")),
     async recordDeadLetter(taskIds) {
       deadLettered.push(taskIds);
       if (fail) throw new Error("Durable Object storage operation exceeded timeout");

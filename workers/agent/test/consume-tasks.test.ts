@@ -2,7 +2,7 @@
 // Object can't be made to produce on demand, the one-RPC-per-swarm rule and the concurrency bound.
 import { describe, expect, it, vi } from "vitest";
 import { directGateway } from "./fake-gateway.ts";
-import { BASE, FakeRoom, fakeClock, fakeModel, message, noWait, okResult, RATE_LIMITED, retryFailures, roomsOf, run, runObserved, scriptedModel, USAGE } from "./fake-room.ts";
+import { promptOf, BASE, FakeRoom, fakeClock, fakeModel, message, noWait, okResult, RATE_LIMITED, retryFailures, roomsOf, run, runObserved, scriptedModel, USAGE } from "./fake-room.ts";
 describe("consumeTasks with a fake SwarmRoom: one round", () => {
   it("makes one claim and one record per swarm, sends the task's settings to the model, and acks", async () => {
     const a = new FakeRoom("sw_a");
@@ -41,7 +41,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     a.timeouts.set("t2", 600);
     const model = fakeModel();
     await run([message("m1", "sw_a", ["t1", "t2"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client) });
-    const byPrompt = new Map(model.requests.map((r) => [r.prompt, r]));
+    const byPrompt = new Map(model.requests.map((r) => [promptOf(r), r]));
     expect(byPrompt.get("prompt of t1")).toMatchObject({ model: "fallback-1", timeoutMs: 7_000 });
     // Not the swarm config's model or limits.timeout_s (mock-1, 7 s).
     expect(byPrompt.get("prompt of t2")).toMatchObject({ model: "mock-1", timeoutMs: 600_000 });
@@ -58,7 +58,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
       gateway: directGateway(model.client),
     });
     expect(a.claims).toEqual([["t1", "t2"]]);
-    expect(model.requests.map((r) => r.prompt).sort()).toEqual(["prompt of t1", "prompt of t2"]);
+    expect(model.requests.map((r) => promptOf(r)).sort()).toEqual(["prompt of t1", "prompt of t2"]);
     expect(result.explicitAcks.sort()).toEqual(["m1", "m2"]);
   });
 
@@ -93,7 +93,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     a.refusals.set("t2", "deferred");
     const model = fakeModel();
     const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client) });
-    expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t1"]);
+    expect(model.requests.map((r) => promptOf(r))).toEqual(["prompt of t1"]);
     expect(result.explicitAcks).toEqual(["m1"]);
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m2"]);
   });
@@ -103,7 +103,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     a.refusals.set("t1", reason);
     const model = fakeModel();
     const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client) });
-    expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t2"]);
+    expect(model.requests.map((r) => promptOf(r))).toEqual(["prompt of t2"]);
     expect(a.records).toEqual([[expect.objectContaining({ taskId: "t2" })]]);
     expect(result.explicitAcks.sort()).toEqual(["m1", "m2"]);
     expect(result.retryMessages).toEqual([]);
@@ -149,7 +149,7 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     a.claimErrorFrom = 1;
     const model = fakeModel();
     const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_b", ["t1"])], { ...BASE, rooms: roomsOf(a, b), gateway: directGateway(model.client) });
-    expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t1"]);
+    expect(model.requests.map((r) => promptOf(r))).toEqual(["prompt of t1"]);
     expect(a.records).toEqual([]);
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m1"]);
     expect(result.explicitAcks).toEqual(["m2"]);
@@ -235,7 +235,7 @@ describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
     // The second claim came no earlier than the SwarmRoom's delay after its answer.
     expect(time.clock.sleeps).toEqual([1_000]);
     expect((a.claimedAt[1] ?? 0) - (a.answeredAt[0] ?? 0)).toBeGreaterThanOrEqual(1_000);
-    expect(model.requests.map((r) => r.prompt)).toEqual(["prompt of t1", "prompt of t2", "prompt of t1"]);
+    expect(model.requests.map((r) => promptOf(r))).toEqual(["prompt of t1", "prompt of t2", "prompt of t1"]);
     expect(result.explicitAcks.sort()).toEqual(["m1", "m2"]);
     expect(result.retryMessages).toEqual([]);
     expect(delays.size).toBe(0);
@@ -259,7 +259,7 @@ describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
     const rooms = ["sw_a", "sw_b"].map((id) => new FakeRoom(id));
     for (const room of rooms) room.answer = retryFailures(0, 3);
     // Every task's first two attempts fail: three rounds per swarm.
-    const model = fakeModel(5, (request) => (model.requests.filter((r) => r.prompt === request.prompt).length <= 2 ? RATE_LIMITED : okResult(request)));
+    const model = fakeModel(5, (request) => (model.requests.filter((r) => promptOf(r) === promptOf(request)).length <= 2 ? RATE_LIMITED : okResult(request)));
     const messages = rooms.flatMap((room) => [
       message(`${room.swarmId}-1`, room.swarmId, [`${room.swarmId}-t1`, `${room.swarmId}-t2`]),
       message(`${room.swarmId}-2`, room.swarmId, [`${room.swarmId}-t3`]),
@@ -347,7 +347,7 @@ describe("consumeTasks with a fake SwarmRoom: inline retry rounds", () => {
       a.refusals.set("t4", "deferred");
       return retryFailures(1)(reports);
     };
-    const model = fakeModel(1, (request) => (request.prompt === "prompt of t5" ? okResult(request) : RATE_LIMITED));
+    const model = fakeModel(1, (request) => (promptOf(request) === "prompt of t5" ? okResult(request) : RATE_LIMITED));
     const messages = ["t1", "t2", "t3", "t4", "t5"].map((t, i) => message(`m${i + 1}`, "sw_a", [t]));
     const result = await run(messages, { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client), sleep: noWait });
     expect(a.claims).toEqual([["t1", "t2", "t3", "t4", "t5"], ["t1", "t2", "t3", "t4"]]);
@@ -375,7 +375,7 @@ describe("consumeTasks with a fake SwarmRoom: a run that throws halfway through 
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const a = new FakeRoom("sw_a");
     const model = fakeModel(1, (request) => {
-      if (request.prompt === "prompt of t2") throw new Error("unexpected bug in the agent loop");
+      if (promptOf(request) === "prompt of t2") throw new Error("unexpected bug in the agent loop");
       return okResult(request);
     });
     const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"]), message("m3", "sw_a", ["t3"])], {
@@ -396,7 +396,7 @@ describe("consumeTasks with a fake SwarmRoom: a run that throws halfway through 
     vi.spyOn(console, "error").mockImplementation(() => {});
     const a = new FakeRoom("sw_a");
     const model = fakeModel(1, (request) => {
-      if (request.prompt === "prompt of t2") throw new TypeError("Cannot read properties of undefined");
+      if (promptOf(request) === "prompt of t2") throw new TypeError("Cannot read properties of undefined");
       return okResult(request);
     });
     const result = await run([message("m1", "sw_a", ["t1", "t2"])], { ...BASE, rooms: roomsOf(a), gateway: directGateway(model.client) });

@@ -3,7 +3,7 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { LimitsSchema } from "../../../src/core/spec-schema.ts";
-import type { ClaimedTask, ClaimOptions, ClaimRefusal, ClaimResponse, RecordResponse, TaskReport } from "../../../src/core/swarm-contract.ts";
+import type { ClaimedTask, ClaimOptions, ClaimRefusal, ClaimResponse, RecordResponse, ScratchpadRequest, ScratchpadResponse, TaskReport } from "../../../src/core/swarm-contract.ts";
 import type { CallReport, Schedule } from "../call-journal.ts";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
 import { consumeTasks } from "../consume-tasks.ts";
@@ -68,10 +68,18 @@ export class FakeRoom implements SwarmRoomRpc {
         model: this.models.get(taskId) ?? "mock-1",
         timeoutS: this.timeouts.get(taskId) ?? 7,
         leaseUntil: this.clock() + 60_000,
+        kind: "task",
+        override: null,
+        checkpoint: null,
       });
     }
     return {
-      config: { swarmId: this.swarmId, model: "mock-1", system: "sys", limits: LimitsSchema.parse({ timeout_s: 7, max_output_tokens: 33 }), responseFormat: null },
+      config: { swarmId: this.swarmId, model: "mock-1", system: "sys", limits: LimitsSchema.parse({ timeout_s: 7, max_output_tokens: 33 }),
+        responseFormat: null,
+        tools: [],
+        httpAllowlist: [],
+        parallelToolCalls: null,
+      },
       granted,
       refused,
     };
@@ -104,6 +112,20 @@ export class FakeRoom implements SwarmRoomRpc {
   }
 
   async recordDeadLetter(): Promise<void> {}
+
+  /** A plain in-memory scratchpad (the real one is tested against the SwarmRoom). */
+  readonly pad = new Map<string, string>();
+  async scratchpad(request: ScratchpadRequest): Promise<ScratchpadResponse> {
+    switch (request.op) {
+      case "get":
+        return { ok: true, op: "get", key: request.key, value: this.pad.get(request.key) ?? null };
+      case "put":
+        this.pad.set(request.key, request.value);
+        return { ok: true, op: "put", key: request.key, bytes: request.value.length };
+      case "list":
+        return { ok: true, op: "list", keys: [...this.pad.keys()].filter((k) => k.startsWith(request.prefix)).sort(), truncated: false };
+    }
+  }
 }
 
 export function ackAll(reports: TaskReport[]): RecordResponse {
@@ -151,7 +173,13 @@ export function fakeModel(delayMs = 5, answer: (req: ModelRequest) => ModelCallR
 }
 
 export function okResult(request: ModelRequest): ModelCallResult {
-  return { ok: true, text: `answer to ${request.prompt}`, finishReason: "stop", usage: USAGE, latencyMs: 5, startedAt: Date.now() };
+  return { ok: true, text: `answer to ${promptOf(request)}`, finishReason: "stop", usage: USAGE, toolCalls: [], latencyMs: 5, startedAt: Date.now() };
+}
+
+/** The task's prompt: the first user message of the conversation. */
+export function promptOf(request: ModelRequest): string {
+  const user = request.messages.find((m) => m.role === "user");
+  return user?.role === "user" ? user.content : "";
 }
 
 export const RATE_LIMITED: ModelCallResult = {
@@ -167,7 +195,7 @@ export function scriptedModel(scripts: Record<string, ModelCallResult[]>, onCall
   const queues = new Map(Object.entries(scripts).map(([prompt, results]) => [prompt, [...results]]));
   return fakeModel(1, (request) => {
     onCall();
-    return queues.get(request.prompt)?.shift() ?? okResult(request);
+    return queues.get(promptOf(request))?.shift() ?? okResult(request);
   });
 }
 

@@ -1,6 +1,7 @@
 // The agent Worker's queue handler end to end: real SwarmRoom (auxiliary orchestrator Worker), the
 // mock model over loopback and the local D1 ledger. Batches are delivered by hand, since the
 // SwarmRoom's dispatches go to a queue nobody consumes here.
+import { promptOf as userPrompt } from "./fake-room.ts";
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -414,7 +415,7 @@ describe("agent queue consumer: what the claim decides", () => {
     });
 
     expect(result.explicitAcks).toHaveLength(1);
-    const byPrompt = new Map(seen.map((r) => [r.prompt, [r.model, r.timeoutMs]]));
+    const byPrompt = new Map(seen.map((r) => [userPrompt(r), [r.model, r.timeoutMs]]));
     expect(byPrompt).toEqual(
       new Map([
         [promptOf("task-1"), ["mock-1", 7_000]],
@@ -477,7 +478,7 @@ describe("agent queue consumer: a consumer that throws halfway through a batch",
 
       // The agent loop throws for task-2 after its claim: no outcome, no ledger row for it.
       const r1 = await deliverWith(messages, (request, call) => {
-        if (request.prompt === promptOf("task-2")) throw new Error("agent loop bug");
+        if (userPrompt(request) === promptOf("task-2")) throw new Error("agent loop bug");
         return call();
       });
 

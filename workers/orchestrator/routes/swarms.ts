@@ -51,11 +51,21 @@ function requireSwarmId(id: string): string {
 
 const swarmNotFound = (): ApiError => new ApiError("not_found", "swarm not found");
 
+/** An estimate prices known prompts: a goal's tasks exist only once the planner has run. */
+function requireTasksToEstimate(goal: string | undefined): void {
+  if (goal !== undefined) {
+    throw new ApiError("invalid_spec", "a swarm with a goal cannot be estimated before it is planned", [
+      { path: "goal", message: "estimates need tasks; run the swarm and read its plan (GET /v1/swarms/:id/plan), or estimate its tasks" },
+    ]);
+  }
+}
+
 export const swarmRoutes = new Hono<AppEnv>()
   // Registered before the /:id routes; no other POST route has a single segment, so none collides.
   .post("/estimate", async (c) => {
     const request = parseEstimateRequest(await readJsonBody(c));
     if (!request.ok) throw new ApiError("invalid_spec", "the swarm spec is invalid", request.error);
+    requireTasksToEstimate(request.value.swarm.spec.goal);
     return c.json(estimateSwarm(request.value.swarm, c.var.deps.priceTable(), request.value.projection));
   })
 
@@ -64,11 +74,14 @@ export const swarmRoutes = new Hono<AppEnv>()
     const swarm = parseSwarmSpec(await readJsonBody(c));
     if (!swarm.ok) throw new ApiError("invalid_spec", "the swarm spec is invalid", swarm.error);
     // A dry run prices the spec and starts nothing: no SwarmRoom, no index row, no queue message.
+    if (query.dryRun) requireTasksToEstimate(swarm.value.spec.goal);
     if (query.dryRun) return c.json(estimateSwarm(swarm.value, c.var.deps.priceTable(), query.projection));
     const { swarmId } = await startSwarm(c.var.deps, c.var.tenant, swarm.value, { kind: "api" });
     const self = new URL(`/v1/swarms/${swarmId}`, c.req.url).href;
     c.header("Location", self);
-    return c.json({ id: swarmId, state: "running", urls: { self, results: `${self}/results`, events: `${self}/events` } }, 202);
+    const state = swarm.value.spec.goal === undefined ? "running" : "planning";
+    const urls = { self, results: `${self}/results`, events: `${self}/events`, ...(state === "planning" ? { plan: `${self}/plan` } : {}) };
+    return c.json({ id: swarmId, state, urls }, 202);
   })
 
   .get("/", async (c) => {
@@ -89,6 +102,18 @@ export const swarmRoutes = new Hono<AppEnv>()
     const page = await c.var.deps.swarmRooms.getResults(id, c.var.tenant, query.cursor ?? null, query.limit);
     if (page === null) throw swarmNotFound();
     return c.json(page);
+  })
+
+  // A goal's plan: the goal, the planner's model and attempts, and every planned sub-task.
+  .get("/:id/plan", async (c) => {
+    const id = requireSwarmId(c.req.param("id"));
+    const plan = await c.var.deps.swarmRooms.getPlan(id, c.var.tenant);
+    if (plan === null) {
+      const status = await c.var.deps.swarmRooms.getStatus(id, c.var.tenant);
+      if (status === null) throw swarmNotFound();
+      throw new ApiError("not_found", "this swarm was given tasks, not a goal: it has no plan");
+    }
+    return c.json(plan);
   })
 
   // Stops dispatch at once; in-flight calls finish and are recorded; every other open task ends cancelled.

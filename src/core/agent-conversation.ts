@@ -1,0 +1,108 @@
+// One sub-agent's conversation: the chat messages of its loop (model call → tool calls → tool
+// results → model call …), the limits that end it, and its checkpoint form. No I/O.
+// The shapes are OpenAI chat-completions messages, which every OpenAI-compatible upstream takes.
+import { z } from "zod";
+import type { AgentCheckpoint } from "./swarm-contract.ts";
+import type { Limits } from "./spec-schema.ts";
+import type { ToolCall } from "./tool-calls.ts";
+
+export const ChatMessageSchema = z.discriminatedUnion("role", [
+  z.object({ role: z.literal("system"), content: z.string() }),
+  z.object({ role: z.literal("user"), content: z.string() }),
+  z.object({
+    role: z.literal("assistant"),
+    content: z.string().nullable(),
+    tool_calls: z
+      .array(z.object({ id: z.string(), type: z.literal("function"), function: z.object({ name: z.string(), arguments: z.string() }) }))
+      .optional(),
+  }),
+  z.object({ role: z.literal("tool"), tool_call_id: z.string(), content: z.string() }),
+]);
+export type ChatMessage = z.infer<typeof ChatMessageSchema>;
+
+/** A tool's result as the model sees it, at most this long (the rest is cut, and the model told). */
+export const MAX_TOOL_RESULT_CHARS = 32_000;
+
+export interface AgentState {
+  messages: ChatMessage[];
+  /** Model calls finished. */
+  turns: number;
+  toolCalls: number;
+  /** Repair turns used (structured output): at most one. */
+  repairs: number;
+}
+
+export function startConversation(system: string | null, prompt: string): AgentState {
+  const messages: ChatMessage[] = [];
+  if (system !== null) messages.push({ role: "system", content: system });
+  messages.push({ role: "user", content: prompt });
+  return { messages, turns: 0, toolCalls: 0, repairs: 0 };
+}
+
+export function toCheckpoint(state: AgentState): AgentCheckpoint {
+  return { turns: state.turns, toolCalls: state.toolCalls, repairs: state.repairs, messages_json: JSON.stringify(state.messages) };
+}
+
+/** The state a checkpoint holds, or null when it cannot be read (the task then starts over). */
+export function fromCheckpoint(checkpoint: AgentCheckpoint): AgentState | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(checkpoint.messages_json);
+  } catch {
+    return null;
+  }
+  const messages = z.array(ChatMessageSchema).min(1).safeParse(raw);
+  if (!messages.success) return null;
+  return { messages: messages.data, turns: checkpoint.turns, toolCalls: checkpoint.toolCalls, repairs: checkpoint.repairs };
+}
+
+/**
+ * What the next model call may do. Tools are offered while turns and tool calls are left; the last
+ * turn (or once max_tool_calls is used) is asked for the final answer without tools.
+ */
+export function nextTurn(state: AgentState, limits: Pick<Limits, "max_turns" | "max_tool_calls">, hasTools: boolean): { turn: number; offerTools: boolean } | null {
+  // One repair turn may follow max_turns: it answers for the structured output, not for the tools.
+  const allowed = limits.max_turns + state.repairs;
+  if (state.turns >= allowed) return null;
+  const turn = state.turns + 1;
+  const offerTools = hasTools && turn < allowed && state.toolCalls < limits.max_tool_calls && state.repairs === 0;
+  return { turn, offerTools };
+}
+
+/** The assistant message that asked for tool calls, echoing every id exactly as the model sent it. */
+export function toAssistantToolMessage(text: string, calls: readonly ToolCall[]): ChatMessage {
+  return {
+    role: "assistant",
+    content: text === "" ? null : text,
+    tool_calls: calls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.rawArguments === "" ? "{}" : call.rawArguments } })),
+  };
+}
+
+export function toToolMessage(callId: string, content: string): ChatMessage {
+  const cut = content.length > MAX_TOOL_RESULT_CHARS ? `${content.slice(0, MAX_TOOL_RESULT_CHARS)}\n[cut: the result had ${content.length} characters]` : content;
+  return { role: "tool", tool_call_id: callId, content: cut };
+}
+
+/** A tool failure as the model sees it: JSON, so it can tell an error from a result. */
+export function toToolError(message: string): string {
+  return JSON.stringify({ error: message });
+}
+
+/**
+ * Splits a turn's tool calls into those to run and those refused because max_tool_calls would be
+ * passed (each refused call still gets an answer: every tool_call id needs a tool message).
+ */
+export function admitToolCalls<T>(calls: readonly T[], used: number, max: number): { run: T[]; refused: T[] } {
+  const room = Math.max(0, max - used);
+  return { run: calls.slice(0, room), refused: calls.slice(room) };
+}
+
+/** Every prompt byte of a conversation, for budget and permit estimates (JSON framing included). */
+export function conversationChars(messages: readonly ChatMessage[]): number {
+  let chars = 0;
+  for (const m of messages) {
+    chars += 8 + (m.content?.length ?? 0);
+    if (m.role === "assistant" && m.tool_calls !== undefined) chars += JSON.stringify(m.tool_calls).length;
+  }
+  return chars;
+}

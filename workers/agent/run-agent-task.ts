@@ -1,0 +1,126 @@
+// One task's agent loop: model call → tool calls (run in parallel) → tool results → model call …, up
+// to max_turns and max_tool_calls, then a final answer, checked against response_format with one
+// repair turn. Each finished turn is checkpointed (through the call journal), so a redelivered task
+// resumes after its last finished turn instead of paying for it again. Engine tasks (the planner's
+// and the reducer's calls) run through the same loop: one call, no tools.
+import {
+  admitToolCalls,
+  fromCheckpoint,
+  nextTurn,
+  startConversation,
+  toAssistantToolMessage,
+  toCheckpoint,
+  toToolError,
+  toToolMessage,
+  type AgentState,
+} from "../../src/core/agent-conversation.ts";
+import type { ErrorClass } from "../../src/core/error-class.ts";
+import { checkOutput, toRepairPrompt } from "../../src/core/structured-output.ts";
+import type { CallRecord, ClaimedTask, TaskOutcome, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
+import type { ModelCallResult } from "../../src/model/model-client.ts";
+import { callWithPermit, type PermitContext } from "./call-with-permit.ts";
+import type { SwarmTools } from "./tools/swarm-tools.ts";
+
+export interface AgentContext {
+  permits: PermitContext;
+  /** The swarm's tools; only sub-tasks (kind "task") are offered them. */
+  tools: SwarmTools;
+  /** A call ended: journal it at once (it reaches the ledger even if this invocation dies). */
+  onCall(record: CallRecord): void;
+  /** A turn finished: its checkpoint goes to the SwarmRoom with the journal's next flush. */
+  onCheckpoint(state: AgentState): void;
+  /** Epoch ms by which no new model call may start (the invocation's time, the task's lease). */
+  callsEndBy: number;
+  now: () => number;
+}
+
+/** Engine tasks: one answer, no tools (a json answer still gets its repair turn). */
+const ENGINE_LIMITS = { max_turns: 1, max_tool_calls: 0 } as const;
+
+export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx: AgentContext): Promise<TaskReport> {
+  const engine = task.override !== null;
+  const system = task.override?.system ?? config.system;
+  const responseFormat = task.override !== null ? task.override.responseFormat : config.responseFormat;
+  const maxOutputTokens = task.override?.maxOutputTokens ?? config.limits.max_output_tokens;
+  const limits = engine ? ENGINE_LIMITS : config.limits;
+  const tools = engine || ctx.tools.definitions.length === 0 ? null : ctx.tools.definitions;
+  const state = (task.checkpoint === null ? null : fromCheckpoint(task.checkpoint)) ?? startConversation(system, task.prompt);
+  const calls: CallRecord[] = [];
+  const report = (outcome: TaskOutcome): TaskReport => ({ taskId: task.taskId, attempt: task.attempt, outcome, calls, checkpoint: toCheckpoint(state) });
+
+  for (;;) {
+    const next = nextTurn(state, limits, tools !== null);
+    if (next === null) {
+      return report(permanent("turn_limit", `the agent used its ${limits.max_turns} turn(s) (limits.max_turns) without giving a final answer`));
+    }
+    if (ctx.now() + task.timeoutS * 1_000 > ctx.callsEndBy) {
+      // No room for another call in this invocation: hand the task back; it resumes at this turn.
+      return report({ kind: "deferred", retryAfterMs: 0, reason: `no time left in this consumer invocation for turn ${next.turn}` });
+    }
+    const run = await callWithPermit(
+      config,
+      task,
+      { messages: state.messages, tools: next.offerTools ? tools : null, maxOutputTokens, responseFormat },
+      ctx.permits,
+      (result) => {
+        const record = toCallRecord(task.model, next.turn, result);
+        calls.push(record);
+        ctx.onCall(record);
+      },
+    );
+    if (run.kind === "not_called") return report(run.outcome);
+    const result = run.result;
+    if (!result.ok) return report({ kind: "failed", ...result.error });
+    state.turns = next.turn;
+
+    if (result.toolCalls.length > 0 && next.offerTools) {
+      state.messages.push(toAssistantToolMessage(result.text, result.toolCalls));
+      const { run: admitted, refused } = admitToolCalls(result.toolCalls, state.toolCalls, config.limits.max_tool_calls);
+      // Parallel tool calls run at once; their results go back in the order the model asked.
+      const results = await Promise.all(admitted.map((call) => ctx.tools.run(call, { swarmId: config.swarmId, taskId: task.taskId })));
+      admitted.forEach((call, i) => state.messages.push(toToolMessage(call.id, results[i]?.content ?? toToolError("no result"))));
+      for (const call of refused) {
+        state.messages.push(
+          toToolMessage(call.id, toToolError(`not run: this task may make ${config.limits.max_tool_calls} tool calls (limits.max_tool_calls); give your final answer`)),
+        );
+      }
+      state.toolCalls += admitted.length;
+      ctx.onCheckpoint(state);
+      continue;
+    }
+
+    // A final answer (tool calls the model sent although none were offered are ignored).
+    const check = checkOutput(result.text, responseFormat);
+    if (check.ok) return report({ kind: "succeeded", output: check.text, finishReason: result.finishReason });
+    if (state.repairs === 0) {
+      state.messages.push({ role: "assistant", content: result.text });
+      state.messages.push({ role: "user", content: toRepairPrompt(check.errors) });
+      state.repairs = 1;
+      ctx.onCheckpoint(state);
+      continue;
+    }
+    return report({
+      ...permanent("invalid_output", `the answer does not match response_format, also after a repair turn: ${check.errors.slice(0, 5).join("; ")}`),
+      output: result.text,
+    });
+  }
+}
+
+function permanent(errorClass: ErrorClass, message: string): Extract<TaskOutcome, { kind: "failed" }> {
+  return { kind: "failed", class: errorClass, retryable: false, retryAfterMs: null, message };
+}
+
+/** The ledger's record of one call of the loop. */
+export function toCallRecord(model: string, turn: number, result: ModelCallResult): CallRecord {
+  return {
+    turn,
+    // The gateway name of the model called (a fallback while the spec's model's circuit is
+    // open), not the upstream's id for it: prices, circuits and reports are keyed by it.
+    model,
+    usage: result.usage,
+    latencyMs: result.latencyMs,
+    status: result.ok ? "ok" : "error",
+    errorClass: result.ok ? null : result.error.class,
+    startedAt: result.startedAt,
+  };
+}

@@ -1,0 +1,126 @@
+// The tools of one swarm's sub-agents: their definitions as the model sees them (built-ins and the
+// spec's webhook tools) and one runner that executes a normalized tool call by name. A tool never
+// throws into the loop: every failure becomes a tool error the model reads.
+import type { ChatCompletionTool } from "openai/resources/chat/completions";
+import { toToolError } from "../../../src/core/agent-conversation.ts";
+import { isScratchpadTool, SCRATCHPAD_TOOLS, toScratchpadRequest } from "../../../src/core/scratchpad.ts";
+import type { ScratchpadRequest, ScratchpadResponse, ToolSpecWire } from "../../../src/core/swarm-contract.ts";
+import type { ToolCall } from "../../../src/core/tool-calls.ts";
+import { HTTP_FETCH_TOOL, runHttpFetch, type HttpFetchSettings, type ToolResult } from "./http-fetch.ts";
+import { runWebhook, type WebhookSettings } from "./webhook-tool.ts";
+
+/** What the tools reach: the swarm's scratchpad, the network (with its limits) and the webhook secret. */
+export interface ToolEnvironment {
+  scratchpad(request: ScratchpadRequest): Promise<ScratchpadResponse>;
+  http: Omit<HttpFetchSettings, "policy"> & { allowPrivate: boolean };
+  webhook: WebhookSettings;
+}
+
+/** How the agents' tools reach the network (read from env by the composition root). */
+export interface ToolSettings {
+  httpTimeoutMs: number;
+  httpMaxBytes: number;
+  webhookTimeoutMs: number;
+  webhookSecret: string | null;
+  allowPrivate: boolean;
+}
+
+/** Redirects http_fetch follows (each target checked like the first). */
+export const HTTP_FETCH_MAX_REDIRECTS = 5;
+/** A webhook's answer is cut at this many bytes. */
+export const WEBHOOK_MAX_BYTES = 262_144;
+
+/** The wrangler.toml defaults, without a webhook secret and with the SSRF guard on. */
+export const DEFAULT_TOOL_SETTINGS: ToolSettings = {
+  httpTimeoutMs: 10_000,
+  httpMaxBytes: 262_144,
+  webhookTimeoutMs: 15_000,
+  webhookSecret: null,
+  allowPrivate: false,
+};
+
+/** The tools' network side; `fetchFn` is the global fetch, or a test's. */
+export function toToolEnvironment(settings: ToolSettings, fetchFn: typeof fetch, now: () => number = Date.now): Omit<ToolEnvironment, "scratchpad"> {
+  return {
+    http: {
+      timeoutMs: settings.httpTimeoutMs,
+      maxResponseBytes: settings.httpMaxBytes,
+      maxRedirects: HTTP_FETCH_MAX_REDIRECTS,
+      fetch: fetchFn,
+      allowPrivate: settings.allowPrivate,
+    },
+    webhook: {
+      secret: settings.webhookSecret,
+      allowPrivate: settings.allowPrivate,
+      timeoutMs: settings.webhookTimeoutMs,
+      maxResponseBytes: WEBHOOK_MAX_BYTES,
+      fetch: fetchFn,
+      now,
+    },
+  };
+}
+
+export interface SwarmTools {
+  definitions: ChatCompletionTool[];
+  run(call: ToolCall, context: { swarmId: string; taskId: string }): Promise<ToolResult>;
+}
+
+type Webhook = Exclude<ToolSpecWire, string>;
+
+export function createSwarmTools(specs: readonly ToolSpecWire[], httpAllowlist: readonly string[], env: ToolEnvironment): SwarmTools {
+  const definitions: ChatCompletionTool[] = [];
+  const webhooks = new Map<string, Webhook>();
+  let scratchpad = false;
+  let http = false;
+  for (const spec of specs) {
+    if (spec === "scratchpad") {
+      scratchpad = true;
+      definitions.push(...SCRATCHPAD_TOOLS.map((tool) => structuredClone(tool) as unknown as ChatCompletionTool));
+    } else if (spec === "http_fetch") {
+      http = true;
+      definitions.push(structuredClone(HTTP_FETCH_TOOL) as unknown as ChatCompletionTool);
+    } else {
+      webhooks.set(spec.name, spec);
+      definitions.push({
+        type: "function",
+        function: { name: spec.name, description: spec.description, parameters: JSON.parse(spec.parameters_json) as Record<string, unknown> },
+      });
+    }
+  }
+  const offered = definitions.map((d) => (d.type === "function" ? d.function.name : "")).join(", ");
+
+  const run = async (call: ToolCall, context: { swarmId: string; taskId: string }): Promise<ToolResult> => {
+    if (!call.arguments.ok) return { ok: false, content: toToolError(`${call.name || "tool call"}: ${call.arguments.error}`) };
+    const args = call.arguments.value;
+    try {
+      if (scratchpad && isScratchpadTool(call.name)) {
+        const request = toScratchpadRequest(call.name, args, context.taskId);
+        if (!request.ok) return { ok: false, content: toToolError(request.error) };
+        const answer = await env.scratchpad(request.request);
+        return answer.ok ? { ok: true, content: JSON.stringify(withoutOk(answer)) } : { ok: false, content: toToolError(`${call.name}: ${answer.error}`) };
+      }
+      if (http && call.name === "http_fetch") {
+        const result = await runHttpFetch(args, { ...env.http, policy: { allowlist: httpAllowlist, allowPrivate: env.http.allowPrivate } });
+        return result.ok ? result : { ok: false, content: toToolError(result.content) };
+      }
+      const webhook = webhooks.get(call.name);
+      if (webhook !== undefined) {
+        const result = await runWebhook(
+          { url: webhook.url, toolName: webhook.name, arguments: args, swarmId: context.swarmId, taskId: context.taskId, toolCallId: call.id },
+          env.webhook,
+        );
+        return result.ok ? result : { ok: false, content: toToolError(result.content) };
+      }
+      return { ok: false, content: toToolError(`there is no tool named "${call.name}" (tools: ${offered || "none"})`) };
+    } catch (error) {
+      // A scratchpad RPC that failed (the SwarmRoom restarting): the model may try again.
+      return { ok: false, content: toToolError(`${call.name} failed: ${error instanceof Error ? error.message : String(error)}`) };
+    }
+  };
+  return { definitions, run };
+}
+
+function withoutOk(answer: Extract<ScratchpadResponse, { ok: true }>): Record<string, unknown> {
+  const { ok: _ok, op: _op, ...rest } = answer;
+  return rest;
+}
