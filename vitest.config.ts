@@ -1,6 +1,7 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { WEBHOOK_TEST_SECRET } from "./test/webhook-test-secret.ts";
 
 // One vitest project per runtime: pure core and Node tools run in Node; each Worker's tests run
 // inside workerd with its real local bindings (@cloudflare/vitest-plugin); e2e drives the real
@@ -70,6 +71,7 @@ export default defineConfig({
                 PERMIT_WAIT_MAX_S: "20",
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),
+                WEBHOOK_SECRET: WEBHOOK_TEST_SECRET,
               },
               // The ledger, shared with the orchestrator below, so tests can read what it flushed.
               d1Databases: { LEDGER_DB: LEDGER_DB_ID },

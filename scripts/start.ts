@@ -20,6 +20,8 @@ if (!Number.isInteger(port) || port < 1 || port > 65_535) {
   process.exit(2);
 }
 const taskCount = readIntOption("tasks", values.tasks, 1, 10_000);
+// The tool examples (examples/*-tools.json, research-goal.json) reach the mock's fixtures and webhook here.
+const mockPort = readIntOption("MOCK_MODEL_PORT", process.env.MOCK_MODEL_PORT || "8788", 0, 65_535);
 const apiToken = process.env.EDGESWARM_API_TOKEN || generateToken();
 const modelBaseUrl = process.env.MODEL_BASE_URL || undefined;
 const demoModel = process.env.EDGESWARM_DEMO_MODEL || (modelBaseUrl ? "gpt-4.1-mini" : "mock-1");
@@ -59,7 +61,9 @@ try {
     apiToken,
     modelBaseUrl,
     modelApiKey: process.env.MODEL_API_KEY,
-    mock: { latency: { dist: "normal", mean: 200, stddev: 40 } },
+    mock: { port: mockPort, latency: { dist: "normal", mean: 200, stddev: 40 } },
+    // Local development: tools may reach the mock's fixtures and webhook on 127.0.0.1.
+    allowPrivateNetwork: true,
     log: process.env.EDGESWARM_VERBOSE ? "inherit" : "capture",
   });
 } catch (error) {
@@ -72,6 +76,7 @@ console.log(`
 API: ${stack.url}
 token: ${stack.token}
 model: ${stack.mock ? `${stack.modelBaseUrl} (built-in mock model: outputs are fake)` : stack.modelBaseUrl}
+tools: http_fetch and webhook tools may reach 127.0.0.1 and private addresses (ALLOW_PRIVATE_NETWORK=true, local only)
 `);
 
 if (!values["no-demo"]) {
@@ -92,6 +97,7 @@ console.log(`
 Try it:
   curl -s -H "Authorization: Bearer ${stack.token}" ${stack.url}/v1/swarms
   EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npm run swarm -- examples/code-review.json
+  EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npm run swarm -- examples/research-goal.json${stack.mock && mockPort !== 8788 ? "\n  (the tool examples expect the mock on port 8788: unset MOCK_MODEL_PORT)" : ""}
   curl -s "${stack.url}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*"   # run due cron schedules now
 
 Ctrl-C stops everything.`);

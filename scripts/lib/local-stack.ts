@@ -19,8 +19,15 @@ export interface StackOptions {
   /** A real OpenAI-compatible upstream; when unset the mock model is started. */
   modelBaseUrl?: string | undefined;
   modelApiKey?: string | undefined;
-  /** Options for the mock model (ignored with a real upstream). */
+  /** Options for the mock model (ignored with a real upstream); its port defaults to an ephemeral one. */
   mock?: MockModelOptions;
+  /** WEBHOOK_SECRET of the agent (and the mock's /tools/lint); generated when unset. */
+  webhookSecret?: string;
+  /**
+   * Let http_fetch and webhook tools reach 127.0.0.1 and private addresses (ALLOW_PRIVATE_NETWORK):
+   * local development only, so tools can use the mock's fixtures and webhook.
+   */
+  allowPrivateNetwork?: boolean;
   /** Where local D1/DO state lives; defaults to wrangler's `.wrangler/state`. */
   persistTo?: string;
   /** Extra `--var KEY:VALUE` settings for the orchestrator. */
@@ -106,7 +113,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   applyLocalMigrations(options.persistTo);
 
   const realUpstream = Boolean(options.modelBaseUrl);
-  const mock = realUpstream ? null : await startMockModel({ port: 0, ...options.mock });
+  const webhookSecret = options.webhookSecret ?? `whsec_local_${randomBytes(18).toString("base64url")}`;
+  const mock = realUpstream ? null : await startMockModel({ port: 0, webhookSecret, ...options.mock });
   const modelBaseUrl = realUpstream ? String(options.modelBaseUrl) : `${mock?.url}/v1`;
   const modelApiKey = options.modelApiKey || (realUpstream ? "" : "mock-key-local");
   if (realUpstream && !modelApiKey) throw new Error("MODEL_BASE_URL is set but MODEL_API_KEY is empty");
@@ -126,6 +134,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       MODEL_BASE_URL: modelBaseUrl,
       MODEL_API_KEY: modelApiKey,
       UPSTREAM_KEYS: JSON.stringify(options.upstreamKeys ?? {}),
+      WEBHOOK_SECRET: webhookSecret,
+      ALLOW_PRIVATE_NETWORK: options.allowPrivateNetwork ? "true" : "false",
       // Declared vars are overridden from the environment in both Workers (secrets are declared).
       ...(options.gatewayConfig ? { GATEWAY_CONFIG: options.gatewayConfig.replaceAll("{{MOCK_URL}}", modelBaseUrl) } : {}),
     },

@@ -2,6 +2,7 @@
 // results → model call …), the limits that end it, and its checkpoint form. No I/O.
 // The shapes are OpenAI chat-completions messages, which every OpenAI-compatible upstream takes.
 import { z } from "zod";
+import { estimatePromptTokens } from "./estimate-swarm.ts";
 import type { AgentCheckpoint } from "./swarm-contract.ts";
 import type { Limits } from "./spec-schema.ts";
 import type { ToolCall } from "./tool-calls.ts";
@@ -97,12 +98,15 @@ export function admitToolCalls<T>(calls: readonly T[], used: number, max: number
   return { run: calls.slice(0, room), refused: calls.slice(room) };
 }
 
-/** Every prompt byte of a conversation, for budget and permit estimates (JSON framing included). */
-export function conversationChars(messages: readonly ChatMessage[]): number {
-  let chars = 0;
+/**
+ * Prompt tokens of a call, estimated as estimatePromptTokens counts one message (ceil(chars / 4)
+ * + framing) for every message, its tool calls, and the tool definitions offered.
+ */
+export function estimateConversationTokens(messages: readonly ChatMessage[], tools: readonly unknown[] | null): number {
+  let tokens = tools === null || tools.length === 0 ? 0 : Math.ceil(JSON.stringify(tools).length / 4);
   for (const m of messages) {
-    chars += 8 + (m.content?.length ?? 0);
-    if (m.role === "assistant" && m.tool_calls !== undefined) chars += JSON.stringify(m.tool_calls).length;
+    tokens += estimatePromptTokens(null, m.content ?? "");
+    if (m.role === "assistant" && m.tool_calls !== undefined) tokens += Math.ceil(JSON.stringify(m.tool_calls).length / 4);
   }
-  return chars;
+  return tokens;
 }

@@ -241,6 +241,8 @@ export interface SwarmStatus {
   output: ReducedOutput | null;
   /** A goal's plan: the goal, the planner's model and what it planned (null for a spec with tasks). */
   plan: PlanView | null;
+  /** The llm reduction's progress, level by level (null unless reduce is llm and it has started). */
+  reduction: ReductionView | null;
   reduce: { kind: ReduceSpec["kind"] };
   /** The spec's concurrency; `window` is the current, adaptive one. */
   max_window: number;
@@ -255,6 +257,14 @@ export interface SwarmStatus {
   metadata: SwarmMetadata;
   created_at: string;
   finished_at: string | null;
+}
+
+export interface ReductionView {
+  model: string;
+  context_tokens: number;
+  /** Level 1 reduces the results; each level's task ids are `__reduce.<level>.<n>`, n = 1..tasks. */
+  levels: { level: number; inputs: number; tasks: number; failed: number }[];
+  done: boolean;
 }
 
 export interface PlanView {

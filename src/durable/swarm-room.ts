@@ -48,6 +48,7 @@ import type {
   CallRecord,
   CallsReport,
   PlanView,
+  ReductionView,
   ScratchpadRequest,
   ScratchpadResponse,
   TaskKind,
@@ -1373,7 +1374,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     }
     prompts.forEach((bytes, i) => {
       // A multi-turn task's context grows by each turn's answer and tool results.
-      const worst = add(bytes + systemBytes + turns * (max_output_tokens + TOOL_RESULT_BYTES), max_output_tokens, max_attempts * turns);
+      const worst = add(bytes + systemBytes + (turns - 1) * (max_output_tokens + TOOL_RESULT_BYTES), max_output_tokens, max_attempts * turns);
       if (i === 0 && input.spec.goal === undefined) total.oneCall = worst;
     });
     if (input.spec.reduce?.kind === "llm") {
@@ -1600,6 +1601,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       latency_ms: this.latencyPercentiles(usage.calls),
       output: finished ? this.output(swarm) : null,
       plan: this.planView(swarm),
+      reduction: this.reductionView(swarm),
       reduce: { kind: this.reduceSpec(swarm).kind },
       max_window: limits.concurrency,
       retries: { used: swarm.retries_used, budget: limits.retry_budget ?? defaultRetryBudget(swarm.task_count) },
@@ -1629,6 +1631,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       truncated: reduction.truncated,
     };
     return output;
+  }
+
+  private reductionView(swarm: SwarmRow): ReductionView | null {
+    const reduction = this.reduction(swarm);
+    if (reduction === null) return null;
+    return { model: reduction.model, context_tokens: reduction.context_tokens, levels: reduction.levels, done: reduction.done };
   }
 
   private planView(swarm: SwarmRow): PlanView | null {

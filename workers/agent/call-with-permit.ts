@@ -2,7 +2,7 @@
 // of that upstream's keys (waiting a bounded time), call, and always hand the permit back. It never
 // retries a call: a task that gets no permit is handed back to the SwarmRoom, deferred, unpaid.
 import type { ErrorClass } from "../../src/core/error-class.ts";
-import { conversationChars, type ChatMessage } from "../../src/core/agent-conversation.ts";
+import { estimateConversationTokens, type ChatMessage } from "../../src/core/agent-conversation.ts";
 import { resolveModelRoute } from "../../src/core/gateway-config.ts";
 import type { GatewayConfig, ModelRoute, UpstreamKey } from "../../src/core/gateway-config.ts";
 import type { AcquireResponse, KeyLimits, PermitOutcome, ReleaseRequest } from "../../src/core/key-pool-contract.ts";
@@ -120,8 +120,7 @@ export async function callWithPermit(
   }
 
   const permitRequest: PermitRequest = {
-    // ceil(chars / 4), as estimatePromptTokens counts, over the whole conversation and the tools offered.
-    tokens: Math.ceil((conversationChars(turn.messages) + (turn.tools === null ? 0 : JSON.stringify(turn.tools).length)) / 4) + turn.maxOutputTokens,
+    tokens: estimateConversationTokens(turn.messages, turn.tools) + turn.maxOutputTokens,
     leaseMs: request.timeoutMs + LEASE_MARGIN_MS,
     // A wait must leave the call its whole timeout inside both the batch's budget and the task's lease.
     latestStart: Math.min(ctx.callsEndBy, task.leaseUntil) - request.timeoutMs,

@@ -46,14 +46,22 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
   const tools = engine || ctx.tools.definitions.length === 0 ? null : ctx.tools.definitions;
   const state = (task.checkpoint === null ? null : fromCheckpoint(task.checkpoint)) ?? startConversation(system, task.prompt);
   const calls: CallRecord[] = [];
-  const report = (outcome: TaskOutcome): TaskReport => ({ taskId: task.taskId, attempt: task.attempt, outcome, calls, checkpoint: toCheckpoint(state) });
+  // A checkpoint only means something once a turn has finished (a one-call task never needs one).
+  const report = (outcome: TaskOutcome): TaskReport => ({
+    taskId: task.taskId,
+    attempt: task.attempt,
+    outcome,
+    calls,
+    ...(state.turns > 0 ? { checkpoint: toCheckpoint(state) } : {}),
+  });
 
   for (;;) {
     const next = nextTurn(state, limits, tools !== null);
     if (next === null) {
       return report(permanent("turn_limit", `the agent used its ${limits.max_turns} turn(s) (limits.max_turns) without giving a final answer`));
     }
-    if (ctx.now() + task.timeoutS * 1_000 > ctx.callsEndBy) {
+    // The claim's lease covers the first call; a later turn must also fit the invocation's time.
+    if (calls.length > 0 && ctx.now() + task.timeoutS * 1_000 > ctx.callsEndBy) {
       // No room for another call in this invocation: hand the task back; it resumes at this turn.
       return report({ kind: "deferred", retryAfterMs: 0, reason: `no time left in this consumer invocation for turn ${next.turn}` });
     }

@@ -134,7 +134,7 @@ describe("a model call through the gateway", () => {
     const limits = first === "ds-a" ? { rpm: 300, tpm: 100_000, maxInFlight: 8 } : { rpm: 300, tpm: null, maxInFlight: null };
     expect(pool(first).acquires).toEqual([{ limits, tokens: 45, leaseMs: 37_000 }]);
     expect(pool(second).acquires).toEqual([]);
-    expect(calls).toEqual([{ keyId: first, request: expect.objectContaining({ model: "deepseek-chat", prompt: "prompt of t1", maxOutputTokens: 33, timeoutMs: 7_000 }) }]);
+    expect(calls).toEqual([{ keyId: first, request: expect.objectContaining({ model: "deepseek-chat", messages: [{ role: "system", content: "sys" }, { role: "user", content: "prompt of t1" }], maxOutputTokens: 33, timeoutMs: 7_000 }) }]);
     expect(pool(first).releases).toEqual([{ permitId: `${first}-permit-1`, tokens: USAGE.total_tokens, outcome: "ok", retryAfterMs: null }]);
     expect(room.records[0]?.[0]?.calls).toEqual([expect.objectContaining({ model: MODEL, status: "ok", usage: USAGE })]);
     expect(result.explicitAcks).toEqual(["m1"]);

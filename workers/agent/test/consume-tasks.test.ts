@@ -19,8 +19,12 @@ describe("consumeTasks with a fake SwarmRoom: one round", () => {
     expect(model.requests).toHaveLength(4);
     expect(model.requests[0]).toEqual({
       model: "mock-1",
-      system: "sys",
-      prompt: "prompt of t1",
+      messages: [
+        { role: "system", content: "sys" },
+        { role: "user", content: "prompt of t1" },
+      ],
+      tools: null,
+      parallelToolCalls: null,
       maxOutputTokens: 33,
       timeoutMs: 7_000,
       responseFormat: null,

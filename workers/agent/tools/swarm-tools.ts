@@ -40,7 +40,10 @@ export const DEFAULT_TOOL_SETTINGS: ToolSettings = {
 };
 
 /** The tools' network side; `fetchFn` is the global fetch, or a test's. */
-export function toToolEnvironment(settings: ToolSettings, fetchFn: typeof fetch, now: () => number = Date.now): Omit<ToolEnvironment, "scratchpad"> {
+export function toToolEnvironment(settings: ToolSettings, globalFetch: typeof fetch, now: () => number = Date.now): Omit<ToolEnvironment, "scratchpad"> {
+  // Workers' fetch throws "Illegal invocation" when called as a method of another object
+  // (settings.fetch(...)): keep it bound to the global scope.
+  const fetchFn: typeof fetch = (input, init) => globalFetch(input, init);
   return {
     http: {
       timeoutMs: settings.httpTimeoutMs,

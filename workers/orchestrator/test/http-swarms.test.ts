@@ -279,10 +279,67 @@ describe("reducers", () => {
     });
   });
 
-  it("refuses the llm reducer, which this version does not have yet", async () => {
-    const response = await callApi("/v1/swarms", { json: validSpec({ reduce: { kind: "llm" } }) });
+  it("accepts the llm reducer and refuses a reducer it does not know", async () => {
+    expect((await callApi("/v1/swarms", { json: validSpec({ reduce: { kind: "llm", instructions: "Merge." } }) })).status).toBe(202);
+    const response = await callApi("/v1/swarms", { json: validSpec({ reduce: { kind: "median" } }) });
     expect(response.status).toBe(400);
     expect((await readErrorBody(response)).details.map((d) => d.path)).toContain("reduce.kind");
+  });
+});
+
+describe("agents: goal, tools, structured output", () => {
+  const lint = { name: "lint", description: "Lint a file", parameters: { type: "object", properties: { path: { type: "string" } } }, url: "https://ci.example.com/lint" };
+
+  it("a goal starts the swarm planning; its plan is readable at urls.plan", async () => {
+    const response = await callApi("/v1/swarms", { json: { name: "research", model: "mock-1", goal: "Research:\n- a\n- b", planner: { max_tasks: 5 } } });
+    expect(response.status).toBe(202);
+    const body = z.object({ id: z.string(), state: z.literal("planning"), urls: z.object({ plan: z.string() }) }).parse(await response.json());
+    const status = await callApi(`/v1/swarms/${body.id}`);
+    expect(await status.json()).toMatchObject({ state: "planning", tasks: 0, plan: { goal: "Research:\n- a\n- b", model: "mock-1", state: "planning", attempts: 1, task_count: 0 } });
+    const plan = await callApi(new URL(body.urls.plan).pathname);
+    expect(plan.status).toBe(200);
+    expect(await plan.json()).toMatchObject({ state: "planning", tasks: [] });
+  });
+
+  it("a swarm given tasks has no plan: 404 that says why", async () => {
+    const created = await createSwarm();
+    const response = await callApi(`/v1/swarms/${created.id}/plan`);
+    expect(response.status).toBe(404);
+    expect((await readErrorBody(response)).message).toMatch(/tasks, not a goal/);
+  });
+
+  it.each([
+    ["tasks and a goal", validSpec({ goal: "g" }), "goal"],
+    ["neither tasks nor a goal", { name: "x", model: "mock-1" }, "tasks"],
+    ["a planner without a goal", validSpec({ planner: { max_tasks: 3 } }), "planner"],
+    ["http_fetch without an allowlist", validSpec({ tools: ["http_fetch"] }), "http_allowlist"],
+    ["an unknown built-in tool", validSpec({ tools: ["shell"] }), "tools.0"],
+    ["a webhook tool named like a built-in", validSpec({ tools: [{ ...lint, name: "http_fetch" }] }), "tools.0.name"],
+    ["a webhook tool twice", validSpec({ tools: [lint, lint] }), "tools.1"],
+    ["a webhook url that is not http(s)", validSpec({ tools: [{ ...lint, url: "file:///etc/passwd" }] }), "tools.0.url"],
+    ["an allowlist entry with a path", validSpec({ tools: ["http_fetch"], http_allowlist: ["example.com/x"] }), "http_allowlist.0"],
+    ["max_turns 0", validSpec({ limits: { max_turns: 0 } }), "limits.max_turns"],
+    ["a task id reserved for the engine", validSpec({ tasks: [{ id: "__plan.1", prompt: "x" }] }), "tasks.0.id"],
+    [
+      "a response schema with an external $ref (no network at run time)",
+      validSpec({ response_format: { type: "json_schema", json_schema: { name: "x", schema: { $ref: "https://example.com/s.json" } } } }),
+      "response_format.json_schema.schema",
+    ],
+  ])("refuses %s with 400 naming the field", async (_label, spec, path) => {
+    const response = await callApi("/v1/swarms", { json: spec });
+    expect(response.status).toBe(400);
+    expect((await readErrorBody(response)).details.map((d) => d.path)).toContain(path);
+  });
+
+  it("a goal cannot be estimated before it is planned: 400 at goal", async () => {
+    const response = await callApi("/v1/swarms/estimate", { json: { name: "r", model: "mock-1", goal: "g" } });
+    expect(response.status).toBe(400);
+    expect((await readErrorBody(response)).details.map((d) => d.path)).toEqual(["goal"]);
+  });
+
+  it("accepts tools, an allowlist, parallel_tool_calls and agent limits", async () => {
+    const spec = validSpec({ tools: ["scratchpad", "http_fetch", lint], http_allowlist: ["api.example.com", "*.docs.rs", "127.0.0.1:8788"], parallel_tool_calls: false, limits: { max_turns: 4, max_tool_calls: 6 } });
+    expect((await callApi("/v1/swarms", { json: spec })).status).toBe(202);
   });
 });
 

@@ -1,0 +1,3 @@
+// The webhook signing secret of the test stack: the agent project's WEBHOOK_SECRET binding and the
+// mock model's webhook endpoint share it. Tests only.
+export const WEBHOOK_TEST_SECRET = "whsec_test_5e2c1f9a";

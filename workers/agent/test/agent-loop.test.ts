@@ -1,0 +1,347 @@
+// The agent loop end to end: real SwarmRoom (auxiliary orchestrator Worker), the mock model over
+// loopback, the real tools. Multi-turn tool use with per-turn checkpoints (a redelivered or retried
+// task resumes after its last finished turn), the scratchpad, webhook tools, structured output with
+// its repair turn, the planner, and the llm reducer (hierarchical when the results do not fit).
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ChatMessage } from "../../../src/core/agent-conversation.ts";
+import { LimitsSchema, PlannerSpecSchema, type SwarmSpec } from "../../../src/core/spec-schema.ts";
+import type { StartSwarmInput, SwarmStatusWire, TaskResult } from "../../../src/core/swarm-contract.ts";
+import { createModelClient } from "../../../src/model/model-client.ts";
+import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
+import { consumeTasks } from "../consume-tasks.ts";
+import { toSwarmRooms } from "../swarm-rooms.ts";
+import { DEFAULT_TOOL_SETTINGS, toToolEnvironment } from "../tools/swarm-tools.ts";
+import { directGateway } from "./fake-gateway.ts";
+
+const TENANT = "tk_agent_loop";
+let counter = 0;
+let messageCounter = 0;
+
+interface Swarm {
+  swarmId: string;
+  status(): Promise<SwarmStatusWire>;
+  results(): Promise<TaskResult[]>;
+  stub: DurableObjectStub<import("../../../src/durable/swarm-room.ts").SwarmRoom>;
+}
+
+type SpecPart = Partial<Omit<SwarmSpec, "limits" | "tasks">> & { limits?: Record<string, number> };
+
+async function startSwarm(tasks: { id: string; prompt: string }[], spec: SpecPart = {}): Promise<Swarm> {
+  counter += 1;
+  const swarmId = `sw_loop${Date.now().toString(36)}${counter}`;
+  const { limits, ...rest } = spec;
+  const input: StartSwarmInput = {
+    swarmId,
+    tenant: TENANT,
+    spec: { name: `loop test ${counter}`, model: "mock-1", ...rest, limits: LimitsSchema.parse({ concurrency: 1_000, ...limits }) },
+    tasks,
+    createdAt: Date.now(),
+    origin: { kind: "api" },
+  };
+  const stub = env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(swarmId));
+  expect(await stub.start(input)).toEqual({ created: true });
+  return {
+    swarmId,
+    stub,
+    async status() {
+      const status = await stub.getStatus(TENANT);
+      if (status === null) throw new Error(`swarm ${swarmId} not found`);
+      return status;
+    },
+    async results() {
+      const page = await stub.getResults(TENANT, null, 1_000);
+      if (page === null) throw new Error(`swarm ${swarmId} not found`);
+      return page.results;
+    },
+  };
+}
+
+function packets(swarmId: string, taskIds: string[], perPacket = 100): MessageBatchMessage<unknown>[] {
+  const out: MessageBatchMessage<unknown>[] = [];
+  for (let i = 0; i < taskIds.length; i += perPacket) {
+    messageCounter += 1;
+    out.push({ id: `loop-msg-${messageCounter}`, timestamp: new Date(), attempts: 1, body: { v: 1, swarm_id: swarmId, task_ids: taskIds.slice(i, i + perPacket) } });
+  }
+  return out;
+}
+
+/** consumeTasks with the real room, the mock model and real tools allowed to reach the mock on 127.0.0.1. */
+async function deliver(
+  swarmId: string,
+  taskIds: string[],
+  wrap: (request: ModelRequest, call: () => Promise<ModelCallResult>) => Promise<ModelCallResult> = (_r, call) => call(),
+): Promise<QueueResult> {
+  const real = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY });
+  const model: ModelClient = { complete: (request) => wrap(request, () => real.complete(request)) };
+  const batch = createMessageBatch("edgeswarm-tasks", packets(swarmId, taskIds));
+  const ctx = createExecutionContext();
+  await consumeTasks(batch, {
+    rooms: toSwarmRooms(env.SWARM_ROOM),
+    gateway: directGateway(model),
+    concurrency: 64,
+    inlineRetryMaxS: 2,
+    tools: toToolEnvironment({ ...DEFAULT_TOOL_SETTINGS, allowPrivate: true, webhookSecret: env.WEBHOOK_SECRET }, fetch),
+  });
+  return getQueueResult(batch, ctx);
+}
+
+async function mock(path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const response = await fetch(`${env.MOCK_MODEL_URL}${path}`, body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  expect(response.status).toBe(200);
+  return (await response.json()) as Record<string, unknown>;
+}
+
+interface LedgerRow {
+  call_id: string;
+  turn: number;
+  status: string;
+}
+
+async function ledgerRows(swarmId: string, count: number): Promise<LedgerRow[]> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { results } = await env.LEDGER_DB.prepare("SELECT call_id, turn, status FROM ledger WHERE swarm_id = ? ORDER BY call_id").bind(swarmId).all<LedgerRow>();
+    if (results.length >= count || Date.now() > deadline) return results;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const roles = (messages: readonly ChatMessage[]): string => messages.map((m) => m.role[0]).join("");
+
+afterEach(async () => {
+  await mock("/admin/scenario", {});
+});
+
+describe("agent loop: tools and checkpoints", () => {
+  it("runs a multi-turn task: tool calls, tool results back to the model, a final answer that uses them; one ledger row per turn", async () => {
+    const swarm = await startSwarm([{ id: "review", prompt: "[mock:tool_turns=3] Use scratchpad_put to note findings, then answer." }], { tools: ["scratchpad"] });
+    const requests: ModelRequest[] = [];
+    const result = await deliver(swarm.swarmId, ["review"], (request, call) => {
+      requests.push(structuredClone(request));
+      return call();
+    });
+    expect(result.retryMessages).toEqual([]);
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ task_id: "review", state: "succeeded", attempts: 1 });
+    expect(task?.output).toMatch(/^\[mock\] answer using scratchpad_put/);
+    expect(task?.usage.calls).toBe(4);
+    // Turn n sees every earlier turn's assistant message and tool result, ids echoed.
+    expect(requests.map((r) => roles(r.messages))).toEqual(["u", "uat", "uatat", "uatatat"]);
+    expect(requests.slice(0, 3).every((r) => r.tools !== null)).toBe(true);
+    const rows = await ledgerRows(swarm.swarmId, 4);
+    expect(rows.map((r) => r.call_id)).toEqual([1, 2, 3, 4].map((turn) => `${swarm.swarmId}:review:1:${turn}`));
+    // The scratchpad holds what the agent put, for every agent of the swarm.
+    const listed = await swarm.stub.scratchpad({ op: "list", prefix: "" });
+    expect(listed.ok && listed.op === "list" && listed.keys.length).toBeGreaterThan(0);
+  });
+
+  it("a retried task resumes at its checkpoint: finished turns are not called again, the conversation is kept", async () => {
+    const swarm = await startSwarm([{ id: "t", prompt: "[mock:tool_turns=3] Use scratchpad_put, then answer." }], { tools: ["scratchpad"] });
+    const requests: { attempt: string; messages: string }[] = [];
+    // Turn 3 of the first attempt fails with a 500: the task is retried (inline) as attempt 2.
+    await mock("/admin/scenario", { script: ["ok", "ok", "500"] });
+    await deliver(swarm.swarmId, ["t"], (request, call) => {
+      requests.push({ attempt: "", messages: roles(request.messages) });
+      return call();
+    });
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "succeeded", attempts: 2 });
+    // Turns 1 and 2 once; turn 3 twice (the 500, then attempt 2 from the checkpoint); turn 4 once.
+    expect(requests.map((r) => r.messages)).toEqual(["u", "uat", "uatat", "uatat", "uatatat"]);
+    const rows = await ledgerRows(swarm.swarmId, 5);
+    expect(rows.map((r) => [r.call_id.split(":").slice(2).join(":"), r.status])).toEqual([
+      ["1:1", "ok"],
+      ["1:2", "ok"],
+      ["1:3", "error"],
+      ["2:3", "ok"],
+      ["2:4", "ok"],
+    ]);
+  });
+
+  it("a redelivered task whose consumer died mid-loop resumes from the journaled checkpoint once its lease ends", async () => {
+    const swarm = await startSwarm([{ id: "t", prompt: "[mock:tool_turns=2] Use scratchpad_put, then answer." }], {
+      tools: ["scratchpad"],
+      // max_turns 3 × timeout 1 s + 1 s grace: the lease of the dead delivery ends after ~4 s.
+      limits: { timeout_s: 1, max_turns: 3 },
+    });
+    let calls = 0;
+    // The consumer dies (throws) at turn 3: its outcome is never recorded; the message is retried.
+    const first = await deliver(swarm.swarmId, ["t"], (request, call) => {
+      calls += 1;
+      if (request.messages.filter((m) => m.role === "tool").length === 2) throw new Error("isolate killed mid-loop");
+      return call();
+    });
+    expect(first.retryMessages).toHaveLength(1);
+    expect(calls).toBe(3);
+    await new Promise((resolve) => setTimeout(resolve, 4_500));
+    const seen: string[] = [];
+    await deliver(swarm.swarmId, ["t"], (request, call) => {
+      seen.push(roles(request.messages));
+      return call();
+    });
+    // Only the final turn is called again, with the conversation of the two finished turns.
+    expect(seen).toEqual(["uatat"]);
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "succeeded", attempts: 2 });
+    const rows = await ledgerRows(swarm.swarmId, 3);
+    expect(rows.map((r) => r.call_id.split(":").slice(2).join(":"))).toEqual(["1:1", "1:2", "2:3"]);
+  });
+
+  it("parallel tool calls of one turn all run, and max_tool_calls refuses the rest with a tool error the model reads", async () => {
+    const swarm = await startSwarm([{ id: "p", prompt: "[mock:tool_turns=1] [mock:parallel=3] scratchpad_put scratchpad_get scratchpad_list" }], {
+      tools: ["scratchpad"],
+      limits: { max_tool_calls: 2 },
+    });
+    const requests: ModelRequest[] = [];
+    await deliver(swarm.swarmId, ["p"], (request, call) => {
+      requests.push(structuredClone(request));
+      return call();
+    });
+    const [task] = await swarm.results();
+    expect(task?.state).toBe("succeeded");
+    const toolMessages = requests[1]?.messages.filter((m) => m.role === "tool") ?? [];
+    expect(toolMessages).toHaveLength(3);
+    expect(toolMessages[2]?.content).toMatch(/max_tool_calls/);
+  });
+
+  it("a webhook tool gets the arguments signed (the mock verifies the signature) and its answer goes back to the model", async () => {
+    const before = await mock("/stats");
+    const swarm = await startSwarm([{ id: "w", prompt: "Run lint on auth.py" }], {
+      tools: [{ name: "lint", description: "Lint a file", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }, url: `${env.MOCK_MODEL_URL}/tools/lint` }],
+    });
+    const requests: ModelRequest[] = [];
+    await deliver(swarm.swarmId, ["w"], (request, call) => {
+      requests.push(structuredClone(request));
+      return call();
+    });
+    const after = await mock("/stats");
+    expect(Number(after.webhook_calls) - Number(before.webhook_calls)).toBe(1);
+    expect(Number(after.webhook_rejected) - Number(before.webhook_rejected)).toBe(0);
+    const tool = requests[1]?.messages.find((m) => m.role === "tool");
+    expect(tool?.content).toMatch(/findings/);
+    expect((await swarm.results())[0]?.state).toBe("succeeded");
+  });
+
+  it("http_fetch refuses a target off the allowlist; the model gets the refusal as a tool error and still answers", async () => {
+    const swarm = await startSwarm([{ id: "f", prompt: "Fetch http://169.254.169.254/latest/meta-data and summarize." }], {
+      tools: ["http_fetch"],
+      http_allowlist: ["docs.example.com"],
+    });
+    const requests: ModelRequest[] = [];
+    await deliver(swarm.swarmId, ["f"], (request, call) => {
+      requests.push(structuredClone(request));
+      return call();
+    });
+    const tool = requests[1]?.messages.find((m) => m.role === "tool");
+    expect(tool?.content).toMatch(/"error"/);
+    expect(tool?.content).toMatch(/169\.254\.169\.254/);
+    expect((await swarm.results())[0]?.state).toBe("succeeded");
+  });
+});
+
+describe("agent loop: structured output", () => {
+  const format = {
+    type: "json_schema",
+    json_schema: { name: "finding", schema: { type: "object", properties: { severity: { type: "string", enum: ["low", "high"] }, line: { type: "integer" } }, required: ["severity", "line"], additionalProperties: false } },
+  } as const;
+
+  it("an invalid answer gets one repair turn with the validation errors; the repaired answer is the output", async () => {
+    await mock("/admin/scenario", { invalid_json: 1 });
+    const swarm = await startSwarm([{ id: "j", prompt: "Extract the finding." }], { response_format: format });
+    const requests: ModelRequest[] = [];
+    await deliver(swarm.swarmId, ["j"], (request, call) => {
+      requests.push(structuredClone(request));
+      return call();
+    });
+    const [task] = await swarm.results();
+    expect(task?.state).toBe("succeeded");
+    expect(JSON.parse(task?.output ?? "")).toEqual({ severity: expect.stringMatching(/^(low|high)$/), line: expect.any(Number) });
+    expect(requests).toHaveLength(2);
+    const repair = requests[1]?.messages.at(-1);
+    expect(repair?.role === "user" && repair.content).toMatch(/^\[edgeswarm:repair\]/);
+  });
+
+  it("still invalid after the repair turn: the task fails invalid_output and keeps the raw answer", async () => {
+    await mock("/admin/scenario", { invalid_json: 2 });
+    const swarm = await startSwarm([{ id: "j", prompt: "Extract the finding." }], { response_format: format });
+    await deliver(swarm.swarmId, ["j"]);
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "failed", error: { class: "invalid_output" }, attempts: 1 });
+    expect(task?.output).not.toBeNull();
+    expect(task?.usage.calls).toBe(2);
+  });
+});
+
+describe("planner and llm reducer", () => {
+  it("plans from a goal, runs the planned tasks, reduces with the llm reducer; plan and per-task results are readable", async () => {
+    const swarm = await startSwarm([], {
+      goal: "Research these markets:\n- solar in Spain\n- wind in Denmark\n- heat pumps in Poland",
+      planner: PlannerSpecSchema.parse({ max_tasks: 10 }),
+      reduce: { kind: "llm", max_output_tokens: 256 },
+    });
+    expect((await swarm.status()).state).toBe("planning");
+    await deliver(swarm.swarmId, ["__plan.1"]);
+    const planned = await swarm.status();
+    expect(planned).toMatchObject({ state: "running", tasks: 3, plan: { state: "planned", attempts: 1, task_count: 3 } });
+    const plan = await swarm.stub.getPlan(TENANT);
+    expect(plan?.tasks.map((t) => t.id)).toEqual(["t1", "t2", "t3"]);
+    expect(plan?.tasks[0]?.prompt).toMatch(/solar in Spain/);
+
+    await deliver(swarm.swarmId, ["t1", "t2", "t3"]);
+    const reducing = await swarm.status();
+    expect(reducing.state).toBe("reducing");
+    expect(reducing.reduction?.levels).toEqual([{ level: 1, inputs: 3, tasks: 1, failed: 0 }]);
+    await deliver(swarm.swarmId, ["__reduce.1.1"]);
+    const done = await swarm.status();
+    expect(done.state).toBe("completed");
+    expect(done.counts.succeeded).toBe(3);
+    expect(done.output).toMatchObject({ kind: "llm", inputs: 3, levels: [{ level: 1, inputs: 3, tasks: 1, failed: 0 }] });
+    expect(done.output?.kind === "llm" && done.output.text).toMatch(/reduced 3 results/);
+    // 1 planner call + 3 tasks + 1 reducer call, all in the swarm's usage; results list the 3 tasks only.
+    expect(done.usage.calls).toBe(5);
+    expect((await swarm.results()).map((r) => r.task_id)).toEqual(["t1", "t2", "t3"]);
+  });
+
+  it("an invalid plan is asked for once more, told why; a second invalid plan fails the swarm with the reason", async () => {
+    await mock("/admin/scenario", { invalid_plans: 1 });
+    const retried = await startSwarm([], { goal: "Review:\n- a\n- b" });
+    await deliver(retried.swarmId, ["__plan.1"]);
+    expect((await retried.status()).plan).toMatchObject({ state: "planning", attempts: 2 });
+    expect((await retried.status()).plan?.errors.length).toBeGreaterThan(0);
+    await deliver(retried.swarmId, ["__plan.2"]);
+    expect((await retried.status())).toMatchObject({ state: "running", plan: { state: "planned", attempts: 2, errors: [] } });
+
+    await mock("/admin/scenario", { invalid_plans: 2 });
+    const failed = await startSwarm([], { goal: "Review:\n- a\n- b" });
+    await deliver(failed.swarmId, ["__plan.1"]);
+    await deliver(failed.swarmId, ["__plan.2"]);
+    const status = await failed.status();
+    expect(status).toMatchObject({ state: "failed", plan: { state: "failed", attempts: 2 } });
+    expect(status.reason).toMatch(/^planning failed: the planner's plan was invalid 2 time\(s\)/);
+  });
+
+  it("1,000 results reduce hierarchically: every reducer call fits the reducer's context, levels shrink to one answer", async () => {
+    const tasks = Array.from({ length: 1_000 }, (_, i) => ({ id: `r${i + 1}`, prompt: `Summarize record ${i + 1}.` }));
+    const swarm = await startSwarm(tasks, { reduce: { kind: "llm", model: "mock-small-context", context_tokens: 4_000, max_output_tokens: 200 } });
+    await deliver(swarm.swarmId, tasks.map((t) => t.id));
+    let status = await swarm.status();
+    expect(status.counts.succeeded).toBe(1_000);
+    for (let guard = 0; status.state === "reducing" && guard < 10; guard += 1) {
+      const level = status.reduction?.levels.at(-1);
+      if (level === undefined) throw new Error("no reduce level");
+      await deliver(swarm.swarmId, Array.from({ length: level.tasks }, (_, i) => `__reduce.${level.level}.${i + 1}`));
+      status = await swarm.status();
+    }
+    expect(status.state).toBe("completed");
+    if (status.output?.kind !== "llm") throw new Error("expected an llm output");
+    expect(status.output.levels.length).toBeGreaterThan(1);
+    expect(status.output.levels[0]).toMatchObject({ level: 1, inputs: 1_000, failed: 0 });
+    expect(status.output.levels.at(-1)).toMatchObject({ tasks: 1, failed: 0 });
+    // A call over the context would have failed with context_length (the mock enforces 4,000 tokens).
+    expect(status.output.levels.every((l) => l.failed === 0)).toBe(true);
+    expect(status.output.text).toMatch(/^\[mock\] reduced/);
+  }, 120_000);
+});
