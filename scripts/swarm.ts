@@ -2,7 +2,8 @@
 // http://127.0.0.1:8787, token EDGESWARM_API_TOKEN), waits for it to end and prints the summary.
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { ApiCallError, formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
+import { formatAnswer } from "./lib/format-answer.ts";
+import { ApiCallError, formatSummary, getJson, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -29,7 +30,7 @@ try {
 }
 
 try {
-  const { id } = await submitSwarm(baseUrl, token, spec);
+  const { id, urls } = await submitSwarm(baseUrl, token, spec);
   console.log(`swarm ${id} started: ${baseUrl}/v1/swarms/${id}`);
   let last = "";
   const status = await waitForSwarm(baseUrl, token, id, {
@@ -42,7 +43,9 @@ try {
     },
   });
   console.log(formatSummary(status));
-  console.log(`results: ${baseUrl}/v1/swarms/${id}/results`);
+  const plan = urls.plan === undefined ? null : await getJson(baseUrl, token, `/v1/swarms/${id}/plan`);
+  for (const line of formatAnswer(await getJson(baseUrl, token, `/v1/swarms/${id}`), plan)) console.log(line);
+  console.log(`results: ${baseUrl}/v1/swarms/${id}/results${urls.plan === undefined ? "" : `\nplan:    ${baseUrl}/v1/swarms/${id}/plan`}`);
   process.exit(status.state === "completed" ? 0 : 1);
 } catch (error) {
   if (error instanceof ApiCallError) console.error(error.message);

@@ -60,6 +60,11 @@ export async function getSwarm(baseUrl: string, token: string, id: string): Prom
   return SwarmStatusBodySchema.parse(await call(`${baseUrl}/v1/swarms/${id}`, token, { method: "GET" }, `GET /v1/swarms/${id}`));
 }
 
+/** Any GET of the API, as JSON (the caller validates what it uses). */
+export async function getJson(baseUrl: string, token: string, path: string): Promise<unknown> {
+  return call(`${baseUrl}${path}`, token, { method: "GET" }, `GET ${path}`);
+}
+
 /** Polls until the swarm ends (or the timeout passes, which throws). */
 export async function waitForSwarm(
   baseUrl: string,

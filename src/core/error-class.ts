@@ -22,8 +22,6 @@ export const ERROR_CLASSES = [
   "invalid_output",
   /** The agent used max_turns without giving a final answer. */
   "turn_limit",
-  /** The planner's plan failed validation twice, or the planner call failed. */
-  "plan_failed",
   "dead_letter",
   "internal",
 ] as const;

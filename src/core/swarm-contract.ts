@@ -234,6 +234,8 @@ export interface SwarmStatus {
   window: number;
   counts: TaskCounts;
   usage: UsageTotals;
+  /** Tool calls the swarm's agents made (every task, all attempts). */
+  tool_calls: number;
   cost_usd: number;
   wall_s: number;
   latency_ms: { p50: number | null; p95: number | null };
@@ -305,6 +307,8 @@ export interface TaskResult {
   output: string | null;
   error: { class: ErrorClass; message: string } | null;
   attempts: number;
+  /** Tool calls the task's agent made. */
+  tool_calls: number;
   usage: UsageTotals;
   cost_usd: number;
   latency_ms: number | null;

@@ -408,6 +408,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         seq: number;
         id: string;
         state: TaskState;
+        tool_calls: number;
         output: string | null;
         error_class: ErrorClass | null;
         error_message: string | null;
@@ -420,7 +421,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         cost_usd: number | null;
         latency_ms: number | null;
       }>(
-        `SELECT t.seq, t.id, t.state, t.output, t.error_class, t.error_message, t.attempts,
+        `SELECT t.seq, t.id, t.state, t.tool_calls, t.output, t.error_class, t.error_message, t.attempts,
                 COUNT(c.call_id) AS calls, SUM(c.prompt_tokens) AS prompt_tokens, SUM(c.cached_tokens) AS cached_tokens,
                 SUM(c.completion_tokens) AS completion_tokens, SUM(c.total_tokens) AS total_tokens,
                 SUM(c.cost_usd) AS cost_usd, SUM(c.latency_ms) AS latency_ms
@@ -437,6 +438,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       output: row.output,
       error: row.error_class === null ? null : { class: row.error_class, message: row.error_message ?? "" },
       attempts: row.attempts,
+      tool_calls: row.tool_calls,
       usage: {
         calls: row.calls,
         prompt_tokens: row.prompt_tokens ?? 0,
@@ -1065,9 +1067,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   /** Keeps a multi-turn task's latest checkpoint, from the attempt that holds it only. */
   private saveCheckpoint(taskId: string, attempt: number, checkpoint: AgentCheckpoint): void {
     this.sql.exec(
-      `UPDATE tasks SET checkpoint = ? WHERE id = ? AND state = 'running' AND attempts = ?
+      `UPDATE tasks SET checkpoint = ?, tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?
          AND (checkpoint IS NULL OR json_extract(checkpoint, '$.turns') < ?)`,
       JSON.stringify(checkpoint),
+      checkpoint.toolCalls,
       taskId,
       attempt,
       checkpoint.turns,
@@ -1596,6 +1599,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       window: swarm.window,
       counts: this.counts(),
       usage,
+      tool_calls: this.sql.exec<{ n: number | null }>("SELECT SUM(tool_calls) AS n FROM tasks").one().n ?? 0,
       cost_usd,
       wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,
       latency_ms: this.latencyPercentiles(usage.calls),

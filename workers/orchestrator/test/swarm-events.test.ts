@@ -20,6 +20,7 @@ function status(state: SwarmState, succeeded: number, wall_s: number): SwarmStat
     latency_ms: { p50: null, p95: null },
     output: null,
     plan: null,
+    tool_calls: 0,
     reduction: null,
     reduce: { kind: "collect" },
     max_window: 4,
