@@ -8,55 +8,31 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../../src/core/agent-conversation.ts";
 import { LimitsSchema, PlannerSpecSchema, type SwarmSpec } from "../../../src/core/spec-schema.ts";
-import type { StartSwarmInput, SwarmStatusWire, TaskResult } from "../../../src/core/swarm-contract.ts";
 import { createModelClient } from "../../../src/model/model-client.ts";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
 import { consumeTasks } from "../consume-tasks.ts";
 import { toSwarmRooms } from "../swarm-rooms.ts";
 import { DEFAULT_TOOL_SETTINGS, toToolEnvironment } from "../tools/swarm-tools.ts";
 import { directGateway } from "./fake-gateway.ts";
+import { startRoomSwarm, type RoomSwarm } from "./room-swarm.ts";
 
 const TENANT = "tk_agent_loop";
 let counter = 0;
 let messageCounter = 0;
 
-interface Swarm {
-  swarmId: string;
-  status(): Promise<SwarmStatusWire>;
-  results(): Promise<TaskResult[]>;
-  stub: DurableObjectStub<import("../../../src/durable/swarm-room.ts").SwarmRoom>;
-}
-
 type SpecPart = Partial<Omit<SwarmSpec, "limits" | "tasks">> & { limits?: Record<string, number> };
 
-async function startSwarm(tasks: { id: string; prompt: string }[], spec: SpecPart = {}): Promise<Swarm> {
+async function startSwarm(tasks: { id: string; prompt: string }[], spec: SpecPart = {}): Promise<RoomSwarm> {
   counter += 1;
-  const swarmId = `sw_loop${Date.now().toString(36)}${counter}`;
   const { limits, ...rest } = spec;
-  const input: StartSwarmInput = {
-    swarmId,
+  return startRoomSwarm({
+    swarmId: `sw_loop${Date.now().toString(36)}${counter}`,
     tenant: TENANT,
     spec: { name: `loop test ${counter}`, model: "mock-1", ...rest, limits: LimitsSchema.parse({ concurrency: 1_000, ...limits }) },
     tasks,
     createdAt: Date.now(),
     origin: { kind: "api" },
-  };
-  const stub = env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(swarmId));
-  expect(await stub.start(input)).toEqual({ created: true });
-  return {
-    swarmId,
-    stub,
-    async status() {
-      const status = await stub.getStatus(TENANT);
-      if (status === null) throw new Error(`swarm ${swarmId} not found`);
-      return status;
-    },
-    async results() {
-      const page = await stub.getResults(TENANT, null, 1_000);
-      if (page === null) throw new Error(`swarm ${swarmId} not found`);
-      return page.results;
-    },
-  };
+  });
 }
 
 function packets(swarmId: string, taskIds: string[], perPacket = 100): MessageBatchMessage<unknown>[] {

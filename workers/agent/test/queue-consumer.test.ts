@@ -14,6 +14,7 @@ import { consumeTasks } from "../consume-tasks.ts";
 import { toSwarmRooms } from "../swarm-rooms.ts";
 import worker from "../index.ts";
 import { directGateway } from "./fake-gateway.ts";
+import { startRoomSwarm, type RoomSwarm } from "./room-swarm.ts";
 
 const TENANT = "tk_agent_test";
 const TASK_QUEUE = "edgeswarm-tasks";
@@ -22,11 +23,8 @@ const DEAD_LETTER_QUEUE = "edgeswarm-tasks-dlq";
 let counter = 0;
 let messageCounter = 0;
 
-interface Swarm {
-  swarmId: string;
+interface Swarm extends RoomSwarm {
   taskIds: string[];
-  status(): Promise<SwarmStatusWire>;
-  results(): Promise<TaskResult[]>;
 }
 
 interface SwarmOptions {
@@ -55,22 +53,7 @@ async function startSwarm(taskCount: number, options: SwarmOptions = {}): Promis
     createdAt: Date.now(),
     origin: { kind: "api" },
   };
-  const stub = env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(swarmId));
-  expect(await stub.start(input)).toEqual({ created: true });
-  return {
-    swarmId,
-    taskIds,
-    async status() {
-      const status = await stub.getStatus(TENANT);
-      if (status === null) throw new Error(`swarm ${swarmId} not found`);
-      return status;
-    },
-    async results() {
-      const page = await stub.getResults(TENANT, null, 1_000);
-      if (page === null) throw new Error(`swarm ${swarmId} not found`);
-      return page.results;
-    },
-  };
+  return { ...(await startRoomSwarm(input)), taskIds };
 }
 
 function promptOf(taskId: string): string {
