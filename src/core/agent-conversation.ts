@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { estimatePromptTokens } from "./estimate-swarm.ts";
 import type { AgentCheckpoint } from "./swarm-contract.ts";
+import { MAX_TOOL_RESULT_CHARS } from "./agent-limits.ts";
 import type { Limits } from "./spec-schema.ts";
 import type { ToolCall } from "./tool-calls.ts";
 
@@ -20,9 +21,6 @@ export const ChatMessageSchema = z.discriminatedUnion("role", [
   z.object({ role: z.literal("tool"), tool_call_id: z.string(), content: z.string() }),
 ]);
 export type ChatMessage = z.infer<typeof ChatMessageSchema>;
-
-/** A tool's result as the model sees it, at most this long (the rest is cut, and the model told). */
-export const MAX_TOOL_RESULT_CHARS = 32_000;
 
 export interface AgentState {
   messages: ChatMessage[];

@@ -2,6 +2,7 @@
 // against the budget, and whether the next call still fits. No I/O.
 // A call reserves its worst case when its task enters the window and is charged its real cost when
 // it is recorded, so committed = charged + reserved never exceeds the budget.
+import { MAX_TOOL_RESULT_CHARS } from "./agent-limits.ts";
 import type { ErrorClass } from "./error-class.ts";
 import type { ModelPrice } from "./pricing.ts";
 import { costOfUsage } from "./pricing.ts";
@@ -25,6 +26,18 @@ export function worstCaseCall(promptBytes: number, maxOutputTokens: number, pric
   const usage: Usage = { prompt_tokens: prompt, cached_tokens: 0, completion_tokens: maxOutputTokens, reasoning_tokens: 0, total_tokens: prompt + maxOutputTokens };
   // Without a price only a token budget can apply (a USD budget refuses unpriced models up front).
   return { usd: price === null ? 0 : costOfUsage(usage, price), tokens: usage.total_tokens };
+}
+
+/** What one turn may add to the next turn's prompt, in bytes, besides its answer: a tool result at its limit, 3 bytes a character. */
+export const TURN_GROWTH_BYTES = MAX_TOOL_RESULT_CHARS * 3;
+
+/**
+ * The most one attempt of a multi-turn task can cost: `calls` calls, each prompt grown by the
+ * turns before it (bounded by the last, largest one).
+ */
+export function worstCaseAttempt(promptBytes: number, maxOutputTokens: number, calls: number, price: ModelPrice | null): Amount {
+  const last = worstCaseCall(promptBytes + (calls - 1) * (maxOutputTokens + TURN_GROWTH_BYTES), maxOutputTokens, price);
+  return { usd: last.usd * calls, tokens: last.tokens * calls };
 }
 
 /** An upstream answers these with an HTTP error before generating anything: nothing is billed. */

@@ -17,6 +17,7 @@ const input = (overrides: Partial<EstimateInput> = {}): EstimateInput => ({
   fallback: [],
   maxOutputTokens: 100,
   maxAttempts: 3,
+  callsPerAttempt: 1,
   budget: null,
   prices: DEFAULT_PRICES,
   projection: null,
@@ -215,5 +216,15 @@ describe("estimateSwarm (from a validated spec)", () => {
     const estimate = estimateSwarm(planned.value, DEFAULT_PRICES, null);
     expect(estimate.calls).toEqual({ min: 1, max: 4 });
     expect(estimate.tokens).toEqual({ prompt: { min: 5, max: 20 }, completion: { min: 1, max: 4_096 }, total: { min: 6, max: 4_116 } });
+  });
+
+  it("an agent swarm's max counts every turn, each re-sending the conversation with earlier answers and tool results at their limits", () => {
+    const estimate = estimateCalls(input({ callsPerAttempt: 3, maxAttempts: 1 }));
+    // 2 tasks × 1 attempt × 3 calls.
+    expect(estimate.calls).toEqual({ min: 2, max: 6 });
+    // Per task: 3 × its prompt + growth × (0 + 1 + 2), growth = 100 output + 8,000 (32,000-char tool result / 4).
+    expect(estimate.tokens.prompt).toEqual({ min: 35, max: 35 * 3 + 2 * 8_100 * 3 });
+    expect(estimate.tokens.completion.max).toBe(6 * 100);
+    expect(estimate.assumptions.some((a) => a.includes("up to 3 model calls"))).toBe(true);
   });
 });

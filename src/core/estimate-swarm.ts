@@ -1,7 +1,8 @@
 // Estimates a swarm before it runs: calls, tokens and cost ranges, the cost of its model mix, the
 // same spec priced on every model of the price table, and a monthly projection. No I/O.
 // Token counts are a deterministic character approximation; every assumption is stated in the answer.
-import { worstCaseCall } from "./budget.ts";
+import { callsPerAttempt, MAX_TOOL_RESULT_CHARS } from "./agent-limits.ts";
+import { worstCaseAttempt } from "./budget.ts";
 import type { PlannedSwarm } from "./parse-swarm-spec.ts";
 import { costOfUsage, resolvePrice, type ModelPrice, type PriceTable } from "./pricing.ts";
 import { toModelMix, type WeightedModel } from "./route-model.ts";
@@ -31,6 +32,10 @@ export interface EstimateInput {
   fallback: readonly string[];
   maxOutputTokens: number;
   maxAttempts: number;
+  /** The spec's reducer is `llm` (its calls are not estimated). */
+  reducesByModel?: boolean;
+  /** Model calls one attempt may make (the agent loop's turns plus a repair turn; 1 for a plain completion). */
+  callsPerAttempt: number;
   budget: BudgetCaps | null;
   prices: PriceTable;
   projection: Projection | null;
@@ -122,9 +127,13 @@ function picoOf(prompt: number, completion: number, price: ModelPrice): number {
 export function estimateCalls(input: EstimateInput): SwarmEstimate {
   const tasks = input.prompts.length;
   const attempts = input.maxAttempts;
+  const turns = input.callsPerAttempt;
   const promptPerJob = input.prompts.reduce((sum, prompt) => sum + estimatePromptTokens(input.system, prompt), 0);
-  const calls: Range = { min: tasks, max: tasks * attempts };
-  const prompt: Range = { min: promptPerJob, max: promptPerJob * attempts };
+  // Turn k re-sends the conversation: the prompt plus k-1 answers and tool results at their limits.
+  const growth = input.maxOutputTokens + Math.ceil(MAX_TOOL_RESULT_CHARS / 4);
+  const promptPerAttempt = promptPerJob * turns + tasks * growth * ((turns * (turns - 1)) / 2);
+  const calls: Range = { min: tasks, max: tasks * attempts * turns };
+  const prompt: Range = { min: promptPerJob, max: promptPerAttempt * attempts };
   const completion: Range = { min: calls.min * MIN_COMPLETION_TOKENS, max: calls.max * input.maxOutputTokens };
   const total: Range = { min: prompt.min + completion.min, max: prompt.max + completion.max };
 
@@ -196,7 +205,7 @@ function toBudgetVerdict(input: EstimateInput, estimate: { total: Range; cost: R
     let tokens = 0;
     let pico = 0;
     for (const bytes of bytesPerCall) {
-      const call = worstCaseCall(bytes, input.maxOutputTokens, price);
+      const call = worstCaseAttempt(bytes, input.maxOutputTokens, input.callsPerAttempt, price);
       tokens += call.tokens * input.maxAttempts;
       pico += Math.round(call.usd * PICO_PER_USD) * input.maxAttempts;
     }
@@ -229,6 +238,11 @@ function toAssumptions(input: EstimateInput, unpriced: readonly string[]): strin
     "no prompt-cache hits: cached input tokens, billed at the cheaper cached rate, can bring the real cost below min",
     "prices are USD per million tokens from the price table (built-in defaults merged with MODEL_PRICES)",
   ];
+  if (input.callsPerAttempt > 1) {
+    assumptions.push(
+      `each attempt may make up to ${input.callsPerAttempt} model calls (the agent loop's limits.max_turns with tools, plus one repair turn for a JSON response_format); max assumes every turn is used and each re-sends the conversation with every earlier answer and tool result at its limit`,
+    );
+  }
   if (input.mix.length > 1) {
     assumptions.push("the mix's shares are expected values: each task's model is picked by a hash of swarm and task id, so a run's split varies around them");
   }
@@ -237,6 +251,9 @@ function toAssumptions(input: EstimateInput, unpriced: readonly string[]): strin
   }
   for (const model of unpriced) {
     assumptions.push(`model "${model}" has no price in the price table: its cost is null, and so are the swarm's cost and monthly cost`);
+  }
+  if (input.reducesByModel) {
+    assumptions.push("the llm reducer's calls (one per chunk of results, per level) are not included");
   }
   if (input.budget !== null) {
     assumptions.push("budget.fits compares the budget with the SwarmRoom's reservation bound (every prompt byte a token, plus framing) and with the min estimate");
@@ -253,6 +270,8 @@ export function estimateSwarm(swarm: PlannedSwarm, prices: PriceTable, projectio
     fallback: swarm.spec.fallback ?? [],
     maxOutputTokens: swarm.spec.limits.max_output_tokens,
     maxAttempts: swarm.spec.limits.max_attempts,
+    callsPerAttempt: callsPerAttempt(swarm.spec),
+    reducesByModel: swarm.spec.reduce?.kind === "llm",
     budget: swarm.spec.budget ?? null,
     prices,
     projection,

@@ -4,7 +4,8 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
-import { chargeOfCall, fitsBudget, toBudgetReason, worstCaseCall, type Amount } from "../core/budget.ts";
+import { chargeOfCall, fitsBudget, toBudgetReason, worstCaseAttempt, worstCaseCall, type Amount } from "../core/budget.ts";
+import { callsPerAttempt } from "../core/agent-limits.ts";
 import type { ErrorDetail } from "../core/errors.ts";
 import { reduceOutputs, ReduceSpecSchema, toWire, type LlmReducedOutput, type LlmReduceSpec, type ReduceSpec, type TaskOutput } from "../core/reducers.ts";
 import { chunkForContext, fixedReducerPromptTokens, reducerInputBudget, toReducerRequest, type ReduceItem } from "../core/llm-reduction.ts";
@@ -226,19 +227,6 @@ function toToolWires(tools: readonly ToolSpec[]): ToolSpecWire[] {
   return tools.map((tool) =>
     typeof tool === "string" ? tool : { name: tool.name, description: tool.description, url: tool.url, parameters_json: JSON.stringify(tool.parameters) },
   );
-}
-
-/** What one tool result may add to a conversation, in bytes, for worst cases (MAX_TOOL_RESULT_CHARS × 3). */
-const TOOL_RESULT_BYTES = 96_000;
-
-/**
- * Model calls one attempt of a sub-task may make: the agent loop's turns when it has tools, plus
- * one repair turn when its answer must be JSON.
- */
-function toTurnsOfTask(spec: { tools?: unknown[] | undefined; response_format?: ResponseFormat | undefined; limits: Limits }): number {
-  const tools = (spec.tools ?? []).length > 0 ? spec.limits.max_turns : 1;
-  const repair = spec.response_format !== undefined && spec.response_format.type !== "text" ? 1 : 0;
-  return tools + repair;
 }
 
 /** Per model call: `long_timeout_s` for a task flagged long, else `timeout_s`. */
@@ -503,7 +491,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           promptChars += size;
           const timeoutS = toCallTimeoutS(task, config.limits);
           // A sub-agent's lease covers every turn of its loop (and its tools, which share the timeout).
-          const turns = task?.kind === "task" ? toTurnsOfTask({ tools: config.tools, response_format: config.responseFormat ?? undefined, limits: config.limits }) : 1;
+          const turns = task?.kind === "task" ? callsPerAttempt({ tools: config.tools, response_format: config.responseFormat, limits: config.limits }) : 1;
           const leaseUntil = now + waves * turns * timeoutS * 1_000 + this.settings.leaseGraceMs;
           const row = this.sql
             .exec<{ prompt: string; checkpoint: string | null; override: string | null }>(
@@ -1357,12 +1345,19 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const encoder = new TextEncoder();
     const systemBytes = input.spec.system === undefined ? 0 : encoder.encode(input.spec.system).length;
     const { max_output_tokens, max_attempts } = input.spec.limits;
-    const turns = toTurnsOfTask(input.spec);
+    const turns = callsPerAttempt(input.spec);
     const total = { usd: 0, tokens: 0, oneCall: { usd: 0, tokens: 0 } };
     const add = (promptBytes: number, outputTokens: number, calls: number): Amount => {
       const worst = worstCaseCall(promptBytes, outputTokens, priciest);
       total.usd += worst.usd * calls;
       total.tokens += worst.tokens * calls;
+      return worst;
+    };
+    /** A sub-task: `max_attempts` attempts of its whole agent loop; returns one attempt's worst case. */
+    const addAttempts = (promptBytes: number, outputTokens: number, calls: number, attempts: number): Amount => {
+      const worst = worstCaseAttempt(promptBytes, outputTokens, calls, priciest);
+      total.usd += worst.usd * attempts;
+      total.tokens += worst.tokens * attempts;
       return worst;
     };
     // A goal's tasks are not known yet: every one of max_tasks at the largest prompt a plan may hold
@@ -1377,7 +1372,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     }
     prompts.forEach((bytes, i) => {
       // A multi-turn task's context grows by each turn's answer and tool results.
-      const worst = add(bytes + systemBytes + (turns - 1) * (max_output_tokens + TOOL_RESULT_BYTES), max_output_tokens, max_attempts * turns);
+      const worst = addAttempts(bytes + systemBytes, max_output_tokens, turns, max_attempts);
       if (i === 0 && input.spec.goal === undefined) total.oneCall = worst;
     });
     if (input.spec.reduce?.kind === "llm") {
@@ -1408,10 +1403,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     }
     const systemBytes = swarm.system === null ? 0 : encoder.encode(swarm.system).length;
     const config = this.toRunConfig(swarm);
-    const turns = toTurnsOfTask({ tools: config.tools, response_format: config.responseFormat ?? undefined, limits: config.limits });
-    const maxOutput = config.limits.max_output_tokens;
-    const one = worstCaseCall(row.n + systemBytes + (turns - 1) * (maxOutput + TOOL_RESULT_BYTES), maxOutput, price);
-    return { usd: one.usd * turns, tokens: one.tokens * turns };
+    const calls = callsPerAttempt({ tools: config.tools, response_format: config.responseFormat, limits: config.limits });
+    return worstCaseAttempt(row.n + systemBytes, config.limits.max_output_tokens, calls, price);
   }
 
   /** What recorded calls count against the budget. */
