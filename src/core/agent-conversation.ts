@@ -68,6 +68,20 @@ export function nextTurn(state: AgentState, limits: Pick<Limits, "max_turns" | "
   return { turn, offerTools };
 }
 
+/**
+ * Tool-call ids are unique within a conversation. A vendor that sends no ids (Gemini) gets
+ * `call_<n>` per turn from the normalizer, so a later turn would repeat them: a call whose id is
+ * already taken is renamed `call_<turn>_<n>` (ids the model did send are echoed as they are).
+ */
+export function withUniqueCallIds(calls: readonly ToolCall[], messages: readonly ChatMessage[], turn: number): ToolCall[] {
+  const taken = new Set(messages.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []).map((c) => c.id) : [])));
+  return calls.map((call, i) => {
+    const id = taken.has(call.id) ? `call_${turn}_${i}` : call.id;
+    taken.add(id);
+    return id === call.id ? call : { ...call, id };
+  });
+}
+
 /** The assistant message that asked for tool calls, echoing every id exactly as the model sent it. */
 export function toAssistantToolMessage(text: string, calls: readonly ToolCall[]): ChatMessage {
   return {

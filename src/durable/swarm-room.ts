@@ -193,6 +193,8 @@ const DEFAULT_REDUCER_CONTEXT_TOKENS = 32_000;
 /** A planner's answer lists up to max_tasks prompts; its output limit grows with them. */
 const PLANNER_TOKENS_PER_TASK = 300;
 const PLAN_ATTEMPTS = 2;
+/** A checkpoint shares its task's row (2 MB in all) with the prompt (≤ 200,000 chars) and output. */
+const CHECKPOINT_MAX_BYTES = 1_000_000;
 const WeightedModelsSchema = z.array(z.object({ model: z.string(), weight: z.number() }));
 
 function toNonNegativeInt(value: string | undefined, fallback: number, name: string): number {
@@ -1054,10 +1056,20 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   /** Keeps a multi-turn task's latest checkpoint, from the attempt that holds it only. */
   private saveCheckpoint(taskId: string, attempt: number, checkpoint: AgentCheckpoint): void {
+    const json = JSON.stringify(checkpoint);
+    // A row holds at most 2 MB in Durable Object SQLite ("Maximum string, BLOB or table row size",
+    // developers.cloudflare.com/durable-objects/platform/limits), with the task's prompt and output
+    // beside it. A larger conversation keeps its previous checkpoint: a redelivery then repeats
+    // the turns since, which is paid again but never wrong.
+    if (json.length * 3 > CHECKPOINT_MAX_BYTES && new TextEncoder().encode(json).length > CHECKPOINT_MAX_BYTES) {
+      console.warn(JSON.stringify({ event: "checkpoint_too_large", task_id: taskId, attempt, turns: checkpoint.turns, chars: json.length }));
+      this.sql.exec("UPDATE tasks SET tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?", checkpoint.toolCalls, taskId, attempt);
+      return;
+    }
     this.sql.exec(
       `UPDATE tasks SET checkpoint = ?, tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?
          AND (checkpoint IS NULL OR json_extract(checkpoint, '$.turns') < ?)`,
-      JSON.stringify(checkpoint),
+      json,
       checkpoint.toolCalls,
       taskId,
       attempt,
@@ -1241,7 +1253,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const current = reduction.levels[reduction.levels.length - 1];
     if (current === undefined) return;
     const rows = this.sql
-      .exec<{ id: string; state: TaskState; output: string | null }>("SELECT id, state, output FROM tasks WHERE kind = 'reduce' AND id LIKE ? ORDER BY seq", `__reduce.${current.level}.%`)
+      .exec<{ id: string; state: TaskState; output: string | null }>(
+        // A prefix test, not LIKE: "_" is a LIKE wildcard.
+        "SELECT id, state, output FROM tasks WHERE kind = 'reduce' AND substr(id, 1, ?) = ? ORDER BY seq",
+        `__reduce.${current.level}.`.length,
+        `__reduce.${current.level}.`,
+      )
       .toArray();
     if (rows.some((row) => !isTerminal(row.state))) return;
     const outputs = rows.filter((row) => row.state === "succeeded" && row.output !== null);

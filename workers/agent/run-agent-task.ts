@@ -12,6 +12,7 @@ import {
   toCheckpoint,
   toToolError,
   toToolMessage,
+  withUniqueCallIds,
   type AgentState,
 } from "../../src/core/agent-conversation.ts";
 import type { ErrorClass } from "../../src/core/error-class.ts";
@@ -82,8 +83,9 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
     state.turns = next.turn;
 
     if (result.toolCalls.length > 0 && next.offerTools) {
-      state.messages.push(toAssistantToolMessage(result.text, result.toolCalls));
-      const { run: admitted, refused } = admitToolCalls(result.toolCalls, state.toolCalls, config.limits.max_tool_calls);
+      const toolCalls = withUniqueCallIds(result.toolCalls, state.messages, next.turn);
+      state.messages.push(toAssistantToolMessage(result.text, toolCalls));
+      const { run: admitted, refused } = admitToolCalls(toolCalls, state.toolCalls, config.limits.max_tool_calls);
       // Parallel tool calls run at once; their results go back in the order the model asked.
       const results = await Promise.all(admitted.map((call) => ctx.tools.run(call, { swarmId: config.swarmId, taskId: task.taskId })));
       admitted.forEach((call, i) => state.messages.push(toToolMessage(call.id, results[i]?.content ?? toToolError("no result"))));

@@ -166,6 +166,29 @@ describe("agent loop: tools and checkpoints", () => {
     expect(rows.map((r) => r.call_id.split(":").slice(2).join(":"))).toEqual(["1:1", "1:2", "2:3"]);
   });
 
+  it.each([
+    ["kimi-k2.5", "kimi: ids like functions.scratchpad_put:0, echoed exactly"],
+    ["gemini-2.5-flash", "gemini: no index, empty ids (edgeswarm names them)"],
+    ["claude-sonnet-4.5", "anthropic-compatible: indexes from 1"],
+    ["mock-args-object", "arguments sent as a JSON object"],
+  ])("speaks the %s tool-call dialect (%s): the mock refuses any tool result whose id does not match", async (model) => {
+    await mock("/admin/scenario", { tool_dialect_by_model: { "mock-args-object": "args_object" } });
+    const swarm = await startSwarm([{ id: "d", prompt: "[mock:tool_turns=2] [mock:parallel=2] scratchpad_put scratchpad_get" }], { model, tools: ["scratchpad"] });
+    const requests: ModelRequest[] = [];
+    await deliver(swarm.swarmId, ["d"], (request, call) => {
+      requests.push(structuredClone(request));
+      return call();
+    });
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "succeeded", attempts: 1, tool_calls: 4, usage: { calls: 3 } });
+    const last = requests.at(-1)?.messages ?? [];
+    const asked = last.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []).map((c) => c.id) : []));
+    const answered = last.flatMap((m) => (m.role === "tool" ? [m.tool_call_id] : []));
+    expect(answered).toEqual(asked);
+    expect(new Set(asked).size).toBe(4);
+    if (model === "kimi-k2.5") expect(asked[0]).toMatch(/^functions\.scratchpad_put:\d+$/);
+  });
+
   it("parallel tool calls of one turn all run, and max_tool_calls refuses the rest with a tool error the model reads", async () => {
     const swarm = await startSwarm([{ id: "p", prompt: "[mock:tool_turns=1] [mock:parallel=3] scratchpad_put scratchpad_get scratchpad_list" }], {
       tools: ["scratchpad"],
