@@ -110,7 +110,7 @@ const FLUSH_RETRY_MS = 5_000;
 /** Ledger rows per D1 transaction. */
 const FLUSH_CHUNK = 500;
 /**
- * A claim's answer crosses an RPC boundary (32 MiB limit): past this many prompt characters the
+ * A claim's answer crosses an RPC boundary (32 MiB limit): past this many characters of prompts and checkpoints the
  * remaining tasks are deferred to a redelivery instead of granted.
  */
 const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
@@ -460,7 +460,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const decision = decideClaim(task && this.toLifeRow(task), now, config.limits.max_attempts);
       switch (decision.kind) {
         case "grant": {
-          const size = this.sql.exec<{ n: number }>("SELECT LENGTH(prompt) AS n FROM tasks WHERE id = ?", taskId).one().n;
+          const size = this.sql.exec<{ n: number }>("SELECT LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS n FROM tasks WHERE id = ?", taskId).one().n;
           if (response.granted.length > 0 && promptChars + size > CLAIM_MAX_PROMPT_CHARS) {
             response.refused.push({ taskId, reason: "deferred" });
             break;
