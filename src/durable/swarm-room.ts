@@ -7,10 +7,8 @@ import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
 import { chargeOfCall, fitsBudget, toBudgetReason, worstCaseAttempt, worstCaseCall, type Amount } from "../core/budget.ts";
 import { callsPerAttempt } from "../core/agent-limits.ts";
 import type { ErrorDetail } from "../core/errors.ts";
-import { reduceOutputs, ReduceSpecSchema, toWire, type LlmReducedOutput, type LlmReduceSpec, type ReduceSpec, type TaskOutput } from "../core/reducers.ts";
-import { chunkForContext, fixedReducerPromptTokens, reducerInputBudget, toReducerRequest, type ReduceItem } from "../core/llm-reduction.ts";
-import { parsePlan, PLAN_MAX_PROMPT_CHARS, toPlannerRequest } from "../core/planner.ts";
-import { SCRATCHPAD_LIMITS } from "../core/scratchpad.ts";
+import { reduceOutputs, toWire, type TaskOutput } from "../core/reducers.ts";
+import { PLAN_MAX_PROMPT_CHARS } from "../core/planner.ts";
 import { assignModel, toModelLabel, toModelMix, type WeightedModel } from "../core/route-model.ts";
 import {
   acquireCircuit,
@@ -38,8 +36,6 @@ import {
   ToolSpecSchema,
   type Budget,
   type Limits,
-  type PlannedTask,
-  type PlannerSpec,
   type ResponseFormat,
   type ToolSpec,
 } from "../core/spec-schema.ts";
@@ -49,20 +45,16 @@ import type {
   CallRecord,
   CallsReport,
   PlanView,
-  ReductionView,
   ScratchpadRequest,
   ScratchpadResponse,
   TaskKind,
-  TaskOverride,
   ToolSpecWire,
-  CircuitState,
   CircuitView,
   ClaimOptions,
   ClaimResponse,
   RecordResponse,
   ResultsPage,
   StartSwarmInput,
-  SwarmState,
   SwarmStatusWire,
   TaskAction,
   TaskCounts,
@@ -76,6 +68,24 @@ import { decideClaim, decideCompletion, decideRecord, isTerminal, type TaskLifeR
 import { toPacketSize, toPackets, toSendBatches, type TaskPacket } from "../core/task-packet.ts";
 import { flushToLedger, type LedgerRow, type SwarmIndexRow } from "../ledger/d1-ledger.ts";
 import { migrateSwarmRoom } from "./swarm-room-schema.ts";
+import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, WeightedModelsSchema, type CircuitRow, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
+import {
+  advancePhase,
+  insertPlanTask,
+  insertTasks,
+  llmOutput,
+  phaseFailure,
+  PLAN_ATTEMPTS,
+  plannerOf,
+  plannerOutputTokens,
+  planView,
+  reduceSpecOf,
+  reducerContextTokens,
+  reducerModel,
+  reductionView,
+  type PhaseRoom,
+} from "./swarm-phases.ts";
+import { runScratchpad } from "./swarm-scratchpad.ts";
 
 /** The bindings and settings the SwarmRoom reads; the orchestrator's Env provides them. */
 export interface SwarmRoomEnv {
@@ -115,87 +125,8 @@ const FLUSH_CHUNK = 500;
  */
 const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
 
-type SwarmRow = {
-  id: string;
-  tenant: string;
-  name: string;
-  model: string;
-  system: string | null;
-  limits: string;
-  response_format: string | null;
-  metadata: string | null;
-  origin: string;
-  state: SwarmState;
-  window: number;
-  task_count: number;
-  created_at: number;
-  finished_at: number | null;
-  index_dirty: number;
-  fallback: string | null;
-  window_credit: number;
-  window_decreased_at: number | null;
-  retries_used: number;
-  model_mix: string | null;
-  budget: string | null;
-  tenant_month: string | null;
-  tenant_settled: number;
-  reduce: string | null;
-  reason: string | null;
-  tools: string | null;
-  http_allowlist: string | null;
-  parallel_tool_calls: number | null;
-  goal: string | null;
-  planner: string | null;
-  plan_attempts: number;
-  plan_errors: string | null;
-  reduction: string | null;
-};
-
-type CircuitRow = {
-  model: string;
-  state: CircuitState;
-  failures: number;
-  first_failure_at: number | null;
-  opened_at: number | null;
-  probes: number;
-};
-
-type TaskRow = {
-  seq: number;
-  id: string;
-  state: TaskState;
-  attempts: number;
-  deadline: number | null;
-  retry_at: number | null;
-  long: number;
-  reserved_usd: number;
-  reserved_tokens: number;
-  kind: TaskKind;
-  model_hint: string | null;
-};
-
-const TASK_COLUMNS = "seq, id, state, attempts, deadline, retry_at, long, reserved_usd, reserved_tokens, kind, model_hint";
-const CheckpointSchema = z.object({ turns: z.number(), toolCalls: z.number(), repairs: z.number(), messages_json: z.string() });
-const OverrideSchema = z.object({ system: z.string(), responseFormat: ResponseFormatSchema.nullable(), maxOutputTokens: z.number() });
-/** The llm reduction's progress, stored with the swarm (JSON). */
-const ReductionSchema = z.object({
-  model: z.string(),
-  context_tokens: z.number(),
-  inputs: z.number(),
-  truncated: z.array(z.string()),
-  levels: z.array(z.object({ level: z.number(), inputs: z.number(), tasks: z.number(), failed: z.number() })),
-  text: z.string().nullable(),
-  done: z.boolean(),
-});
-type Reduction = z.infer<typeof ReductionSchema>;
-/** The reducer's context window when neither the spec nor the gateway names one. */
-const DEFAULT_REDUCER_CONTEXT_TOKENS = 32_000;
-/** A planner's answer lists up to max_tasks prompts; its output limit grows with them. */
-const PLANNER_TOKENS_PER_TASK = 300;
-const PLAN_ATTEMPTS = 2;
 /** A checkpoint shares its task's row (2 MB in all) with the prompt (≤ 200,000 chars) and output. */
 const CHECKPOINT_MAX_BYTES = 1_000_000;
-const WeightedModelsSchema = z.array(z.object({ model: z.string(), weight: z.number() }));
 
 function toNonNegativeInt(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === "") return fallback;
@@ -366,10 +297,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       spec.goal ?? null,
       planner === null ? null : JSON.stringify(planner),
     );
-    if (planner !== null && spec.goal !== undefined) {
-      this.insertPlanTask(spec.goal, planner, mix, null);
+    const stored = this.swarm();
+    if (planner !== null && stored !== null) {
+      insertPlanTask(this.sql, stored, planner, spec.limits, null);
     } else {
-      this.insertTasks(input.tasks);
+      insertTasks(this.sql, input.tasks);
     }
     // The index row is written now so the swarm is listed at once; if D1 is down the alarm retries.
     try {
@@ -622,54 +554,18 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   /**
    * A shared key/value scratchpad for the swarm's agents (the scratchpad_* tools). Values are text;
-   * a put replaces. Bounded: SCRATCHPAD_LIMITS.
+   * a put replaces. Bounded: SCRATCHPAD_LIMITS (src/core/scratchpad.ts).
    */
   async scratchpad(request: ScratchpadRequest): Promise<ScratchpadResponse> {
-    const swarm = this.swarm();
-    if (swarm === null) return { ok: false, error: "the swarm does not exist" };
-    switch (request.op) {
-      case "get": {
-        const row = this.sql.exec<{ value: string }>("SELECT value FROM scratchpad WHERE key = ?", request.key).toArray()[0];
-        return { ok: true, op: "get", key: request.key, value: row?.value ?? null };
-      }
-      case "put": {
-        if (request.key.length === 0 || request.key.length > SCRATCHPAD_LIMITS.keyChars) return { ok: false, error: `keys are 1-${SCRATCHPAD_LIMITS.keyChars} characters` };
-        if (request.value.length > SCRATCHPAD_LIMITS.valueChars) return { ok: false, error: `values are at most ${SCRATCHPAD_LIMITS.valueChars} characters` };
-        const exists = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM scratchpad WHERE key = ?", request.key).one().n > 0;
-        if (!exists && this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM scratchpad").one().n >= SCRATCHPAD_LIMITS.keys) {
-          return { ok: false, error: `the scratchpad is full (${SCRATCHPAD_LIMITS.keys} keys): overwrite an existing key instead` };
-        }
-        this.sql.exec(
-          `INSERT INTO scratchpad (key, value, task_id, updated_at) VALUES (?, ?, ?, ?)
-           ON CONFLICT (key) DO UPDATE SET value = excluded.value, task_id = excluded.task_id, updated_at = excluded.updated_at`,
-          request.key,
-          request.value,
-          request.taskId,
-          Date.now(),
-        );
-        return { ok: true, op: "put", key: request.key, bytes: request.value.length };
-      }
-      case "list": {
-        // Prefix match without LIKE's wildcards: keys in [prefix, prefix + U+FFFF).
-        const keys = this.sql
-          .exec<{ key: string }>(
-            "SELECT key FROM scratchpad WHERE key >= ? AND key < ? ORDER BY key LIMIT ?",
-            request.prefix,
-            `${request.prefix}\uffff`,
-            SCRATCHPAD_LIMITS.listPage + 1,
-          )
-          .toArray()
-          .map((row) => row.key);
-        return { ok: true, op: "list", keys: keys.slice(0, SCRATCHPAD_LIMITS.listPage), truncated: keys.length > SCRATCHPAD_LIMITS.listPage };
-      }
-    }
+    if (this.swarm() === null) return { ok: false, error: "the swarm does not exist" };
+    return runScratchpad(this.sql, request, Date.now());
   }
 
   /** A goal's plan in full (status shows its size only). null when the swarm is not the tenant's. */
   async getPlan(tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null> {
     const swarm = this.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
-    const view = this.planView(swarm);
+    const view = planView(swarm);
     if (view === null) return null;
     const tasks = this.sql.exec<{ id: string; prompt: string }>("SELECT id, prompt FROM tasks WHERE kind = 'task' ORDER BY seq").toArray();
     return { ...view, tasks };
@@ -758,53 +654,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const first = mix[0]?.model ?? "";
     return [
       ...(spec.goal !== undefined ? [spec.planner?.model ?? first] : []),
-      ...(spec.reduce?.kind === "llm" ? [this.reducerModel(spec.reduce, first)] : []),
+      ...(spec.reduce?.kind === "llm" ? [reducerModel(spec.reduce, first)] : []),
     ];
-  }
-
-  private insertTasks(tasks: readonly PlannedTask[]): void {
-    for (const task of tasks) {
-      this.sql.exec("INSERT INTO tasks (id, prompt, state, long) VALUES (?, ?, 'pending', ?)", task.id, task.prompt, task.long ? 1 : 0);
-    }
-  }
-
-  /** An engine task (planner or reducer call): one call on its own model with its own system prompt. */
-  private insertEngineTask(id: string, kind: TaskKind, prompt: string, model: string, override: TaskOverride): void {
-    this.sql.exec(
-      "INSERT INTO tasks (id, prompt, state, kind, model_hint, override) VALUES (?, ?, 'pending', ?, ?, ?)",
-      id,
-      prompt,
-      kind,
-      model,
-      JSON.stringify(override),
-    );
-  }
-
-  /** The planner's call for the goal: attempt 1, or the retry that is told why the first plan was refused. */
-  private insertPlanTask(goal: string, planner: PlannerSpec, mix: WeightedModel[], previousErrors: string[] | null): void {
-    const swarm = this.swarm();
-    const attempt = (swarm?.plan_attempts ?? 0) + 1;
-    const request = toPlannerRequest({ goal, instructions: planner.instructions ?? null, maxTasks: planner.max_tasks }, previousErrors);
-    const limits = swarm === null ? null : this.limits(swarm);
-    this.insertEngineTask(`__plan.${attempt}`, "plan", request.prompt, planner.model ?? mix[0]?.model ?? "", {
-      system: request.system,
-      responseFormat: { type: "json_object" },
-      maxOutputTokens: this.plannerOutputTokens(planner, limits?.max_output_tokens ?? 1_024),
-    });
-    this.sql.exec("UPDATE swarm SET plan_attempts = ?", attempt);
-  }
-
-  private plannerOutputTokens(planner: PlannerSpec, maxOutputTokens: number): number {
-    return Math.min(128_000, Math.max(maxOutputTokens, planner.max_tasks * PLANNER_TOKENS_PER_TASK + 500));
-  }
-
-  private reducerModel(reduce: LlmReduceSpec, firstModel: string): string {
-    return reduce.model ?? firstModel;
-  }
-
-  /** The spec's context_tokens, else the gateway's context size of the model, else 32,000. */
-  private reducerContextTokens(reduce: LlmReduceSpec, model: string): number {
-    return reduce.context_tokens ?? this.settings.gateway?.models[model]?.context ?? DEFAULT_REDUCER_CONTEXT_TOKENS;
   }
 
   private mix(swarm: SwarmRow): WeightedModel[] {
@@ -843,10 +694,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   /** The planner's and reducer's models of a running swarm (for circuits and status). */
   private engineModelsOf(swarm: SwarmRow): string[] {
     const first = this.mix(swarm)[0]?.model ?? swarm.model;
-    const reduce = this.reduceSpec(swarm);
+    const reduce = reduceSpecOf(swarm);
     return [
-      ...(swarm.planner !== null ? [PlannerSpecSchema.parse(JSON.parse(swarm.planner)).model ?? first] : []),
-      ...(reduce.kind === "llm" ? [this.reducerModel(reduce, first)] : []),
+      ...(swarm.planner !== null ? [plannerOf(swarm)?.model ?? first] : []),
+      ...(reduce.kind === "llm" ? [reducerModel(reduce, first)] : []),
     ];
   }
 
@@ -1134,7 +985,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private async afterTasksEnded(): Promise<void> {
     const before = this.swarm();
     if (before === null || before.finished_at !== null) return;
-    this.advancePhase(before);
+    advancePhase(this.phaseRoom(), before, this.limits(before));
     await this.dispatch();
     // Read again: dispatch may have spent the budget, and other calls ran while it awaited the queue.
     const swarm = this.swarm();
@@ -1147,8 +998,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       return;
     }
     // Plan and reduce tasks ended too: a swarm whose plan or final reduction failed says so.
-    const phaseFailure = swarm.state === "planning" ? "failed" : swarm.state === "reducing" && this.reduction(swarm)?.text === null ? "completed_with_failures" : null;
-    if (phaseFailure !== null && state !== "cancelled") state = phaseFailure;
+    const failedPhase = phaseFailure(swarm);
+    if (failedPhase !== null && state !== "cancelled") state = failedPhase;
     const reason =
       swarm.reason ??
       (state === "completed_with_failures"
@@ -1157,129 +1008,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.sql.exec("UPDATE swarm SET state = ?, finished_at = ?, reason = ?, index_dirty = 1", state, Date.now(), reason);
     // The final row reaches D1 on the next alarm, right away.
     await this.setAlarmNoLaterThan(Date.now());
-  }
-
-  /** The phase steps that depend on engine tasks: a finished plan, finished sub-tasks, a finished reduce level. */
-  private advancePhase(swarm: SwarmRow): void {
-    if (swarm.state === "planning") this.advancePlanning(swarm);
-    else if (swarm.state === "running") this.startReductionWhenDone(swarm);
-    else if (swarm.state === "reducing") this.advanceReduction(swarm);
-  }
-
-  /** The planner answered: a valid plan becomes the swarm's tasks; an invalid one is asked for once more, then the swarm fails. */
-  private advancePlanning(swarm: SwarmRow): void {
-    const plan = this.sql
-      .exec<{ id: string; state: TaskState; output: string | null; error_class: string | null; error_message: string | null }>(
-        "SELECT id, state, output, error_class, error_message FROM tasks WHERE kind = 'plan' ORDER BY seq DESC LIMIT 1",
-      )
-      .toArray()[0];
-    if (plan === undefined || !isTerminal(plan.state)) return;
-    const planner = PlannerSpecSchema.parse(JSON.parse(swarm.planner ?? "{}"));
-    if (plan.state !== "succeeded" || plan.output === null) {
-      // The planner call itself failed (after its retries), was skipped by the budget, or cancelled.
-      if (plan.state === "failed") {
-        this.sql.exec("UPDATE swarm SET reason = ?, index_dirty = 1", `planning failed: the planner call failed (${plan.error_class}: ${plan.error_message ?? ""})`);
-      }
-      return;
-    }
-    const parsed = parsePlan(plan.output, planner.max_tasks);
-    if (!parsed.ok) {
-      this.sql.exec("UPDATE swarm SET plan_errors = ?, index_dirty = 1", JSON.stringify(parsed.errors));
-      console.warn(JSON.stringify({ event: "plan_refused", swarm_id: swarm.id, attempt: swarm.plan_attempts, errors: parsed.errors.slice(0, 5) }));
-      if (swarm.plan_attempts < PLAN_ATTEMPTS && swarm.goal !== null) {
-        this.insertPlanTask(swarm.goal, planner, this.mix(swarm), parsed.errors);
-      } else {
-        this.sql.exec(
-          "UPDATE swarm SET reason = ?",
-          `planning failed: the planner's plan was invalid ${swarm.plan_attempts} time(s): ${parsed.errors.slice(0, 5).join("; ")}`,
-        );
-      }
-      return;
-    }
-    this.insertTasks(parsed.tasks);
-    this.sql.exec("UPDATE swarm SET state = 'running', task_count = ?, plan_errors = NULL, index_dirty = 1", parsed.tasks.length);
-  }
-
-  /** Every sub-task ended and the reducer is `llm`: the reduction starts with the succeeded outputs. */
-  private startReductionWhenDone(swarm: SwarmRow): void {
-    const reduce = this.reduceSpec(swarm);
-    if (reduce.kind !== "llm") return;
-    const counts = this.counts();
-    if (counts.queued + counts.running > 0) return;
-    const model = this.reducerModel(reduce, this.mix(swarm)[0]?.model ?? swarm.model);
-    const outputs = this.succeededOutputs();
-    const reduction: Reduction = {
-      model,
-      context_tokens: this.reducerContextTokens(reduce, model),
-      inputs: outputs.length,
-      truncated: [],
-      levels: [],
-      text: null,
-      done: outputs.length === 0,
-    };
-    this.sql.exec("UPDATE swarm SET state = 'reducing', reduction = ?, index_dirty = 1", JSON.stringify(reduction));
-    if (outputs.length === 0) {
-      this.sql.exec("UPDATE swarm SET reason = COALESCE(reason, 'no task succeeded: nothing to reduce')");
-      return;
-    }
-    this.insertReduceLevel(swarm, reduce, reduction, outputs.map((o) => ({ id: o.task_id, text: o.output })));
-  }
-
-  /** Cuts the inputs into chunks that fit the reducer's context and queues one reduce task per chunk. */
-  private insertReduceLevel(swarm: SwarmRow, reduce: LlmReduceSpec, reduction: Reduction, items: ReduceItem[]): void {
-    const level = reduction.levels.length + 1;
-    const fixed = fixedReducerPromptTokens(reduce.instructions ?? null, swarm.goal);
-    const budget = reducerInputBudget(reduction.context_tokens, reduce.max_output_tokens, fixed);
-    const { chunks, truncated } = chunkForContext(items, budget);
-    const final = chunks.length === 1;
-    chunks.forEach((chunk, i) => {
-      const request = toReducerRequest({ instructions: reduce.instructions ?? null, goal: swarm.goal, items: chunk, level, final });
-      this.insertEngineTask(`__reduce.${level}.${i + 1}`, "reduce", request.prompt, reduction.model, {
-        system: request.system,
-        responseFormat: null,
-        maxOutputTokens: reduce.max_output_tokens,
-      });
-    });
-    reduction.truncated.push(...truncated);
-    reduction.levels.push({ level, inputs: items.length, tasks: chunks.length, failed: 0 });
-    this.sql.exec("UPDATE swarm SET reduction = ?", JSON.stringify(reduction));
-  }
-
-  /** A reduce level ended: its outputs become the next level's inputs, until one answer remains. */
-  private advanceReduction(swarm: SwarmRow): void {
-    const reduction = this.reduction(swarm);
-    const reduce = this.reduceSpec(swarm);
-    if (reduction === null || reduction.done || reduce.kind !== "llm") return;
-    const current = reduction.levels[reduction.levels.length - 1];
-    if (current === undefined) return;
-    const rows = this.sql
-      .exec<{ id: string; state: TaskState; output: string | null }>(
-        // A prefix test, not LIKE: "_" is a LIKE wildcard.
-        "SELECT id, state, output FROM tasks WHERE kind = 'reduce' AND substr(id, 1, ?) = ? ORDER BY seq",
-        `__reduce.${current.level}.`.length,
-        `__reduce.${current.level}.`,
-      )
-      .toArray();
-    if (rows.some((row) => !isTerminal(row.state))) return;
-    const outputs = rows.filter((row) => row.state === "succeeded" && row.output !== null);
-    current.failed = rows.length - outputs.length;
-    if (rows.length === 1 || outputs.length === 0) {
-      // The last level: its one answer is the swarm's (null when it failed).
-      reduction.text = rows.length === 1 ? (outputs[0]?.output ?? null) : null;
-      reduction.done = true;
-      this.sql.exec("UPDATE swarm SET reduction = ?, index_dirty = 1", JSON.stringify(reduction));
-      if (reduction.text === null) {
-        const why = this.sql.exec<{ m: string | null }>("SELECT error_message AS m FROM tasks WHERE kind = 'reduce' AND state != 'succeeded' ORDER BY seq DESC LIMIT 1").toArray()[0]?.m;
-        this.sql.exec("UPDATE swarm SET reason = COALESCE(reason, ?)", `the llm reduction failed at level ${current.level}${why ? `: ${why}` : ""}`);
-      }
-      return;
-    }
-    this.sql.exec("UPDATE swarm SET reduction = ?", JSON.stringify(reduction));
-    this.insertReduceLevel(swarm, reduce, reduction, outputs.map((row) => ({ id: row.id, text: row.output ?? "" })));
-  }
-
-  private reduction(swarm: SwarmRow): Reduction | null {
-    return swarm.reduction === null ? null : ReductionSchema.parse(JSON.parse(swarm.reduction));
   }
 
   /** Windowed dispatch: keeps at most W tasks in flight, releasing pending ones in task order. */
@@ -1385,7 +1113,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         : new Array<number>(PlannerSpecSchema.parse(input.spec.planner ?? {}).max_tasks).fill(PLAN_MAX_PROMPT_CHARS * 3);
     if (input.spec.goal !== undefined) {
       const planner = PlannerSpecSchema.parse(input.spec.planner ?? {});
-      total.oneCall = add(encoder.encode(input.spec.goal).length + 4_000, this.plannerOutputTokens(planner, max_output_tokens), PLAN_ATTEMPTS * max_attempts);
+      total.oneCall = add(encoder.encode(input.spec.goal).length + 4_000, plannerOutputTokens(planner, max_output_tokens), PLAN_ATTEMPTS * max_attempts);
     }
     prompts.forEach((bytes, i) => {
       // A multi-turn task's context grows by each turn's answer and tool results.
@@ -1394,7 +1122,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     });
     if (input.spec.reduce?.kind === "llm") {
       // Each level at least halves the inputs, so all levels together take fewer calls than the tasks.
-      const context = this.reducerContextTokens(input.spec.reduce, this.reducerModel(input.spec.reduce, mixModels[0] ?? ""));
+      const context = reducerContextTokens(input.spec.reduce, reducerModel(input.spec.reduce, mixModels[0] ?? ""), this.gatewayContext);
       add(context, input.spec.reduce.max_output_tokens, Math.max(1, prompts.length) * max_attempts);
     }
     return total;
@@ -1614,9 +1342,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,
       latency_ms: this.latencyPercentiles(usage.calls),
       output: finished ? this.output(swarm) : null,
-      plan: this.planView(swarm),
-      reduction: this.reductionView(swarm),
-      reduce: { kind: this.reduceSpec(swarm).kind },
+      plan: planView(swarm),
+      reduction: reductionView(swarm),
+      reduce: { kind: reduceSpecOf(swarm).kind },
       max_window: limits.concurrency,
       retries: { used: swarm.retries_used, budget: limits.retry_budget ?? defaultRetryBudget(swarm.task_count) },
       circuits: this.circuitViews(swarm),
@@ -1631,41 +1359,17 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   /** The reduced answer of a finished swarm: by code, or what the llm reduction produced. */
   private output(swarm: SwarmRow): SwarmStatusWire["output"] {
-    const reduce = this.reduceSpec(swarm);
-    if (reduce.kind !== "llm") return toWire(reduceOutputs(reduce, this.succeededOutputs()));
-    const reduction = this.reduction(swarm);
-    if (reduction === null) return null;
-    const output: LlmReducedOutput = {
-      kind: "llm",
-      text: reduction.text,
-      model: reduction.model,
-      context_tokens: reduction.context_tokens,
-      levels: reduction.levels,
-      inputs: reduction.inputs,
-      truncated: reduction.truncated,
-    };
-    return output;
+    const reduce = reduceSpecOf(swarm);
+    return reduce.kind === "llm" ? llmOutput(swarm) : toWire(reduceOutputs(reduce, this.succeededOutputs()));
   }
 
-  private reductionView(swarm: SwarmRow): ReductionView | null {
-    const reduction = this.reduction(swarm);
-    if (reduction === null) return null;
-    return { model: reduction.model, context_tokens: reduction.context_tokens, levels: reduction.levels, done: reduction.done };
+  /** What the phases (planning, llm reduction) read of the room. */
+  private phaseRoom(): PhaseRoom {
+    return { sql: this.sql, counts: () => this.counts(), succeededOutputs: () => this.succeededOutputs(), gatewayContext: this.gatewayContext };
   }
 
-  private planView(swarm: SwarmRow): PlanView | null {
-    if (swarm.goal === null || swarm.planner === null) return null;
-    const planner = PlannerSpecSchema.parse(JSON.parse(swarm.planner));
-    const failed = swarm.state !== "planning" && swarm.task_count === 0;
-    return {
-      goal: swarm.goal,
-      model: planner.model ?? this.mix(swarm)[0]?.model ?? swarm.model,
-      state: swarm.state === "planning" ? "planning" : failed ? "failed" : "planned",
-      attempts: swarm.plan_attempts,
-      task_count: swarm.task_count,
-      errors: swarm.plan_errors === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.plan_errors)),
-    };
-  }
+  /** The gateway's context size of a model, when configured. */
+  private readonly gatewayContext = (model: string): number | undefined => this.settings.gateway?.models[model]?.context;
 
   private latencyPercentiles(calls: number): { p50: number | null; p95: number | null } {
     if (this.latencyCache?.calls !== calls) {
@@ -1676,10 +1380,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.latencyCache = { calls, p50: percentile(latencies, 50), p95: percentile(latencies, 95) };
     }
     return { p50: this.latencyCache.p50, p95: this.latencyCache.p95 };
-  }
-
-  private reduceSpec(swarm: SwarmRow): ReduceSpec {
-    return swarm.reduce === null ? { kind: "collect" } : ReduceSpecSchema.parse(JSON.parse(swarm.reduce));
   }
 
   /** Succeeded outputs in task order: what the reducers merge. */
