@@ -76,7 +76,9 @@ export function nextTurn(state: AgentState, limits: Pick<Limits, "max_turns" | "
 export function withUniqueCallIds(calls: readonly ToolCall[], messages: readonly ChatMessage[], turn: number): ToolCall[] {
   const taken = new Set(messages.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []).map((c) => c.id) : [])));
   return calls.map((call, i) => {
-    const id = taken.has(call.id) ? `call_${turn}_${i}` : call.id;
+    let id = call.id;
+    // A model may itself send ids shaped like ours: step past every id already taken.
+    for (let n = 0; taken.has(id); n += 1) id = n === 0 ? `call_${turn}_${i}` : `call_${turn}_${i}_${n}`;
     taken.add(id);
     return id === call.id ? call : { ...call, id };
   });

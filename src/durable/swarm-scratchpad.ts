@@ -27,12 +27,14 @@ export function runScratchpad(sql: SqlStorage, request: ScratchpadRequest, now: 
       return { ok: true, op: "put", key: request.key, bytes: request.value.length };
     }
     case "list": {
-      // Prefix match without LIKE's wildcards: keys in [prefix, prefix + U+FFFF).
+      // A literal prefix test (LIKE would read "%" and "_" as wildcards; an upper bound such as
+      // prefix + U+FFFF would miss keys continuing with an emoji, which sort above it in UTF-8).
       const keys = sql
         .exec<{ key: string }>(
-          "SELECT key FROM scratchpad WHERE key >= ? AND key < ? ORDER BY key LIMIT ?",
+          "SELECT key FROM scratchpad WHERE key >= ? AND substr(key, 1, length(?)) = ? ORDER BY key LIMIT ?",
           request.prefix,
-          `${request.prefix}\uffff`,
+          request.prefix,
+          request.prefix,
           SCRATCHPAD_LIMITS.listPage + 1,
         )
         .toArray()
