@@ -125,6 +125,11 @@ const FLUSH_CHUNK = 500;
  */
 const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
 
+/**
+ * What one turn's tool calls may add to a lease (they run in parallel, each within its own limit:
+ * HTTP_FETCH_TIMEOUT_S 10 s and WEBHOOK_TIMEOUT_S 15 s by default).
+ */
+const TOOL_TURN_ALLOWANCE_S = 30;
 /** A checkpoint shares its task's row (2 MB in all) with the prompt (≤ 200,000 chars) and output. */
 const CHECKPOINT_MAX_BYTES = 1_000_000;
 
@@ -424,9 +429,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           }
           promptChars += size;
           const timeoutS = toCallTimeoutS(task, config.limits);
-          // A sub-agent's lease covers every turn of its loop (and its tools, which share the timeout).
+          // A sub-agent's lease covers every turn of its loop, each with its tool calls.
           const turns = task?.kind === "task" ? callsPerAttempt({ tools: config.tools, response_format: config.responseFormat, limits: config.limits }) : 1;
-          const leaseUntil = now + waves * turns * timeoutS * 1_000 + this.settings.leaseGraceMs;
+          const toolS = task?.kind === "task" && config.tools.length > 0 ? TOOL_TURN_ALLOWANCE_S : 0;
+          const leaseUntil = now + waves * turns * (timeoutS + toolS) * 1_000 + this.settings.leaseGraceMs;
           const row = this.sql
             .exec<{ prompt: string; checkpoint: string | null; override: string | null }>(
               `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL, model = ?,

@@ -99,7 +99,13 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
       continue;
     }
 
-    // A final answer (tool calls the model sent although none were offered are ignored).
+    // A final answer. Tool calls the model sent although none were offered are not run; if they
+    // were all it sent, it gave no answer.
+    if (result.toolCalls.length > 0 && result.text.trim() === "") {
+      return report(
+        permanent("turn_limit", `the model asked for tools on its last allowed turn (${next.turn}, limits.max_turns ${limits.max_turns}) instead of answering`),
+      );
+    }
     const check = checkOutput(result.text, responseFormat);
     if (check.ok) return report({ kind: "succeeded", output: check.text, finishReason: result.finishReason });
     if (state.repairs === 0) {

@@ -24,7 +24,8 @@ export interface ScheduleRow {
   /** Epoch minute of the last start, or null. */
   lastRunMinute: number | null;
   lastSwarmId: string | null;
-  swarm: { name: string; model: string; tasks: number };
+  /** What the schedule starts: `tasks` is 0 for a spec with a goal (planned at each run). */
+  swarm: { name: string; model: string; tasks: number; goal: string | null };
 }
 
 export interface DueCandidate {
@@ -58,6 +59,7 @@ const ScheduleRowSchema = z
     swarm_name: z.string(),
     swarm_model: z.string(),
     swarm_tasks: z.number().int(),
+    swarm_goal: z.string().nullable(),
   })
   .transform(
     (row): ScheduleRow => ({
@@ -68,7 +70,7 @@ const ScheduleRowSchema = z
       createdAt: row.created_at,
       lastRunMinute: row.last_run_minute,
       lastSwarmId: row.last_swarm_id,
-      swarm: { name: row.swarm_name, model: row.swarm_model, tasks: row.swarm_tasks },
+      swarm: { name: row.swarm_name, model: row.swarm_model, tasks: row.swarm_tasks, goal: row.swarm_goal },
     }),
   );
 
@@ -89,7 +91,8 @@ export function createScheduleStore(db: D1Database): ScheduleStore {
         .prepare(
           "SELECT id, name, cron, enabled, created_at, last_run_minute, last_swarm_id, " +
             "json_extract(spec, '$.name') AS swarm_name, json_extract(spec, '$.model') AS swarm_model, " +
-            "json_array_length(spec, '$.tasks') AS swarm_tasks " +
+            // A goal spec has no tasks array (json_array_length gives NULL).
+            "COALESCE(json_array_length(spec, '$.tasks'), 0) AS swarm_tasks, json_extract(spec, '$.goal') AS swarm_goal " +
             "FROM schedules WHERE tenant = ?1 ORDER BY created_at DESC, id DESC",
         )
         .bind(tenant)

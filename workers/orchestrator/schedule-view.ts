@@ -8,7 +8,7 @@ export interface ScheduleView {
   name: string;
   cron: string;
   enabled: boolean;
-  swarm: { name: string; model: string; tasks: number };
+  swarm: { name: string; model: string; tasks: number; goal: string | null };
   created_at: string;
   /** null when disabled, or the cron never fires again. */
   next_run_at: string | null;

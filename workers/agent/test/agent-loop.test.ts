@@ -189,6 +189,21 @@ describe("agent loop: tools and checkpoints", () => {
     if (model === "kimi-k2.5") expect(asked[0]).toMatch(/^functions\.scratchpad_put:\d+$/);
   });
 
+  it("the last allowed turn is offered no tools; a model that still only asks for tools fails turn_limit, its paid calls recorded", async () => {
+    const swarm = await startSwarm([{ id: "stubborn", prompt: "[mock:tool_turns=9] Use scratchpad_put." }], { tools: ["scratchpad"], limits: { max_turns: 2 } });
+    const offered: boolean[] = [];
+    await deliver(swarm.swarmId, ["stubborn"], async (request, call) => {
+      offered.push(request.tools !== null);
+      const result = await call();
+      // A model that ignores the missing tools and asks for one anyway, with no text.
+      if (request.tools !== null || !result.ok) return result;
+      return { ...result, text: "", toolCalls: [{ id: "call_x", name: "scratchpad_put", rawArguments: "{}", arguments: { ok: true, value: {} } }] };
+    });
+    expect(offered).toEqual([true, false]);
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "failed", error: { class: "turn_limit" }, usage: { calls: 2 }, tool_calls: 1 });
+  });
+
   it("parallel tool calls of one turn all run, and max_tool_calls refuses the rest with a tool error the model reads", async () => {
     const swarm = await startSwarm([{ id: "p", prompt: "[mock:tool_turns=1] [mock:parallel=3] scratchpad_put scratchpad_get scratchpad_list" }], {
       tools: ["scratchpad"],

@@ -10,7 +10,7 @@ const ScheduleSchema = z.strictObject({
   name: z.string(),
   cron: z.string(),
   enabled: z.boolean(),
-  swarm: z.strictObject({ name: z.string(), model: z.string(), tasks: z.number() }),
+  swarm: z.strictObject({ name: z.string(), model: z.string(), tasks: z.number(), goal: z.string().nullable() }),
   created_at: z.string(),
   next_run_at: z.string().nullable(),
   last_run_at: z.string().nullable(),
@@ -38,13 +38,20 @@ describe("POST /v1/schedules", () => {
       name: "nightly review",
       cron: "30 2 * * *",
       enabled: true,
-      swarm: { name: "review", model: "mock-1", tasks: 3 },
+      swarm: { name: "review", model: "mock-1", tasks: 3, goal: null },
       last_run_at: null,
       last_swarm_id: null,
     });
     const next = new Date(schedule.next_run_at ?? "");
     expect(next.getTime()).toBeGreaterThan(before);
     expect([next.getUTCHours(), next.getUTCMinutes(), next.getUTCSeconds()]).toEqual([2, 30, 0]);
+  });
+
+  it("saves a schedule that starts a swarm from a goal, and lists it (no tasks until each run is planned)", async () => {
+    const spec = { name: "weekly research", model: "mock-1", goal: "Research:\n- a\n- b", planner: { max_tasks: 4 }, reduce: { kind: "llm" } };
+    const schedule = await createSchedule({ name: "weekly", cron: "0 6 * * 1", spec });
+    expect(schedule.swarm).toEqual({ name: "weekly research", model: "mock-1", tasks: 0, goal: "Research:\n- a\n- b" });
+    expect((await listSchedules()).find((s) => s.id === schedule.id)?.swarm).toEqual(schedule.swarm);
   });
 
   it("saves a disabled schedule with no next run", async () => {
