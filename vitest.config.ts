@@ -99,6 +99,7 @@ export default defineConfig({
                     TENANT_BUDGETS: "",
                     // Short leases so the lease-expiry tests need not wait 30 s.
                     LEASE_GRACE_S: "1",
+                    TOOL_TURN_LEASE_S: "0",
                     LEDGER_FLUSH_MS: "50",
                   },
                 },

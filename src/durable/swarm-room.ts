@@ -100,6 +100,7 @@ export interface SwarmRoomEnv {
   /** Monthly caps per tenant (absent: none are enforced). */
   TENANT_BUDGET?: DurableObjectNamespace<TenantBudget>;
   LEASE_GRACE_S?: string;
+  TOOL_TURN_LEASE_S?: string;
   LEDGER_FLUSH_MS?: string;
 }
 
@@ -110,6 +111,8 @@ interface RoomSettings {
   gateway: GatewayConfig | null;
   tenantBudgets: TenantBudgets;
   leaseGraceMs: number;
+  /** Added to a tool-using sub-agent's lease per turn, for its tool calls. */
+  toolTurnLeaseMs: number;
   flushMs: number;
 }
 
@@ -125,11 +128,6 @@ const FLUSH_CHUNK = 500;
  */
 const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
 
-/**
- * What one turn's tool calls may add to a lease (they run in parallel, each within its own limit:
- * HTTP_FETCH_TIMEOUT_S 10 s and WEBHOOK_TIMEOUT_S 15 s by default).
- */
-const TOOL_TURN_ALLOWANCE_S = 30;
 /** A checkpoint shares its task's row (2 MB in all) with the prompt (≤ 200,000 chars) and output. */
 const CHECKPOINT_MAX_BYTES = 1_000_000;
 
@@ -157,6 +155,7 @@ function toSettings(env: SwarmRoomEnv): RoomSettings {
     gateway,
     tenantBudgets: tenantBudgets.value,
     leaseGraceMs: toNonNegativeInt(env.LEASE_GRACE_S, 30, "LEASE_GRACE_S") * 1_000,
+    toolTurnLeaseMs: toNonNegativeInt(env.TOOL_TURN_LEASE_S, 30, "TOOL_TURN_LEASE_S") * 1_000,
     flushMs: toNonNegativeInt(env.LEDGER_FLUSH_MS, 1_000, "LEDGER_FLUSH_MS"),
   };
 }
@@ -431,8 +430,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           const timeoutS = toCallTimeoutS(task, config.limits);
           // A sub-agent's lease covers every turn of its loop, each with its tool calls.
           const turns = task?.kind === "task" ? callsPerAttempt({ tools: config.tools, response_format: config.responseFormat, limits: config.limits }) : 1;
-          const toolS = task?.kind === "task" && config.tools.length > 0 ? TOOL_TURN_ALLOWANCE_S : 0;
-          const leaseUntil = now + waves * turns * (timeoutS + toolS) * 1_000 + this.settings.leaseGraceMs;
+          const toolMs = task?.kind === "task" && config.tools.length > 0 ? this.settings.toolTurnLeaseMs : 0;
+          const leaseUntil = now + waves * turns * (timeoutS * 1_000 + toolMs) + this.settings.leaseGraceMs;
           const row = this.sql
             .exec<{ prompt: string; checkpoint: string | null; override: string | null }>(
               `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL, model = ?,
