@@ -176,6 +176,8 @@ export interface TaskReport {
   calls: CallRecord[];
   /** Where a multi-turn task got to: kept for the next attempt when this one is retried or deferred. */
   checkpoint?: AgentCheckpoint;
+  /** Tool calls the task's agent has made so far (all attempts). */
+  toolCalls?: number;
 }
 
 /** Calls that ended, sent ahead of the task's outcome; with the checkpoint of the turn they finished. */

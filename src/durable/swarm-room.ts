@@ -401,7 +401,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
             response.refused.push({ taskId, reason: "deferred" });
             break;
           }
-          const model = this.pickModel(swarm, now, { probe: true, taskId });
+          const model = this.pickModel(swarm, now, { probe: true, taskId, hint: task?.model_hint ?? null });
           if (model === null) {
             // Every circuit is open: take the task back out of the window; dispatch resumes when one half-opens.
             this.sql.exec("UPDATE tasks SET state = 'pending', deadline = NULL WHERE id = ?", taskId);
@@ -484,6 +484,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     // Before the outcomes: a retried or deferred attempt hands its checkpoint to the next one.
     for (const report of reports) {
       if (report.checkpoint !== undefined) this.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
+      if (report.toolCalls !== undefined && report.toolCalls > 0) {
+        this.sql.exec("UPDATE tasks SET tool_calls = MAX(tool_calls, ?) WHERE id = ?", report.toolCalls, report.taskId);
+      }
     }
     for (const report of reports) {
       const task = this.task(report.taskId);
@@ -671,20 +674,20 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * The models a task may call, in order: its model of the mix (or, once the budget runs low, the
    * cheapest models of the budget's fallback tier), then the fallbacks. Without a task: all of them.
    */
-  private models(swarm: SwarmRow, taskId?: string): string[] {
+  private models(swarm: SwarmRow, taskId?: string, knownHint?: string | null): string[] {
     const fallback = swarm.fallback === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.fallback));
     const mix = this.mix(swarm);
     const tier = this.tierModels(swarm);
     const lowBudget = tier.length > 0 && this.budgetRunningLow(swarm);
-    const hint = taskId === undefined ? null : this.modelHint(taskId);
+    const hint = taskId === undefined ? null : (knownHint === undefined ? this.modelHint(taskId) : knownHint);
     const primary =
-      taskId === undefined ? [...mix.map((m) => m.model), ...this.engineModelsOf(swarm), ...tier] : hint !== null ? [hint] : lowBudget ? tier : [this.primaryModel(swarm, taskId)];
+      taskId === undefined ? [...mix.map((m) => m.model), ...this.engineModelsOf(swarm), ...tier] : hint !== null ? [hint] : lowBudget ? tier : [this.primaryModel(swarm, taskId, null)];
     return [...new Set([...primary, ...fallback])];
   }
 
   /** The model a task is routed to first: its model of the mix, or the cheapest of the fallback tier on a low budget. */
-  private primaryModel(swarm: SwarmRow, taskId: string): string {
-    const hint = this.modelHint(taskId);
+  private primaryModel(swarm: SwarmRow, taskId: string, knownHint?: string | null): string {
+    const hint = knownHint === undefined ? this.modelHint(taskId) : knownHint;
     if (hint !== null) return hint;
     const tier = this.tierModels(swarm);
     if (tier.length > 0 && tier[0] !== undefined && this.budgetRunningLow(swarm)) return tier[0];
@@ -765,8 +768,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * The first model, in the spec's order (model, then fallback), whose circuit lets a call through
    * now; null when every circuit is open. With `probe` (a claim) a half-open circuit's probe is used up.
    */
-  private pickModel(swarm: SwarmRow, now: number, options: { probe: boolean; taskId?: string } = { probe: true }): string | null {
-    for (const model of this.models(swarm, options.taskId)) {
+  private pickModel(swarm: SwarmRow, now: number, options: { probe: boolean; taskId?: string; hint?: string | null } = { probe: true }): string | null {
+    for (const model of this.models(swarm, options.taskId, options.hint)) {
       const { allowed, circuit } = acquireCircuit(this.circuit(model), now);
       if (!allowed) continue;
       if (options.probe) this.saveCircuit(model, circuit);

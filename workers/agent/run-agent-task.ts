@@ -47,14 +47,19 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
   const tools = engine || ctx.tools.definitions.length === 0 ? null : ctx.tools.definitions;
   const state = (task.checkpoint === null ? null : fromCheckpoint(task.checkpoint)) ?? startConversation(system, task.prompt);
   const calls: CallRecord[] = [];
-  // A checkpoint only means something once a turn has finished (a one-call task never needs one).
-  const report = (outcome: TaskOutcome): TaskReport => ({
-    taskId: task.taskId,
-    attempt: task.attempt,
-    outcome,
-    calls,
-    ...(state.turns > 0 ? { checkpoint: toCheckpoint(state) } : {}),
-  });
+  // The checkpoint goes with an outcome the next attempt resumes from (a retry, a deferral), once a
+  // turn has finished; an ended task needs none, only its tool-call count.
+  const report = (outcome: TaskOutcome): TaskReport => {
+    const resumable = outcome.kind === "deferred" || (outcome.kind === "failed" && outcome.retryable);
+    return {
+      taskId: task.taskId,
+      attempt: task.attempt,
+      outcome,
+      calls,
+      ...(resumable && state.turns > 0 ? { checkpoint: toCheckpoint(state) } : {}),
+      ...(state.toolCalls > 0 ? { toolCalls: state.toolCalls } : {}),
+    };
+  };
 
   for (;;) {
     const next = nextTurn(state, limits, tools !== null);
