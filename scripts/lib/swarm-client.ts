@@ -19,6 +19,7 @@ export const SwarmStatusBodySchema = z.looseObject({
   tasks: z.number(),
   counts: CountsSchema,
   usage: z.looseObject({ calls: z.number(), total_tokens: z.number() }),
+  tool_calls: z.number().optional(),
   cost_usd: z.number(),
   wall_s: z.number(),
   latency_ms: z.object({ p50: z.number().nullable(), p95: z.number().nullable() }),

@@ -229,6 +229,46 @@ describe("SwarmRoom recordResults", () => {
   });
 });
 
+describe("SwarmRoom agent checkpoints", () => {
+  const deferred: TaskOutcome = { kind: "deferred", retryAfterMs: 0, reason: "no time left in this consumer invocation for turn 3" };
+  const checkpoint = (turns: number) => ({ turns, toolCalls: turns, repairs: 0, messages_json: JSON.stringify([{ role: "user", content: `after ${turns}` }]) });
+  const turnCall = (turn: number) => ({ turn, model: "mock-1", usage, latencyMs: 10, status: "ok" as const, errorClass: null, startedAt: Date.now() });
+
+  it("a retried attempt hands its checkpoint to the next claim; an older one never overwrites a newer one", async () => {
+    const { input, stub } = newSwarm(1);
+    await stub.start(input);
+    const first = await stub.claim(["task-001"]);
+    expect(first.granted[0]?.checkpoint).toBeNull();
+    await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [turnCall(1), turnCall(2)], checkpoint: checkpoint(2) }]);
+    // A late flush of an older checkpoint of the same attempt changes nothing.
+    await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [], checkpoint: checkpoint(1) }]);
+    await stub.recordResults([{ taskId: "task-001", attempt: 1, outcome: rateLimited, calls: [{ ...turnCall(3), status: "error", errorClass: "rate_limited", usage: null }], checkpoint: checkpoint(2) }]);
+    await runDurableObjectAlarm(stub);
+    const second = await stub.claim(["task-001"]);
+    expect(second.granted[0]).toMatchObject({ attempt: 2, checkpoint: checkpoint(2) });
+    // A checkpoint from the superseded attempt 1 is refused.
+    await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [], checkpoint: checkpoint(5) }]);
+    await stub.recordResults([{ taskId: "task-001", attempt: 2, outcome: ok("done"), calls: [turnCall(3), turnCall(4)], toolCalls: 3 }]);
+    const page = await stub.getResults(TENANT, null, 10);
+    expect(page?.results[0]).toMatchObject({ state: "succeeded", attempts: 2, tool_calls: 3, usage: { calls: 5 } });
+  });
+
+  it("a deferral after some turns keeps its attempt number (its call ids are taken); one before any call hands it back", async () => {
+    const { input, stub } = newSwarm(2);
+    await stub.start(input);
+    await stub.claim(["task-001", "task-002"]);
+    await stub.recordResults([
+      { taskId: "task-001", attempt: 1, outcome: deferred, calls: [turnCall(1), turnCall(2)], checkpoint: checkpoint(2) },
+      { taskId: "task-002", attempt: 1, outcome: deferred, calls: [] },
+    ]);
+    const again = await stub.claim(["task-001", "task-002"]);
+    expect(again.granted.map((g) => [g.taskId, g.attempt, g.checkpoint?.turns ?? null])).toEqual([
+      ["task-001", 2, 2],
+      ["task-002", 1, null],
+    ]);
+  });
+});
+
 describe("SwarmRoom alarm", () => {
   it("re-dispatches a task whose lease expired, and fails it when no attempt is left", async () => {
     const { input, stub } = newSwarm(2, { max_attempts: 2 });

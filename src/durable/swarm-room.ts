@@ -497,12 +497,17 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       } else if (decision.kind === "fail" && outcome.kind === "failed") {
         this.endTask(report.taskId, "failed", now, { errorClass: outcome.class, message: outcome.message, output: outcome.output ?? null });
       } else if (decision.kind === "defer" && outcome.kind === "deferred") {
-        // No key had room: the upstream allows fewer calls than the window sends, like a 429.
+        // No key had room (or, mid-loop, no time was left): like a 429, the upstream allows fewer
+        // calls than the window sends.
         rateLimited = true;
-        // No call was made: the attempt is handed back (call ids stay unique: none used this number).
+        // An attempt that made no call is handed back. One that did (an agent deferred after some
+        // turns) keeps its number: its call ids are taken, and the next attempt resumes from the
+        // checkpoint under a new number, so no call id is ever used twice.
+        const called = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE task_id = ? AND attempt = ?", report.taskId, report.attempt).one().n > 0;
         const retryAt = now + Math.max(0, outcome.retryAfterMs);
         this.sql.exec(
-          `UPDATE tasks SET state = 'retry_wait', attempts = attempts - 1, retry_at = ?, deadline = ? WHERE id = ?`,
+          `UPDATE tasks SET state = 'retry_wait', attempts = attempts - ?, retry_at = ?, deadline = ? WHERE id = ?`,
+          called ? 0 : 1,
           retryAt,
           this.retryDeadline(retryAt, task, limits),
           report.taskId,
@@ -852,9 +857,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private insertCalls(swarm: SwarmRow, reports: readonly { taskId: string; attempt: number; calls: CallRecord[] }[], now: number): { successes: number; rateLimited: boolean } {
     let successes = 0;
     let rateLimited = false;
+    // A sub-task reserves its whole attempt (every turn); one call is charged at most its share.
+    const format = swarm.response_format === null ? null : ResponseFormatSchema.parse(JSON.parse(swarm.response_format));
+    const callsPerTask = callsPerAttempt({ tools: swarm.tools === null ? [] : [swarm.tools], response_format: format, limits: this.limits(swarm) });
     for (const report of reports) {
       for (const call of report.calls) {
-        if (!this.insertCall(swarm, report, call)) continue;
+        if (!this.insertCall(swarm, report, call, callsPerTask)) continue;
         if (call.status === "ok") {
           successes += 1;
           this.updateCircuit(call.model, "success", now);
@@ -880,13 +888,15 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   /** Inserts the call's ledger row; false when its call id was already recorded. */
-  private insertCall(swarm: SwarmRow, report: { taskId: string; attempt: number }, call: CallRecord): boolean {
+  private insertCall(swarm: SwarmRow, report: { taskId: string; attempt: number }, call: CallRecord, callsPerTask: number): boolean {
     const usage = call.usage;
     const price = resolvePrice(this.settings.prices, call.model);
     const cost = usage !== null && price !== null ? costOfUsage(usage, price) : null;
-    const reservation = this.sql
-      .exec<{ usd: number; tokens: number }>("SELECT reserved_usd AS usd, reserved_tokens AS tokens FROM tasks WHERE id = ?", report.taskId)
-      .toArray()[0] ?? { usd: 0, tokens: 0 };
+    const row = this.sql
+      .exec<{ usd: number; tokens: number; kind: TaskKind }>("SELECT reserved_usd AS usd, reserved_tokens AS tokens, kind FROM tasks WHERE id = ?", report.taskId)
+      .toArray()[0];
+    const share = row?.kind === "task" ? callsPerTask : 1;
+    const reservation = row === undefined ? { usd: 0, tokens: 0 } : { usd: row.usd / share, tokens: Math.ceil(row.tokens / share) };
     const charge = chargeOfCall(call, price, reservation);
     const cursor = this.sql.exec(
       `INSERT OR IGNORE INTO calls (call_id, task_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens,
