@@ -14,6 +14,8 @@ export interface OrchestratorConfig {
   maxBodyBytes: number;
   /** Bearer tokens accepted on /v1/*; empty means the server refuses every request. */
   apiTokens: readonly string[];
+  /** Tools may target loopback and private addresses (ALLOW_PRIVATE_NETWORK, local development only). */
+  allowPrivateNetwork: boolean;
 }
 
 export interface OrchestratorDeps {
@@ -43,14 +45,18 @@ const ConfigSchema = z.object({
     .string()
     .optional()
     .transform((raw) => (raw ?? "").split(",").map((token) => token.trim()).filter((token) => token.length > 0)),
+  ALLOW_PRIVATE_NETWORK: z
+    .enum(["true", "false", ""], { error: 'ALLOW_PRIVATE_NETWORK must be "true" or "false"' })
+    .optional()
+    .transform((raw) => raw === "true"),
 });
 
 /** API_TOKENS is optional here because an unset secret is absent at runtime, whatever Env says. */
-export function toOrchestratorConfig(env: { MAX_BODY_BYTES: string; API_TOKENS?: string | undefined }): OrchestratorConfig {
-  const parsed = ConfigSchema.safeParse({ MAX_BODY_BYTES: env.MAX_BODY_BYTES, API_TOKENS: env.API_TOKENS });
+export function toOrchestratorConfig(env: { MAX_BODY_BYTES: string; API_TOKENS?: string | undefined; ALLOW_PRIVATE_NETWORK?: string | undefined }): OrchestratorConfig {
+  const parsed = ConfigSchema.safeParse({ MAX_BODY_BYTES: env.MAX_BODY_BYTES, API_TOKENS: env.API_TOKENS, ALLOW_PRIVATE_NETWORK: env.ALLOW_PRIVATE_NETWORK?.trim().toLowerCase() });
   // A misconfigured Worker is an operator error: it surfaces as a 500 with the cause in the log only.
   if (!parsed.success) throw new Error(`invalid orchestrator configuration: ${z.prettifyError(parsed.error)}`);
-  return { maxBodyBytes: parsed.data.MAX_BODY_BYTES, apiTokens: parsed.data.API_TOKENS };
+  return { maxBodyBytes: parsed.data.MAX_BODY_BYTES, apiTokens: parsed.data.API_TOKENS, allowPrivateNetwork: parsed.data.ALLOW_PRIVATE_NETWORK };
 }
 
 const randomBytes = (n: number): Uint8Array => crypto.getRandomValues(new Uint8Array(n));

@@ -8,7 +8,7 @@ import type { OrchestratorDeps } from "./composition.ts";
 import type { DueCandidate } from "./schedule-store.ts";
 import { startSwarm } from "./start-swarm.ts";
 
-export type RunSchedulesDeps = Pick<OrchestratorDeps, "schedules" | "swarmRooms" | "newSwarmId" | "now">;
+export type RunSchedulesDeps = Pick<OrchestratorDeps, "schedules" | "swarmRooms" | "newSwarmId" | "now" | "config">;
 
 export type ScheduleRunOutcome =
   | { scheduleId: string; kind: "started"; swarmId: string }

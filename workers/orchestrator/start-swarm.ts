@@ -1,11 +1,12 @@
 // Starts one swarm from a validated, planned spec: the single path shared by POST /v1/swarms and cron.
 // The SwarmRoom stores the tasks, writes the D1 index row and starts dispatch; nothing is kept here.
 import { ApiError } from "../../src/core/errors.ts";
+import { checkToolTargets } from "../../src/core/tool-targets.ts";
 import type { PlannedSwarm } from "../../src/core/parse-swarm-spec.ts";
 import type { StartSwarmInput } from "../../src/core/swarm-contract.ts";
 import type { OrchestratorDeps } from "./composition.ts";
 
-export type StartSwarmDeps = Pick<OrchestratorDeps, "swarmRooms" | "newSwarmId" | "now">;
+export type StartSwarmDeps = Pick<OrchestratorDeps, "swarmRooms" | "newSwarmId" | "now" | "config">;
 
 export async function startSwarm(
   deps: StartSwarmDeps,
@@ -13,6 +14,9 @@ export async function startSwarm(
   swarm: PlannedSwarm,
   origin: StartSwarmInput["origin"],
 ): Promise<{ swarmId: string }> {
+  // Tools that could only ever reach refused addresses: refused now, not as tool errors later.
+  const targets = checkToolTargets(swarm.spec, deps.config.allowPrivateNetwork);
+  if (targets.length > 0) throw new ApiError("invalid_spec", "the swarm's tools target addresses they may not reach", targets);
   const swarmId = deps.newSwarmId();
   const { created, refused, code } = await deps.swarmRooms.start({ swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin });
   // The room refuses what it cannot honour: a USD budget over a model without a price, a model the

@@ -76,6 +76,20 @@ describe("configuration", () => {
   it.each(["", "-1", "0", "1e6", "lots"])("refuses MAX_BODY_BYTES %j", (MAX_BODY_BYTES) => {
     expect(() => toOrchestratorConfig({ MAX_BODY_BYTES, API_TOKENS: "a" })).toThrow(/MAX_BODY_BYTES/);
   });
+
+  it.each([
+    [undefined, false],
+    ["", false],
+    ["false", false],
+    ["true", true],
+    [" TRUE ", true],
+  ])("ALLOW_PRIVATE_NETWORK %j → %j", (ALLOW_PRIVATE_NETWORK, allowed) => {
+    expect(toOrchestratorConfig({ MAX_BODY_BYTES: "10", ALLOW_PRIVATE_NETWORK }).allowPrivateNetwork).toBe(allowed);
+  });
+
+  it("refuses an ALLOW_PRIVATE_NETWORK that is neither true nor false", () => {
+    expect(() => toOrchestratorConfig({ MAX_BODY_BYTES: "10", ALLOW_PRIVATE_NETWORK: "yes" })).toThrow(/ALLOW_PRIVATE_NETWORK/);
+  });
 });
 
 describe("unauthenticated and error routes", () => {

@@ -338,8 +338,20 @@ describe("agents: goal, tools, structured output", () => {
   });
 
   it("accepts tools, an allowlist, parallel_tool_calls and agent limits", async () => {
-    const spec = validSpec({ tools: ["scratchpad", "http_fetch", lint], http_allowlist: ["api.example.com", "*.docs.rs", "127.0.0.1:8788"], parallel_tool_calls: false, limits: { max_turns: 4, max_tool_calls: 6 } });
+    const spec = validSpec({ tools: ["scratchpad", "http_fetch", lint], http_allowlist: ["api.example.com", "*.docs.rs", "cdn.example.net:8443"], parallel_tool_calls: false, limits: { max_turns: 4, max_tool_calls: 6 } });
     expect((await callApi("/v1/swarms", { json: spec })).status).toBe(202);
+  });
+
+  it("refuses tools that could only reach private addresses (ALLOW_PRIVATE_NETWORK is off): 400 naming each", async () => {
+    const spec = validSpec({ tools: ["http_fetch", { ...lint, url: "https://10.0.0.1/lint" }], http_allowlist: ["api.example.com", "127.0.0.1:8788", "169.254.169.254"] });
+    const response = await callApi("/v1/swarms", { json: spec });
+    expect(response.status).toBe(400);
+    const body = await readErrorBody(response);
+    expect(body.details.map((d) => d.path)).toEqual(["tools.1.url", "http_allowlist.1", "http_allowlist.2"]);
+    expect(body.details[0]?.message).toMatch(/10\.0\.0\.1 is a private address/);
+    const schedule = await callApi("/v1/schedules", { json: { name: "s", cron: "0 * * * *", spec } });
+    expect(schedule.status).toBe(400);
+    expect((await readErrorBody(schedule)).details.map((d) => d.path)).toEqual(["spec.tools.1.url", "spec.http_allowlist.1", "spec.http_allowlist.2"]);
   });
 });
 
