@@ -29,6 +29,7 @@ export default defineConfig({
             miniflare: {
               bindings: {
                 API_TOKENS: "test-token-a,test-token-b,test-token-capped",
+                WEBHOOK_SECRET: WEBHOOK_TEST_SECRET,
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),
                 LEDGER_FLUSH_MS: "50",

@@ -7,7 +7,8 @@ import path from "node:path";
 import { promisify } from "node:util";
 import type { TestProject } from "vitest/node";
 import { startMockModel } from "../dev/mock-model/server.ts";
-import { WEBHOOK_TEST_SECRET } from "./webhook-test-secret.ts";
+import { deriveWebhookKey } from "../src/core/webhook-signature.ts";
+import { WEBHOOK_TEST_SECRET, WEBHOOK_TEST_TENANT } from "./webhook-test-secret.ts";
 import { WRANGLER_OFFLINE_ENV } from "../scripts/lib/wrangler-env.ts";
 
 declare module "vitest" {
@@ -31,7 +32,13 @@ export async function buildOrchestratorBundle(): Promise<void> {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   // The small-context model is the llm reducer's in the hierarchical-reduction tests: a call over
   // its context gets the upstream's 400 context_length_exceeded, as a real model would answer.
-  const mock = await startMockModel({ port: 0, latency: 5, context_tokens_by_model: { "mock-small-context": 4_000 }, webhookSecret: WEBHOOK_TEST_SECRET });
+  const mock = await startMockModel({
+    port: 0,
+    latency: 5,
+    context_tokens_by_model: { "mock-small-context": 4_000 },
+    // The agent signs with the swarm's tenant's key, derived from its WEBHOOK_SECRET.
+    webhookSecret: await deriveWebhookKey(WEBHOOK_TEST_SECRET, WEBHOOK_TEST_TENANT),
+  });
   project.provide("mockModelUrl", mock.url);
   if (project.name === "agent") await buildOrchestratorBundle();
   return async () => {

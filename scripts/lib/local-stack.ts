@@ -6,6 +6,8 @@ import { createServer } from "node:net";
 import path from "node:path";
 import { z } from "zod";
 import { startMockModel, type MockModelHandle, type MockModelOptions } from "../../dev/mock-model/server.ts";
+import { deriveWebhookKey } from "../../src/core/webhook-signature.ts";
+import { toTenantId } from "../../src/core/tenant-id.ts";
 import { WRANGLER_OFFLINE_ENV } from "./wrangler-env.ts";
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
@@ -114,7 +116,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 
   const realUpstream = Boolean(options.modelBaseUrl);
   const webhookSecret = options.webhookSecret ?? `whsec_local_${randomBytes(18).toString("base64url")}`;
-  const mock = realUpstream ? null : await startMockModel({ port: 0, webhookSecret, ...options.mock });
+  // The agent signs webhook calls with the tenant's key (derived from WEBHOOK_SECRET): the mock's
+  // /tools/lint verifies with the key of the stack's one token.
+  const webhookKey = await deriveWebhookKey(webhookSecret, await toTenantId(options.apiToken));
+  const mock = realUpstream ? null : await startMockModel({ port: 0, webhookSecret: webhookKey, ...options.mock });
   const modelBaseUrl = realUpstream ? String(options.modelBaseUrl) : `${mock?.url}/v1`;
   const modelApiKey = options.modelApiKey || (realUpstream ? "" : "mock-key-local");
   if (realUpstream && !modelApiKey) throw new Error("MODEL_BASE_URL is set but MODEL_API_KEY is empty");

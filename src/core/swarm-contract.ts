@@ -60,6 +60,8 @@ export interface StartSwarmInput {
 /** What an agent needs to run any task of the swarm; sent once per claim. */
 export interface TaskRunConfig {
   swarmId: string;
+  /** The swarm's owner: its webhook calls are signed with this tenant's key. */
+  tenant: string;
   model: string;
   system: string | null;
   limits: Limits;

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { SIGNATURE_HEADER, signWebhook, verifyWebhook } from "./webhook-signature.ts";
+import { deriveWebhookKey, SIGNATURE_HEADER, signWebhook, verifyWebhook } from "./webhook-signature.ts";
 
 const SECRET = "whsec_test_4f1b2c";
 const BODY = '{"city":"Zürich","days":3}';
@@ -74,5 +74,21 @@ describe("verifyWebhook", () => {
   it("round-trips with signWebhook", async () => {
     const header = await signWebhook(SECRET, BODY, T);
     expect(await verifyWebhook(SECRET, BODY, header, T + 10)).toEqual({ ok: true });
+  });
+});
+
+describe("deriveWebhookKey", () => {
+  it("is HMAC-SHA256(secret, 'edgeswarm/webhook-signing-key/v1/' + tenant) in hex, computed independently", async () => {
+    const key = await deriveWebhookKey(SECRET, "tk_0123456789abcdef");
+    expect(key).toBe(createHmac("sha256", SECRET).update("edgeswarm/webhook-signing-key/v1/tk_0123456789abcdef", "utf8").digest("hex"));
+  });
+
+  it("gives each tenant its own key: one tenant's signature does not verify with another's key", async () => {
+    const a = await deriveWebhookKey(SECRET, "tk_aaaaaaaaaaaaaaaa");
+    const b = await deriveWebhookKey(SECRET, "tk_bbbbbbbbbbbbbbbb");
+    expect(a).not.toBe(b);
+    const header = await signWebhook(a, BODY, T);
+    expect(await verifyWebhook(a, BODY, header, T)).toEqual({ ok: true });
+    expect((await verifyWebhook(b, BODY, header, T)).ok).toBe(false);
   });
 });

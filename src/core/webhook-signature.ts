@@ -22,9 +22,12 @@ export const SIGNATURE_HEADER = "x-edgeswarm-signature";
  *     X-Edgeswarm-Signature: t=<unix seconds>,v1=<signature>
  *
  * - `t` is when the request was signed, in whole seconds since the Unix epoch (UTC).
- * - `signature` is HMAC-SHA256, keyed with the UTF-8 bytes of the agent's `WEBHOOK_SECRET`, over the
+ * - `signature` is HMAC-SHA256, keyed with the UTF-8 bytes of the tenant's signing key, over the
  *   UTF-8 bytes of `<t>.<raw body>` (the decimal `t`, one `.`, then the request body exactly as
  *   received, before any JSON parsing), written as 64 lowercase hex digits.
+ * - The signing key is per API token (tenant): `deriveWebhookKey(WEBHOOK_SECRET, tenant)`, which a
+ *   token's owner reads from `GET /v1/webhooks/signing-key`. So one tenant's swarm can never make a
+ *   request another tenant's webhook accepts, and the deployment's secret is never handed out.
  *
  * To verify a request: read the raw body; compute the signature for the header's `t`; compare it
  * with each `v1` in constant time (accept if any matches: during a secret rotation a header may
@@ -38,6 +41,17 @@ export const SIGNATURE_HEADER = "x-edgeswarm-signature";
 export async function signWebhook(secret: string, body: string, nowSeconds: number): Promise<string> {
   const t = Math.floor(nowSeconds);
   return `t=${t},v1=${await hmacHex(secret, `${t}.${body}`)}`;
+}
+
+/** The context string of the key derivation: changing it (v2) rotates every tenant's key. */
+const KEY_CONTEXT = "edgeswarm/webhook-signing-key/v1/";
+
+/**
+ * A tenant's webhook signing key: HMAC-SHA256(WEBHOOK_SECRET, "edgeswarm/webhook-signing-key/v1/" +
+ * tenant), as 64 lowercase hex digits (the key's UTF-8 bytes are what signWebhook keys the HMAC with).
+ */
+export async function deriveWebhookKey(secret: string, tenant: string): Promise<string> {
+  return hmacHex(secret, `${KEY_CONTEXT}${tenant}`);
 }
 
 export type WebhookVerification = { ok: true } | { ok: false; reason: string };

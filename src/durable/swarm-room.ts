@@ -840,6 +840,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       swarm.response_format === null ? null : ResponseFormatSchema.parse(JSON.parse(swarm.response_format));
     return {
       swarmId: swarm.id,
+      tenant: swarm.tenant,
       model: swarm.model,
       system: swarm.system,
       limits: this.limits(swarm),

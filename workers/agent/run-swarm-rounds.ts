@@ -152,7 +152,7 @@ async function runTasks(
   ctx: RoundsContext,
   fates: Map<string, TaskFate>,
 ): Promise<TaskReport[]> {
-  const tools = createSwarmTools(config.tools, config.httpAllowlist, { ...ctx.tools, scratchpad: (request) => room.scratchpad(request) });
+  const tools = createSwarmTools(config.tools, config.httpAllowlist, config.tenant, { ...ctx.tools, scratchpad: (request) => room.scratchpad(request) });
   const reports = await Promise.all(
     granted.map((task) =>
       ctx.limiter.run(async (): Promise<TaskReport | null> => {

@@ -10,6 +10,7 @@ import { limitBodySize } from "./body-size-limit.ts";
 import { composeDeps } from "./composition.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
 import { swarmRoutes } from "./routes/swarms.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
 import { usageRoutes } from "./routes/usage.ts";
 
 /** Hono raises HTTPException for some protocol errors of its own; they keep their status class. */
@@ -52,6 +53,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/swarms", swarmRoutes);
   app.route("/v1/schedules", scheduleRoutes);
   app.route("/v1/usage", usageRoutes);
+  app.route("/v1/webhooks", webhookRoutes);
 
   app.notFound((c) => respondWithError(c, "not_found", `no route for ${c.req.method} ${c.req.path}`));
 

@@ -2,6 +2,7 @@
 // Tokens are compared as SHA-256 digests in constant time, and are never logged or echoed.
 import { createMiddleware } from "hono/factory";
 import { ApiError } from "../../src/core/errors.ts";
+import { toTenantIdFromDigest } from "../../src/core/tenant-id.ts";
 import type { AppEnv } from "./app-env.ts";
 
 const encoder = new TextEncoder();
@@ -10,18 +11,8 @@ async function sha256(text: string): Promise<ArrayBuffer> {
   return crypto.subtle.digest("SHA-256", encoder.encode(text));
 }
 
-function toHex(bytes: ArrayBuffer): string {
-  return Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function toTenantIdFromDigest(digest: ArrayBuffer): string {
-  return `tk_${toHex(digest).slice(0, 16)}`;
-}
-
 /** The tenant of a token: `tk_` + the first 16 hex chars of its SHA-256 (never the token itself). */
-export async function toTenantId(token: string): Promise<string> {
-  return toTenantIdFromDigest(await sha256(token));
-}
+export { toTenantId } from "../../src/core/tenant-id.ts";
 
 /** The token of `Authorization: Bearer <token>` (scheme case-insensitive, RFC 6750), else null. */
 function parseBearer(header: string | undefined): string | null {

@@ -16,6 +16,8 @@ export interface OrchestratorConfig {
   apiTokens: readonly string[];
   /** Tools may target loopback and private addresses (ALLOW_PRIVATE_NETWORK, local development only). */
   allowPrivateNetwork: boolean;
+  /** WEBHOOK_SECRET, from which each tenant's webhook signing key is derived; null when unset. */
+  webhookSecret: string | null;
 }
 
 export interface OrchestratorDeps {
@@ -52,11 +54,22 @@ const ConfigSchema = z.object({
 });
 
 /** API_TOKENS is optional here because an unset secret is absent at runtime, whatever Env says. */
-export function toOrchestratorConfig(env: { MAX_BODY_BYTES: string; API_TOKENS?: string | undefined; ALLOW_PRIVATE_NETWORK?: string | undefined }): OrchestratorConfig {
+export function toOrchestratorConfig(env: {
+  MAX_BODY_BYTES: string;
+  API_TOKENS?: string | undefined;
+  ALLOW_PRIVATE_NETWORK?: string | undefined;
+  WEBHOOK_SECRET?: string | undefined;
+}): OrchestratorConfig {
   const parsed = ConfigSchema.safeParse({ MAX_BODY_BYTES: env.MAX_BODY_BYTES, API_TOKENS: env.API_TOKENS, ALLOW_PRIVATE_NETWORK: env.ALLOW_PRIVATE_NETWORK?.trim().toLowerCase() });
   // A misconfigured Worker is an operator error: it surfaces as a 500 with the cause in the log only.
   if (!parsed.success) throw new Error(`invalid orchestrator configuration: ${z.prettifyError(parsed.error)}`);
-  return { maxBodyBytes: parsed.data.MAX_BODY_BYTES, apiTokens: parsed.data.API_TOKENS, allowPrivateNetwork: parsed.data.ALLOW_PRIVATE_NETWORK };
+  const webhookSecret = (env.WEBHOOK_SECRET ?? "").trim();
+  return {
+    maxBodyBytes: parsed.data.MAX_BODY_BYTES,
+    apiTokens: parsed.data.API_TOKENS,
+    allowPrivateNetwork: parsed.data.ALLOW_PRIVATE_NETWORK,
+    webhookSecret: webhookSecret === "" ? null : webhookSecret,
+  };
 }
 
 const randomBytes = (n: number): Uint8Array => crypto.getRandomValues(new Uint8Array(n));

@@ -13,10 +13,11 @@ import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/mo
 import { consumeTasks } from "../consume-tasks.ts";
 import { toSwarmRooms } from "../swarm-rooms.ts";
 import { DEFAULT_TOOL_SETTINGS, toToolEnvironment } from "../tools/swarm-tools.ts";
+import { WEBHOOK_TEST_TENANT } from "../../../test/webhook-test-secret.ts";
 import { directGateway } from "./fake-gateway.ts";
 import { startRoomSwarm, type RoomSwarm } from "./room-swarm.ts";
 
-const TENANT = "tk_agent_loop";
+const TENANT = WEBHOOK_TEST_TENANT;
 let counter = 0;
 let messageCounter = 0;
 

@@ -74,7 +74,7 @@ export class FakeRoom implements SwarmRoomRpc {
       });
     }
     return {
-      config: { swarmId: this.swarmId, model: "mock-1", system: "sys", limits: LimitsSchema.parse({ timeout_s: 7, max_output_tokens: 33 }),
+      config: { swarmId: this.swarmId, tenant: "tk_fake", model: "mock-1", system: "sys", limits: LimitsSchema.parse({ timeout_s: 7, max_output_tokens: 33 }),
         responseFormat: null,
         tools: [],
         httpAllowlist: [],

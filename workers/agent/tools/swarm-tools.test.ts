@@ -5,12 +5,13 @@ import { describe, expect, it } from "vitest";
 import { SCRATCHPAD_TOOLS } from "../../../src/core/scratchpad.ts";
 import type { ScratchpadRequest, ScratchpadResponse, ToolSpecWire } from "../../../src/core/swarm-contract.ts";
 import type { ToolCall } from "../../../src/core/tool-calls.ts";
-import { SIGNATURE_HEADER, verifyWebhook } from "../../../src/core/webhook-signature.ts";
+import { deriveWebhookKey, SIGNATURE_HEADER, verifyWebhook } from "../../../src/core/webhook-signature.ts";
 import { HTTP_FETCH_TOOL } from "./http-fetch.ts";
 import { createSwarmTools, DEFAULT_TOOL_SETTINGS, toToolEnvironment } from "./swarm-tools.ts";
 import type { ToolEnvironment, ToolSettings } from "./swarm-tools.ts";
 
 const SECRET = "whsec_swarm_tools_test";
+const TENANT = "tk_0123456789abcdef";
 const NOW_MS = 1_767_225_600_000;
 const CONTEXT = { swarmId: "sw_toolstest000000001", taskId: "task-007" };
 
@@ -89,22 +90,22 @@ describe("createSwarmTools: definitions", () => {
     { specs: ["scratchpad"], want: ["scratchpad_get", "scratchpad_put", "scratchpad_list"] },
     { specs: [], want: [] },
   ] satisfies { specs: ToolSpecWire[]; want: string[] }[])("$specs.length spec tool(s) → $want", ({ specs, want }) => {
-    expect(names(createSwarmTools(specs, [], environment()))).toEqual(want);
+    expect(names(createSwarmTools(specs, [], TENANT, environment()))).toEqual(want);
   });
 
   it("offers the built-ins as defined and a webhook with its parsed JSON Schema", () => {
-    const { definitions } = createSwarmTools(["scratchpad", "http_fetch", lookup], [], environment());
+    const { definitions } = createSwarmTools(["scratchpad", "http_fetch", lookup], [], TENANT, environment());
     expect(definitions.slice(0, 3)).toEqual(SCRATCHPAD_TOOLS);
     expect(definitions[3]).toEqual(HTTP_FETCH_TOOL);
     expect(definitions[4]).toEqual({ type: "function", function: { name: "lookup", description: lookup.description, parameters: JSON.parse(lookup.parameters_json) } });
   });
 
   it("hands out copies: changing a definition changes no other swarm's", () => {
-    const first = createSwarmTools(["scratchpad", "http_fetch"], [], environment());
+    const first = createSwarmTools(["scratchpad", "http_fetch"], [], TENANT, environment());
     const fn = first.definitions[0]?.type === "function" ? first.definitions[0].function : null;
     if (fn !== null) fn.description = "changed";
     expect(SCRATCHPAD_TOOLS[0].function.description).not.toBe("changed");
-    expect(createSwarmTools(["scratchpad"], [], environment()).definitions[0]).toEqual(SCRATCHPAD_TOOLS[0]);
+    expect(createSwarmTools(["scratchpad"], [], TENANT, environment()).definitions[0]).toEqual(SCRATCHPAD_TOOLS[0]);
   });
 });
 
@@ -116,7 +117,7 @@ describe("createSwarmTools: run", () => {
   ])("answers broken arguments to $name with a tool error naming the tool, running nothing", async ({ name, want }) => {
     const network = strictFetch({});
     const pad = memoryScratchpad();
-    const tools = createSwarmTools(["scratchpad", lookup], [], environment({ fetch: network.fetch, scratchpad: pad.scratchpad }));
+    const tools = createSwarmTools(["scratchpad", lookup], [], TENANT, environment({ fetch: network.fetch, scratchpad: pad.scratchpad }));
     const broken: ToolCall = { id: "call_1", name, rawArguments: '{"sku":', arguments: { ok: false, error: 'the arguments are not valid JSON (Unexpected end): {"sku":' } };
     const result = await tools.run(broken, CONTEXT);
     expect(result.ok).toBe(false);
@@ -136,7 +137,7 @@ describe("createSwarmTools: run", () => {
   ] satisfies { specs: ToolSpecWire[]; name: string; offered: string }[])("refuses $name when offered [$offered], listing the offered tools", async ({ specs, name, offered }) => {
     const network = strictFetch({ "https://api.example.com/x": () => new Response("x"), [lookup.url]: () => new Response("x") });
     const pad = memoryScratchpad();
-    const tools = createSwarmTools(specs, ["api.example.com"], environment({ fetch: network.fetch, scratchpad: pad.scratchpad }));
+    const tools = createSwarmTools(specs, ["api.example.com"], TENANT, environment({ fetch: network.fetch, scratchpad: pad.scratchpad }));
     const result = await tools.run(call(name, { url: "https://api.example.com/x", key: "k", value: "v", sku: "A" }), CONTEXT);
     expect(result).toEqual({ ok: false, content: JSON.stringify({ error: `there is no tool named "${name}" (tools: ${offered})` }) });
     expect(network.calls).toEqual([]);
@@ -147,7 +148,7 @@ describe("createSwarmTools: run", () => {
 describe("createSwarmTools: scratchpad", () => {
   it("routes get, put and list to the swarm's scratchpad, with the task id on writes", async () => {
     const pad = memoryScratchpad();
-    const tools = createSwarmTools(["scratchpad"], [], environment({ scratchpad: pad.scratchpad }));
+    const tools = createSwarmTools(["scratchpad"], [], TENANT, environment({ scratchpad: pad.scratchpad }));
     const steps: { call: ToolCall; want: { ok: boolean; content: unknown } }[] = [
       { call: call("scratchpad_get", { key: "plan" }), want: { ok: true, content: { key: "plan", value: null } } },
       { call: call("scratchpad_put", { key: "plan", value: "step 1" }), want: { ok: true, content: { key: "plan", bytes: 6 } } },
@@ -176,7 +177,7 @@ describe("createSwarmTools: scratchpad", () => {
     { args: { key: "k", value: 42 }, want: /^scratchpad_put: value: / },
   ])("refuses scratchpad_put $args before reaching the SwarmRoom", async ({ args, want }) => {
     const pad = memoryScratchpad();
-    const result = await createSwarmTools(["scratchpad"], [], environment({ scratchpad: pad.scratchpad })).run(call("scratchpad_put", args), CONTEXT);
+    const result = await createSwarmTools(["scratchpad"], [], TENANT, environment({ scratchpad: pad.scratchpad })).run(call("scratchpad_put", args), CONTEXT);
     expect(result.ok).toBe(false);
     expect(errorOf(result.content)).toMatch(want);
     expect(pad.requests).toEqual([]);
@@ -184,7 +185,7 @@ describe("createSwarmTools: scratchpad", () => {
 
   it("passes a refusal from the SwarmRoom on as a tool error", async () => {
     const full = async (): Promise<ScratchpadResponse> => ({ ok: false, error: "the scratchpad is full (10000 keys): overwrite an existing key instead" });
-    const result = await createSwarmTools(["scratchpad"], [], environment({ scratchpad: full })).run(call("scratchpad_put", { key: "k", value: "v" }), CONTEXT);
+    const result = await createSwarmTools(["scratchpad"], [], TENANT, environment({ scratchpad: full })).run(call("scratchpad_put", { key: "k", value: "v" }), CONTEXT);
     expect(result).toEqual({ ok: false, content: JSON.stringify({ error: "scratchpad_put: the scratchpad is full (10000 keys): overwrite an existing key instead" }) });
   });
 
@@ -195,7 +196,7 @@ describe("createSwarmTools: scratchpad", () => {
     const failing = async (): Promise<ScratchpadResponse> => {
       throw thrown;
     };
-    const result = await createSwarmTools(["scratchpad"], [], environment({ scratchpad: failing })).run(call("scratchpad_get", { key: "k" }), CONTEXT);
+    const result = await createSwarmTools(["scratchpad"], [], TENANT, environment({ scratchpad: failing })).run(call("scratchpad_get", { key: "k" }), CONTEXT);
     expect(result).toEqual({ ok: false, content: JSON.stringify({ error: want }) });
   });
 });
@@ -203,7 +204,7 @@ describe("createSwarmTools: scratchpad", () => {
 describe("createSwarmTools: http_fetch and webhooks", () => {
   it("fetches an allowlisted URL through the injected fetch", async () => {
     const network = strictFetch({ "https://api.example.com/items": () => new Response('{"items":[1]}', { headers: { "content-type": "application/json" } }) });
-    const tools = createSwarmTools(["http_fetch"], ["api.example.com"], environment({ fetch: network.fetch }));
+    const tools = createSwarmTools(["http_fetch"], ["api.example.com"], TENANT, environment({ fetch: network.fetch }));
     const result = await tools.run(call("http_fetch", { url: "https://api.example.com/items" }), CONTEXT);
     expect(result).toEqual({ ok: true, content: 'HTTP 200 application/json\n\n{"items":[1]}' });
     expect(network.calls).toMatchObject([{ url: "https://api.example.com/items", method: "GET" }]);
@@ -215,14 +216,14 @@ describe("createSwarmTools: http_fetch and webhooks", () => {
     { case: "bad arguments", allowlist: ["api.example.com"], url: "", want: /^http_fetch: invalid arguments: url: url must not be empty/ },
   ])("refuses $case as a tool error, without fetching", async ({ allowlist, url, want }) => {
     const network = strictFetch({ "https://api.example.com/items": () => new Response("x") });
-    const result = await createSwarmTools(["http_fetch"], allowlist, environment({ fetch: network.fetch })).run(call("http_fetch", { url }), CONTEXT);
+    const result = await createSwarmTools(["http_fetch"], allowlist, TENANT, environment({ fetch: network.fetch })).run(call("http_fetch", { url }), CONTEXT);
     expect(result.ok).toBe(false);
     expect(errorOf(result.content)).toMatch(want);
     expect(network.calls).toEqual([]);
   });
 
   it("reports a network failure of http_fetch as a tool error", async () => {
-    const result = await createSwarmTools(["http_fetch"], ["api.example.com"], environment({ fetch: strictFetch({}).fetch })).run(
+    const result = await createSwarmTools(["http_fetch"], ["api.example.com"], TENANT, environment({ fetch: strictFetch({}).fetch })).run(
       call("http_fetch", { url: "https://api.example.com/down" }),
       CONTEXT,
     );
@@ -232,7 +233,7 @@ describe("createSwarmTools: http_fetch and webhooks", () => {
 
   it("POSTs a webhook call, signed, with the model's call id as the idempotency key", async () => {
     const network = strictFetch({ [lookup.url]: () => new Response('{"in_stock":true}') });
-    const tools = createSwarmTools(["scratchpad", "http_fetch", lookup], [], environment({ fetch: network.fetch }));
+    const tools = createSwarmTools(["scratchpad", "http_fetch", lookup], [], TENANT, environment({ fetch: network.fetch }));
     const result = await tools.run(call("lookup", { sku: "A-17" }, "functions.lookup:0"), CONTEXT);
     expect(result).toEqual({ ok: true, content: '{"in_stock":true}' });
     expect(network.calls).toHaveLength(1);
@@ -246,7 +247,11 @@ describe("createSwarmTools: http_fetch and webhooks", () => {
     });
     const signature = request?.headers[SIGNATURE_HEADER] ?? null;
     expect(signature).toMatch(/^t=1767225600,v1=[0-9a-f]{64}$/);
-    expect(await verifyWebhook(SECRET, request?.body ?? "", signature, NOW_MS / 1_000)).toEqual({ ok: true });
+    // Signed with the tenant's key, derived from the secret: never with the secret itself.
+    const key = await deriveWebhookKey(SECRET, TENANT);
+    expect(await verifyWebhook(key, request?.body ?? "", signature, NOW_MS / 1_000)).toEqual({ ok: true });
+    expect((await verifyWebhook(SECRET, request?.body ?? "", signature, NOW_MS / 1_000)).ok).toBe(false);
+    expect((await verifyWebhook(await deriveWebhookKey(SECRET, "tk_fedcba9876543210"), request?.body ?? "", signature, NOW_MS / 1_000)).ok).toBe(false);
   });
 
   it.each([
@@ -254,7 +259,7 @@ describe("createSwarmTools: http_fetch and webhooks", () => {
     { case: "has no secret to sign with", settings: { webhookSecret: null }, routes: {}, want: /^webhook lookup cannot be called: the agent Worker has no WEBHOOK_SECRET/, fetched: 0 },
   ])("returns a tool error when the webhook $case", async ({ settings, routes, want, fetched }) => {
     const network = strictFetch(routes);
-    const result = await createSwarmTools([lookup], [], environment({ fetch: network.fetch, settings })).run(call("lookup", { sku: "A" }), CONTEXT);
+    const result = await createSwarmTools([lookup], [], TENANT, environment({ fetch: network.fetch, settings })).run(call("lookup", { sku: "A" }), CONTEXT);
     expect(result.ok).toBe(false);
     expect(errorOf(result.content)).toMatch(want);
     expect(network.calls).toHaveLength(fetched);
@@ -283,7 +288,7 @@ describe("toToolEnvironment", () => {
     { tool: "lookup", spec: lookup, url: lookup.url, args: { sku: "A" } },
   ])("calls the global fetch unbound from $tool (no Illegal invocation)", async ({ tool, spec, url, args }) => {
     const network = strictFetch({ [url]: () => new Response("ok") });
-    const result = await createSwarmTools([spec], ["api.example.com"], environment({ fetch: network.fetch })).run(call(tool, args), CONTEXT);
+    const result = await createSwarmTools([spec], ["api.example.com"], TENANT, environment({ fetch: network.fetch })).run(call(tool, args), CONTEXT);
     expect(result.ok).toBe(true);
     expect(network.calls).toHaveLength(1);
   });

@@ -6,6 +6,7 @@ import { toToolError } from "../../../src/core/agent-conversation.ts";
 import { isScratchpadTool, SCRATCHPAD_TOOLS, toScratchpadRequest } from "../../../src/core/scratchpad.ts";
 import type { ScratchpadRequest, ScratchpadResponse, ToolSpecWire } from "../../../src/core/swarm-contract.ts";
 import type { ToolCall } from "../../../src/core/tool-calls.ts";
+import { deriveWebhookKey } from "../../../src/core/webhook-signature.ts";
 import { HTTP_FETCH_TOOL, runHttpFetch, type HttpFetchSettings, type ToolResult } from "./http-fetch.ts";
 import { runWebhook, type WebhookSettings } from "./webhook-tool.ts";
 
@@ -70,7 +71,11 @@ export interface SwarmTools {
 
 type Webhook = Exclude<ToolSpecWire, string>;
 
-export function createSwarmTools(specs: readonly ToolSpecWire[], httpAllowlist: readonly string[], env: ToolEnvironment): SwarmTools {
+/**
+ * The tools of one swarm. Webhook calls are signed with the swarm's tenant's key, derived from the
+ * agent's WEBHOOK_SECRET (src/core/webhook-signature.ts), never with the secret itself.
+ */
+export function createSwarmTools(specs: readonly ToolSpecWire[], httpAllowlist: readonly string[], tenant: string, env: ToolEnvironment): SwarmTools {
   const definitions: ChatCompletionTool[] = [];
   const webhooks = new Map<string, Webhook>();
   let scratchpad = false;
@@ -91,6 +96,9 @@ export function createSwarmTools(specs: readonly ToolSpecWire[], httpAllowlist: 
     }
   }
   const offered = definitions.map((d) => (d.type === "function" ? d.function.name : "")).join(", ");
+  const secret = env.webhook.secret;
+  let signingKey: Promise<string | null> | null = null;
+  const tenantKey = (): Promise<string | null> => (signingKey ??= secret === null || secret === "" ? Promise.resolve(null) : deriveWebhookKey(secret, tenant));
 
   const run = async (call: ToolCall, context: { swarmId: string; taskId: string }): Promise<ToolResult> => {
     if (!call.arguments.ok) return { ok: false, content: toToolError(`${call.name || "tool call"}: ${call.arguments.error}`) };
@@ -110,7 +118,7 @@ export function createSwarmTools(specs: readonly ToolSpecWire[], httpAllowlist: 
       if (webhook !== undefined) {
         const result = await runWebhook(
           { url: webhook.url, toolName: webhook.name, arguments: args, swarmId: context.swarmId, taskId: context.taskId, toolCallId: call.id },
-          env.webhook,
+          { ...env.webhook, secret: await tenantKey() },
         );
         return result.ok ? result : { ok: false, content: toToolError(result.content) };
       }
