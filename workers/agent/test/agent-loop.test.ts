@@ -86,6 +86,16 @@ async function ledgerRows(swarmId: string, count: number): Promise<LedgerRow[]> 
   }
 }
 
+/** A deliver() wrapper that keeps a copy of every model request. */
+function recordRequests() {
+  const requests: ModelRequest[] = [];
+  const wrap = (request: ModelRequest, call: () => Promise<ModelCallResult>): Promise<ModelCallResult> => {
+    requests.push(structuredClone(request));
+    return call();
+  };
+  return { requests, wrap };
+}
+
 const roles = (messages: readonly ChatMessage[]): string => messages.map((m) => m.role[0]).join("");
 
 afterEach(async () => {
@@ -95,11 +105,8 @@ afterEach(async () => {
 describe("agent loop: tools and checkpoints", () => {
   it("runs a multi-turn task: tool calls, tool results back to the model, a final answer that uses them; one ledger row per turn", async () => {
     const swarm = await startSwarm([{ id: "review", prompt: "[mock:tool_turns=3] Use scratchpad_put to note findings, then answer." }], { tools: ["scratchpad"] });
-    const requests: ModelRequest[] = [];
-    const result = await deliver(swarm.swarmId, ["review"], (request, call) => {
-      requests.push(structuredClone(request));
-      return call();
-    });
+    const { requests, wrap } = recordRequests();
+    const result = await deliver(swarm.swarmId, ["review"], wrap);
     expect(result.retryMessages).toEqual([]);
     const [task] = await swarm.results();
     expect(task).toMatchObject({ task_id: "review", state: "succeeded", attempts: 1 });
@@ -175,11 +182,8 @@ describe("agent loop: tools and checkpoints", () => {
   ])("speaks the %s tool-call dialect (%s): the mock refuses any tool result whose id does not match", async (model) => {
     await mock("/admin/scenario", { tool_dialect_by_model: { "mock-args-object": "args_object" } });
     const swarm = await startSwarm([{ id: "d", prompt: "[mock:tool_turns=2] [mock:parallel=2] scratchpad_put scratchpad_get" }], { model, tools: ["scratchpad"] });
-    const requests: ModelRequest[] = [];
-    await deliver(swarm.swarmId, ["d"], (request, call) => {
-      requests.push(structuredClone(request));
-      return call();
-    });
+    const { requests, wrap } = recordRequests();
+    await deliver(swarm.swarmId, ["d"], wrap);
     const [task] = await swarm.results();
     expect(task).toMatchObject({ state: "succeeded", attempts: 1, tool_calls: 4, usage: { calls: 3 } });
     const last = requests.at(-1)?.messages ?? [];
@@ -210,11 +214,8 @@ describe("agent loop: tools and checkpoints", () => {
       tools: ["scratchpad"],
       limits: { max_tool_calls: 2 },
     });
-    const requests: ModelRequest[] = [];
-    await deliver(swarm.swarmId, ["p"], (request, call) => {
-      requests.push(structuredClone(request));
-      return call();
-    });
+    const { requests, wrap } = recordRequests();
+    await deliver(swarm.swarmId, ["p"], wrap);
     const [task] = await swarm.results();
     expect(task?.state).toBe("succeeded");
     const toolMessages = requests[1]?.messages.filter((m) => m.role === "tool") ?? [];
@@ -227,11 +228,8 @@ describe("agent loop: tools and checkpoints", () => {
     const swarm = await startSwarm([{ id: "w", prompt: "Run lint on auth.py" }], {
       tools: [{ name: "lint", description: "Lint a file", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }, url: `${env.MOCK_MODEL_URL}/tools/lint` }],
     });
-    const requests: ModelRequest[] = [];
-    await deliver(swarm.swarmId, ["w"], (request, call) => {
-      requests.push(structuredClone(request));
-      return call();
-    });
+    const { requests, wrap } = recordRequests();
+    await deliver(swarm.swarmId, ["w"], wrap);
     const after = await mock("/stats");
     expect(Number(after.webhook_calls) - Number(before.webhook_calls)).toBe(1);
     expect(Number(after.webhook_rejected) - Number(before.webhook_rejected)).toBe(0);
@@ -245,11 +243,8 @@ describe("agent loop: tools and checkpoints", () => {
       tools: ["http_fetch"],
       http_allowlist: ["docs.example.com"],
     });
-    const requests: ModelRequest[] = [];
-    await deliver(swarm.swarmId, ["f"], (request, call) => {
-      requests.push(structuredClone(request));
-      return call();
-    });
+    const { requests, wrap } = recordRequests();
+    await deliver(swarm.swarmId, ["f"], wrap);
     const tool = requests[1]?.messages.find((m) => m.role === "tool");
     expect(tool?.content).toMatch(/"error"/);
     expect(tool?.content).toMatch(/169\.254\.169\.254/);
@@ -266,11 +261,8 @@ describe("agent loop: structured output", () => {
   it("an invalid answer gets one repair turn with the validation errors; the repaired answer is the output", async () => {
     await mock("/admin/scenario", { invalid_json: 1 });
     const swarm = await startSwarm([{ id: "j", prompt: "Extract the finding." }], { response_format: format });
-    const requests: ModelRequest[] = [];
-    await deliver(swarm.swarmId, ["j"], (request, call) => {
-      requests.push(structuredClone(request));
-      return call();
-    });
+    const { requests, wrap } = recordRequests();
+    await deliver(swarm.swarmId, ["j"], wrap);
     const [task] = await swarm.results();
     expect(task?.state).toBe("succeeded");
     expect(JSON.parse(task?.output ?? "")).toEqual({ severity: expect.stringMatching(/^(low|high)$/), line: expect.any(Number) });
