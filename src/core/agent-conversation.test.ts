@@ -11,8 +11,7 @@ import {
   toCheckpoint,
   toToolError,
   toToolMessage,
-  withUniqueCallIds,
-} from "./agent-conversation.ts";
+  withUniqueCallIds, pendingToolCalls } from "./agent-conversation.ts";
 import type { AgentState, ChatMessage } from "./agent-conversation.ts";
 import { MAX_TOOL_RESULT_CHARS } from "./agent-limits.ts";
 import { estimatePromptTokens } from "./estimate-swarm.ts";
@@ -59,7 +58,7 @@ describe("checkpoints", () => {
 
   it("round-trips a conversation through its checkpoint", () => {
     const checkpoint = toCheckpoint(midway);
-    expect(checkpoint).toEqual({ turns: 2, toolCalls: 2, repairs: 0, messages_json: JSON.stringify(midway.messages) });
+    expect(checkpoint).toEqual({ step: midway.messages.length, turns: 2, toolCalls: 2, repairs: 0, messages_json: JSON.stringify(midway.messages) });
     expect(fromCheckpoint(checkpoint)).toEqual(midway);
   });
 
@@ -68,7 +67,7 @@ describe("checkpoints", () => {
     expect(fromCheckpoint(toCheckpoint(fresh))).toEqual(fresh);
   });
 
-  const broken = (messages_json: string): AgentCheckpoint => ({ turns: 1, toolCalls: 0, repairs: 0, messages_json });
+  const broken = (messages_json: string): AgentCheckpoint => ({ step: 2, turns: 1, toolCalls: 0, repairs: 0, messages_json });
   it.each([
     { why: "not JSON", json: '[{"role":"user","content":"hi"}' },
     { why: "empty text", json: "" },
@@ -84,6 +83,31 @@ describe("checkpoints", () => {
     { why: "a message that is a string", json: '["hi"]' },
   ])("refuses a checkpoint whose messages are $why (null: the task starts over)", ({ json }) => {
     expect(fromCheckpoint(broken(json))).toBeNull();
+  });
+});
+
+describe("pendingToolCalls", () => {
+  const asked: ChatMessage = {
+    role: "assistant",
+    content: null,
+    tool_calls: [
+      { id: "functions.lookup:0", type: "function", function: { name: "lookup", arguments: '{"sku":"A"}' } },
+      { id: "call_1", type: "function", function: { name: "lookup", arguments: "{broken" } },
+    ],
+  };
+  it.each([
+    { case: "a fresh conversation", messages: [{ role: "user", content: "go" }] as ChatMessage[], want: [] },
+    { case: "tools that already answered", messages: [{ role: "user", content: "go" }, asked, { role: "tool", tool_call_id: "functions.lookup:0", content: "r" }, { role: "tool", tool_call_id: "call_1", content: "r" }] as ChatMessage[], want: [] },
+    { case: "a final answer", messages: [{ role: "user", content: "go" }, { role: "assistant", content: "done" }] as ChatMessage[], want: [] },
+    { case: "a turn checkpointed before its tools ran", messages: [{ role: "user", content: "go" }, asked] as ChatMessage[], want: ["functions.lookup:0", "call_1"] },
+  ])("$case", ({ messages, want }) => {
+    expect(pendingToolCalls(messages).map((c) => c.id)).toEqual(want);
+  });
+
+  it("parses the stored arguments again (broken ones become the tool error they were)", () => {
+    const [good, bad] = pendingToolCalls([{ role: "user", content: "go" }, asked]);
+    expect(good?.arguments).toEqual({ ok: true, value: { sku: "A" } });
+    expect(bad?.arguments.ok).toBe(false);
   });
 });
 

@@ -6,7 +6,7 @@ import { estimatePromptTokens } from "./estimate-swarm.ts";
 import type { AgentCheckpoint } from "./swarm-contract.ts";
 import { MAX_TOOL_RESULT_CHARS } from "./agent-limits.ts";
 import type { Limits } from "./spec-schema.ts";
-import type { ToolCall } from "./tool-calls.ts";
+import { toToolCall, type ToolCall } from "./tool-calls.ts";
 
 export const ChatMessageSchema = z.discriminatedUnion("role", [
   z.object({ role: z.literal("system"), content: z.string() }),
@@ -39,7 +39,7 @@ export function startConversation(system: string | null, prompt: string): AgentS
 }
 
 export function toCheckpoint(state: AgentState): AgentCheckpoint {
-  return { turns: state.turns, toolCalls: state.toolCalls, repairs: state.repairs, messages_json: JSON.stringify(state.messages) };
+  return { step: state.messages.length, turns: state.turns, toolCalls: state.toolCalls, repairs: state.repairs, messages_json: JSON.stringify(state.messages) };
 }
 
 /** The state a checkpoint holds, or null when it cannot be read (the task then starts over). */
@@ -82,6 +82,17 @@ export function withUniqueCallIds(calls: readonly ToolCall[], messages: readonly
     taken.add(id);
     return id === call.id ? call : { ...call, id };
   });
+}
+
+/**
+ * Tool calls the last assistant message asked for whose results are not in the conversation yet:
+ * a turn checkpointed between its model call and its tools (the consumer died meanwhile). The
+ * resumed task runs them (with the same ids) instead of paying for the model call again.
+ */
+export function pendingToolCalls(messages: readonly ChatMessage[]): ToolCall[] {
+  const last = messages[messages.length - 1];
+  if (last?.role !== "assistant" || last.tool_calls === undefined || last.tool_calls.length === 0) return [];
+  return last.tool_calls.map((call) => toToolCall(call.id, call.function.name, call.function.arguments));
 }
 
 /** The assistant message that asked for tool calls, echoing every id exactly as the model sent it. */

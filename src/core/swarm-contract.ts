@@ -97,6 +97,8 @@ export interface TaskOverride {
  * not survive the RPC type mapping (TS2589), and the SwarmRoom stores it as text anyway.
  */
 export interface AgentCheckpoint {
+  /** Messages in the conversation: grows with every checkpoint of a task, so a late one never wins. */
+  step: number;
   /** Model calls finished (the next call is turn `turns + 1`). */
   turns: number;
   toolCalls: number;

@@ -79,6 +79,11 @@ export function accumulateToolCalls(deltaArrays: readonly unknown[]): ToolCall[]
   }));
 }
 
+/** A tool call as the conversation stores it (an assistant message's `tool_calls` entry), parsed again. */
+export function toToolCall(id: string, name: string, rawArguments: string): ToolCall {
+  return { id, name, rawArguments, arguments: parseArguments(rawArguments) };
+}
+
 function parseArguments(text: string): ToolCall["arguments"] {
   if (text.trim() === "") return { ok: true, value: {} };
   let value: unknown;

@@ -231,7 +231,7 @@ describe("SwarmRoom recordResults", () => {
 
 describe("SwarmRoom agent checkpoints", () => {
   const deferred: TaskOutcome = { kind: "deferred", retryAfterMs: 0, reason: "no time left in this consumer invocation for turn 3" };
-  const checkpoint = (turns: number) => ({ turns, toolCalls: turns, repairs: 0, messages_json: JSON.stringify([{ role: "user", content: `after ${turns}` }]) });
+  const checkpoint = (turns: number) => ({ step: 1 + 2 * turns, turns, toolCalls: turns, repairs: 0, messages_json: JSON.stringify([{ role: "user", content: `after ${turns}` }]) });
   const turnCall = (turn: number) => ({ turn, model: "mock-1", usage, latencyMs: 10, status: "ok" as const, errorClass: null, startedAt: Date.now() });
 
   it("a retried attempt hands its checkpoint to the next claim; an older one never overwrites a newer one", async () => {

@@ -938,12 +938,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     }
     this.sql.exec(
       `UPDATE tasks SET checkpoint = ?, tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?
-         AND (checkpoint IS NULL OR json_extract(checkpoint, '$.turns') < ?)`,
+         AND (checkpoint IS NULL OR json_extract(checkpoint, '$.step') < ?)`,
       json,
       checkpoint.toolCalls,
       taskId,
       attempt,
-      checkpoint.turns,
+      checkpoint.step,
     );
   }
 

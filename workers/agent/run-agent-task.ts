@@ -13,11 +13,13 @@ import {
   toToolError,
   toToolMessage,
   withUniqueCallIds,
+  pendingToolCalls,
   type AgentState,
 } from "../../src/core/agent-conversation.ts";
 import type { ErrorClass } from "../../src/core/error-class.ts";
 import { checkOutput, toRepairPrompt } from "../../src/core/structured-output.ts";
 import type { CallRecord, ClaimedTask, TaskOutcome, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
+import type { ToolCall } from "../../src/core/tool-calls.ts";
 import type { ModelCallResult } from "../../src/model/model-client.ts";
 import { callWithPermit, type PermitContext } from "./call-with-permit.ts";
 import type { SwarmTools } from "./tools/swarm-tools.ts";
@@ -61,6 +63,24 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
     };
   };
 
+  /** Runs a turn's tool calls (parallel) and appends their results in the order the model asked. */
+  const runTools = async (toolCalls: readonly ToolCall[]): Promise<void> => {
+    const { run: admitted, refused } = admitToolCalls(toolCalls, state.toolCalls, config.limits.max_tool_calls);
+    const results = await Promise.all(admitted.map((call) => ctx.tools.run(call, { swarmId: config.swarmId, taskId: task.taskId })));
+    admitted.forEach((call, i) => state.messages.push(toToolMessage(call.id, results[i]?.content ?? toToolError("no result"))));
+    for (const call of refused) {
+      state.messages.push(
+        toToolMessage(call.id, toToolError(`not run: this task may make ${config.limits.max_tool_calls} tool calls (limits.max_tool_calls); give your final answer`)),
+      );
+    }
+    state.toolCalls += admitted.length;
+    ctx.onCheckpoint(state);
+  };
+
+  // Resumed between a turn's model call and its tools: run the tools, not the model call again.
+  const pending = pendingToolCalls(state.messages);
+  if (pending.length > 0) await runTools(pending);
+
   for (;;) {
     const next = nextTurn(state, limits, tools !== null);
     if (next === null) {
@@ -90,17 +110,9 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
     if (result.toolCalls.length > 0 && next.offerTools) {
       const toolCalls = withUniqueCallIds(result.toolCalls, state.messages, next.turn);
       state.messages.push(toAssistantToolMessage(result.text, toolCalls));
-      const { run: admitted, refused } = admitToolCalls(toolCalls, state.toolCalls, config.limits.max_tool_calls);
-      // Parallel tool calls run at once; their results go back in the order the model asked.
-      const results = await Promise.all(admitted.map((call) => ctx.tools.run(call, { swarmId: config.swarmId, taskId: task.taskId })));
-      admitted.forEach((call, i) => state.messages.push(toToolMessage(call.id, results[i]?.content ?? toToolError("no result"))));
-      for (const call of refused) {
-        state.messages.push(
-          toToolMessage(call.id, toToolError(`not run: this task may make ${config.limits.max_tool_calls} tool calls (limits.max_tool_calls); give your final answer`)),
-        );
-      }
-      state.toolCalls += admitted.length;
+      // Checkpointed before the tools run: the model call, the expensive part, is never paid twice.
       ctx.onCheckpoint(state);
+      await runTools(toolCalls);
       continue;
     }
 

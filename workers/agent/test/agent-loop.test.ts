@@ -209,6 +209,31 @@ describe("agent loop: tools and checkpoints", () => {
     expect(task).toMatchObject({ state: "failed", error: { class: "turn_limit" }, usage: { calls: 2 }, tool_calls: 1 });
   });
 
+  it("resumed between a turn's model call and its tools: runs the pending tools, never that model call again", async () => {
+    const swarm = await startSwarm([{ id: "t", prompt: "[mock:tool_turns=2] Use scratchpad_put, then answer." }], { tools: ["scratchpad"] });
+    await swarm.stub.claim(["t"]);
+    // Attempt 1 paid for turn 1, checkpointed the tool calls it asked for, then failed before running them.
+    const asked = { role: "assistant", content: null, tool_calls: [{ id: "call_pending", type: "function", function: { name: "scratchpad_put", arguments: '{"key":"k1","value":"from turn 1"}' } }] };
+    const messages = [{ role: "user", content: "[mock:tool_turns=2] Use scratchpad_put, then answer." }, asked];
+    const checkpoint = { step: 2, turns: 1, toolCalls: 0, repairs: 0, messages_json: JSON.stringify(messages) };
+    const turn1 = { turn: 1, model: "mock-1", usage: null, latencyMs: 5, status: "ok" as const, errorClass: null, startedAt: Date.now() };
+    await swarm.stub.recordResults([
+      { taskId: "t", attempt: 1, outcome: { kind: "failed", class: "upstream_connection", retryable: true, retryAfterMs: 0, message: "isolate died" }, calls: [turn1], checkpoint },
+    ]);
+    const seen: string[] = [];
+    await deliver(swarm.swarmId, ["t"], (request, call) => {
+      seen.push(roles(request.messages));
+      return call();
+    });
+    // The first call of attempt 2 already has turn 1's tool result: turn 1 was not called again.
+    expect(seen).toEqual(["uat", "uatat"]);
+    expect(await swarm.stub.scratchpad({ op: "get", key: "k1" })).toMatchObject({ ok: true, value: "from turn 1" });
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "succeeded", attempts: 2, tool_calls: 2, usage: { calls: 3 } });
+    const rows = await ledgerRows(swarm.swarmId, 3);
+    expect(rows.map((r) => r.call_id.split(":").slice(2).join(":"))).toEqual(["1:1", "2:2", "2:3"]);
+  });
+
   it("parallel tool calls of one turn all run, and max_tool_calls refuses the rest with a tool error the model reads", async () => {
     const swarm = await startSwarm([{ id: "p", prompt: "[mock:tool_turns=1] [mock:parallel=3] scratchpad_put scratchpad_get scratchpad_list" }], {
       tools: ["scratchpad"],
