@@ -34,11 +34,18 @@ export function parseSwarmSpec(input: unknown, at: readonly PropertyKey[] = []):
   return ok({ spec, tasks: planned.value });
 }
 
-/** What the schema cannot see: a response schema the validator cannot use. */
+/** What the schema cannot see: a response schema or tool parameters schema the validator cannot use. */
 function checkSpecSemantics(spec: Omit<SwarmSpec, "tasks">): { path: PropertyKey[]; message: string }[] {
+  const problems: { path: PropertyKey[]; message: string }[] = [];
   const format = spec.response_format;
-  if (format?.type !== "json_schema") return [];
-  return checkSchemaDefinition(format.json_schema.schema).map((message) => ({ path: ["response_format", "json_schema", "schema"], message }));
+  if (format?.type === "json_schema") {
+    problems.push(...checkSchemaDefinition(format.json_schema.schema).map((message) => ({ path: ["response_format", "json_schema", "schema"], message })));
+  }
+  (spec.tools ?? []).forEach((tool, i) => {
+    if (typeof tool === "string") return;
+    problems.push(...checkSchemaDefinition(tool.parameters).map((message) => ({ path: ["tools", i, "parameters"], message })));
+  });
+  return problems;
 }
 
 /** The planned swarm as a complete spec again (tasks keep their planned ids), e.g. to store it. */

@@ -317,6 +317,7 @@ describe("agents: goal, tools, structured output", () => {
     ["a webhook tool named like a built-in", validSpec({ tools: [{ ...lint, name: "http_fetch" }] }), "tools.0.name"],
     ["a webhook tool twice", validSpec({ tools: [lint, lint] }), "tools.1"],
     ["a webhook url that is not http(s)", validSpec({ tools: [{ ...lint, url: "file:///etc/passwd" }] }), "tools.0.url"],
+    ["webhook parameters that are no usable JSON Schema", validSpec({ tools: [{ ...lint, parameters: { type: "object", properties: { path: { type: "strng" } } } }] }), "tools.0.parameters"],
     ["an allowlist entry with a path", validSpec({ tools: ["http_fetch"], http_allowlist: ["example.com/x"] }), "http_allowlist.0"],
     ["max_turns 0", validSpec({ limits: { max_turns: 0 } }), "limits.max_turns"],
     ["a task id reserved for the engine", validSpec({ tasks: [{ id: "__plan.1", prompt: "x" }] }), "tasks.0.id"],
