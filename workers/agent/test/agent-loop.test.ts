@@ -277,6 +277,38 @@ describe("agent loop: tools and checkpoints", () => {
   });
 });
 
+describe("agent loop under upstream faults", () => {
+  it("multi-turn agents through 500s, 502s and 429s: every task ends, ledger = upstream calls, no turn is paid twice", async () => {
+    const tasks = Array.from({ length: 20 }, (_, i) => ({ id: `a${i + 1}`, prompt: `[mock:tool_turns=2] Agent ${i + 1}: use scratchpad_put, then answer.` }));
+    const swarm = await startSwarm(tasks, { tools: ["scratchpad"], limits: { max_attempts: 10, timeout_s: 5 } });
+    await mock("/admin/scenario", { rates: { "500": 0.15, "502": 0.05, "429": 0.1 }, retry_after_s: 0, seed: 7 });
+    const before = await mock("/stats");
+    // Deliver what is still open until the swarm ends (the queue would redeliver retries by itself).
+    for (let round = 0; round < 30; round += 1) {
+      const open = (await swarm.results()).filter((r) => r.state !== "succeeded" && r.state !== "failed").map((r) => r.task_id);
+      if (open.length === 0) break;
+      await deliver(swarm.swarmId, open);
+    }
+    await mock("/admin/scenario", {});
+    const after = await mock("/stats");
+    const status = await swarm.status();
+    expect(status.state).toMatch(/^completed/);
+    expect(status.counts.succeeded + status.counts.failed).toBe(20);
+    const upstream = Number(after.calls) - Number(before.calls);
+    const rows = await ledgerRows(swarm.swarmId, upstream);
+    expect(rows).toHaveLength(upstream);
+    // The faults hit agents mid-loop (after a tool turn), not only on their first call.
+    expect(rows.some((r) => r.status === "error" && r.turn > 1)).toBe(true);
+    // A turn that succeeded once is never called again, whatever the retries.
+    const okTurns = rows.filter((r) => r.status === "ok").map((r) => `${r.call_id.split(":")[1]}:${r.turn}`);
+    expect(new Set(okTurns).size).toBe(okTurns.length);
+    // Each succeeded agent: exactly its 3 turns succeeded (2 tool turns and the answer).
+    for (const result of (await swarm.results()).filter((r) => r.state === "succeeded")) {
+      expect(okTurns.filter((t) => t.startsWith(`${result.task_id}:`)).sort()).toEqual([`${result.task_id}:1`, `${result.task_id}:2`, `${result.task_id}:3`]);
+    }
+  }, 120_000);
+});
+
 describe("agent loop: structured output", () => {
   const format = {
     type: "json_schema",
