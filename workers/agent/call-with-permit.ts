@@ -280,7 +280,8 @@ function notCalled(outcome: TaskOutcome): PermitCallResult {
   return { kind: "not_called", outcome };
 }
 
-function permanentFailure(errorClass: ErrorClass, message: string): TaskOutcome {
+/** An outcome that is never retried. */
+export function permanentFailure(errorClass: ErrorClass, message: string): Extract<TaskOutcome, { kind: "failed" }> {
   return { kind: "failed", class: errorClass, retryable: false, retryAfterMs: null, message };
 }
 

@@ -1,7 +1,7 @@
 // One task's agent loop: model call → tool calls (run in parallel) → tool results → model call …, up
 // to max_turns and max_tool_calls, then a final answer, checked against response_format with one
-// repair turn. Each finished turn is checkpointed (through the call journal), so a redelivered task
-// resumes after its last finished turn instead of paying for it again. Engine tasks (the planner's
+// repair turn. Each turn is checkpointed (through the call journal) after its model call and after
+// its tools, so a redelivered task resumes there instead of paying for its model calls again. Engine tasks (the planner's
 // and the reducer's calls) run through the same loop: one call, no tools.
 import {
   admitToolCalls,
@@ -16,12 +16,11 @@ import {
   pendingToolCalls,
   type AgentState,
 } from "../../src/core/agent-conversation.ts";
-import type { ErrorClass } from "../../src/core/error-class.ts";
 import { checkOutput, toRepairPrompt } from "../../src/core/structured-output.ts";
 import type { CallRecord, ClaimedTask, TaskOutcome, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
 import type { ToolCall } from "../../src/core/tool-calls.ts";
 import type { ModelCallResult } from "../../src/model/model-client.ts";
-import { callWithPermit, type PermitContext } from "./call-with-permit.ts";
+import { callWithPermit, permanentFailure, type PermitContext } from "./call-with-permit.ts";
 import type { SwarmTools } from "./tools/swarm-tools.ts";
 
 export interface AgentContext {
@@ -84,7 +83,7 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
   for (;;) {
     const next = nextTurn(state, limits, tools !== null);
     if (next === null) {
-      return report(permanent("turn_limit", `the agent used its ${limits.max_turns} turn(s) (limits.max_turns) without giving a final answer`));
+      return report(permanentFailure("turn_limit", `the agent used its ${limits.max_turns} turn(s) (limits.max_turns) without giving a final answer`));
     }
     // The claim's lease covers the first call; a later turn must also fit the invocation's time.
     if (calls.length > 0 && ctx.now() + task.timeoutS * 1_000 > ctx.callsEndBy) {
@@ -120,7 +119,7 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
     // were all it sent, it gave no answer.
     if (result.toolCalls.length > 0 && result.text.trim() === "") {
       return report(
-        permanent("turn_limit", `the model asked for tools on its last allowed turn (${next.turn}, limits.max_turns ${limits.max_turns}) instead of answering`),
+        permanentFailure("turn_limit", `the model asked for tools on its last allowed turn (${next.turn}, limits.max_turns ${limits.max_turns}) instead of answering`),
       );
     }
     const check = checkOutput(result.text, responseFormat);
@@ -133,18 +132,14 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
       continue;
     }
     return report({
-      ...permanent("invalid_output", `the answer does not match response_format, also after a repair turn: ${check.errors.slice(0, 5).join("; ")}`),
+      ...permanentFailure("invalid_output", `the answer does not match response_format, also after a repair turn: ${check.errors.slice(0, 5).join("; ")}`),
       output: result.text,
     });
   }
 }
 
-function permanent(errorClass: ErrorClass, message: string): Extract<TaskOutcome, { kind: "failed" }> {
-  return { kind: "failed", class: errorClass, retryable: false, retryAfterMs: null, message };
-}
-
 /** The ledger's record of one call of the loop. */
-export function toCallRecord(model: string, turn: number, result: ModelCallResult): CallRecord {
+function toCallRecord(model: string, turn: number, result: ModelCallResult): CallRecord {
   return {
     turn,
     // The gateway name of the model called (a fallback while the spec's model's circuit is
