@@ -23,6 +23,8 @@ export interface ReductionLevel {
   inputs: number;
   /** Reducer calls of this level (its chunks). */
   tasks: number;
+  /** Of those, the ones that failed (their chunks are left out of the next level). */
+  failed: number;
 }
 
 /** Tokens left for the items of one reducer call: context − output − fixed prompt − 5% of context; at least 1. */

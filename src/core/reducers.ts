@@ -2,6 +2,7 @@
 // vote; and the spec and output shape of `llm`, whose merging runs as queued reducer tasks
 // (llm-reduction.ts builds their prompts). Inputs are the succeeded outputs in task order. No I/O.
 import { z } from "zod";
+import type { ReductionLevel } from "./llm-reduction.ts";
 
 export const ReduceSpecSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("collect") }),
@@ -59,7 +60,7 @@ export interface LlmReducedOutput {
   /** The reducer's context window the chunks were cut to. */
   context_tokens: number;
   /** Level 1 reduces the results, level 2 the outputs of level 1, …; the last level has one task. */
-  levels: { level: number; inputs: number; tasks: number; failed: number }[];
+  levels: ReductionLevel[];
   /** Results the reduction used, and results too long for one chunk that were cut. */
   inputs: number;
   truncated: string[];

@@ -2,6 +2,7 @@
 // Types only, no I/O. Every shape here crosses a Worker boundary by structured clone.
 import type { ClassifiedError, ErrorClass } from "./error-class.ts";
 import type { BuiltinTool, Limits, PlannedTask, ResponseFormat, SwarmSpec } from "./spec-schema.ts";
+import type { ReductionLevel } from "./llm-reduction.ts";
 import type { ReducedOutput, ReducedOutputWire, ReduceSpec } from "./reducers.ts";
 import type { Usage } from "./usage.ts";
 
@@ -271,7 +272,7 @@ export interface ReductionView {
   model: string;
   context_tokens: number;
   /** Level 1 reduces the results; each level's task ids are `__reduce.<level>.<n>`, n = 1..tasks. */
-  levels: { level: number; inputs: number; tasks: number; failed: number }[];
+  levels: ReductionLevel[];
   done: boolean;
 }
 

@@ -13,7 +13,7 @@ import { isTerminal } from "../core/task-transitions.ts";
 import { WeightedModelsSchema, type SwarmRow } from "./swarm-room-rows.ts";
 
 /** The reducer's context window when neither the spec nor the gateway names one. */
-export const DEFAULT_REDUCER_CONTEXT_TOKENS = 32_000;
+const DEFAULT_REDUCER_CONTEXT_TOKENS = 32_000;
 /** A planner's answer lists up to max_tasks prompts; its output limit grows with them. */
 const PLANNER_TOKENS_PER_TASK = 300;
 /** The planner is asked at most this often: a refused plan gets one retry that is told why. */
@@ -38,6 +38,7 @@ export interface PhaseRoom {
   counts(): TaskCounts;
   /** Succeeded sub-task outputs in task order. */
   succeededOutputs(): TaskOutput[];
+  limits(swarm: SwarmRow): Limits;
   /** The gateway's context size of a model, when it has one. */
   gatewayContext(model: string): number | undefined;
 }
@@ -56,6 +57,14 @@ function insertEngineTask(sql: SqlStorage, id: string, kind: TaskKind, prompt: s
 /** The first model of the swarm's mix: the planner's and the reducer's default. */
 export function firstModel(swarm: Pick<SwarmRow, "model" | "model_mix">): string {
   return swarm.model_mix === null ? swarm.model : (WeightedModelsSchema.parse(JSON.parse(swarm.model_mix))[0]?.model ?? swarm.model);
+}
+
+/** The planner's and the llm reducer's models (their own, or the first model of the mix). */
+export function engineModels(phases: { goal: string | null | undefined; plannerModel: string | undefined; reduce: ReduceSpec | undefined }, first: string): string[] {
+  return [
+    ...(phases.goal !== null && phases.goal !== undefined ? [phases.plannerModel ?? first] : []),
+    ...(phases.reduce?.kind === "llm" ? [reducerModel(phases.reduce, first)] : []),
+  ];
 }
 
 export function plannerOf(swarm: Pick<SwarmRow, "planner">): PlannerSpec | null {
@@ -93,14 +102,15 @@ export function insertPlanTask(sql: SqlStorage, swarm: Pick<SwarmRow, "plan_atte
 }
 
 /** The phase steps that depend on engine tasks: a finished plan, finished sub-tasks, a finished reduce level. */
-export function advancePhase(room: PhaseRoom, swarm: SwarmRow, limits: Limits): void {
-  if (swarm.state === "planning") advancePlanning(room.sql, swarm, limits);
+export function advancePhase(room: PhaseRoom, swarm: SwarmRow): void {
+  if (swarm.state === "planning") advancePlanning(room, swarm);
   else if (swarm.state === "running") startReductionWhenDone(room, swarm);
   else if (swarm.state === "reducing") advanceReduction(room.sql, swarm);
 }
 
 /** The planner answered: a valid plan becomes the swarm's tasks; an invalid one is asked for once more, then the swarm fails. */
-function advancePlanning(sql: SqlStorage, swarm: SwarmRow, limits: Limits): void {
+function advancePlanning(room: PhaseRoom, swarm: SwarmRow): void {
+  const { sql } = room;
   const plan = sql
     .exec<{ state: TaskState; output: string | null; error_class: string | null; error_message: string | null }>(
       "SELECT state, output, error_class, error_message FROM tasks WHERE kind = 'plan' ORDER BY seq DESC LIMIT 1",
@@ -120,7 +130,7 @@ function advancePlanning(sql: SqlStorage, swarm: SwarmRow, limits: Limits): void
     sql.exec("UPDATE swarm SET plan_errors = ?, index_dirty = 1", JSON.stringify(parsed.errors));
     console.warn(JSON.stringify({ event: "plan_refused", swarm_id: swarm.id, attempt: swarm.plan_attempts, errors: parsed.errors.slice(0, 5) }));
     if (swarm.plan_attempts < PLAN_ATTEMPTS) {
-      insertPlanTask(sql, swarm, planner, limits, parsed.errors);
+      insertPlanTask(sql, swarm, planner, room.limits(swarm), parsed.errors);
     } else {
       sql.exec("UPDATE swarm SET reason = ?", `planning failed: the planner's plan was invalid ${swarm.plan_attempts} time(s): ${parsed.errors.slice(0, 5).join("; ")}`);
     }

@@ -71,6 +71,8 @@ import { migrateSwarmRoom } from "./swarm-room-schema.ts";
 import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, WeightedModelsSchema, type CircuitRow, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
 import {
   advancePhase,
+  engineModels,
+  firstModel,
   insertPlanTask,
   insertTasks,
   llmOutput,
@@ -181,6 +183,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly settings: RoomSettings;
   /** The alarm time this instance last set; null = unknown (read it from storage). */
   private alarmAt: number | null = null;
+  /** Memo of toRunConfig. */
+  private runConfig: TaskRunConfig | null = null;
   /** p50/p95 over the calls recorded so far, recomputed only when a call was added (status is polled). */
   private latencyCache: { calls: number; p50: number | null; p95: number | null } | null = null;
 
@@ -224,7 +228,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const cap = capOfTenant(this.settings.tenantBudgets, input.tenant);
     if (spec.budget?.max_usd !== undefined || cap?.max_usd_per_month !== undefined) {
       // A USD budget (the swarm's or the tenant's) can only hold if every call has a price.
-      const unpriced = [...new Set([...mix.map((m) => m.model), ...(spec.fallback ?? []), ...this.engineModels(spec, mix)])].filter(
+      const unpriced = [...new Set([...mix.map((m) => m.model), ...(spec.fallback ?? []), ...engineModels({ goal: spec.goal, plannerModel: spec.planner?.model, reduce: spec.reduce }, mix[0]?.model ?? "")])].filter(
         (m) => resolvePrice(this.settings.prices, m) === null,
       );
       if (unpriced.length > 0) {
@@ -429,7 +433,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           promptChars += size;
           const timeoutS = toCallTimeoutS(task, config.limits);
           // A sub-agent's lease covers every turn of its loop, each with its tool calls.
-          const turns = task?.kind === "task" ? callsPerAttempt({ tools: config.tools, response_format: config.responseFormat, limits: config.limits }) : 1;
+          const turns = task?.kind === "task" ? this.callsPerTask(swarm) : 1;
           const toolMs = task?.kind === "task" && config.tools.length > 0 ? this.settings.toolTurnLeaseMs : 0;
           const leaseUntil = now + waves * turns * (timeoutS * 1_000 + toolMs) + this.settings.leaseGraceMs;
           const row = this.sql
@@ -662,15 +666,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────
 
-  /** The planner's and the llm reducer's models, when the spec names its own. */
-  private engineModels(spec: Omit<StartSwarmInput["spec"], never>, mix: WeightedModel[]): string[] {
-    const first = mix[0]?.model ?? "";
-    return [
-      ...(spec.goal !== undefined ? [spec.planner?.model ?? first] : []),
-      ...(spec.reduce?.kind === "llm" ? [reducerModel(spec.reduce, first)] : []),
-    ];
-  }
-
   private mix(swarm: SwarmRow): WeightedModel[] {
     return swarm.model_mix === null ? [{ model: swarm.model, weight: 1 }] : WeightedModelsSchema.parse(JSON.parse(swarm.model_mix));
   }
@@ -686,7 +681,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const lowBudget = tier.length > 0 && this.budgetRunningLow(swarm);
     const hint = taskId === undefined ? null : (knownHint === undefined ? this.modelHint(taskId) : knownHint);
     const primary =
-      taskId === undefined ? [...mix.map((m) => m.model), ...this.engineModelsOf(swarm), ...tier] : hint !== null ? [hint] : lowBudget ? tier : [this.primaryModel(swarm, taskId, null)];
+      taskId === undefined ? [...mix.map((m) => m.model), ...engineModels({ goal: swarm.goal, plannerModel: plannerOf(swarm)?.model, reduce: reduceSpecOf(swarm) }, firstModel(swarm)), ...tier] : hint !== null ? [hint] : lowBudget ? tier : [this.primaryModel(swarm, taskId, null)];
     return [...new Set([...primary, ...fallback])];
   }
 
@@ -702,16 +697,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   /** An engine task's own model (the planner's, the reducer's); null for a sub-task. */
   private modelHint(taskId: string): string | null {
     return this.sql.exec<{ m: string | null }>("SELECT model_hint AS m FROM tasks WHERE id = ?", taskId).toArray()[0]?.m ?? null;
-  }
-
-  /** The planner's and reducer's models of a running swarm (for circuits and status). */
-  private engineModelsOf(swarm: SwarmRow): string[] {
-    const first = this.mix(swarm)[0]?.model ?? swarm.model;
-    const reduce = reduceSpecOf(swarm);
-    return [
-      ...(swarm.planner !== null ? [plannerOf(swarm)?.model ?? first] : []),
-      ...(reduce.kind === "llm" ? [reducerModel(reduce, first)] : []),
-    ];
   }
 
   /** The gateway's models of the budget's fallback tier, cheapest output first. */
@@ -835,10 +820,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return LimitsSchema.parse(JSON.parse(swarm.limits));
   }
 
+  /** The swarm's run settings. They are fixed when it starts, so they are parsed once per instance. */
   private toRunConfig(swarm: SwarmRow): TaskRunConfig {
+    if (this.runConfig !== null) return this.runConfig;
     const responseFormat: ResponseFormat | null =
       swarm.response_format === null ? null : ResponseFormatSchema.parse(JSON.parse(swarm.response_format));
-    return {
+    return (this.runConfig = {
       swarmId: swarm.id,
       tenant: swarm.tenant,
       model: swarm.model,
@@ -848,7 +835,13 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       tools: swarm.tools === null ? [] : toToolWires(z.array(ToolSpecSchema).parse(JSON.parse(swarm.tools))),
       httpAllowlist: swarm.http_allowlist === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.http_allowlist)),
       parallelToolCalls: swarm.parallel_tool_calls === null ? null : swarm.parallel_tool_calls === 1,
-    };
+    });
+  }
+
+  /** Model calls one attempt of a sub-task may make: its agent loop's turns and a repair turn. */
+  private callsPerTask(swarm: SwarmRow): number {
+    const config = this.toRunConfig(swarm);
+    return callsPerAttempt({ tools: config.tools, response_format: config.responseFormat, limits: config.limits });
   }
 
   /**
@@ -859,8 +852,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     let successes = 0;
     let rateLimited = false;
     // A sub-task reserves its whole attempt (every turn); one call is charged at most its share.
-    const format = swarm.response_format === null ? null : ResponseFormatSchema.parse(JSON.parse(swarm.response_format));
-    const callsPerTask = callsPerAttempt({ tools: swarm.tools === null ? [] : [swarm.tools], response_format: format, limits: this.limits(swarm) });
+    const callsPerTask = this.callsPerTask(swarm);
     for (const report of reports) {
       for (const call of report.calls) {
         if (!this.insertCall(swarm, report, call, callsPerTask)) continue;
@@ -1004,7 +996,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private async afterTasksEnded(): Promise<void> {
     const before = this.swarm();
     if (before === null || before.finished_at !== null) return;
-    advancePhase(this.phaseRoom(), before, this.limits(before));
+    advancePhase(this.phaseRoom(), before);
     await this.dispatch();
     // Read again: dispatch may have spent the budget, and other calls ran while it awaited the queue.
     const swarm = this.swarm();
@@ -1103,7 +1095,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * times), and the worst case of its first call.
    */
   private worstCaseOfSwarm(input: StartSwarmInput, mixModels: string[]): Amount & { oneCall: Amount } {
-    const models = [...mixModels, ...(input.spec.fallback ?? []), ...this.engineModels(input.spec, mixModels.map((model) => ({ model, weight: 1 })))];
+    const models = [...mixModels, ...(input.spec.fallback ?? []), ...engineModels({ goal: input.spec.goal, plannerModel: input.spec.planner?.model, reduce: input.spec.reduce }, mixModels[0] ?? "")];
     const prices = models.map((m) => resolvePrice(this.settings.prices, m)).filter((p): p is ModelPrice => p !== null);
     const priciest = prices.reduce<ModelPrice | null>((top, p) => (top === null || p.output + p.input > top.output + top.input ? p : top), null);
     const encoder = new TextEncoder();
@@ -1166,9 +1158,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       return worstCaseCall(row.n + encoder.encode(override.system).length, override.maxOutputTokens, price);
     }
     const systemBytes = swarm.system === null ? 0 : encoder.encode(swarm.system).length;
-    const config = this.toRunConfig(swarm);
-    const calls = callsPerAttempt({ tools: config.tools, response_format: config.responseFormat, limits: config.limits });
-    return worstCaseAttempt(row.n + systemBytes, config.limits.max_output_tokens, calls, price);
+    return worstCaseAttempt(row.n + systemBytes, this.toRunConfig(swarm).limits.max_output_tokens, this.callsPerTask(swarm), price);
   }
 
   /** What recorded calls count against the budget. */
@@ -1384,7 +1374,13 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   /** What the phases (planning, llm reduction) read of the room. */
   private phaseRoom(): PhaseRoom {
-    return { sql: this.sql, counts: () => this.counts(), succeededOutputs: () => this.succeededOutputs(), gatewayContext: this.gatewayContext };
+    return {
+      sql: this.sql,
+      counts: () => this.counts(),
+      succeededOutputs: () => this.succeededOutputs(),
+      limits: (swarm) => this.limits(swarm),
+      gatewayContext: this.gatewayContext,
+    };
   }
 
   /** The gateway's context size of a model, when configured. */
