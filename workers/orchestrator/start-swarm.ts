@@ -14,9 +14,7 @@ export async function startSwarm(
   swarm: PlannedSwarm,
   origin: StartSwarmInput["origin"],
 ): Promise<{ swarmId: string }> {
-  // Tools that could only ever reach refused addresses: refused now, not as tool errors later.
-  const targets = checkToolTargets(swarm.spec, deps.config.allowPrivateNetwork);
-  if (targets.length > 0) throw new ApiError("invalid_spec", "the swarm's tools target addresses they may not reach", targets);
+  requireReachableTools(swarm, deps.config);
   const swarmId = deps.newSwarmId();
   const { created, refused, code } = await deps.swarmRooms.start({ swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin });
   // The room refuses what it cannot honour: a USD budget over a model without a price, a model the
@@ -29,4 +27,15 @@ export async function startSwarm(
   // source is broken, and that must be loud rather than hand the caller someone else's swarm.
   if (!created) throw new Error(`SwarmRoom ${swarmId} already existed when it was started`);
   return { swarmId };
+}
+
+/**
+ * Tools that could only ever reach refused addresses are refused now (400), not as tool errors
+ * later: when a swarm starts, and when a schedule is saved (`at` = where the spec sits in the body).
+ */
+export function requireReachableTools(swarm: PlannedSwarm, config: Pick<OrchestratorDeps["config"], "allowPrivateNetwork">, at = ""): void {
+  const targets = checkToolTargets(swarm.spec, config.allowPrivateNetwork);
+  if (targets.length > 0) {
+    throw new ApiError("invalid_spec", "the swarm's tools target addresses they may not reach", targets.map((p) => ({ ...p, path: `${at}${p.path}` })));
+  }
 }

@@ -2,12 +2,12 @@
 // The spec is validated exactly as POST /v1/swarms validates it, so a bad spec is refused when saved, not at run time.
 import { Hono } from "hono";
 import { ApiError } from "../../../src/core/errors.ts";
-import { checkToolTargets } from "../../../src/core/tool-targets.ts";
 import { isScheduleId } from "../../../src/core/ids.ts";
 import { toSwarmSpec } from "../../../src/core/parse-swarm-spec.ts";
 import { parseScheduleInput } from "../../../src/core/schedule-schema.ts";
 import type { AppEnv } from "../app-env.ts";
 import { readJsonBody } from "../json-body.ts";
+import { requireReachableTools } from "../start-swarm.ts";
 import { toScheduleView } from "../schedule-view.ts";
 import { toModelLabel } from "../../../src/core/route-model.ts";
 
@@ -17,8 +17,7 @@ export const scheduleRoutes = new Hono<AppEnv>()
     if (!input.ok) throw new ApiError("invalid_spec", "the schedule is invalid", input.error);
     const { deps, tenant } = c.var;
     const { name, cron, swarm, enabled } = input.value;
-    const targets = checkToolTargets(swarm.spec, deps.config.allowPrivateNetwork).map((p) => ({ ...p, path: `spec.${p.path}` }));
-    if (targets.length > 0) throw new ApiError("invalid_spec", "the swarm's tools target addresses they may not reach", targets);
+    requireReachableTools(swarm, deps.config, "spec.");
     const schedule = { id: deps.newScheduleId(), tenant, name, cron: cron.expression, enabled, createdAt: deps.now() };
     // The planned spec is stored (generated task ids included), so every run gets the same task ids.
     await deps.schedules.insert({ ...schedule, spec: JSON.stringify(toSwarmSpec(swarm)) });
