@@ -31,7 +31,7 @@ export function checkOutput(text: string, format: ResponseFormat | null): Output
   }
   let units: OutputUnit[];
   try {
-    const result = new Validator(cloneSchema(format.json_schema.schema), "2020-12", false).validate(value);
+    const result = validatorFor(format.json_schema.schema).validate(value);
     if (result.valid) return { ok: true, value, text: json };
     units = result.errors;
   } catch (error) {
@@ -39,6 +39,22 @@ export function checkOutput(text: string, format: ResponseFormat | null): Output
     return { ok: false, errors: [`the response schema cannot be used: ${error instanceof Error ? firstLine(error.message) : String(error)}`] };
   }
   return { ok: false, errors: toErrorList(units) };
+}
+
+/**
+ * One validator per schema object: the agent checks every answer of a claim against the same
+ * config's schema, and building one (a copy of the schema, dereferenced) is the costly part.
+ * Validating is stateless, so a validator serves any number of answers.
+ */
+const validators = new WeakMap<object, Validator>();
+
+function validatorFor(schema: Record<string, unknown>): Validator {
+  let validator = validators.get(schema);
+  if (validator === undefined) {
+    validator = new Validator(cloneSchema(schema), "2020-12", false);
+    validators.set(schema, validator);
+  }
+  return validator;
 }
 
 /**
