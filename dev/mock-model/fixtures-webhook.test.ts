@@ -85,19 +85,21 @@ describe("POST /tools/lint", () => {
     const signed = await startMockModel({ webhookSecret: secret });
     try {
       const body = JSON.stringify({ content: "# TODO: x" });
-      const cases: Array<[string, Record<string, string>, string, number]> = [
-        ["valid", { [SIGNATURE_HEADER]: signWebhook(secret, body, nowS()) }, body, 200],
-        ["valid among several v1", { [SIGNATURE_HEADER]: `${signWebhook(secret, body, nowS())},v1=${"0".repeat(64)}` }, body, 200],
-        ["missing", {}, body, 401],
-        ["malformed", { [SIGNATURE_HEADER]: "garbage" }, body, 401],
-        ["wrong secret", { [SIGNATURE_HEADER]: signWebhook("other", body, nowS()) }, body, 401],
-        ["tampered body", { [SIGNATURE_HEADER]: signWebhook(secret, body, nowS()) }, `${body} `, 401],
-        ["stale (301 s)", { [SIGNATURE_HEADER]: signWebhook(secret, body, nowS() - 301) }, body, 401],
-        ["future (301 s)", { [SIGNATURE_HEADER]: signWebhook(secret, body, nowS() + 301) }, body, 401],
-        ["within tolerance (250 s)", { [SIGNATURE_HEADER]: signWebhook(secret, body, nowS() - 250) }, body, 200],
+      // Headers are made just before each request: signed at build time, the ±301 s cases could drift
+      // inside the tolerance while earlier requests run.
+      const cases: Array<[string, () => Record<string, string>, string, number]> = [
+        ["valid", () => ({ [SIGNATURE_HEADER]: signWebhook(secret, body, nowS()) }), body, 200],
+        ["valid among several v1", () => ({ [SIGNATURE_HEADER]: `${signWebhook(secret, body, nowS())},v1=${"0".repeat(64)}` }), body, 200],
+        ["missing", () => ({}), body, 401],
+        ["malformed", () => ({ [SIGNATURE_HEADER]: "garbage" }), body, 401],
+        ["wrong secret", () => ({ [SIGNATURE_HEADER]: signWebhook("other", body, nowS()) }), body, 401],
+        ["tampered body", () => ({ [SIGNATURE_HEADER]: signWebhook(secret, body, nowS()) }), `${body} `, 401],
+        ["stale (301 s)", () => ({ [SIGNATURE_HEADER]: signWebhook(secret, body, nowS() - 301) }), body, 401],
+        ["future (301 s)", () => ({ [SIGNATURE_HEADER]: signWebhook(secret, body, nowS() + 301) }), body, 401],
+        ["within tolerance (250 s)", () => ({ [SIGNATURE_HEADER]: signWebhook(secret, body, nowS() - 250) }), body, 200],
       ];
       for (const [name, headers, sent, status] of cases) {
-        const res = await lint(signed, sent, headers);
+        const res = await lint(signed, sent, headers());
         expect(res.status, name).toBe(status);
         const json = (await res.json()) as { findings?: Finding[]; error?: { code: string } };
         if (status === 200) expect(json.findings?.[0]?.rule, name).toBe("todo");
