@@ -93,7 +93,7 @@ export default defineConfig({
                   queueProducers: { TASK_QUEUE: "agent-test-dispatch", LONG_TASK_QUEUE: "agent-test-dispatch-long" },
                   bindings: {
                     API_TOKENS: "test-token-a",
-                    DISPATCH_PACKET_SIZE: "1",
+                    LANE_SLOTS: "8",
                     MAX_BODY_BYTES: "8388608",
                     MODEL_PRICES: "",
                     GATEWAY_CONFIG: "",

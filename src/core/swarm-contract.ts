@@ -126,28 +126,46 @@ export interface ClaimedTask {
 }
 
 /**
- * done / leased / unknown: nothing to run here, ack the message.
- * parked: every model's circuit is open; the SwarmRoom took the task back and dispatches it again
- * when a circuit half-opens, so ack the message.
- * deferred: the claim's answer was full (prompt bytes); the task is still the message's, so retry
- * the message shortly.
+ * One lane's exchange with the SwarmRoom (continuous pull dispatch): the outcomes it has finished
+ * since its last pull, recorded first, and how many slots it has free, which the answer fills.
+ * A lane is one ticket's consumer; its pulls are coalesced (a few ms or a few outcomes).
  */
-export type ClaimRefusal = "done" | "leased" | "unknown" | "parked" | "deferred";
-
-export interface ClaimOptions {
+export interface PullRequest {
+  /** The ticket (queue message) that brought this lane; a duplicate delivery pulls under the same id. */
+  ticket: string;
+  /** Outcomes since the lane's last pull; recorded idempotently by (task, attempt). */
+  reports: TaskReport[];
+  /** Free slots to fill now (0: only record). */
+  want: number;
+  /** How many tasks the lane can run at once (running + free), for sizing the swarm's tickets. */
+  slots: number;
+  /** The lane stops: nothing more is handed to it and its ticket closes once this is recorded. */
+  final: boolean;
+  /** Which tasks the lane runs: short ones, or `long: true` ones (their own queue). Default short. */
+  pool?: TaskPool;
   /**
-   * How many rounds of model calls the caller needs for its whole batch (tasks in the batch ÷ its
-   * concurrency, rounded up). Tasks that wait for a free slot must not outlive their lease, so the
-   * lease is `waves × timeout_s + grace`. Default 1; at most 100.
+   * Epoch ms by which every call of the lane must be over (its invocation stops before its wall-time
+   * limit): a task whose calls could outlast it is left for another lane. null = no bound.
    */
-  waves?: number;
+  endBy?: number | null;
 }
 
-export interface ClaimResponse {
-  /** null when the swarm does not exist (a message for a swarm that was never started). */
+/** Short tasks, or the long-chain pool (`tasks[].long`), each on its own queue. */
+export type TaskPool = "short" | "long";
+
+export interface PullResponse {
+  /** null when the swarm does not exist (a ticket for a swarm that was never started): stop. */
   config: TaskRunConfig | null;
   granted: ClaimedTask[];
-  refused: { taskId: string; reason: ClaimRefusal }[];
+  /** One per report, in any order. */
+  actions: TaskAction[];
+  /**
+   * Nothing was granted and nothing may be soon: stop (the swarm ended, was cancelled, or every
+   * open task is leased to someone). Otherwise a lane with nothing running asks again after `retryInMs`.
+   */
+  stop: boolean;
+  /** When the earliest task waiting to retry (or a circuit) is due, from now; null = nothing waits. */
+  retryInMs: number | null;
 }
 
 /** One upstream model call, as it goes into the ledger. */
@@ -157,6 +175,8 @@ export interface CallRecord {
   /** null when the upstream sent none (recorded as missing, never as zero). */
   usage: Usage | null;
   latencyMs: number;
+  /** Time to the response headers (the connection slot the call held); null when none arrived. */
+  ttfbMs?: number | null;
   status: "ok" | "error";
   errorClass: ErrorClass | null;
   /** Epoch ms. */
@@ -206,13 +226,12 @@ export type ScratchpadResponse =
 
 export interface TaskAction {
   taskId: string;
-  /** ack: the task's outcome is recorded (or someone else owns it); retry: redeliver it later. */
+  /**
+   * ack: the outcome is recorded (or someone else owns the task); retry: the room keeps the task
+   * waiting and hands it out again (to any lane) after `delaySeconds`.
+   */
   action: "ack" | "retry";
   delaySeconds: number;
-}
-
-export interface RecordResponse {
-  actions: TaskAction[];
 }
 
 export interface TaskCounts {
@@ -264,8 +283,28 @@ export interface SwarmStatus {
   /** The spending cap and where the swarm stands against it; null without a budget. */
   budget: BudgetView | null;
   metadata: SwarmMetadata;
+  /** What the swarm cost on Cloudflare besides the model: billable operations so far, and per task. */
+  billable: BillableView;
   created_at: string;
   finished_at: string | null;
+}
+
+export interface BillableOperations {
+  /** Tickets the room sent to the task queues. */
+  queue_messages_sent: number;
+  /** Ticket deliveries that reached the room (duplicates included). */
+  queue_messages_received: number;
+  /** Requests the SwarmRoom served (RPCs from agents and the API, and its alarms). */
+  do_requests: number;
+  /** Rows written to the SwarmRoom's SQLite storage. */
+  do_rows_written: number;
+  /** Rows written to D1 (ledger rows and the swarm's index row). */
+  d1_rows_written: number;
+}
+
+export interface BillableView extends BillableOperations {
+  /** Each figure divided by the swarm's tasks (null with no tasks). */
+  per_task: BillableOperations | null;
 }
 
 export interface ReductionView {

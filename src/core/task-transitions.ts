@@ -1,7 +1,7 @@
 // The decisions of a task's life cycle, as pure functions: may this delivery run the task, and
 // what does a reported outcome do to it. The SwarmRoom applies them to its SQL rows. No I/O.
 import type { ErrorClass } from "./error-class.ts";
-import type { ClaimRefusal, SwarmState, TaskCounts, TaskOutcome, TaskState } from "./swarm-contract.ts";
+import type { SwarmState, TaskCounts, TaskOutcome, TaskState } from "./swarm-contract.ts";
 import { TERMINAL_TASK_STATES } from "./swarm-contract.ts";
 
 export interface TaskLifeRow {
@@ -12,26 +12,26 @@ export interface TaskLifeRow {
   leaseUntil: number | null;
 }
 
-export type ClaimDecision =
+export type GrantDecision =
   | { kind: "grant"; attempt: number }
-  | { kind: "refuse"; reason: ClaimRefusal }
-  /** A lease ran out on the last allowed attempt: the task fails instead of running again. */
+  /** Not this task now: it is done, leased, waiting to retry later, or unknown. */
+  | { kind: "skip" }
+  /** Its attempts are used up (a lease ran out on the last one): it fails instead of running again. */
   | { kind: "fail"; errorClass: ErrorClass; message: string };
 
 export function isTerminal(state: TaskState): boolean {
   return TERMINAL_TASK_STATES.includes(state);
 }
 
-export function decideClaim(task: TaskLifeRow | null, now: number, maxAttempts: number): ClaimDecision {
-  if (task === null) return { kind: "refuse", reason: "unknown" };
-  if (isTerminal(task.state)) return { kind: "refuse", reason: "done" };
-  if (task.state === "pending") {
-    // Never dispatched by this room (a forged or stale message): the window decides when it runs.
-    return { kind: "refuse", reason: "unknown" };
-  }
-  if (task.state === "running" && task.leaseUntil !== null && task.leaseUntil > now) {
-    return { kind: "refuse", reason: "leased" };
-  }
+/**
+ * May a pull hand this task out now? Pending tasks (the window decided they enter it) and tasks
+ * whose retry is due are granted as their next attempt; a live lease, a retry not yet due and an
+ * ended task are skipped, so a repeated or concurrent pull never hands a task out twice.
+ */
+export function decideGrant(task: (TaskLifeRow & { retryAt: number | null }) | null, now: number, maxAttempts: number): GrantDecision {
+  if (task === null || isTerminal(task.state)) return { kind: "skip" };
+  if (task.state === "running" && task.leaseUntil !== null && task.leaseUntil > now) return { kind: "skip" };
+  if (task.state === "retry_wait" && task.retryAt !== null && task.retryAt > now) return { kind: "skip" };
   if (task.attempts >= maxAttempts) {
     return {
       kind: "fail",

@@ -10,15 +10,7 @@ import type { ErrorDetail } from "../core/errors.ts";
 import { reduceOutputs, toWire, type TaskOutput } from "../core/reducers.ts";
 import { PLAN_MAX_PROMPT_CHARS } from "../core/planner.ts";
 import { assignModel, toModelLabel, toModelMix, type WeightedModel } from "../core/route-model.ts";
-import {
-  acquireCircuit,
-  CLOSED_CIRCUIT,
-  isUpstreamHealthFailure,
-  recordCircuitOutcome,
-  toCurrentCircuit,
-  toHalfOpenAt,
-  type Circuit,
-} from "../core/circuit-breaker.ts";
+import { isUpstreamHealthFailure, toHalfOpenAt } from "../core/circuit-breaker.ts";
 import type { ErrorClass } from "../core/error-class.ts";
 import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
@@ -41,6 +33,7 @@ import {
 } from "../core/spec-schema.ts";
 import type {
   AgentCheckpoint,
+  BillableView,
   BudgetView,
   CallRecord,
   CallsReport,
@@ -50,9 +43,10 @@ import type {
   TaskKind,
   ToolSpecWire,
   CircuitView,
-  ClaimOptions,
-  ClaimResponse,
-  RecordResponse,
+  ClaimedTask,
+  PullRequest,
+  PullResponse,
+  TaskPool,
   ResultsPage,
   StartSwarmInput,
   SwarmStatusWire,
@@ -64,11 +58,12 @@ import type {
   TaskState,
   UsageTotals,
 } from "../core/swarm-contract.ts";
-import { decideClaim, decideCompletion, decideRecord, isTerminal, type TaskLifeRow } from "../core/task-transitions.ts";
-import { toPacketSize, toPackets, toSendBatches, type TaskPacket } from "../core/task-packet.ts";
+import { IN_FLIGHT_TASK_STATES } from "../core/swarm-contract.ts";
+import { decideCompletion, decideGrant, decideRecord, type TaskLifeRow } from "../core/task-transitions.ts";
+import { toSendBatches, type Ticket } from "../core/ticket.ts";
 import { flushToLedger, type LedgerRow, type SwarmIndexRow } from "../ledger/d1-ledger.ts";
 import { migrateSwarmRoom } from "./swarm-room-schema.ts";
-import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, WeightedModelsSchema, type CircuitRow, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
+import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, WeightedModelsSchema, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
 import {
   advancePhase,
   engineModels,
@@ -88,6 +83,10 @@ import {
   type PhaseRoom,
 } from "./swarm-phases.ts";
 import { runScratchpad } from "./swarm-scratchpad.ts";
+import { SwarmCircuits } from "./swarm-circuits.ts";
+import { SwarmMeters } from "./swarm-meters.ts";
+import { SwarmTickets } from "./swarm-tickets.ts";
+import { SwarmTotals } from "./swarm-totals.ts";
 
 /** The bindings and settings the SwarmRoom reads; the orchestrator's Env provides them. */
 export interface SwarmRoomEnv {
@@ -95,7 +94,7 @@ export interface SwarmRoomEnv {
   TASK_QUEUE: Queue;
   /** The long-chain pool: tasks flagged `long` go here (TASK_QUEUE when unbound). */
   LONG_TASK_QUEUE?: Queue;
-  DISPATCH_PACKET_SIZE?: string;
+  LANE_SLOTS?: string;
   MODEL_PRICES?: string;
   GATEWAY_CONFIG?: string;
   TENANT_BUDGETS?: string;
@@ -107,7 +106,8 @@ export interface SwarmRoomEnv {
 }
 
 interface RoomSettings {
-  packetSize: string | undefined;
+  /** Tasks a ticket's lane is assumed to run at once until a lane says (LANE_SLOTS). */
+  laneSlots: number;
   prices: PriceTable;
   /** The gateway's models when one is configured; null = every model name is served. */
   gateway: GatewayConfig | null;
@@ -118,14 +118,12 @@ interface RoomSettings {
   flushMs: number;
 }
 
-/** A dispatched message that no consumer claimed by then is sent again (local queues lose messages on restart). */
-const DISPATCH_DEADLINE_MS = 5 * 60_000;
 /** After a failed D1 flush, the next try waits this long. */
 const FLUSH_RETRY_MS = 5_000;
 /** Ledger rows per D1 transaction. */
 const FLUSH_CHUNK = 500;
 /**
- * A claim's answer crosses an RPC boundary (32 MiB limit): past this many characters of prompts and checkpoints the
+ * A pull's answer crosses an RPC boundary (32 MiB limit): past this many characters of prompts and checkpoints the
  * remaining tasks are deferred to a redelivery instead of granted.
  */
 const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
@@ -152,7 +150,7 @@ function toSettings(env: SwarmRoomEnv): RoomSettings {
   const tenantBudgets = parseTenantBudgets(env.TENANT_BUDGETS);
   if (!tenantBudgets.ok) throw new Error(tenantBudgets.error);
   return {
-    packetSize: env.DISPATCH_PACKET_SIZE,
+    laneSlots: Math.max(1, toNonNegativeInt(env.LANE_SLOTS, 128, "LANE_SLOTS")),
     prices: prices.value,
     gateway,
     tenantBudgets: tenantBudgets.value,
@@ -178,6 +176,16 @@ const toCapText = (cap: { max_usd_per_month?: number | undefined; max_tokens_per
     .filter((s) => s !== null)
     .join(" / ");
 
+interface FixedSettings {
+  id: string;
+  limits: Limits;
+  budget: Budget | null;
+  mix: WeightedModel[];
+  fallback: string[];
+}
+
+type StartResult = { created: boolean; refused?: ErrorDetail[]; code?: "invalid_spec" | "budget_exceeded" };
+
 export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly sql: SqlStorage;
   private readonly settings: RoomSettings;
@@ -187,18 +195,43 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private runConfig: TaskRunConfig | null = null;
   /** p50/p95 over the calls recorded so far, recomputed only when a call was added (status is polled). */
   private latencyCache: { calls: number; p50: number | null; p95: number | null } | null = null;
+  /** The earliest lease set since the alarm last looked (the alarm reads the exact one). */
+  private nextDeadline: number | null = null;
+  /** Whether any task is flagged long (its own pool of tickets); null = not looked yet. */
+  private hasLongTasks: boolean | null = null;
+  private readonly meters: SwarmMeters;
+  private readonly totals: SwarmTotals;
+  private readonly tickets: SwarmTickets;
+  private readonly circuits: SwarmCircuits;
+  /** Memo of fixed(). */
+  private parsed: FixedSettings | null = null;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
-    this.sql = ctx.storage.sql;
+    migrateSwarmRoom(ctx.storage.sql);
+    SwarmTickets.migrate(ctx.storage.sql);
+    SwarmMeters.migrate(ctx.storage.sql);
+    this.meters = new SwarmMeters(ctx.storage.sql);
+    this.sql = this.meters.sql;
     this.settings = toSettings(env);
-    migrateSwarmRoom(this.sql);
+    this.totals = new SwarmTotals(this.sql);
+    this.tickets = new SwarmTickets(this.sql, this.settings.laneSlots);
+    this.circuits = new SwarmCircuits(this.sql);
   }
 
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
 
   /** Stores the swarm and its tasks and starts dispatch. Idempotent by swarm id. */
-  async start(input: StartSwarmInput): Promise<{ created: boolean; refused?: ErrorDetail[]; code?: "invalid_spec" | "budget_exceeded" }> {
+  async start(input: StartSwarmInput): Promise<StartResult> {
+    this.meters.add("do_requests");
+    try {
+      return await this.startSwarm(input);
+    } finally {
+      this.meters.save();
+    }
+  }
+
+  private async startSwarm(input: StartSwarmInput): Promise<StartResult> {
     if (this.swarm() !== null) return { created: false };
     const { spec } = input;
     const mix = toModelMix(spec.model);
@@ -311,24 +344,29 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     } else {
       insertTasks(this.sql, input.tasks);
     }
+    this.totals.invalidate();
     // The index row is written now so the swarm is listed at once; if D1 is down the alarm retries.
     try {
       await this.flush();
     } catch (error) {
       console.error(`swarm ${input.swarmId}: index write failed, retrying from the alarm`, error);
     }
-    await this.dispatch();
-    await this.scheduleAlarm();
+    await this.issueTickets(Date.now());
+    const started = this.swarm();
+    if (started !== null) await this.planAlarm(started, Date.now());
     return { created: true };
   }
 
   async getStatus(tenant: string): Promise<SwarmStatusWire | null> {
+    // Read-only requests are counted in memory and stored with the next write.
+    this.meters.add("do_requests");
     const swarm = this.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     return this.toStatus(swarm);
   }
 
   async getResults(tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null> {
+    this.meters.add("do_requests");
     const swarm = this.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     const after = cursor === null ? 0 : Number(cursor);
@@ -383,104 +421,158 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return { results, next_cursor: rows.length > pageSize && last ? String(last.seq) : null };
   }
 
-  // ── RPC: agent Worker (one claim and one record per consumer batch) ─────────────────────────
+  // ── RPC: agent Worker (continuous pull: each pull records outcomes and fills free slots) ─────
 
-  /** Leases each claimable task to the caller. A finished or validly leased task is refused. */
-  async claim(taskIds: string[], options: ClaimOptions = {}): Promise<ClaimResponse> {
-    const swarm = this.swarm();
-    if (swarm === null) return { config: null, granted: [], refused: taskIds.map((taskId) => ({ taskId, reason: "unknown" })) };
+  /**
+   * A lane's pull: records its finished outcomes (idempotent by task and attempt), then hands it up
+   * to `want` tasks for its free slots, within the window, the budget and the circuits. It awaits
+   * no D1 write and no queue send: tickets and flushes go out from the alarm.
+   */
+  async pull(request: PullRequest): Promise<PullResponse> {
+    this.meters.add("do_requests");
+    try {
+      const swarm = this.swarm();
+      if (swarm === null) {
+        return { config: null, granted: [], actions: request.reports.map((r) => ({ taskId: r.taskId, action: "ack", delaySeconds: 0 })), stop: true, retryInMs: null };
+      }
+      const now = Date.now();
+      const actions = request.reports.length > 0 ? this.recordReports(swarm, request.reports, now) : [];
+      let ended = request.reports.length > 0;
+      const current = this.swarm() ?? swarm;
+      const pool: TaskPool = request.pool ?? "short";
+      const grant = request.final || request.want <= 0 ? { granted: [], ended: false, blocked: false } : this.grantTasks(current, request.want, now, pool, request.endBy ?? null);
+      ended ||= grant.ended;
+      if (ended) this.afterTasksEnded();
+      const after = this.swarm() ?? current;
+      const leaseUntil = grant.granted.reduce((max, t) => Math.max(max, t.leaseUntil), 0);
+      const finished = after.finished_at !== null || after.state === "cancelled";
+      if (this.tickets.pulled(request.ticket, request.slots, now, leaseUntil, request.final || finished, pool).delivered) this.meters.add("queue_received");
+      const retryInMs = grant.granted.length === 0 && !finished ? this.nextRetryIn(now, pool) : null;
+      const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
+      const stop = grant.granted.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
+      await this.planAlarm(after, now);
+      return { config: this.toRunConfig(after), granted: grant.granted, actions, stop, retryInMs };
+    } finally {
+      this.meters.save();
+    }
+  }
+
+  /**
+   * Up to `want` tasks of the pool, due retries first (they hold their place in the window), then
+   * pending tasks while the window has room. Each is leased as its next attempt, with its budget
+   * reserved. `blocked`: nothing can be granted until something changes (every circuit open, the
+   * budget waiting for reservations to settle, or no task fits the lane's remaining time).
+   */
+  private grantTasks(swarm: SwarmRow, want: number, now: number, pool: TaskPool, endBy: number | null): { granted: ClaimedTask[]; ended: boolean; blocked: boolean } {
+    const result = { granted: [] as ClaimedTask[], ended: false, blocked: false };
+    if (swarm.finished_at !== null || (swarm.state !== "running" && swarm.state !== "planning" && swarm.state !== "reducing")) return result;
     const config = this.toRunConfig(swarm);
-    const now = Date.now();
-    const waves = Math.min(100, Math.max(1, Math.floor(options.waves ?? 1)));
-    const response: ClaimResponse = { config, granted: [], refused: [] };
-    let ended = false;
+    const long = pool === "long" ? 1 : 0;
+    const limit = Math.min(want, 1_000);
+    const candidates = this.sql
+      .exec<TaskRow & { size: number }>(
+        `SELECT ${TASK_COLUMNS}, LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS size FROM tasks
+         WHERE state IN ('retry_wait', 'dispatched') AND COALESCE(retry_at, 0) <= ? AND long = ? ORDER BY retry_at, seq LIMIT ?`,
+        now,
+        long,
+        limit,
+      )
+      .toArray();
+    const room = swarm.window - this.totals.inFlight();
+    if (candidates.length < limit && room > 0) {
+      candidates.push(
+        ...this.sql
+          .exec<TaskRow & { size: number }>(
+            `SELECT ${TASK_COLUMNS}, LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS size FROM tasks
+             WHERE state = 'pending' AND long = ? ORDER BY seq LIMIT ?`,
+            long,
+            Math.min(limit - candidates.length, room),
+          )
+          .toArray(),
+      );
+    }
+    const budget = this.budget(swarm);
     let promptChars = 0;
-    for (const taskId of new Set(taskIds)) {
-      const task = this.task(taskId);
-      const decision = decideClaim(task && this.toLifeRow(task), now, config.limits.max_attempts);
-      switch (decision.kind) {
-        case "grant": {
-          const size = this.sql.exec<{ n: number }>("SELECT LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS n FROM tasks WHERE id = ?", taskId).one().n;
-          if (response.granted.length > 0 && promptChars + size > CLAIM_MAX_PROMPT_CHARS) {
-            response.refused.push({ taskId, reason: "deferred" });
-            break;
+    for (const task of candidates) {
+      const decision = decideGrant({ ...this.toLifeRow(task), retryAt: task.retry_at }, now, config.limits.max_attempts);
+      if (decision.kind === "skip") continue;
+      if (decision.kind === "fail") {
+        this.endTask(task, "failed", now, { errorClass: decision.errorClass, message: decision.message });
+        result.ended = true;
+        continue;
+      }
+      // A grant's answer crosses an RPC boundary (32 MiB): the rest waits for the next pull.
+      if (result.granted.length > 0 && promptChars + task.size > CLAIM_MAX_PROMPT_CHARS) break;
+      const model = this.pickModel(swarm, now, { probe: true, taskId: task.id, hint: task.model_hint });
+      if (model === null) {
+        // Every circuit is open: nothing runs until one half-opens (the alarm issues tickets then).
+        result.blocked = true;
+        break;
+      }
+      const timeoutS = toCallTimeoutS(task, config.limits);
+      // A sub-agent's lease covers every turn of its loop, each with its tool calls.
+      const turns = task.kind === "task" ? this.callsPerTask(swarm) : 1;
+      const toolMs = task.kind === "task" && config.tools.length > 0 ? this.settings.toolTurnLeaseMs : 0;
+      const runMs = turns * (timeoutS * 1_000 + toolMs);
+      if (endBy !== null && now + runMs > endBy) {
+        // The lane must end before this task could: another lane (a fresh ticket) takes it.
+        result.blocked = true;
+        break;
+      }
+      let reservation: Amount = { usd: 0, tokens: 0 };
+      if (budget !== null) {
+        const worst = this.worstCase(swarm, task, model);
+        const others = this.committedExcept(task);
+        if (!fitsBudget(budget, others, worst)) {
+          if (others.usd > this.totals.charged().usd || others.tokens > this.totals.charged().tokens) {
+            // Others' reservations may settle below their worst case: this task waits for them.
+            result.blocked = true;
+          } else {
+            this.exhaustBudget(toBudgetReason(budget, this.totals.charged(), worst), now, task.id);
+            result.ended = true;
           }
-          const model = this.pickModel(swarm, now, { probe: true, taskId, hint: task?.model_hint ?? null });
-          if (model === null) {
-            // Every circuit is open: take the task back out of the window; dispatch resumes when one half-opens.
-            this.sql.exec("UPDATE tasks SET state = 'pending', deadline = NULL WHERE id = ?", taskId);
-            response.refused.push({ taskId, reason: "parked" });
-            break;
-          }
-          const budget = this.budget(swarm);
-          if (budget !== null) {
-            const worst = this.worstCase(swarm, taskId, model);
-            const others = this.committed(taskId);
-            if (!fitsBudget(budget, others, worst)) {
-              if (this.reservedInFlight(taskId)) {
-                // Others' reservations may settle below their worst case: wait for them, out of the window.
-                this.sql.exec("UPDATE tasks SET state = 'pending', deadline = NULL, reserved_usd = 0, reserved_tokens = 0 WHERE id = ?", taskId);
-                response.refused.push({ taskId, reason: "parked" });
-              } else {
-                this.exhaustBudget(toBudgetReason(budget, this.charged(), worst), now, taskId);
-                response.refused.push({ taskId, reason: "done" });
-                ended = true;
-              }
-              break;
-            }
-            this.sql.exec("UPDATE tasks SET reserved_usd = ?, reserved_tokens = ? WHERE id = ?", worst.usd, worst.tokens, taskId);
-          }
-          promptChars += size;
-          const timeoutS = toCallTimeoutS(task, config.limits);
-          // A sub-agent's lease covers every turn of its loop, each with its tool calls.
-          const turns = task?.kind === "task" ? this.callsPerTask(swarm) : 1;
-          const toolMs = task?.kind === "task" && config.tools.length > 0 ? this.settings.toolTurnLeaseMs : 0;
-          const leaseUntil = now + waves * turns * (timeoutS * 1_000 + toolMs) + this.settings.leaseGraceMs;
-          const row = this.sql
-            .exec<{ prompt: string; checkpoint: string | null; override: string | null }>(
-              `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL, model = ?,
-                 started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt, checkpoint, override`,
-              decision.attempt,
-              leaseUntil,
-              model,
-              now,
-              taskId,
-            )
-            .one();
-          response.granted.push({
-            taskId,
-            attempt: decision.attempt,
-            prompt: row.prompt,
-            leaseUntil,
-            model,
-            timeoutS,
-            kind: task?.kind ?? "task",
-            override: row.override === null ? null : OverrideSchema.parse(JSON.parse(row.override)),
-            checkpoint: row.checkpoint === null ? null : CheckpointSchema.parse(JSON.parse(row.checkpoint)),
-          });
           break;
         }
-        case "fail":
-          this.endTask(taskId, "failed", now, { errorClass: decision.errorClass, message: decision.message });
-          response.refused.push({ taskId, reason: "done" });
-          ended = true;
-          break;
-        case "refuse":
-          response.refused.push({ taskId, reason: decision.reason });
-          break;
+        reservation = worst;
       }
+      promptChars += task.size;
+      const leaseUntil = now + runMs + this.settings.leaseGraceMs;
+      const row = this.sql
+        .exec<{ prompt: string; checkpoint: string | null; override: string | null }>(
+          `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL, model = ?, reserved_usd = ?, reserved_tokens = ?,
+             started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt, checkpoint, override`,
+          decision.attempt,
+          leaseUntil,
+          model,
+          reservation.usd,
+          reservation.tokens,
+          now,
+          task.id,
+        )
+        .one();
+      this.totals.move(task.kind, task.state, "running");
+      const held = IN_FLIGHT_TASK_STATES.includes(task.state) ? { usd: task.reserved_usd, tokens: task.reserved_tokens } : { usd: 0, tokens: 0 };
+      this.totals.reserve({ usd: reservation.usd - held.usd, tokens: reservation.tokens - held.tokens });
+      this.noteDeadline(leaseUntil);
+      result.granted.push({
+        taskId: task.id,
+        attempt: decision.attempt,
+        prompt: row.prompt,
+        leaseUntil,
+        model,
+        timeoutS,
+        kind: task.kind,
+        override: row.override === null ? null : OverrideSchema.parse(JSON.parse(row.override)),
+        checkpoint: row.checkpoint === null ? null : CheckpointSchema.parse(JSON.parse(row.checkpoint)),
+      });
+      if (result.granted.length >= want) break;
     }
-    if (ended) await this.afterTasksEnded();
-    await this.scheduleAlarm();
-    return response;
+    return result;
   }
 
   /** Records outcomes and usage; idempotent by task and attempt (and by call id for usage). */
-  async recordResults(reports: TaskReport[]): Promise<RecordResponse> {
-    const swarm = this.swarm();
-    if (swarm === null) return { actions: reports.map((r) => ({ taskId: r.taskId, action: "ack", delaySeconds: 0 })) };
+  private recordReports(swarm: SwarmRow, reports: TaskReport[], now: number): TaskAction[] {
     const limits = this.limits(swarm);
-    const now = Date.now();
     const actions: TaskAction[] = [];
     const budget = limits.retry_budget ?? defaultRetryBudget(swarm.task_count);
     let retriesUsed = swarm.retries_used;
@@ -496,11 +588,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const task = this.task(report.taskId);
       const decision = decideRecord(task && this.toLifeRow(task), report.attempt, report.outcome, limits.max_attempts);
       const { outcome } = report;
-      if (decision.kind === "succeed" && outcome.kind === "succeeded") {
-        this.endTask(report.taskId, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
-      } else if (decision.kind === "fail" && outcome.kind === "failed") {
-        this.endTask(report.taskId, "failed", now, { errorClass: outcome.class, message: outcome.message, output: outcome.output ?? null });
-      } else if (decision.kind === "defer" && outcome.kind === "deferred") {
+      if (task !== null && decision.kind === "succeed" && outcome.kind === "succeeded") {
+        this.endTask(task, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
+      } else if (task !== null && decision.kind === "fail" && outcome.kind === "failed") {
+        this.endTask(task, "failed", now, { errorClass: outcome.class, message: outcome.message, output: outcome.output ?? null });
+      } else if (task !== null && decision.kind === "defer" && outcome.kind === "deferred") {
         // No key had room (or, mid-loop, no time was left): like a 429, the upstream allows fewer
         // calls than the window sends.
         rateLimited = true;
@@ -509,20 +601,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         // checkpoint under a new number, so no call id is ever used twice.
         const called = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE task_id = ? AND attempt = ?", report.taskId, report.attempt).one().n > 0;
         const retryAt = now + Math.max(0, outcome.retryAfterMs);
-        this.sql.exec(
-          `UPDATE tasks SET state = 'retry_wait', attempts = attempts - ?, retry_at = ?, deadline = ? WHERE id = ?`,
-          called ? 0 : 1,
-          retryAt,
-          this.retryDeadline(retryAt, task, limits),
-          report.taskId,
-        );
+        this.toRetryWait(task, retryAt, called ? 0 : 1);
         actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
         continue;
       } else if (decision.kind === "retry" && outcome.kind === "failed" && task !== null) {
         if (swarm.state === "cancelled") {
-          this.endTask(report.taskId, "cancelled", now, { errorClass: outcome.class, message: `cancelled while waiting to retry: ${outcome.message}` });
+          this.endTask(task, "cancelled", now, { errorClass: outcome.class, message: `cancelled while waiting to retry: ${outcome.message}` });
         } else if (task.state !== "retry_wait" && retriesUsed >= budget) {
-          this.endTask(report.taskId, "failed", now, {
+          this.endTask(task, "failed", now, {
             errorClass: outcome.class,
             message: `${outcome.message} (not retried: the swarm's retry budget of ${budget} is spent)`,
           });
@@ -532,25 +618,39 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
             task.state === "retry_wait" && task.retry_at !== null
               ? task.retry_at
               : now + backoffDelayMs(report.attempt, outcome.retryAfterMs);
-          this.sql.exec(
-            `UPDATE tasks SET state = 'retry_wait', retry_at = ?, deadline = ?, error_class = ?, error_message = ? WHERE id = ?`,
-            retryAt,
-            this.retryDeadline(retryAt, task, limits),
-            outcome.class,
-            outcome.message,
-            report.taskId,
-          );
+          this.toRetryWait(task, retryAt, 0, { errorClass: outcome.class, message: outcome.message });
           actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
           continue;
         }
       }
       actions.push({ taskId: report.taskId, action: "ack", delaySeconds: 0 });
     }
-    this.sql.exec("UPDATE swarm SET retries_used = ?", retriesUsed);
-    this.adaptWindow({ successes, rateLimited, now });
-    await this.afterTasksEnded();
-    await this.scheduleAlarm();
-    return { actions };
+    if (retriesUsed !== swarm.retries_used) this.sql.exec("UPDATE swarm SET retries_used = ?", retriesUsed);
+    this.adaptWindow(swarm, { successes, rateLimited, now });
+    return actions;
+  }
+
+  /** The task waits to be handed out again at `retryAt`, holding its place in the window. */
+  private toRetryWait(task: TaskRow, retryAt: number, handBack: number, error?: { errorClass: ErrorClass; message: string }): void {
+    this.sql.exec(
+      `UPDATE tasks SET state = 'retry_wait', attempts = attempts - ?, retry_at = ?, deadline = NULL,
+         error_class = COALESCE(?, error_class), error_message = COALESCE(?, error_message) WHERE id = ?`,
+      handBack,
+      retryAt,
+      error?.errorClass ?? null,
+      error?.message ?? null,
+      task.id,
+    );
+    this.totals.move(task.kind, task.state, "retry_wait");
+  }
+
+  /** When the earliest retry of the pool is due, from now; null when none waits. */
+  private nextRetryIn(now: number, pool: TaskPool): number | null {
+    if (this.totals.inState("retry_wait") === 0) return null;
+    const at = this.sql
+      .exec<{ at: number | null }>("SELECT MIN(retry_at) AS at FROM tasks WHERE state = 'retry_wait' AND long = ?", pool === "long" ? 1 : 0)
+      .one().at;
+    return at === null ? null : Math.max(0, at - now);
   }
 
   /**
@@ -559,14 +659,19 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * outcome comes later with recordResults, whose repeated call rows are then ignored).
    */
   async recordCalls(reports: CallsReport[]): Promise<void> {
-    const swarm = this.swarm();
-    if (swarm === null) return;
-    const now = Date.now();
-    this.adaptWindow({ ...this.insertCalls(swarm, reports, now), now });
-    for (const report of reports) {
-      if (report.checkpoint !== undefined) this.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
+    this.meters.add("do_requests");
+    try {
+      const swarm = this.swarm();
+      if (swarm === null) return;
+      const now = Date.now();
+      this.adaptWindow(swarm, { ...this.insertCalls(swarm, reports, now), now });
+      for (const report of reports) {
+        if (report.checkpoint !== undefined) this.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
+      }
+      await this.planAlarm(this.swarm() ?? swarm, now);
+    } finally {
+      this.meters.save();
     }
-    await this.scheduleAlarm();
   }
 
   /**
@@ -574,12 +679,18 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * a put replaces. Bounded: SCRATCHPAD_LIMITS (src/core/scratchpad.ts).
    */
   async scratchpad(request: ScratchpadRequest): Promise<ScratchpadResponse> {
-    if (this.swarm() === null) return { ok: false, error: "the swarm does not exist" };
-    return runScratchpad(this.sql, request, Date.now());
+    this.meters.add("do_requests");
+    try {
+      if (this.swarm() === null) return { ok: false, error: "the swarm does not exist" };
+      return runScratchpad(this.sql, request, Date.now());
+    } finally {
+      this.meters.save();
+    }
   }
 
   /** A goal's plan in full (status shows its size only). null when the swarm is not the tenant's. */
   async getPlan(tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null> {
+    this.meters.add("do_requests");
     const swarm = this.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     const view = planView(swarm);
@@ -588,21 +699,20 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return { ...view, tasks };
   }
 
-  /** The queue gave up on these tasks' message: each still-open task ends failed, unless a live lease owns it. */
-  async recordDeadLetter(taskIds: string[]): Promise<void> {
-    if (this.swarm() === null) return;
-    const now = Date.now();
-    for (const taskId of new Set(taskIds)) {
-      const task = this.task(taskId);
-      if (task === null || isTerminal(task.state)) continue;
-      if (task.state === "running" && task.deadline !== null && task.deadline > now) continue;
-      this.endTask(taskId, "failed", now, {
-        errorClass: "dead_letter",
-        message: `the task queue gave up delivering this task after ${task.attempts} attempt(s)`,
-      });
+  /**
+   * The queue gave up on a ticket (its lanes kept dying): the ticket closes, and the alarm issues
+   * another while work is left. Tasks it leased end or return through their leases, as ever.
+   */
+  async recordDeadTicket(ticket: string): Promise<void> {
+    this.meters.add("do_requests");
+    try {
+      const swarm = this.swarm();
+      if (swarm === null) return;
+      this.tickets.pulled(ticket, 0, Date.now(), 0, true, "short");
+      await this.setAlarmNoLaterThan(Date.now());
+    } finally {
+      this.meters.save();
     }
-    await this.afterTasksEnded();
-    await this.scheduleAlarm();
   }
 
   /**
@@ -610,19 +720,31 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * and are recorded (their calls are paid for). null when the swarm is not the tenant's.
    */
   async cancel(tenant: string): Promise<{ status: SwarmStatusWire; changed: boolean } | null> {
+    this.meters.add("do_requests");
+    try {
+      return await this.cancelSwarm(tenant);
+    } finally {
+      this.meters.save();
+    }
+  }
+
+  private async cancelSwarm(tenant: string): Promise<{ status: SwarmStatusWire; changed: boolean } | null> {
     const swarm = this.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     if (swarm.finished_at !== null || swarm.state === "cancelled") return { status: this.toStatus(swarm), changed: false };
     const now = Date.now();
     this.sql.exec("UPDATE swarm SET state = 'cancelled', reason = 'cancelled by request', index_dirty = 1");
     this.sql.exec(
-      `UPDATE tasks SET state = 'cancelled', deadline = NULL, retry_at = NULL, finished_at = ?
+      `UPDATE tasks SET state = 'cancelled', deadline = NULL, retry_at = NULL, reserved_usd = 0, reserved_tokens = 0, finished_at = ?
        WHERE state IN ('pending', 'dispatched', 'retry_wait')`,
       now,
     );
-    await this.afterTasksEnded();
-    await this.scheduleAlarm();
+    this.totals.invalidate();
+    // Lanes get nothing more; their running tasks still record (and are paid for).
+    this.tickets.closeAll();
+    this.afterTasksEnded();
     const after = this.swarm();
+    if (after !== null) await this.planAlarm(after, now);
     return after === null ? null : { status: this.toStatus(after), changed: true };
   }
 
@@ -630,44 +752,117 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   override async alarm(): Promise<void> {
     this.alarmAt = null;
-    const swarm = this.swarm();
-    if (swarm === null) return;
-    const now = Date.now();
+    this.nextDeadline = null;
+    this.meters.add("do_requests");
+    try {
+      const swarm = this.swarm();
+      if (swarm === null) return;
+      const now = Date.now();
+      this.expireLeases(swarm, now);
+      this.tickets.expire(now);
+      this.afterTasksEnded();
+      await this.issueTickets(now);
+      try {
+        await this.flush();
+      } catch (error) {
+        console.error(`swarm ${swarm.id}: ledger flush failed, retrying in ${FLUSH_RETRY_MS} ms`, error);
+        await this.setAlarmNoLaterThan(Date.now() + FLUSH_RETRY_MS);
+      }
+      const after = this.swarm();
+      if (after !== null) await this.planAlarm(after, Date.now(), { exactDeadline: true });
+    } finally {
+      this.meters.save();
+    }
+  }
+
+  /**
+   * Leases that ran out (a lane died, or lost its outcome): the task waits to be handed out again at
+   * once, or fails on its last attempt, or ends cancelled in a cancelled swarm.
+   */
+  private expireLeases(swarm: SwarmRow, now: number): void {
     const limits = this.limits(swarm);
-    const overdue = this.sql
-      .exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE deadline IS NOT NULL AND deadline <= ? ORDER BY seq`, now)
-      .toArray();
-    const resend: string[] = [];
+    const overdue = this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE deadline IS NOT NULL AND deadline <= ? ORDER BY seq`, now).toArray();
     for (const task of overdue) {
       if (swarm.state === "cancelled") {
-        this.endTask(task.id, "cancelled", now, { errorClass: "lease_expired", message: "the swarm was cancelled and no outcome arrived within the lease" });
+        this.endTask(task, "cancelled", now, { errorClass: "lease_expired", message: "the swarm was cancelled and no outcome arrived within the lease" });
       } else if (task.state === "running" && task.attempts >= limits.max_attempts) {
-        this.endTask(task.id, "failed", now, {
+        this.endTask(task, "failed", now, {
           errorClass: "lease_expired",
           message: `no outcome was reported within the lease of attempt ${task.attempts} of ${limits.max_attempts}`,
         });
       } else {
-        resend.push(task.id);
+        this.toRetryWait(task, now, 0);
       }
     }
-    if (resend.length > 0) {
-      this.markDispatched(resend, now);
-      await this.send(resend);
+  }
+
+  /**
+   * Sends the tickets the window needs: lanes whose slots cover the tasks the swarm could run at
+   * once. Called from start and the alarm only, never on an agent's path. A failed send forgets
+   * its tickets and tries again in a second.
+   */
+  private async issueTickets(now: number): Promise<void> {
+    const swarm = this.swarm();
+    if (swarm === null || swarm.finished_at !== null || swarm.state === "cancelled") return;
+    if (this.pickModel(swarm, now, { probe: false }) === null) return;
+    for (const pool of this.pools()) {
+      const count = this.tickets.toIssue(this.demand(swarm, pool), pool);
+      if (count === 0) continue;
+      const ids = this.tickets.issue(count, now, swarm.id, pool);
+      const queue = pool === "long" ? (this.env.LONG_TASK_QUEUE ?? this.env.TASK_QUEUE) : this.env.TASK_QUEUE;
+      const sent: string[] = [];
+      try {
+        for (const batch of toSendBatches(ids)) {
+          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket } satisfies Ticket })));
+          sent.push(...batch);
+          this.meters.add("queue_sent", batch.length);
+        }
+      } catch (error) {
+        console.error(JSON.stringify({ event: "ticket_send_failed", swarm_id: swarm.id, tickets: ids.length - sent.length, error: error instanceof Error ? error.message : String(error) }));
+        this.tickets.unissue(ids.filter((id) => !sent.includes(id)));
+        await this.setAlarmNoLaterThan(Date.now() + 1_000);
+      }
     }
-    await this.afterTasksEnded();
-    try {
-      await this.flush();
-    } catch (error) {
-      console.error(`swarm ${swarm.id}: ledger flush failed, retrying in ${FLUSH_RETRY_MS} ms`, error);
-      await this.setAlarmNoLaterThan(Date.now() + FLUSH_RETRY_MS);
+  }
+
+  /** The pools the swarm has tasks in: long tasks run on their own queue (and lanes). */
+  private pools(): TaskPool[] {
+    if (this.hasLongTasks === null) {
+      this.hasLongTasks = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM (SELECT 1 FROM tasks WHERE long = 1 LIMIT 1)").one().n > 0;
     }
-    await this.scheduleAlarm();
+    return this.hasLongTasks ? ["short", "long"] : ["short"];
+  }
+
+  /** Tasks of a pool the swarm could run at once now: its open tasks, at most the window. */
+  private demand(swarm: SwarmRow, pool: TaskPool): number {
+    const open = this.hasLongTasks
+      ? this.sql
+          .exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE long = ? AND state IN ('pending', 'dispatched', 'running', 'retry_wait')", pool === "long" ? 1 : 0)
+          .one().n
+      : this.totals.open();
+    return Math.min(swarm.window, open);
   }
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────
 
   private mix(swarm: SwarmRow): WeightedModel[] {
-    return swarm.model_mix === null ? [{ model: swarm.model, weight: 1 }] : WeightedModelsSchema.parse(JSON.parse(swarm.model_mix));
+    return this.fixed(swarm).mix;
+  }
+
+  /**
+   * The swarm's settings that never change after it starts (limits, budget, models), parsed once
+   * per instance instead of on every grant and record.
+   */
+  private fixed(swarm: SwarmRow): FixedSettings {
+    if (this.parsed !== null && this.parsed.id === swarm.id) return this.parsed;
+    this.parsed = {
+      id: swarm.id,
+      limits: LimitsSchema.parse(JSON.parse(swarm.limits)),
+      budget: swarm.budget === null ? null : BudgetSchema.parse(JSON.parse(swarm.budget)),
+      mix: swarm.model_mix === null ? [{ model: swarm.model, weight: 1 }] : WeightedModelsSchema.parse(JSON.parse(swarm.model_mix)),
+      fallback: swarm.fallback === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.fallback)),
+    };
+    return this.parsed;
   }
 
   /**
@@ -675,7 +870,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * cheapest models of the budget's fallback tier), then the fallbacks. Without a task: all of them.
    */
   private models(swarm: SwarmRow, taskId?: string, knownHint?: string | null): string[] {
-    const fallback = swarm.fallback === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.fallback));
+    const { fallback } = this.fixed(swarm);
     const mix = this.mix(swarm);
     const tier = this.tierModels(swarm);
     const lowBudget = tier.length > 0 && this.budgetRunningLow(swarm);
@@ -719,39 +914,16 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private budgetRunningLow(swarm: SwarmRow): boolean {
     const budget = this.budget(swarm);
     if (budget === null) return false;
-    const charged = this.charged();
+    const charged = this.totals.charged();
     if (budget.max_usd !== undefined) return budget.max_usd - charged.usd < budget.fallback_at * budget.max_usd;
     if (budget.max_tokens !== undefined) return budget.max_tokens - charged.tokens < budget.fallback_at * budget.max_tokens;
     return false;
   }
 
-  private circuit(model: string): Circuit {
-    const row = this.sql.exec<CircuitRow>("SELECT * FROM circuits WHERE model = ?", model).toArray()[0];
-    if (row === undefined) return CLOSED_CIRCUIT;
-    return { state: row.state, failures: row.failures, firstFailureAt: row.first_failure_at, openedAt: row.opened_at, probes: row.probes };
-  }
-
-  private saveCircuit(model: string, circuit: Circuit): void {
-    this.sql.exec(
-      `INSERT INTO circuits (model, state, failures, first_failure_at, opened_at, probes) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (model) DO UPDATE SET state = excluded.state, failures = excluded.failures,
-         first_failure_at = excluded.first_failure_at, opened_at = excluded.opened_at, probes = excluded.probes`,
-      model,
-      circuit.state,
-      circuit.failures,
-      circuit.firstFailureAt,
-      circuit.openedAt,
-      circuit.probes,
-    );
-  }
-
   private updateCircuit(model: string, outcome: "success" | "failure", now: number): void {
-    const before = this.circuit(model);
-    const after = recordCircuitOutcome(before, outcome, now);
-    if (after.state === "open" && before.state !== "open") {
-      console.warn(JSON.stringify({ event: "circuit_open", model, failures: after.failures }));
+    if (this.circuits.record(model, outcome, now)) {
+      console.warn(JSON.stringify({ event: "circuit_open", model, failures: this.circuits.get(model).failures }));
     }
-    this.saveCircuit(model, after);
   }
 
   /**
@@ -760,10 +932,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    */
   private pickModel(swarm: SwarmRow, now: number, options: { probe: boolean; taskId?: string; hint?: string | null } = { probe: true }): string | null {
     for (const model of this.models(swarm, options.taskId, options.hint)) {
-      const { allowed, circuit } = acquireCircuit(this.circuit(model), now);
-      if (!allowed) continue;
-      if (options.probe) this.saveCircuit(model, circuit);
-      return model;
+      if (this.circuits.allows(model, now, options.probe)) return model;
     }
     return null;
   }
@@ -775,7 +944,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const now = Date.now();
     if (this.pickModel(swarm, now, { probe: false }) !== null) return null;
     const times = this.models(swarm)
-      .map((model) => toHalfOpenAt(toCurrentCircuit(this.circuit(model), now)))
+      .map((model) => this.circuits.halfOpenAt(model, now))
       .filter((t): t is number => t !== null);
     return times.length === 0 ? null : Math.min(...times);
   }
@@ -791,7 +960,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private circuitViews(swarm: SwarmRow): CircuitView[] {
     const now = Date.now();
     return this.models(swarm).map((model) => {
-      const circuit = toCurrentCircuit(this.circuit(model), now);
+      const circuit = this.circuits.current(model, now);
       const at = toHalfOpenAt(circuit);
       return { model, state: circuit.state, failures: circuit.failures, retry_at: at === null ? null : new Date(at).toISOString() };
     });
@@ -817,7 +986,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   private limits(swarm: SwarmRow): Limits {
-    return LimitsSchema.parse(JSON.parse(swarm.limits));
+    return this.fixed(swarm).limits;
   }
 
   /** The swarm's run settings. They are fixed when it starts, so they are parsed once per instance. */
@@ -868,10 +1037,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return { successes, rateLimited };
   }
 
-  /** One round of outcomes moves the adaptive window. */
-  private adaptWindow(events: { successes: number; rateLimited: boolean; now: number }): void {
-    const swarm = this.swarm();
-    if (swarm === null) return;
+  /** One pull's outcomes move the adaptive window. */
+  private adaptWindow(swarm: SwarmRow, events: { successes: number; rateLimited: boolean; now: number }): void {
+    if (events.successes === 0 && !events.rateLimited) return;
     const window = adjustWindow(
       { window: swarm.window, credit: swarm.window_credit, decreasedAt: swarm.window_decreased_at },
       events,
@@ -913,7 +1081,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       charge.usd,
       charge.tokens,
     );
-    return cursor.rowsWritten > 0;
+    if (cursor.rowsWritten === 0) return false;
+    this.totals.charge(charge);
+    return true;
   }
 
   /** Keeps a multi-turn task's latest checkpoint, from the attempt that holds it only. */
@@ -940,7 +1110,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   private endTask(
-    taskId: string,
+    task: TaskRow,
     state: "succeeded" | "failed" | "cancelled",
     now: number,
     detail: { output: string; finishReason: string | null } | { errorClass: ErrorClass; message: string; output?: string | null },
@@ -953,7 +1123,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         detail.output,
         detail.finishReason,
         now,
-        taskId,
+        task.id,
       );
     } else {
       // A failed task keeps its raw answer when it had one (invalid_output).
@@ -965,49 +1135,38 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         detail.message,
         detail.output ?? null,
         now,
-        taskId,
+        task.id,
       );
     }
+    this.totals.move(task.kind, task.state, state);
+    if (IN_FLIGHT_TASK_STATES.includes(task.state)) this.totals.reserve({ usd: -task.reserved_usd, tokens: -task.reserved_tokens });
   }
 
   private counts(): TaskCounts {
-    const counts: TaskCounts = { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, skipped_budget: 0 };
-    for (const row of this.sql.exec<{ state: TaskState; n: number }>("SELECT state, COUNT(*) AS n FROM tasks WHERE kind = 'task' GROUP BY state")) {
-      switch (row.state) {
-        case "pending":
-        case "dispatched":
-        case "retry_wait":
-          counts.queued += row.n;
-          break;
-        case "running":
-          counts.running += row.n;
-          break;
-        default:
-          counts[row.state] += row.n;
-      }
-    }
-    return counts;
+    return this.totals.counts();
   }
 
   /**
-   * After outcomes land: move the swarm through its phases (planning → running → reducing), refill
-   * the window, and finish the swarm when nothing is left open.
+   * After outcomes land: move the swarm through its phases (planning → running → reducing), and
+   * finish it when nothing is left open. Dispatch is pulled by lanes; tickets go out from the alarm.
    */
-  private async afterTasksEnded(): Promise<void> {
+  private afterTasksEnded(): void {
     const before = this.swarm();
     if (before === null || before.finished_at !== null) return;
     advancePhase(this.phaseRoom(), before);
-    await this.dispatch();
-    // Read again: dispatch may have spent the budget, and other calls ran while it awaited the queue.
     const swarm = this.swarm();
-    if (swarm === null || swarm.finished_at !== null) return;
-    const open = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state IN ('pending', 'dispatched', 'running', 'retry_wait')").one().n;
-    const counts = this.counts();
-    let state = open > 0 ? null : decideCompletion(counts, swarm.state === "cancelled");
+    if (swarm === null) return;
+    // A phase that moved inserted its engine tasks (or the plan's): count them.
+    if (swarm.state !== before.state || swarm.plan_attempts !== before.plan_attempts || swarm.reduction !== before.reduction) {
+      this.totals.invalidate();
+      this.hasLongTasks = null;
+    }
+    let state = this.totals.open() > 0 ? null : decideCompletion(this.counts(), swarm.state === "cancelled");
     if (state === null) {
-      this.sql.exec("UPDATE swarm SET index_dirty = 1");
+      if (swarm.index_dirty === 0) this.sql.exec("UPDATE swarm SET index_dirty = 1");
       return;
     }
+    const counts = this.counts();
     // Plan and reduce tasks ended too: a swarm whose plan or final reduction failed says so.
     const failedPhase = phaseFailure(swarm);
     if (failedPhase !== null && state !== "cancelled") state = failedPhase;
@@ -1017,61 +1176,17 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         ? `${counts.failed} task(s) failed${counts.skipped_budget > 0 ? `, ${counts.skipped_budget} skipped (budget)` : ""}`
         : null);
     this.sql.exec("UPDATE swarm SET state = ?, finished_at = ?, reason = ?, index_dirty = 1", state, Date.now(), reason);
+    this.tickets.closeAll();
     // The final row reaches D1 on the next alarm, right away.
-    await this.setAlarmNoLaterThan(Date.now());
-  }
-
-  /** Windowed dispatch: keeps at most W tasks in flight, releasing pending ones in task order. */
-  private async dispatch(): Promise<void> {
-    const swarm = this.swarm();
-    // Planning and reducing dispatch their engine tasks the same way.
-    if (swarm === null || (swarm.state !== "running" && swarm.state !== "planning" && swarm.state !== "reducing")) return;
-    const inFlight = this.sql
-      .exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state IN ('dispatched', 'running', 'retry_wait')")
-      .one().n;
-    const room = swarm.window - inFlight;
-    if (room <= 0) return;
-    // Every circuit is open: nothing is dispatched until one half-opens (the alarm wakes us).
-    if (this.pickModel(swarm, Date.now(), { probe: false }) === null) return;
-    const candidates = this.sql
-      .exec<{ id: string }>("SELECT id FROM tasks WHERE state = 'pending' ORDER BY seq LIMIT ?", room)
-      .toArray()
-      .map((row) => row.id);
-    const ids = this.reserveBudget(swarm, candidates, inFlight);
-    if (ids.length === 0) return;
-    this.markDispatched(ids, Date.now());
-    await this.send(ids);
-  }
-
-  /**
-   * The prefix of `candidates` whose worst cases fit the budget, each reserved as it enters the
-   * window. When not even the first fits with nothing in flight, the budget is spent: the swarm
-   * stops and every open task ends `skipped_budget`.
-   */
-  private reserveBudget(swarm: SwarmRow, candidates: string[], inFlight: number): string[] {
-    const budget = this.budget(swarm);
-    if (budget === null) return candidates;
-    const released: string[] = [];
-    const committed = this.committed();
-    for (const taskId of candidates) {
-      const worst = this.worstCase(swarm, taskId, this.primaryModel(swarm, taskId));
-      if (!fitsBudget(budget, committed, worst)) {
-        if (inFlight === 0 && released.length === 0) this.exhaustBudget(toBudgetReason(budget, this.charged(), worst), Date.now());
-        break;
-      }
-      this.sql.exec("UPDATE tasks SET reserved_usd = ?, reserved_tokens = ? WHERE id = ?", worst.usd, worst.tokens, taskId);
-      committed.usd += worst.usd;
-      committed.tokens += worst.tokens;
-      released.push(taskId);
-    }
-    return released;
+    this.nextDeadline = Date.now();
   }
 
   private budgetView(swarm: SwarmRow): BudgetView | null {
     const budget = this.budget(swarm);
     if (budget === null) return null;
-    const charged = this.charged();
-    const committed = this.committed();
+    const charged = this.totals.charged();
+    const reserved = this.totals.reserved();
+    const committed = { usd: charged.usd + reserved.usd, tokens: charged.tokens + reserved.tokens };
     return {
       max_usd: budget.max_usd ?? null,
       max_tokens: budget.max_tokens ?? null,
@@ -1140,55 +1255,41 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   private budget(swarm: SwarmRow): Budget | null {
-    return swarm.budget === null ? null : BudgetSchema.parse(JSON.parse(swarm.budget));
+    return this.fixed(swarm).budget;
   }
 
   /**
    * The most one attempt of this task can cost on `model`: one call for an engine task; for a
    * sub-agent, every turn of its loop, each with the context grown by the turns before it.
    */
-  private worstCase(swarm: SwarmRow, taskId: string, model: string): Amount {
-    const row = this.sql
-      .exec<{ n: number; override: string | null; kind: TaskKind }>("SELECT LENGTH(CAST(prompt AS BLOB)) AS n, override, kind FROM tasks WHERE id = ?", taskId)
-      .one();
+  private worstCase(swarm: SwarmRow, task: TaskRow & { size: number }, model: string): Amount {
     const price = resolvePrice(this.settings.prices, model);
     const encoder = new TextEncoder();
-    if (row.override !== null) {
-      const override = OverrideSchema.parse(JSON.parse(row.override));
-      return worstCaseCall(row.n + encoder.encode(override.system).length, override.maxOutputTokens, price);
+    // `size` counts characters; the worst case counts bytes (a byte per token at most).
+    const promptBytes = this.sql.exec<{ n: number }>("SELECT LENGTH(CAST(prompt AS BLOB)) AS n FROM tasks WHERE id = ?", task.id).one().n;
+    if (task.kind !== "task") {
+      const override = this.sql.exec<{ o: string | null }>("SELECT override AS o FROM tasks WHERE id = ?", task.id).one().o;
+      if (override !== null) {
+        const parsed = OverrideSchema.parse(JSON.parse(override));
+        return worstCaseCall(promptBytes + encoder.encode(parsed.system).length, parsed.maxOutputTokens, price);
+      }
     }
-    const systemBytes = swarm.system === null ? 0 : encoder.encode(swarm.system).length;
-    return worstCaseAttempt(row.n + systemBytes, this.toRunConfig(swarm).limits.max_output_tokens, this.callsPerTask(swarm), price);
+    const systemBytes = swarm.system === null ? 0 : this.systemBytes(swarm.system);
+    return worstCaseAttempt(promptBytes + systemBytes, this.toRunConfig(swarm).limits.max_output_tokens, this.callsPerTask(swarm), price);
   }
 
-  /** What recorded calls count against the budget. */
-  private charged(): Amount {
-    const row = this.sql.exec<{ usd: number | null; tokens: number | null }>("SELECT SUM(charged_usd) AS usd, SUM(charged_tokens) AS tokens FROM calls").one();
-    return { usd: row.usd ?? 0, tokens: row.tokens ?? 0 };
+  private systemBytesMemo: { text: string; bytes: number } | null = null;
+  private systemBytes(system: string): number {
+    if (this.systemBytesMemo?.text !== system) this.systemBytesMemo = { text: system, bytes: new TextEncoder().encode(system).length };
+    return this.systemBytesMemo.bytes;
   }
 
-  /** Charged plus every open reservation (optionally leaving one task's own out). */
-  private committed(exceptTaskId?: string): Amount {
-    const charged = this.charged();
-    const reserved = this.sql
-      .exec<{ usd: number | null; tokens: number | null }>(
-        `SELECT SUM(reserved_usd) AS usd, SUM(reserved_tokens) AS tokens FROM tasks
-         WHERE state IN ('dispatched', 'running', 'retry_wait') AND id != ?`,
-        exceptTaskId ?? "",
-      )
-      .one();
-    return { usd: charged.usd + (reserved.usd ?? 0), tokens: charged.tokens + (reserved.tokens ?? 0) };
-  }
-
-  private reservedInFlight(exceptTaskId: string): boolean {
-    return (
-      this.sql
-        .exec<{ n: number }>(
-          "SELECT COUNT(*) AS n FROM tasks WHERE state IN ('dispatched', 'running', 'retry_wait') AND id != ? AND (reserved_usd > 0 OR reserved_tokens > 0)",
-          exceptTaskId,
-        )
-        .one().n > 0
-    );
+  /** Charged plus every open reservation but this task's own. */
+  private committedExcept(task: TaskRow): Amount {
+    const charged = this.totals.charged();
+    const reserved = this.totals.reserved();
+    const own = IN_FLIGHT_TASK_STATES.includes(task.state) ? { usd: task.reserved_usd, tokens: task.reserved_tokens } : { usd: 0, tokens: 0 };
+    return { usd: charged.usd + reserved.usd - own.usd, tokens: charged.tokens + reserved.tokens - own.tokens };
   }
 
   /** The budget cannot cover another call: dispatch stops, running calls finish, the rest are skipped. */
@@ -1200,51 +1301,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       alsoTaskId ?? "",
     );
     this.sql.exec("UPDATE swarm SET reason = ?, index_dirty = 1", reason);
+    this.totals.invalidate();
     console.warn(JSON.stringify({ event: "budget_exhausted", reason }));
-  }
-
-  private markDispatched(taskIds: readonly string[], now: number): void {
-    for (const id of taskIds) {
-      this.sql.exec("UPDATE tasks SET state = 'dispatched', deadline = ?, retry_at = NULL WHERE id = ?", now + DISPATCH_DEADLINE_MS, id);
-    }
-  }
-
-  /**
-   * Sends packets of task references. The tasks were marked dispatched before this await, so a
-   * concurrent dispatch never sends them twice; a failed send puts them back for the alarm.
-   */
-  private async send(taskIds: readonly string[]): Promise<void> {
-    const swarm = this.swarm();
-    if (swarm === null) return;
-    const longIds = new Set(
-      this.sql
-        .exec<{ id: string }>("SELECT id FROM tasks WHERE long = 1 AND state = 'dispatched'")
-        .toArray()
-        .map((row) => row.id),
-    );
-    const size = toPacketSize(this.settings.packetSize, swarm.window);
-    const short = taskIds.filter((id) => !longIds.has(id));
-    const long = taskIds.filter((id) => longIds.has(id));
-    await this.sendPackets(swarm, this.env.TASK_QUEUE, toPackets(swarm.id, short, size));
-    // Long tasks run in their own pool so they never hold back a batch of short ones.
-    await this.sendPackets(swarm, this.env.LONG_TASK_QUEUE ?? this.env.TASK_QUEUE, toPackets(swarm.id, long, 1));
-  }
-
-  private async sendPackets(swarm: SwarmRow, queue: Queue, packets: TaskPacket[]): Promise<void> {
-    for (const batch of toSendBatches(packets)) {
-      try {
-        await queue.sendBatch(batch.map((body: TaskPacket) => ({ body })));
-      } catch (error) {
-        console.error(`swarm ${swarm.id}: queue send failed, the alarm re-sends in 1 s`, error);
-        const retryAt = Date.now() + 1_000;
-        for (const packet of batch) {
-          for (const id of packet.task_ids) {
-            this.sql.exec("UPDATE tasks SET deadline = ? WHERE id = ? AND state = 'dispatched'", retryAt, id);
-          }
-        }
-        await this.setAlarmNoLaterThan(retryAt);
-      }
-    }
   }
 
   /** Writes unflushed ledger rows and, when changed, the swarm's index row to D1. */
@@ -1253,7 +1311,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (swarm === null) return;
     if (swarm.finished_at !== null && swarm.tenant_month !== null && swarm.tenant_settled === 0) {
       // The swarm's tenant reservation becomes what it was charged (retried by the alarm on failure).
-      const charged = this.charged();
+      const charged = this.totals.charged();
       await this.tenantBudget(swarm.tenant, swarm.tenant_month).settle({ swarmId: swarm.id, usd: charged.usd, tokens: charged.tokens });
       this.sql.exec("UPDATE swarm SET tenant_settled = 1");
     }
@@ -1270,13 +1328,17 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const current = this.swarm();
       const index = current !== null && current.index_dirty === 1 ? this.toIndexRow(current) : null;
       if (rows.length === 0 && index === null) return;
-      await flushToLedger(
+      const written = await flushToLedger(
         this.env.LEDGER_DB,
         rows.map(({ rowid: _rowid, ...row }) => row),
         index,
       );
+      this.meters.add("d1_rows_written", written);
       const last = rows[rows.length - 1];
-      if (last) this.sql.exec("UPDATE calls SET flushed = 1 WHERE flushed = 0 AND rowid <= ?", last.rowid);
+      if (last) {
+        this.sql.exec("UPDATE calls SET flushed = 1 WHERE flushed = 0 AND rowid <= ?", last.rowid);
+        this.totals.flushed(rows.length);
+      }
       // Only clear the flag if nothing changed the swarm while the write was in flight.
       if (index !== null) {
         const after = this.swarm();
@@ -1361,8 +1423,34 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       models: this.mix(swarm),
       budget: this.budgetView(swarm),
       metadata,
+      billable: this.billableView(swarm.task_count),
       created_at: toIso(swarm.created_at) ?? "",
       finished_at: toIso(swarm.finished_at),
+    };
+  }
+
+  private billableView(tasks: number): BillableView {
+    const m = this.meters.read();
+    const ops = {
+      queue_messages_sent: m.queue_sent,
+      queue_messages_received: m.queue_received,
+      do_requests: m.do_requests,
+      do_rows_written: m.do_rows_written,
+      d1_rows_written: m.d1_rows_written,
+    };
+    const per = (n: number) => Math.round((n / tasks) * 1_000) / 1_000;
+    return {
+      ...ops,
+      per_task:
+        tasks === 0
+          ? null
+          : {
+              queue_messages_sent: per(ops.queue_messages_sent),
+              queue_messages_received: per(ops.queue_messages_received),
+              do_requests: per(ops.do_requests),
+              do_rows_written: per(ops.do_rows_written),
+              d1_rows_written: per(ops.d1_rows_written),
+            },
     };
   }
 
@@ -1405,13 +1493,38 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
 
-  /** Keeps one alarm at the earliest moment something is due: a deadline or a ledger flush. */
-  private async scheduleAlarm(): Promise<void> {
-    const next = this.sql.exec<{ at: number | null }>("SELECT MIN(deadline) AS at FROM tasks WHERE deadline IS NOT NULL").one().at;
-    const unflushed = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE flushed = 0").one().n;
-    const dirty = this.sql.exec<{ d: number }>("SELECT index_dirty AS d FROM swarm").toArray()[0]?.d === 1;
-    const flushAt = unflushed > 0 || dirty ? Date.now() + this.settings.flushMs : null;
-    const candidates = [next, flushAt, this.parkedUntil()].filter((t): t is number => t !== null);
+  /** Notes a lease or deadline the alarm must look at. */
+  private noteDeadline(at: number): void {
+    if (this.nextDeadline === null || at < this.nextDeadline) this.nextDeadline = at;
+  }
+
+  /**
+   * Keeps one alarm at the earliest moment something is due: a lease, a ticket's deadline, a ledger
+   * flush, a retry nobody is there to pull, the window needing more tickets, a circuit half-opening.
+   * Each owner says when it needs it; this only takes the minimum (no aggregate over the swarm,
+   * except the exact lease minimum when the alarm itself asks).
+   */
+  private async planAlarm(swarm: SwarmRow, now: number, options: { exactDeadline?: boolean } = {}): Promise<void> {
+    const candidates: number[] = [];
+    if (options.exactDeadline) {
+      const next = this.sql.exec<{ at: number | null }>("SELECT MIN(deadline) AS at FROM tasks WHERE deadline IS NOT NULL").one().at;
+      if (next !== null) this.noteDeadline(next);
+    }
+    if (this.nextDeadline !== null) candidates.push(this.nextDeadline);
+    const ticketAt = this.tickets.nextAlarm();
+    if (ticketAt !== null) candidates.push(ticketAt);
+    if (this.totals.unflushed() > 0 || swarm.index_dirty === 1) candidates.push(now + this.settings.flushMs);
+    const active = swarm.finished_at === null && swarm.state !== "cancelled";
+    if (active) {
+      // More lanes wanted (the window grew, a lane stopped): the alarm sends their tickets now.
+      if (this.pools().some((pool) => this.tickets.toIssue(this.demand(swarm, pool), pool) > 0)) {
+        const parked = this.parkedUntil();
+        candidates.push(parked ?? now);
+      } else if (this.tickets.openCount() === 0 && this.totals.inState("retry_wait") > 0) {
+        const at = this.sql.exec<{ at: number | null }>("SELECT MIN(retry_at) AS at FROM tasks WHERE state = 'retry_wait'").one().at;
+        if (at !== null) candidates.push(at);
+      }
+    }
     if (candidates.length === 0) return;
     await this.setAlarmNoLaterThan(Math.min(...candidates));
   }

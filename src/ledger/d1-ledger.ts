@@ -83,9 +83,14 @@ export function toSwarmIndexUpsert(db: D1Database, row: SwarmIndexRow): D1Prepar
   return db.prepare(sql).bind(...INDEX_COLUMNS.map((column) => row[column]));
 }
 
-/** Writes everything in one D1 transaction (`batch()`), so a flush lands whole or not at all. */
-export async function flushToLedger(db: D1Database, rows: readonly LedgerRow[], index: SwarmIndexRow | null): Promise<void> {
+/**
+ * Writes everything in one D1 transaction (`batch()`), so a flush lands whole or not at all.
+ * Returns the rows D1 says it wrote (what D1 bills), 0 for a repeated flush of the same rows.
+ */
+export async function flushToLedger(db: D1Database, rows: readonly LedgerRow[], index: SwarmIndexRow | null): Promise<number> {
   const statements = toLedgerInserts(db, rows);
   if (index !== null) statements.push(toSwarmIndexUpsert(db, index));
-  if (statements.length > 0) await db.batch(statements);
+  if (statements.length === 0) return 0;
+  const results = await db.batch(statements);
+  return results.reduce((sum, result) => sum + (result.meta.rows_written ?? 0), 0);
 }

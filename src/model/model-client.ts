@@ -23,10 +23,22 @@ export interface ModelRequest {
   /** Wall-time limit of the whole call, headers and body. */
   timeoutMs: number;
   responseFormat: ResponseFormat | null;
+  /**
+   * Bounds the connections waiting for response headers (production allows an invocation 6): the
+   * call holds a slot from its request until its headers arrive. Absent: no bound.
+   */
+  headerGate?: HeaderGate;
+}
+
+/** A slot for one connection waiting for headers; the returned function frees it (idempotent). */
+export interface HeaderGate {
+  acquire(): Promise<() => void>;
 }
 
 interface CallTiming {
   latencyMs: number;
+  /** From the request to its response headers; null (or absent) when none arrived. */
+  ttfbMs?: number | null;
   /** Epoch ms. */
   startedAt: number;
 }
@@ -70,7 +82,10 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
 }
 
 async function completeOnce(client: OpenAI, apiKey: string, request: ModelRequest): Promise<ModelCallResult> {
+  // The wait for a header slot is not the call's: its latency and deadline start once it has one.
+  const releaseSlot = request.headerGate === undefined ? () => {} : await request.headerGate.acquire();
   const startedAt = Date.now();
+  let ttfbMs: number | null = null;
   // The SDK's `timeout` only covers the wait for response headers; this deadline also bounds the
   // streamed body, so a call never holds its lease longer than timeout_s.
   const deadline = new AbortController();
@@ -81,7 +96,7 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
   }, request.timeoutMs);
   let usage: Usage | null = null;
   let streaming = false;
-  const timing = (): CallTiming => ({ startedAt, latencyMs: Math.max(0, Date.now() - startedAt) });
+  const timing = (): CallTiming => ({ startedAt, latencyMs: Math.max(0, Date.now() - startedAt), ttfbMs });
   const fail = (failure: UpstreamFailure): ModelCallResult => ({
     ok: false,
     error: classifyUpstreamError(scrubKey(failure, apiKey), Date.now()),
@@ -96,6 +111,9 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
     const { data: stream, response } = await client.chat.completions
       .create(toParams(request), { signal: deadline.signal, timeout: request.timeoutMs })
       .withResponse();
+    // Headers are here: the connection no longer waits for them, so its slot frees.
+    ttfbMs = Math.max(0, Date.now() - startedAt);
+    releaseSlot();
     streaming = true;
     // Some OpenAI-compatible servers ignore `stream: true` and answer with one JSON body, which
     // the SDK would read as an empty event stream. Read it as what it is (the stream is never iterated).
@@ -135,6 +153,7 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
   } catch (error) {
     return fail(toUpstreamFailure(error, { timedOut, streaming, timeoutMs: request.timeoutMs }));
   } finally {
+    releaseSlot();
     clearTimeout(timer);
   }
 }

@@ -10,7 +10,7 @@ import { orderKeys } from "../../src/core/order-keys.ts";
 import type { ResponseFormat } from "../../src/core/spec-schema.ts";
 import type { ClaimedTask, TaskOutcome, TaskRunConfig } from "../../src/core/swarm-contract.ts";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
-import type { ModelCallResult, ModelClient, ModelRequest } from "../../src/model/model-client.ts";
+import type { HeaderGate, ModelCallResult, ModelClient, ModelRequest } from "../../src/model/model-client.ts";
 import type { KeyPools } from "./key-pools.ts";
 import { isUnbilledError } from "../../src/core/budget.ts";
 
@@ -53,6 +53,8 @@ export interface PermitContext {
   /** Jitter for permit waits, in [0, 1); tests pass a fixed one. */
   random: () => number;
   tally: PermitTally;
+  /** The lane's connections waiting for headers (production: 6 per invocation); absent = unbounded. */
+  headerGate?: HeaderGate;
 }
 
 /** One turn's call: the conversation so far and what this call may do. */
@@ -107,6 +109,7 @@ export async function callWithPermit(
     maxOutputTokens: turn.maxOutputTokens,
     timeoutMs: task.timeoutS * 1_000,
     responseFormat: turn.responseFormat,
+    ...(ctx.headerGate === undefined ? {} : { headerGate: ctx.headerGate }),
   };
 
   const only = route.keys[0];

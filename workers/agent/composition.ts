@@ -16,6 +16,9 @@ export interface AgentSettings {
   concurrency: number;
   inlineRetryMaxS: number;
   permitWaitMaxS: number;
+  headerSlots: number;
+  pullForS: number;
+  maxTasksPerInvocation: number;
 }
 
 type ToolEnv = Pick<Env, "HTTP_FETCH_TIMEOUT_S" | "HTTP_FETCH_MAX_BYTES" | "WEBHOOK_TIMEOUT_S" | "ALLOW_PRIVATE_NETWORK" | "WEBHOOK_SECRET">;
@@ -41,11 +44,21 @@ export const MAX_PERMIT_WAIT_S = 120;
 /** The key id whose value is MODEL_API_KEY (the blank GATEWAY_CONFIG's only key). */
 export const DEFAULT_KEY_ID = "default";
 
-export function readAgentSettings(env: Pick<Env, "AGENT_CONCURRENCY" | "INLINE_RETRY_MAX_S" | "PERMIT_WAIT_MAX_S">): AgentSettings {
+/** A lane stops taking tasks by then; its calls must end within CALLS_WITHIN_MS (the 15-min wall time, with margin). */
+export const MAX_PULL_FOR_S = 600;
+export const CALLS_WITHIN_MS = 14 * 60_000;
+
+type AgentSettingsEnv = Pick<Env, "AGENT_CONCURRENCY" | "INLINE_RETRY_MAX_S" | "PERMIT_WAIT_MAX_S"> &
+  Partial<Pick<Env, "UPSTREAM_HEADER_SLOTS" | "AGENT_PULL_FOR_S" | "AGENT_MAX_TASKS_PER_INVOCATION">>;
+
+export function readAgentSettings(env: AgentSettingsEnv): AgentSettings {
   return {
     concurrency: readIntegerSetting("AGENT_CONCURRENCY", env.AGENT_CONCURRENCY, 1, MAX_AGENT_CONCURRENCY),
     inlineRetryMaxS: readIntegerSetting("INLINE_RETRY_MAX_S", env.INLINE_RETRY_MAX_S, 0, MAX_INLINE_RETRY_S),
     permitWaitMaxS: readIntegerSetting("PERMIT_WAIT_MAX_S", env.PERMIT_WAIT_MAX_S, 0, MAX_PERMIT_WAIT_S),
+    headerSlots: readIntegerSetting("UPSTREAM_HEADER_SLOTS", env.UPSTREAM_HEADER_SLOTS ?? "6", 0, 1_000),
+    pullForS: readIntegerSetting("AGENT_PULL_FOR_S", env.AGENT_PULL_FOR_S ?? "300", 1, MAX_PULL_FOR_S),
+    maxTasksPerInvocation: readIntegerSetting("AGENT_MAX_TASKS_PER_INVOCATION", env.AGENT_MAX_TASKS_PER_INVOCATION ?? "5000", 1, 1_000_000),
   };
 }
 
@@ -171,7 +184,11 @@ export function createTaskDeps(env: Env): ConsumeTasksDeps {
     rooms: toSwarmRooms(env.SWARM_ROOM),
     gateway,
     concurrency: settings.concurrency,
-    inlineRetryMaxS: settings.inlineRetryMaxS,
+    headerSlots: settings.headerSlots,
+    pullForMs: settings.pullForS * 1_000,
+    callsWithinMs: CALLS_WITHIN_MS,
+    maxTasks: settings.maxTasksPerInvocation,
+    idleWaitMaxMs: settings.inlineRetryMaxS * 1_000,
     tools: toToolEnvironment(tools, fetch),
   };
 }

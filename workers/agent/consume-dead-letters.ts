@@ -1,40 +1,34 @@
-// The dead-letter-queue handler: the queue gave up on these packets, so their still-open tasks end
-// `failed` with class dead_letter in their SwarmRoom. It makes no model call and decides nothing.
+// The dead-letter-queue handler: the queue gave up on these tickets (their lanes kept dying before
+// reaching the room). Each ticket is closed in its SwarmRoom, which issues another while work is
+// left; the tasks those lanes had leased come back through their leases. No model call, no decision.
 import { backoffDelayMs, toQueueDelaySeconds } from "../../src/core/retry-policy.ts";
-import { groupPackets } from "./group-packets.ts";
+import { toTicket } from "../../src/core/ticket.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 
 export async function consumeDeadLetters(batch: MessageBatch<unknown>, rooms: SwarmRooms): Promise<void> {
-  const { swarms, unreadable } = groupPackets(batch);
   let acked = 0;
   let retried = 0;
+  let unreadable = 0;
   await Promise.all(
-    swarms.map(async (packets) => {
-      try {
-        await rooms(packets.swarmId).recordDeadLetter(packets.taskIds);
-      } catch (error) {
-        // Acking now would leave the tasks open until their leases expire; try again later.
-        console.error(
-          JSON.stringify({
-            event: "swarm_room_rpc_failed",
-            rpc: "recordDeadLetter",
-            swarm_id: packets.swarmId,
-            error: error instanceof Error ? error.message : String(error),
-          }),
-        );
-        for (const { message } of packets.messages) {
-          message.retry({ delaySeconds: toQueueDelaySeconds(backoffDelayMs(message.attempts, null)) });
-          retried += 1;
-        }
+    batch.messages.map(async (message) => {
+      const parsed = toTicket(message.body, message.id);
+      if (!parsed.ok) {
+        unreadable += 1;
+        message.ack();
         return;
       }
-      for (const { message } of packets.messages) {
+      try {
+        await rooms(parsed.value.swarm_id).recordDeadTicket(parsed.value.ticket);
         message.ack();
         acked += 1;
+      } catch (error) {
+        console.error(
+          JSON.stringify({ event: "swarm_room_rpc_failed", rpc: "recordDeadTicket", swarm_id: parsed.value.swarm_id, error: error instanceof Error ? error.message : String(error) }),
+        );
+        message.retry({ delaySeconds: toQueueDelaySeconds(backoffDelayMs(message.attempts, null)) });
+        retried += 1;
       }
     }),
   );
-  console.log(
-    JSON.stringify({ event: "dead_letter_batch", queue: batch.queue, messages: batch.messages.length, unreadable, swarms: swarms.length, acked, retried }),
-  );
+  console.log(JSON.stringify({ event: "dead_letter_batch", queue: batch.queue, messages: batch.messages.length, unreadable, acked, retried }));
 }

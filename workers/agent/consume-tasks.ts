@@ -1,115 +1,140 @@
-// The task-queue handler (short and long queues alike): runs each swarm's tasks in rounds (one claim
-// and one record RPC per swarm per round, see run-swarm-rounds.ts; calls are journaled as they end),
-// then acks or retries each message as the SwarmRoom said. It never acks an unrecorded outcome.
-import { DEFAULT_TOOL_SETTINGS, toToolEnvironment, type ToolEnvironment } from "./tools/swarm-tools.ts";
+// The task-queue handler (short and long queues alike): each message is a ticket, and each ticket
+// runs as one lane that pulls its swarm's tasks until the SwarmRoom has none left for it
+// (run-lane.ts). A ticket is acked once its lane has ended and recorded what it started.
 import type { ModelGateway } from "./call-with-permit.ts";
 import { createCallJournal } from "./call-journal.ts";
 import type { Schedule } from "./call-journal.ts";
-import { createLimiter } from "./create-limiter.ts";
-import { groupPackets } from "./group-packets.ts";
-import { DEFAULT_INLINE_BUDGET } from "./inline-budget.ts";
-import type { InlineBudget } from "./inline-budget.ts";
-import { runSwarmRounds } from "./run-swarm-rounds.ts";
-import type { RoundsContext, Tally } from "./run-swarm-rounds.ts";
-import { ackSettledMessages, settleMessages } from "./settle-messages.ts";
-import type { TaskFate } from "./settle-messages.ts";
+import { runLane, type LaneContext, type LaneTally } from "./run-lane.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
+import { DEFAULT_TOOL_SETTINGS, toToolEnvironment, type ToolEnvironment } from "./tools/swarm-tools.ts";
+import { backoffDelayMs, toQueueDelaySeconds } from "../../src/core/retry-policy.ts";
+import { toTicket, type Ticket } from "../../src/core/ticket.ts";
+import type { TaskPool } from "../../src/core/swarm-contract.ts";
 
 export interface ConsumeTasksDeps {
   rooms: SwarmRooms;
   gateway: ModelGateway;
-  /** Model calls in flight at once, across the whole batch. */
+  /** Tasks one lane runs at once at most. */
   concurrency: number;
+  /** Connections waiting for headers per lane (production allows 6 per invocation); 0 = no gate. */
+  headerSlots: number;
+  /** Lanes stop pulling new tasks this long after the invocation started. */
+  pullForMs: number;
+  /** Every call of the invocation must be over this long after it started (inside the 15-min wall time). */
+  callsWithinMs: number;
+  /** Tasks one invocation may start (its CPU allowance, across its lanes). */
+  maxTasks: number;
+  /** A lane waits at most this long for a retry to come due when it has nothing running. */
+  idleWaitMaxMs: number;
   /** What the agents' tools reach besides the scratchpad (default: the global fetch, no webhook secret). */
   tools?: Omit<ToolEnvironment, "scratchpad">;
-  /** A retry the SwarmRoom delays by at most this many seconds is re-run inside the invocation. */
-  inlineRetryMaxS: number;
-  /** Bounds on inline rounds; tests pass tighter ones. */
-  inlineBudget?: InlineBudget;
-  /** Waits before an inline round and between recordResults attempts; tests pass a fast one. */
+  /** Coalescing of outcomes into pulls (default: 10 ms or 16 outcomes). */
+  coalesce?: { ms: number; outcomes: number };
   sleep?: (ms: number) => Promise<void>;
-  /** Epoch ms; tests pass a fake clock. */
   now?: () => number;
-  /** Jitter of permit waits, in [0, 1). */
   random?: () => number;
-  /** The call journal's flush timer (default setTimeout); tests drive it with a fake clock. */
   schedule?: Schedule;
 }
+
+export const DEFAULT_COALESCE = { ms: 10, outcomes: 16 };
+
+/** The long-chain pool's queue is named with this suffix (see wrangler.toml). */
+const LONG_QUEUE_SUFFIX = "-long";
 
 export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTasksDeps): Promise<void> {
   const now = deps.now ?? Date.now;
   const started = now();
-  const tally: Tally = {
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const tally: LaneTally & { tickets: number; duplicate: number; unreadable: number; acked: number; retried: number; callFlushes: number; callFlushErrors: number } = {
+    tickets: 0,
+    duplicate: 0,
+    unreadable: 0,
+    acked: 0,
+    retried: 0,
+    pulls: 0,
+    pullErrors: 0,
     granted: 0,
-    refused: 0,
     ok: 0,
     failed: 0,
     deferred: 0,
     threw: 0,
-    inlineRounds: 0,
-    inlineRetries: 0,
-    inlineDeclined: 0,
-    acked: 0,
-    retried: 0,
-    errors: {},
-    permitWaits: 0,
-    permitWaitMs: 0,
-    keyPoolErrors: 0,
+    lost: 0,
+    slots: 0,
+    ttfbMs: null,
+    latencyMs: null,
     callFlushes: 0,
     callFlushErrors: 0,
   };
-  const { swarms, unreadable } = groupPackets(batch);
-
-  // Tasks beyond the concurrency wait for a slot, so a lease must cover every round of calls of
-  // the batch. No round of any swarm has more tasks waiting than the batch has, so this bounds
-  // the inline rounds too.
-  const taskCount = swarms.reduce((n, s) => n + s.taskIds.length, 0);
-  const budget = deps.inlineBudget ?? DEFAULT_INLINE_BUDGET;
-  const wait = deps.sleep ?? sleep;
   const journal = createCallJournal({ rooms: deps.rooms, ...(deps.schedule === undefined ? {} : { schedule: deps.schedule }), tally });
-  const context: RoundsContext = {
+  const pool: TaskPool = batch.queue.endsWith(LONG_QUEUE_SUFFIX) ? "long" : "short";
+  const permits: LaneContext["permits"] = {
+    gateway: deps.gateway,
+    denials: new Map(),
+    callsEndBy: started + deps.callsWithinMs,
+    now,
+    sleep,
+    random: deps.random ?? Math.random,
+    tally: { permitWaits: 0, permitWaitMs: 0, keyPoolErrors: 0 },
+  };
+  const context: LaneContext = {
     rooms: deps.rooms,
-    permits: {
-      gateway: deps.gateway,
-      denials: new Map(),
-      // A permit wait may not push a call past the point where the batch's calls must be over.
-      callsEndBy: started + budget.endWithinMs,
-      now,
-      sleep: wait,
-      random: deps.random ?? Math.random,
-      tally,
-    },
-    limiter: createLimiter(deps.concurrency),
+    permits,
     journal,
     tools: deps.tools ?? toToolEnvironment(DEFAULT_TOOL_SETTINGS, fetch),
-    waves: Math.max(1, Math.ceil(taskCount / deps.concurrency)),
-    inlineRetryMaxS: deps.inlineRetryMaxS,
-    budget,
-    batchStartedAt: started,
+    concurrency: deps.concurrency,
+    headerSlots: deps.headerSlots,
+    pool,
+    pullUntil: started + deps.pullForMs,
+    callsEndBy: started + deps.callsWithinMs,
+    allowance: { tasks: deps.maxTasks },
+    coalesce: deps.coalesce ?? DEFAULT_COALESCE,
+    idleWaitMaxMs: deps.idleWaitMaxMs,
     now,
-    sleep: wait,
+    sleep,
     tally,
   };
 
-  // Swarms run side by side; a message is acked as soon as all its tasks are settled and the rest
-  // once their swarm's last round is recorded, so short retries never hold back other acks.
+  // One lane per distinct ticket: a redelivered duplicate in the same batch is settled with it.
+  const lanes = new Map<string, { ticket: Ticket; messages: Message<unknown>[] }>();
+  for (const message of batch.messages) {
+    const parsed = toTicket(message.body, message.id);
+    if (!parsed.ok) {
+      // It names no swarm or ticket: no redelivery could ever succeed, so it is acked, not cycled to the DLQ.
+      tally.unreadable += 1;
+      console.error(JSON.stringify({ event: "unreadable_message", queue: batch.queue, message_id: message.id, issues: parsed.issues }));
+      message.ack();
+      continue;
+    }
+    const key = `${parsed.value.swarm_id}/${parsed.value.ticket}`;
+    const lane = lanes.get(key);
+    if (lane === undefined) lanes.set(key, { ticket: parsed.value, messages: [message] });
+    else {
+      tally.duplicate += 1;
+      lane.messages.push(message);
+    }
+  }
+  tally.tickets = lanes.size;
+
   try {
     await Promise.all(
-      swarms.map(async (packets) => {
-        const fates = new Map<string, TaskFate>();
-        let open = packets.messages;
+      [...lanes.values()].map(async ({ ticket, messages }) => {
+        let reached = false;
         try {
-          await runSwarmRounds(packets, context, fates, () => {
-            // Messages whose tasks are all done are acked now, not after the inline rounds.
-            open = ackSettledMessages(open, fates, tally);
-          });
+          ({ reached } = await runLane(ticket, context));
         } catch (error) {
-          // A bug, not an upstream failure: what was recorded stays settled, the rest is retried.
-          console.error(
-            JSON.stringify({ event: "swarm_rounds_threw", swarm_id: packets.swarmId, error: error instanceof Error ? error.message : String(error) }),
-          );
+          // A bug, not an upstream failure: leases bring back whatever it had started.
+          console.error(JSON.stringify({ event: "lane_threw", swarm_id: ticket.swarm_id, ticket: ticket.ticket, error: error instanceof Error ? error.message : String(error) }));
         }
-        settleMessages(open, fates, tally);
+        for (const message of messages) {
+          if (reached) {
+            message.ack();
+            tally.acked += 1;
+          } else {
+            // The room never heard from this lane: bring the ticket back after a back-off.
+            message.retry({ delaySeconds: toQueueDelaySeconds(backoffDelayMs(message.attempts, null)) });
+            tally.retried += 1;
+          }
+        }
       }),
     );
   } finally {
@@ -117,19 +142,5 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
     await journal.stop();
   }
 
-  console.log(
-    JSON.stringify({
-      event: "task_batch",
-      queue: batch.queue,
-      messages: batch.messages.length,
-      unreadable,
-      swarms: swarms.length,
-      ...tally,
-      ms: now() - started,
-    }),
-  );
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  console.log(JSON.stringify({ event: "task_batch", queue: batch.queue, messages: batch.messages.length, ...tally, ...permits.tally, ms: now() - started }));
 }

@@ -147,6 +147,7 @@ function toCallRecord(model: string, turn: number, result: ModelCallResult): Cal
     model,
     usage: result.usage,
     latencyMs: result.latencyMs,
+    ttfbMs: result.ttfbMs,
     status: result.ok ? "ok" : "error",
     errorClass: result.ok ? null : result.error.class,
     startedAt: result.startedAt,

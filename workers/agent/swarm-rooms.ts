@@ -1,16 +1,17 @@
 // The agent's port to the SwarmRoom Durable Object: the RPCs it makes, and the adapter from
 // the SWARM_ROOM namespace. It decides nothing; the handlers take this port so tests can fake it.
 import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
-import type { CallsReport, ClaimOptions, ClaimResponse, RecordResponse, ScratchpadRequest, ScratchpadResponse, TaskReport } from "../../src/core/swarm-contract.ts";
+import type { CallsReport, PullRequest, PullResponse, ScratchpadRequest, ScratchpadResponse } from "../../src/core/swarm-contract.ts";
 
 export interface SwarmRoomRpc {
-  claim(taskIds: string[], options?: ClaimOptions): Promise<ClaimResponse>;
-  recordResults(reports: TaskReport[]): Promise<RecordResponse>;
+  /** Records a lane's outcomes and fills its free slots (continuous pull dispatch). */
+  pull(request: PullRequest): Promise<PullResponse>;
   /** Ledger rows for calls that ended, ahead of their task's outcome; idempotent by call id. */
   recordCalls(reports: CallsReport[]): Promise<void>;
   /** The swarm's shared scratchpad (the scratchpad_* tools). */
   scratchpad(request: ScratchpadRequest): Promise<ScratchpadResponse>;
-  recordDeadLetter(taskIds: string[]): Promise<void>;
+  /** The queue gave up on a ticket: the room closes it (and issues another while work is left). */
+  recordDeadTicket(ticket: string): Promise<void>;
 }
 
 /** The SwarmRoom of one swarm, by swarm id. */

@@ -1,0 +1,42 @@
+// How many tasks one consumer lane runs at once, and how many tickets (lanes) a swarm's window
+// needs. Pure arithmetic over the platform's connection limit and measured call timing. No I/O.
+
+/**
+ * Production gives an invocation 6 connections waiting for response headers (a slot frees when the
+ * headers arrive): developers.cloudflare.com/workers/platform/limits/#simultaneous-open-connections.
+ */
+export const HEADER_SLOTS_PER_INVOCATION = 6;
+
+/** Consumer invocations a queue runs at once (developers.cloudflare.com/queues/platform/limits). */
+export const MAX_TICKETS_PER_SWARM = 250;
+
+export interface LaneTiming {
+  /** Mean time to response headers of recent calls, ms (null: none measured yet). */
+  ttfbMs: number | null;
+  /** Mean whole-call latency of recent calls, ms. */
+  latencyMs: number | null;
+}
+
+/**
+ * Tasks a lane can keep running: its concurrency, or fewer when the header gate binds. Each call
+ * holds a header slot for its TTFB out of its latency, so `headerSlots` slots carry at most
+ * headerSlots × latency / ttfb calls at once. `headerSlots` 0 = no gate.
+ */
+export function toLaneSlots(concurrency: number, headerSlots: number, timing: LaneTiming): number {
+  const limit = Math.max(1, Math.floor(concurrency));
+  if (headerSlots <= 0 || timing.ttfbMs === null || timing.latencyMs === null || timing.ttfbMs <= 0) return limit;
+  const carried = Math.floor((headerSlots * Math.max(timing.latencyMs, timing.ttfbMs)) / timing.ttfbMs);
+  return Math.max(1, Math.min(limit, carried));
+}
+
+/**
+ * Tickets to issue now: enough lanes that the slots of the open tickets cover the tasks the swarm
+ * could run (`demand`, at most its window), counting an unpulled ticket as `slotsPerTicket`; never
+ * more than MAX_TICKETS_PER_SWARM open.
+ */
+export function toTicketsToIssue(input: { demand: number; coveredSlots: number; openTickets: number; slotsPerTicket: number }): number {
+  const missing = input.demand - input.coveredSlots;
+  if (missing <= 0) return 0;
+  const wanted = Math.ceil(missing / Math.max(1, input.slotsPerTicket));
+  return Math.max(0, Math.min(wanted, MAX_TICKETS_PER_SWARM - input.openTickets));
+}

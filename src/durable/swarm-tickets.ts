@@ -1,0 +1,158 @@
+// The SwarmRoom's tickets: the queue messages that bring consumer lanes to the swarm. Owns the
+// `tickets` table; says how many slots the open tickets cover and when it next needs the alarm
+// (a ticket nobody pulled, or a lane that went silent, is closed so its capacity is issued again).
+import { toTicketsToIssue } from "../core/lane-sizing.ts";
+import type { TaskPool } from "../core/swarm-contract.ts";
+
+/** A ticket nobody pulled by then is taken as lost (local queues lose messages on restart). */
+export const TICKET_PULL_DEADLINE_MS = 30_000;
+/** A lane that has not pulled for this long past its tasks' leases is taken as dead. */
+export const LANE_SILENCE_MS = 15_000;
+
+type TicketRow = {
+  id: string;
+  state: "sent" | "active";
+  pool: TaskPool;
+  /** Slots the lane said it has (sent: the room's guess). */
+  slots: number;
+  /** Epoch ms after which the ticket is closed unless its lane pulls. */
+  expires_at: number;
+};
+
+export class SwarmTickets {
+  /** Open tickets, loaded once per instance. */
+  private open: Map<string, TicketRow> | null = null;
+  /** expires_at as last written, per ticket. */
+  private readonly stored = new Map<string, number>();
+  /** Slots the latest lane reported: how much one more ticket is expected to carry. */
+  private reportedSlots: number | null = null;
+
+  constructor(
+    private readonly sql: SqlStorage,
+    /** Slots a ticket is assumed to carry before any lane has said. */
+    private readonly defaultSlots: number,
+  ) {}
+
+  static migrate(sql: SqlStorage): void {
+    sql.exec(`CREATE TABLE IF NOT EXISTS tickets (
+      id         TEXT PRIMARY KEY,
+      state      TEXT NOT NULL,
+      pool       TEXT NOT NULL DEFAULT 'short',
+      slots      INTEGER NOT NULL,
+      sent_at    INTEGER NOT NULL,
+      pulls      INTEGER NOT NULL DEFAULT 0,
+      expires_at INTEGER NOT NULL
+    )`);
+  }
+
+  /**
+   * A lane pulled under `id`. Returns whether this is the ticket's first pull (a delivered
+   * message). A pull under an unknown or closed ticket (a late duplicate) opens it again: the lane
+   * is real and doing work, and its slots count from now on.
+   */
+  pulled(id: string, slots: number, now: number, leaseUntil: number, final: boolean, pool: TaskPool): { delivered: boolean } {
+    const open = this.load();
+    const row = open.get(id);
+    if (slots > 0) this.reportedSlots = slots;
+    if (final) {
+      if (row !== undefined) open.delete(id);
+      this.sql.exec("DELETE FROM tickets WHERE id = ?", id);
+      return { delivered: row?.state === "sent" };
+    }
+    const expiresAt = Math.max(row?.expires_at ?? 0, leaseUntil, now + LANE_SILENCE_MS);
+    const delivered = row === undefined || row.state === "sent";
+    // Stored only when it moved by a third of the silence allowance (or anything else changed), so
+    // a steady lane costs no row write per pull; this instance keeps the exact value in memory.
+    const stored = this.stored.get(id) ?? 0;
+    open.set(id, { id, state: "active", pool, slots, expires_at: expiresAt });
+    if (row === undefined || row.state !== "active" || row.slots !== slots || expiresAt > stored + LANE_SILENCE_MS / 3) {
+      this.stored.set(id, expiresAt);
+      this.sql.exec(
+        `INSERT INTO tickets (id, state, pool, slots, sent_at, pulls, expires_at) VALUES (?, 'active', ?, ?, ?, 1, ?)
+         ON CONFLICT (id) DO UPDATE SET state = 'active', slots = excluded.slots, expires_at = excluded.expires_at, pulls = pulls + 1`,
+        id,
+        pool,
+        slots,
+        now,
+        expiresAt,
+      );
+    }
+    return { delivered };
+  }
+
+  /** Issues `count` tickets (their ids) that are on their way to the queue. */
+  issue(count: number, now: number, swarmId: string, pool: TaskPool): string[] {
+    const open = this.load();
+    const ids: string[] = [];
+    for (let i = 0; i < count; i += 1) {
+      const id = `${swarmId.slice(-12)}.${now.toString(36)}.${crypto.randomUUID().slice(0, 8)}`;
+      const slots = this.slotsPerTicket();
+      const expiresAt = now + TICKET_PULL_DEADLINE_MS;
+      this.sql.exec("INSERT INTO tickets (id, state, pool, slots, sent_at, expires_at) VALUES (?, 'sent', ?, ?, ?, ?)", id, pool, slots, now, expiresAt);
+      open.set(id, { id, state: "sent", pool, slots, expires_at: expiresAt });
+      ids.push(id);
+    }
+    return ids;
+  }
+
+  /** The send of these tickets failed: they never existed. */
+  unissue(ids: readonly string[]): void {
+    const open = this.load();
+    for (const id of ids) {
+      open.delete(id);
+      this.sql.exec("DELETE FROM tickets WHERE id = ? AND state = 'sent'", id);
+    }
+  }
+
+  /** Closes tickets past their deadline; returns how many. */
+  expire(now: number): number {
+    let closed = 0;
+    for (const row of this.load().values()) {
+      if (row.expires_at > now) continue;
+      this.open?.delete(row.id);
+      this.sql.exec("DELETE FROM tickets WHERE id = ?", row.id);
+      closed += 1;
+    }
+    return closed;
+  }
+
+  /** Closes every ticket (the swarm ended): late pulls still record, and get nothing. */
+  closeAll(): void {
+    if (this.load().size === 0) return;
+    this.sql.exec("DELETE FROM tickets");
+    this.open = new Map();
+  }
+
+  /** How many more tickets the swarm needs for `demand` tasks running at once. */
+  toIssue(demand: number, pool: TaskPool): number {
+    let covered = 0;
+    let open = 0;
+    for (const row of this.load().values()) {
+      if (row.pool !== pool) continue;
+      covered += row.slots;
+      open += 1;
+    }
+    return toTicketsToIssue({ demand, coveredSlots: covered, openTickets: open, slotsPerTicket: this.slotsPerTicket() });
+  }
+
+  openCount(): number {
+    return this.load().size;
+  }
+
+  /** When the earliest open ticket expires, or null. */
+  nextAlarm(): number | null {
+    let next: number | null = null;
+    for (const row of this.load().values()) next = next === null ? row.expires_at : Math.min(next, row.expires_at);
+    return next;
+  }
+
+  private slotsPerTicket(): number {
+    return Math.max(1, this.reportedSlots ?? this.defaultSlots);
+  }
+
+  private load(): Map<string, TicketRow> {
+    if (this.open !== null) return this.open;
+    this.open = new Map(this.sql.exec<TicketRow>("SELECT id, state, pool, slots, expires_at FROM tickets").toArray().map((row) => [row.id, row]));
+    return this.open;
+  }
+}

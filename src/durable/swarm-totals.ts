@@ -1,0 +1,127 @@
+// The SwarmRoom's running totals: tasks by kind and state, and what the budget has charged and
+// reserved. Loaded with one aggregate query per instance (or after a bulk update), then kept by the
+// transitions that change them, so no RPC pays for an aggregate over the whole swarm.
+import type { Amount } from "../core/budget.ts";
+import type { TaskCounts, TaskKind, TaskState } from "../core/swarm-contract.ts";
+
+interface Loaded {
+  /** `${kind}:${state}` → tasks. */
+  byState: Map<string, number>;
+  charged: Amount;
+  reserved: Amount;
+  /** Ledger rows not yet flushed to D1. */
+  unflushed: number;
+}
+
+const IN_FLIGHT: readonly TaskState[] = ["dispatched", "running", "retry_wait"];
+const OPEN: readonly TaskState[] = ["pending", "dispatched", "running", "retry_wait"];
+const KINDS: readonly TaskKind[] = ["task", "plan", "reduce"];
+
+export class SwarmTotals {
+  private loaded: Loaded | null = null;
+
+  constructor(private readonly sql: SqlStorage) {}
+
+  /** After a bulk update (cancel, budget exhausted, a phase inserting tasks): reload on next read. */
+  invalidate(): void {
+    this.loaded = null;
+  }
+
+  /** One task moved from `from` (null: inserted) to `to`. */
+  move(kind: TaskKind, from: TaskState | null, to: TaskState): void {
+    if (this.loaded === null || from === to) return;
+    const { byState } = this.loaded;
+    if (from !== null) byState.set(`${kind}:${from}`, (byState.get(`${kind}:${from}`) ?? 0) - 1);
+    byState.set(`${kind}:${to}`, (byState.get(`${kind}:${to}`) ?? 0) + 1);
+  }
+
+  /** A call's charge was recorded (and awaits its flush to D1). */
+  charge(amount: Amount): void {
+    if (this.loaded === null) return;
+    this.loaded.charged.usd += amount.usd;
+    this.loaded.charged.tokens += amount.tokens;
+    this.loaded.unflushed += 1;
+  }
+
+  /** A task's reservation changed by `delta` (negative when released). */
+  reserve(delta: Amount): void {
+    if (this.loaded === null) return;
+    this.loaded.reserved.usd += delta.usd;
+    this.loaded.reserved.tokens += delta.tokens;
+  }
+
+  flushed(rows: number): void {
+    if (this.loaded !== null) this.loaded.unflushed = Math.max(0, this.loaded.unflushed - rows);
+  }
+
+  charged(): Amount {
+    const { charged } = this.load();
+    return { ...charged };
+  }
+
+  reserved(): Amount {
+    const { reserved } = this.load();
+    return { ...reserved };
+  }
+
+  unflushed(): number {
+    return this.load().unflushed;
+  }
+
+  /** Tasks of every kind holding a place in the window. */
+  inFlight(): number {
+    return this.sum(KINDS, IN_FLIGHT);
+  }
+
+  /** Tasks of every kind not yet ended. */
+  open(): number {
+    return this.sum(KINDS, OPEN);
+  }
+
+  /** Tasks of a state, every kind. */
+  inState(state: TaskState): number {
+    return this.sum(KINDS, [state]);
+  }
+
+  /** The status counts (sub-tasks only). */
+  counts(): TaskCounts {
+    const n = (state: TaskState) => this.sum(["task"], [state]);
+    return {
+      queued: n("pending") + n("dispatched") + n("retry_wait"),
+      running: n("running"),
+      succeeded: n("succeeded"),
+      failed: n("failed"),
+      cancelled: n("cancelled"),
+      skipped_budget: n("skipped_budget"),
+    };
+  }
+
+  private sum(kinds: readonly TaskKind[], states: readonly TaskState[]): number {
+    const { byState } = this.load();
+    let total = 0;
+    for (const kind of kinds) for (const state of states) total += byState.get(`${kind}:${state}`) ?? 0;
+    return total;
+  }
+
+  private load(): Loaded {
+    if (this.loaded !== null) return this.loaded;
+    const byState = new Map<string, number>();
+    const reserved = { usd: 0, tokens: 0 };
+    for (const row of this.sql.exec<{ kind: TaskKind; state: TaskState; n: number; usd: number | null; tokens: number | null }>(
+      "SELECT kind, state, COUNT(*) AS n, SUM(reserved_usd) AS usd, SUM(reserved_tokens) AS tokens FROM tasks GROUP BY kind, state",
+    )) {
+      byState.set(`${row.kind}:${row.state}`, row.n);
+      if (IN_FLIGHT.includes(row.state)) {
+        reserved.usd += row.usd ?? 0;
+        reserved.tokens += row.tokens ?? 0;
+      }
+    }
+    const calls = this.sql
+      .exec<{ usd: number | null; tokens: number | null; unflushed: number | null }>(
+        "SELECT SUM(charged_usd) AS usd, SUM(charged_tokens) AS tokens, SUM(flushed = 0) AS unflushed FROM calls",
+      )
+      .one();
+    this.loaded = { byState, charged: { usd: calls.usd ?? 0, tokens: calls.tokens ?? 0 }, reserved, unflushed: calls.unflushed ?? 0 };
+    return this.loaded;
+  }
+}

@@ -1,0 +1,216 @@
+// One lane: the consumer of one ticket. It keeps its slots full by pulling from the swarm's
+// SwarmRoom: when a task ends, its outcome goes back in a coalesced pull (a few ms or a few
+// outcomes, whichever comes first) whose answer hands out the next tasks, so no task waits for a
+// sibling and no queue round trip happens per task. It stops pulling when the room says so, or
+// before its invocation's wall-time and CPU allowance, and records everything it started first.
+import { toCheckpoint } from "../../src/core/agent-conversation.ts";
+import { toLaneSlots, type LaneTiming } from "../../src/core/lane-sizing.ts";
+import { backoffDelayMs } from "../../src/core/retry-policy.ts";
+import type { ClaimedTask, PullRequest, PullResponse, TaskPool, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
+import type { Ticket } from "../../src/core/ticket.ts";
+import type { CallJournal } from "./call-journal.ts";
+import type { PermitContext } from "./call-with-permit.ts";
+import { createHeaderGate } from "./header-gate.ts";
+import { runAgentTask } from "./run-agent-task.ts";
+import type { SwarmRooms } from "./swarm-rooms.ts";
+import { createSwarmTools, type SwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
+
+export interface LaneTally {
+  pulls: number;
+  pullErrors: number;
+  granted: number;
+  ok: number;
+  failed: number;
+  deferred: number;
+  /** Runs that threw instead of returning a report (a bug): their leases bring the tasks back. */
+  threw: number;
+  /** Reports that no pull could record (the room was unreachable): their leases bring them back. */
+  lost: number;
+  /** The last lane's slots and the timing that sized them (mean time to headers and latency, ms). */
+  slots: number;
+  ttfbMs: number | null;
+  latencyMs: number | null;
+}
+
+/** What every lane of an invocation shares: its clock, its limits and its allowance. */
+export interface LaneContext {
+  rooms: SwarmRooms;
+  /** Permits and the gateway; each lane adds its own header gate. */
+  permits: Omit<PermitContext, "headerGate">;
+  journal: CallJournal;
+  tools: Omit<ToolEnvironment, "scratchpad">;
+  /** Tasks one lane runs at once at most (AGENT_CONCURRENCY). */
+  concurrency: number;
+  /** Connections waiting for headers per lane (production: 6 per invocation); 0 = no gate. */
+  headerSlots: number;
+  pool: TaskPool;
+  /** Epoch ms after which no lane pulls new tasks. */
+  pullUntil: number;
+  /** Epoch ms by which every call must be over (the invocation's wall-time limit, with margin). */
+  callsEndBy: number;
+  /** Tasks the invocation may still start (its CPU allowance); shared and decremented by every lane. */
+  allowance: { tasks: number };
+  coalesce: { ms: number; outcomes: number };
+  /** A lane with nothing running waits at most this long for a retry to come due, then ends. */
+  idleWaitMaxMs: number;
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+  tally: LaneTally;
+}
+
+/** A pull and up to 3 retries, 100–800 ms apart: pulls are idempotent by (task, attempt). */
+const PULL_ATTEMPTS = 4;
+const PULL_BACKOFF = { baseMs: 200, capMs: 700 };
+
+/** Returns whether the room heard from this lane at all (if not, the ticket should come again). */
+export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reached: boolean }> {
+  const room = ctx.rooms(ticket.swarm_id);
+  const gate = createHeaderGate(ctx.headerSlots);
+  const permits: PermitContext = { ...ctx.permits, headerGate: gate };
+  const timing = createTimingAverages();
+  const running = new Set<string>();
+  const outbox: TaskReport[] = [];
+  let config: TaskRunConfig | null = null;
+  let tools: SwarmTools | null = null;
+  let stopping = false;
+  let reached = false;
+  let wake: (() => void) | null = null;
+  const poke = (): void => {
+    wake?.();
+    wake = null;
+  };
+
+  const slots = (): number => toLaneSlots(ctx.concurrency, ctx.headerSlots, timing.current());
+
+  const start = (task: ClaimedTask, run: TaskRunConfig): void => {
+    tools ??= createSwarmTools(run.tools, run.httpAllowlist, run.tenant, { ...ctx.tools, scratchpad: (request) => room.scratchpad(request) });
+    const taskTools = tools;
+    running.add(task.taskId);
+    ctx.allowance.tasks -= 1;
+    ctx.tally.granted += 1;
+    void runAgentTask(run, task, {
+      permits,
+      tools: taskTools,
+      // Each call is journaled the moment it ends: a crash before the next pull loses no usage the
+      // upstream billed (the pull carries it again; rows are deduped by call id).
+      onCall: (record) => ctx.journal.append(run.swarmId, { taskId: task.taskId, attempt: task.attempt, calls: [record] }),
+      onCheckpoint: (state) => ctx.journal.checkpoint(run.swarmId, task.taskId, task.attempt, toCheckpoint(state)),
+      callsEndBy: Math.min(ctx.callsEndBy, task.leaseUntil),
+      now: ctx.now,
+    })
+      .then(
+        (report) => {
+          countOutcome(ctx.tally, report);
+          for (const call of report.calls) timing.add(call.ttfbMs ?? null, call.latencyMs);
+          outbox.push(report);
+        },
+        (error: unknown) => {
+          // Its outcome is unknown, so it is not recorded: its lease brings the task back, resuming
+          // after its last journaled turn.
+          ctx.tally.threw += 1;
+          console.error(JSON.stringify({ event: "task_run_threw", swarm_id: run.swarmId, task_id: task.taskId, attempt: task.attempt, error: messageOf(error) }));
+        },
+      )
+      .finally(() => {
+        running.delete(task.taskId);
+        poke();
+      });
+  };
+
+  for (;;) {
+    if (!stopping && (ctx.now() >= ctx.pullUntil || ctx.allowance.tasks <= 0)) stopping = true;
+    const final = stopping && running.size === 0;
+    const free = stopping ? 0 : Math.max(0, Math.min(slots() - running.size, ctx.allowance.tasks));
+    const reports = outbox.splice(0);
+    const request: PullRequest = { ticket: ticket.ticket, reports, want: free, slots: slots(), final, pool: ctx.pool, endBy: ctx.callsEndBy };
+    const answer = await pullWithRetry(room, ticket.swarm_id, request, ctx);
+    ctx.tally.slots = request.slots;
+    ({ ttfbMs: ctx.tally.ttfbMs, latencyMs: ctx.tally.latencyMs } = timing.current());
+    if (answer === null) {
+      ctx.tally.lost += reports.length;
+      // The room is unreachable: stop taking work; what runs still tries to record at the end.
+      stopping = true;
+      if (running.size === 0 && outbox.length === 0) return { reached };
+    } else {
+      reached = true;
+      if (final) return { reached };
+      if (answer.config === null) stopping = true;
+      else config = answer.config;
+      if (config !== null) for (const task of answer.granted) start(task, config);
+      if (answer.granted.length === 0 && running.size === 0 && outbox.length === 0) {
+        const waitMs = answer.retryInMs;
+        if (answer.stop || waitMs === null || waitMs > ctx.idleWaitMaxMs || ctx.now() + waitMs >= ctx.pullUntil) {
+          stopping = true;
+          continue;
+        }
+        await ctx.sleep(waitMs);
+        continue;
+      }
+      if (answer.stop && answer.granted.length === 0) stopping = true;
+      // Free slots a retry will fill soon: pull again when it is due, even if no task ends first.
+      // (A late wake only makes one extra pull.)
+      if (!stopping && answer.granted.length < free && answer.retryInMs !== null && answer.retryInMs <= ctx.idleWaitMaxMs) {
+        setTimeout(poke, answer.retryInMs);
+      }
+    }
+    if (outbox.length === 0 && running.size > 0) await new Promise<void>((resolve) => (wake = resolve));
+    await coalesce(outbox, running, ctx, (resolve) => (wake = resolve));
+  }
+}
+
+/** Lets a few more outcomes join the first: until `outcomes` are waiting, `ms` passed, or nothing runs. */
+async function coalesce(outbox: readonly TaskReport[], running: ReadonlySet<string>, ctx: LaneContext, onWake: (resolve: () => void) => void): Promise<void> {
+  if (outbox.length === 0 || running.size === 0) return;
+  const until = ctx.now() + ctx.coalesce.ms;
+  while (outbox.length < ctx.coalesce.outcomes && running.size > 0) {
+    const left = until - ctx.now();
+    if (left <= 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, left);
+      onWake(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
+
+async function pullWithRetry(room: ReturnType<SwarmRooms>, swarmId: string, request: PullRequest, ctx: LaneContext): Promise<PullResponse | null> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      ctx.tally.pulls += 1;
+      // The journal holds these calls back while the pull carries them, and takes them back if it fails.
+      return await ctx.journal.carry(swarmId, request.reports, () => room.pull(request));
+    } catch (error) {
+      ctx.tally.pullErrors += 1;
+      console.error(JSON.stringify({ event: "swarm_room_rpc_failed", rpc: "pull", swarm_id: swarmId, attempt, error: messageOf(error) }));
+      if (attempt >= PULL_ATTEMPTS) return null;
+      await ctx.sleep(100 + backoffDelayMs(attempt, null, PULL_BACKOFF));
+    }
+  }
+}
+
+/** Moving averages of recent calls' time to headers and latency (what sizes the lane's slots). */
+function createTimingAverages(): { add(ttfbMs: number | null, latencyMs: number): void; current(): LaneTiming } {
+  const WEIGHT = 0.1;
+  let ttfb: number | null = null;
+  let latency: number | null = null;
+  return {
+    add(ttfbMs, latencyMs) {
+      if (ttfbMs === null) return;
+      ttfb = ttfb === null ? ttfbMs : ttfb + WEIGHT * (ttfbMs - ttfb);
+      latency = latency === null ? latencyMs : latency + WEIGHT * (latencyMs - latency);
+    },
+    current: () => ({ ttfbMs: ttfb, latencyMs: latency }),
+  };
+}
+
+function countOutcome(tally: LaneTally, report: TaskReport): void {
+  if (report.outcome.kind === "succeeded") tally.ok += 1;
+  else if (report.outcome.kind === "deferred") tally.deferred += 1;
+  else tally.failed += 1;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
