@@ -45,16 +45,17 @@ function room(swarmId: string) {
   return env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(swarmId));
 }
 
-/** Plays the agent Worker by hand: claims every dispatched task and records a success for it. */
+/** Plays the agent Worker by hand: one lane pulls every task and records a success for each. */
 async function finishAllTasks(swarmId: string, taskIds: string[]): Promise<void> {
-  const claim = await room(swarmId).claim(taskIds);
-  const reports: TaskReport[] = claim.granted.map((task) => ({
+  const lane = { ticket: "test-lane", slots: taskIds.length, final: false };
+  const pulled = await room(swarmId).pull({ ...lane, reports: [], want: taskIds.length });
+  const reports: TaskReport[] = pulled.granted.map((task) => ({
     taskId: task.taskId,
     attempt: task.attempt,
     outcome: { kind: "succeeded", output: `done: ${task.prompt}`, finishReason: "stop" },
     calls: [],
   }));
-  await room(swarmId).recordResults(reports);
+  await room(swarmId).pull({ ...lane, reports, want: 0, final: true });
 }
 
 const manyTasks = (n: number) => Array.from({ length: n }, (_, i) => ({ prompt: `task ${i}` }));
@@ -261,15 +262,19 @@ describe("reducers", () => {
   it("merges JSON results into one value over the RPC boundary", async () => {
     const created = await createSwarm(validSpec({ reduce: { kind: "json_merge" }, tasks: [{ id: "a", prompt: "x" }, { id: "b", prompt: "y" }] }));
     const room = env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(created.id));
-    const claim = await room.claim(["a", "b"]);
-    await room.recordResults(
-      claim.granted.map((task) => ({
+    const lane = { ticket: "test-lane", slots: 2 };
+    const pulled = await room.pull({ ...lane, reports: [], want: 2, final: false });
+    await room.pull({
+      ...lane,
+      want: 0,
+      final: true,
+      reports: pulled.granted.map((task) => ({
         taskId: task.taskId,
         attempt: task.attempt,
         outcome: { kind: "succeeded", output: JSON.stringify({ files: [task.taskId], meta: { n: task.taskId === "a" ? 1 : 2 } }), finishReason: "stop" },
         calls: [],
       })),
-    );
+    });
     const status = z.object({ output: z.unknown() }).parse(await (await callApi(`/v1/swarms/${created.id}`)).json());
     expect(status.output).toEqual({
       kind: "json_merge",

@@ -30,6 +30,7 @@ function status(state: SwarmState, succeeded: number, wall_s: number): SwarmStat
     models: [{ model: "mock-1", weight: 1 }],
     budget: null,
     metadata: {},
+    billable: { queue_messages_sent: 1, queue_messages_received: 1, do_requests: 3, do_rows_written: 12, d1_rows_written: 2, per_task: null },
     created_at: "2031-01-01T00:00:00.000Z",
     finished_at: null,
   };
