@@ -1,4 +1,4 @@
-// The swarm spec accepted by POST /v1/swarms (public contract: ../shared/API.md). No I/O.
+// The swarm spec accepted by POST /v1/swarms (public contract: the README's configuration reference). No I/O.
 // Parsing fills defaults, so everything downstream works with a complete, validated spec.
 import { z } from "zod";
 import { ReduceSpecSchema } from "./reducers.ts";

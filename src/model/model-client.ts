@@ -107,7 +107,7 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
   try {
     // Streaming: a Worker invocation may have only 6 connections waiting for response headers;
     // a streamed response sends its headers at once and frees the slot, so one consumer
-    // invocation can keep many model calls open (ARCHITECTURE.md §4).
+    // invocation can keep many model calls open (docs/architecture.md §4).
     const { data: stream, response } = await client.chat.completions
       .create(toParams(request), { signal: deadline.signal, timeout: request.timeoutMs })
       .withResponse();
