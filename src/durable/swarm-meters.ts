@@ -31,7 +31,8 @@ export class SwarmMeters {
         if (property === "exec") {
           return (query: string, ...bindings: unknown[]) => {
             const cursor = target.exec(query, ...bindings);
-            cursors.push(cursor);
+            // Only statements that can write are kept for counting, so reads (status polls) hold nothing.
+            if (!/^\s*(SELECT|WITH)\b/i.test(query)) cursors.push(cursor);
             return cursor;
           };
         }

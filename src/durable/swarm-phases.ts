@@ -71,8 +71,13 @@ export function plannerOf(swarm: Pick<SwarmRow, "planner">): PlannerSpec | null 
   return swarm.planner === null ? null : PlannerSpecSchema.parse(JSON.parse(swarm.planner));
 }
 
+/** The last reducer text parsed: a swarm's reducer never changes, and every pull asks for it. */
+let lastReduce: { text: string; spec: ReduceSpec } | null = null;
+
 export function reduceSpecOf(swarm: Pick<SwarmRow, "reduce">): ReduceSpec {
-  return swarm.reduce === null ? { kind: "collect" } : ReduceSpecSchema.parse(JSON.parse(swarm.reduce));
+  if (swarm.reduce === null) return { kind: "collect" };
+  if (lastReduce?.text !== swarm.reduce) lastReduce = { text: swarm.reduce, spec: ReduceSpecSchema.parse(JSON.parse(swarm.reduce)) };
+  return lastReduce.spec;
 }
 
 export function reducerModel(reduce: LlmReduceSpec, first: string): string {

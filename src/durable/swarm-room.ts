@@ -345,13 +345,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       insertTasks(this.sql, input.tasks);
     }
     this.totals.invalidate();
-    // The index row is written now so the swarm is listed at once; if D1 is down the alarm retries.
+    // Tickets first (the first lanes start while D1 is written); then the index row, so the swarm
+    // is listed at once; if D1 is down the alarm retries.
+    await this.issueTickets(Date.now());
     try {
       await this.flush();
     } catch (error) {
       console.error(`swarm ${input.swarmId}: index write failed, retrying from the alarm`, error);
     }
-    await this.issueTickets(Date.now());
     const started = this.swarm();
     if (started !== null) await this.planAlarm(started, Date.now());
     return { created: true };
