@@ -4,6 +4,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
+import { admitSwarm } from "../core/admit-swarm.ts";
 import { chargeOfCall, fitsBudget, toBudgetReason, worstCaseAttempt, worstCaseCall, type Amount } from "../core/budget.ts";
 import { callsPerAttempt } from "../core/agent-limits.ts";
 import type { ErrorDetail } from "../core/errors.ts";
@@ -22,7 +23,7 @@ import {
 import type { ErrorClass } from "../core/error-class.ts";
 import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
-import { parseEffectivePrices, parseGatewayConfig, resolveModelRoute, type GatewayConfig } from "../core/gateway-config.ts";
+import { parseEffectivePrices, parseGatewayConfig, type GatewayConfig } from "../core/gateway-config.ts";
 import { costOfUsage, resolvePrice, type ModelPrice, type PriceTable } from "../core/pricing.ts";
 import { capOfTenant, parseTenantBudgets, toBudgetMonth, type TenantBudgets } from "../core/tenant-budget.ts";
 import type { TenantBudget } from "./tenant-budget.ts";
@@ -202,45 +203,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.swarm() !== null) return { created: false };
     const { spec } = input;
     const mix = toModelMix(spec.model);
-    const { gateway } = this.settings;
-    if (gateway !== null) {
-      // Every model must be one the gateway can route, or the tasks would fail one by one.
-      const named: { path: string; model: string }[] = [
-        ...(typeof spec.model === "string" ? [{ path: "model", model: spec.model }] : spec.model.map((m, i) => ({ path: `model.${i}.model`, model: m.model }))),
-        ...(spec.fallback ?? []).map((model, i) => ({ path: `fallback.${i}`, model })),
-        ...(spec.planner?.model !== undefined ? [{ path: "planner.model", model: spec.planner.model }] : []),
-        ...(spec.reduce?.kind === "llm" && spec.reduce.model !== undefined ? [{ path: "reduce.model", model: spec.reduce.model }] : []),
-      ];
-      const unknown = named.filter(({ model }) => resolveModelRoute(gateway, model) === null);
-      if (unknown.length > 0) {
-        const served = Object.keys(gateway.models).join(", ") || "none";
-        return { created: false, refused: unknown.map(({ path, model }) => ({ path, message: `model "${model}" is not served by the gateway (models: ${served})` })) };
-      }
-    }
-    const tier = spec.budget?.fallback_tier;
-    if (tier !== undefined && (gateway === null || !Object.values(gateway.models).some((m) => m.tier === tier))) {
-      const tiers = gateway === null ? [] : [...new Set(Object.values(gateway.models).flatMap((m) => (m.tier === undefined ? [] : [m.tier])))];
-      return {
-        created: false,
-        refused: [{ path: "budget.fallback_tier", message: `no gateway model has tier "${tier}" (tiers: ${tiers.join(", ") || "none — configure GATEWAY_CONFIG models with a tier"})` }],
-      };
-    }
     const cap = capOfTenant(this.settings.tenantBudgets, input.tenant);
-    if (spec.budget?.max_usd !== undefined || cap?.max_usd_per_month !== undefined) {
-      // A USD budget (the swarm's or the tenant's) can only hold if every call has a price.
-      const unpriced = [...new Set([...mix.map((m) => m.model), ...(spec.fallback ?? []), ...engineModels({ goal: spec.goal, plannerModel: spec.planner?.model, reduce: spec.reduce }, mix[0]?.model ?? "")])].filter(
-        (m) => resolvePrice(this.settings.prices, m) === null,
-      );
-      if (unpriced.length > 0) {
-        return {
-          created: false,
-          refused: unpriced.map((model) => ({
-            path: spec.budget?.max_usd !== undefined ? "budget.max_usd" : "model",
-            message: `model "${model}" has no price, so a USD budget cannot be enforced (add it to MODEL_PRICES or use budget.max_tokens)`,
-          })),
-        };
-      }
-    }
+    // The orchestrator admitted the spec before this call; the room asks again, with the same rules and words.
+    const admitted = admitSwarm(spec, { gateway: this.settings.gateway, prices: this.settings.prices, tenantCap: cap });
+    if (!admitted.ok) return { created: false, refused: admitted.error };
     let budget = spec.budget ?? null;
     let tenantMonth: string | null = null;
     if (cap !== null && this.env.TENANT_BUDGET !== undefined) {
