@@ -1,9 +1,12 @@
 // The orchestrator's composition root: the only module that reads `env`. It parses the settings and
 // builds each adapter from the one binding it needs; handlers and cron receive the result.
 import { z } from "zod";
+import type { AdmissionContext } from "../../src/core/admit-swarm.ts";
 import { newScheduleId, newSwarmId } from "../../src/core/ids.ts";
-import { parseEffectivePrices } from "../../src/core/gateway-config.ts";
+import { parseEffectivePrices, parseGatewayConfig, type GatewayConfig } from "../../src/core/gateway-config.ts";
 import type { PriceTable } from "../../src/core/pricing.ts";
+import { capOfTenant, parseTenantBudgets } from "../../src/core/tenant-budget.ts";
+import { ok, type Result } from "../../src/core/result.ts";
 import { createScheduleStore, type ScheduleStore } from "./schedule-store.ts";
 import { createSwarmIndex, type SwarmIndex } from "./swarm-index.ts";
 import { createSwarmRooms, type SwarmRooms } from "./swarm-rooms.ts";
@@ -31,6 +34,12 @@ export interface OrchestratorDeps {
    * routes that price something answer 500 (cause in the log), not every route.
    */
   priceTable: () => PriceTable;
+  /**
+   * What a tenant's spec is admitted against before any SwarmRoom is asked (the gateway's models,
+   * the prices, the tenant's monthly cap), read from the settings the SwarmRoom reads. A bad
+   * GATEWAY_CONFIG, MODEL_PRICES or TENANT_BUDGETS throws here, as priceTable does.
+   */
+  admission: (tenant: string) => AdmissionContext;
   newSwarmId: () => string;
   newScheduleId: () => string;
   /** Epoch ms. */
@@ -74,17 +83,30 @@ export function toOrchestratorConfig(env: {
 
 const randomBytes = (n: number): Uint8Array => crypto.getRandomValues(new Uint8Array(n));
 
+/** GATEWAY_CONFIG as the SwarmRoom reads it: blank = no gateway (every model name is served). */
+function parseRoomGateway(text: string | undefined): Result<GatewayConfig | null, string> {
+  return (text ?? "").trim() === "" ? ok(null) : parseGatewayConfig(text, "http://unused.invalid");
+}
+
 export function composeDeps(env: Env): OrchestratorDeps {
   const prices = parseEffectivePrices(env.MODEL_PRICES, env.GATEWAY_CONFIG);
+  const gateway = parseRoomGateway(env.GATEWAY_CONFIG);
+  const tenantBudgets = parseTenantBudgets(env.TENANT_BUDGETS);
+  const priceTable = (): PriceTable => {
+    if (!prices.ok) throw new Error(`invalid orchestrator configuration: ${prices.error}`);
+    return prices.value;
+  };
   return {
     config: toOrchestratorConfig(env),
     swarmRooms: createSwarmRooms(env.SWARM_ROOM),
     swarmIndex: createSwarmIndex(env.LEDGER_DB),
     schedules: createScheduleStore(env.LEDGER_DB),
     usageReports: createUsageReportStore(env.LEDGER_DB),
-    priceTable: () => {
-      if (!prices.ok) throw new Error(`invalid orchestrator configuration: ${prices.error}`);
-      return prices.value;
+    priceTable,
+    admission: (tenant) => {
+      if (!gateway.ok) throw new Error(`invalid orchestrator configuration: ${gateway.error}`);
+      if (!tenantBudgets.ok) throw new Error(`invalid orchestrator configuration: ${tenantBudgets.error}`);
+      return { gateway: gateway.value, prices: priceTable(), tenantCap: capOfTenant(tenantBudgets.value, tenant) };
     },
     newSwarmId: () => newSwarmId(randomBytes),
     newScheduleId: () => newScheduleId(randomBytes),
