@@ -111,11 +111,14 @@ export function withGatewayPrices(table: PriceTable, config: GatewayConfig): Pri
   return merged;
 }
 
+/** The UPSTREAM_KEYS secret: a JSON object of key id → API key. */
+export const UpstreamKeysSchema = z.record(z.string(), z.string().min(1));
+
 /** The key values from the UPSTREAM_KEYS secret (a JSON object of key id → API key). */
 export function parseUpstreamKeys(text: string | undefined): Result<Record<string, string>, string> {
   const raw = (text ?? "").trim();
   if (raw === "") return ok({});
-  const parsed = z.record(z.string(), z.string().min(1)).safeParse(safeJson(raw));
+  const parsed = UpstreamKeysSchema.safeParse(safeJson(raw));
   // Never echo the text: it holds secrets.
   if (!parsed.success) return err("UPSTREAM_KEYS must be a JSON object of key id → API key (its content is not shown)");
   return ok(parsed.data);
