@@ -23,9 +23,9 @@ import {
 import type { ErrorClass } from "../core/error-class.ts";
 import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
-import { parseEffectivePrices, parseGatewayConfig, type GatewayConfig } from "../core/gateway-config.ts";
-import { costOfUsage, resolvePrice, type ModelPrice, type PriceTable } from "../core/pricing.ts";
-import { capOfTenant, parseTenantBudgets, toBudgetMonth, type TenantBudgets } from "../core/tenant-budget.ts";
+import { readRoomSettings, type RoomSettings } from "../core/env-settings.ts";
+import { costOfUsage, resolvePrice, type ModelPrice } from "../core/pricing.ts";
+import { capOfTenant, toBudgetMonth } from "../core/tenant-budget.ts";
 import type { TenantBudget } from "./tenant-budget.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import {
@@ -107,18 +107,6 @@ export interface SwarmRoomEnv {
   LEDGER_FLUSH_MS?: string;
 }
 
-interface RoomSettings {
-  packetSize: string | undefined;
-  prices: PriceTable;
-  /** The gateway's models when one is configured; null = every model name is served. */
-  gateway: GatewayConfig | null;
-  tenantBudgets: TenantBudgets;
-  leaseGraceMs: number;
-  /** Added to a tool-using sub-agent's lease per turn, for its tool calls. */
-  toolTurnLeaseMs: number;
-  flushMs: number;
-}
-
 /** A dispatched message that no consumer claimed by then is sent again (local queues lose messages on restart). */
 const DISPATCH_DEADLINE_MS = 5 * 60_000;
 /** After a failed D1 flush, the next try waits this long. */
@@ -133,35 +121,6 @@ const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
 
 /** A checkpoint shares its task's row (2 MB in all) with the prompt (≤ 200,000 chars) and output. */
 const CHECKPOINT_MAX_BYTES = 1_000_000;
-
-function toNonNegativeInt(value: string | undefined, fallback: number, name: string): number {
-  if (value === undefined || value === "") return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${value}"`);
-  return n;
-}
-
-function toSettings(env: SwarmRoomEnv): RoomSettings {
-  const prices = parseEffectivePrices(env.MODEL_PRICES, env.GATEWAY_CONFIG);
-  if (!prices.ok) throw new Error(`invalid price configuration: ${prices.error}`);
-  let gateway: GatewayConfig | null = null;
-  if ((env.GATEWAY_CONFIG ?? "").trim() !== "") {
-    const parsed = parseGatewayConfig(env.GATEWAY_CONFIG, "http://unused.invalid");
-    if (!parsed.ok) throw new Error(parsed.error);
-    gateway = parsed.value;
-  }
-  const tenantBudgets = parseTenantBudgets(env.TENANT_BUDGETS);
-  if (!tenantBudgets.ok) throw new Error(tenantBudgets.error);
-  return {
-    packetSize: env.DISPATCH_PACKET_SIZE,
-    prices: prices.value,
-    gateway,
-    tenantBudgets: tenantBudgets.value,
-    leaseGraceMs: toNonNegativeInt(env.LEASE_GRACE_S, 30, "LEASE_GRACE_S") * 1_000,
-    toolTurnLeaseMs: toNonNegativeInt(env.TOOL_TURN_LEASE_S, 30, "TOOL_TURN_LEASE_S") * 1_000,
-    flushMs: toNonNegativeInt(env.LEDGER_FLUSH_MS, 1_000, "LEDGER_FLUSH_MS"),
-  };
-}
 
 function toToolWires(tools: readonly ToolSpec[]): ToolSpecWire[] {
   return tools.map((tool) =>
@@ -192,7 +151,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.settings = toSettings(env);
+    this.settings = readRoomSettings(env);
     migrateSwarmRoom(this.sql);
   }
 
