@@ -1,11 +1,9 @@
 // The gateway configuration: OpenAI-compatible upstreams with their key pools, and the models
-// served through them (upstream, upstream model id, price, context size, tier). Parsed from the
-// GATEWAY_CONFIG var; key *values* never appear here, only the ids under which the UPSTREAM_KEYS
-// secret holds them. No I/O.
+// served through them (upstream, upstream model id, price, context size, tier), and where a model's
+// calls go. The GATEWAY_CONFIG var is read by env-settings.ts; key *values* never appear here, only
+// the ids under which the UPSTREAM_KEYS secret holds them. No I/O.
 import { z } from "zod";
-import { toIssuePath } from "./errors.ts";
-import { ModelPriceSchema, parsePriceTable, type ModelPrice, type PriceTable } from "./pricing.ts";
-import { err, ok, type Result } from "./result.ts";
+import { ModelPriceSchema, type ModelPrice, type PriceTable } from "./pricing.ts";
 
 const IdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "ids are 1-64 letters, digits, '.', '_' or '-'");
 
@@ -63,29 +61,6 @@ export const GatewayConfigSchema = z
   });
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
 
-/**
- * Parses GATEWAY_CONFIG. Blank → the single-upstream default: `MODEL_BASE_URL` with one unlimited
- * key whose value is `MODEL_API_KEY` (key id `default`), serving every model by its own name.
- */
-export function parseGatewayConfig(text: string | undefined, defaultBaseUrl: string): Result<GatewayConfig, string> {
-  const raw = (text ?? "").trim();
-  const input: unknown = raw === "" ? { upstreams: { default: { base_url: defaultBaseUrl, keys: [{ id: "default" }] } }, default_upstream: "default" } : safeJson(raw);
-  if (input === undefined) return err("GATEWAY_CONFIG is not valid JSON");
-  const parsed = GatewayConfigSchema.safeParse(input);
-  if (!parsed.success) {
-    return err(`GATEWAY_CONFIG: ${parsed.error.issues.map((i) => `${toIssuePath(i.path)}: ${i.message}`).join("; ")}`);
-  }
-  return ok(parsed.data);
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
 export interface ModelRoute {
   upstream: string;
   baseUrl: string;
@@ -111,26 +86,5 @@ export function withGatewayPrices(table: PriceTable, config: GatewayConfig): Pri
   return merged;
 }
 
-/** The key values from the UPSTREAM_KEYS secret (a JSON object of key id → API key). */
-export function parseUpstreamKeys(text: string | undefined): Result<Record<string, string>, string> {
-  const raw = (text ?? "").trim();
-  if (raw === "") return ok({});
-  const parsed = z.record(z.string(), z.string().min(1)).safeParse(safeJson(raw));
-  // Never echo the text: it holds secrets.
-  if (!parsed.success) return err("UPSTREAM_KEYS must be a JSON object of key id → API key (its content is not shown)");
-  return ok(parsed.data);
-}
-
-/**
- * The price table every part of the engine uses: the defaults, MODEL_PRICES over them, and the
- * prices the gateway config gives its models over both. Blank GATEWAY_CONFIG adds nothing.
- */
-export function parseEffectivePrices(modelPrices: string | undefined, gatewayConfig: string | undefined): Result<PriceTable, string> {
-  const table = parsePriceTable(modelPrices);
-  if (!table.ok) return table;
-  if ((gatewayConfig ?? "").trim() === "") return table;
-  // The base URL only matters for the blank default, which is handled above.
-  const gateway = parseGatewayConfig(gatewayConfig, "http://unused.invalid");
-  if (!gateway.ok) return gateway;
-  return ok(withGatewayPrices(table.value, gateway.value));
-}
+/** The UPSTREAM_KEYS secret: a JSON object of key id → API key. */
+export const UpstreamKeysSchema = z.record(z.string(), z.string().min(1));

@@ -1,8 +1,6 @@
-// Monthly budgets per API token (tenant): the TENANT_BUDGETS setting, the month a swarm counts in,
-// and the most a whole swarm can cost, which it reserves against its tenant's month. No I/O.
+// Monthly budgets per API token (tenant): the shape of the TENANT_BUDGETS setting (read by
+// env-settings.ts), a tenant's cap, and the month a swarm counts in. No I/O.
 import { z } from "zod";
-import { toIssuePath } from "./errors.ts";
-import { err, ok, type Result } from "./result.ts";
 
 export const TenantCapSchema = z
   .strictObject({
@@ -21,20 +19,6 @@ export const TenantBudgetsSchema = z.record(z.string(), TenantCapSchema).superRe
   }
 });
 export type TenantBudgets = z.infer<typeof TenantBudgetsSchema>;
-
-export function parseTenantBudgets(text: string | undefined): Result<TenantBudgets, string> {
-  const raw = (text ?? "").trim();
-  if (raw === "") return ok({});
-  let json: unknown;
-  try {
-    json = JSON.parse(raw);
-  } catch {
-    return err("TENANT_BUDGETS is not valid JSON");
-  }
-  const parsed = TenantBudgetsSchema.safeParse(json);
-  if (!parsed.success) return err(`TENANT_BUDGETS: ${parsed.error.issues.map((i) => `${toIssuePath(i.path)}: ${i.message}`).join("; ")}`);
-  return ok(parsed.data);
-}
 
 export function capOfTenant(budgets: TenantBudgets, tenant: string): TenantCap | null {
   return budgets[tenant] ?? budgets["*"] ?? null;

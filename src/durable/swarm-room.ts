@@ -4,6 +4,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
+import { admitSwarm } from "../core/admit-swarm.ts";
 import { chargeOfCall, fitsBudget, toBudgetReason, worstCaseAttempt, worstCaseCall, type Amount } from "../core/budget.ts";
 import { callsPerAttempt } from "../core/agent-limits.ts";
 import type { ErrorDetail } from "../core/errors.ts";
@@ -14,9 +15,9 @@ import { isUpstreamHealthFailure, toHalfOpenAt } from "../core/circuit-breaker.t
 import type { ErrorClass } from "../core/error-class.ts";
 import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
-import { parseEffectivePrices, parseGatewayConfig, resolveModelRoute, type GatewayConfig } from "../core/gateway-config.ts";
-import { costOfUsage, resolvePrice, type ModelPrice, type PriceTable } from "../core/pricing.ts";
-import { capOfTenant, parseTenantBudgets, toBudgetMonth, type TenantBudgets } from "../core/tenant-budget.ts";
+import { readRoomSettings, type RoomSettings } from "../core/env-settings.ts";
+import { costOfUsage, resolvePrice, type ModelPrice } from "../core/pricing.ts";
+import { capOfTenant, toBudgetMonth } from "../core/tenant-budget.ts";
 import type { TenantBudget } from "./tenant-budget.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import {
@@ -105,19 +106,6 @@ export interface SwarmRoomEnv {
   LEDGER_FLUSH_MS?: string;
 }
 
-interface RoomSettings {
-  /** Tasks a ticket's lane is assumed to run at once until a lane says (LANE_SLOTS). */
-  laneSlots: number;
-  prices: PriceTable;
-  /** The gateway's models when one is configured; null = every model name is served. */
-  gateway: GatewayConfig | null;
-  tenantBudgets: TenantBudgets;
-  leaseGraceMs: number;
-  /** Added to a tool-using sub-agent's lease per turn, for its tool calls. */
-  toolTurnLeaseMs: number;
-  flushMs: number;
-}
-
 /** After a failed D1 flush, the next try waits this long. */
 const FLUSH_RETRY_MS = 5_000;
 /** Ledger rows per D1 transaction. */
@@ -130,35 +118,6 @@ const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
 
 /** A checkpoint shares its task's row (2 MB in all) with the prompt (≤ 200,000 chars) and output. */
 const CHECKPOINT_MAX_BYTES = 1_000_000;
-
-function toNonNegativeInt(value: string | undefined, fallback: number, name: string): number {
-  if (value === undefined || value === "") return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${value}"`);
-  return n;
-}
-
-function toSettings(env: SwarmRoomEnv): RoomSettings {
-  const prices = parseEffectivePrices(env.MODEL_PRICES, env.GATEWAY_CONFIG);
-  if (!prices.ok) throw new Error(`invalid price configuration: ${prices.error}`);
-  let gateway: GatewayConfig | null = null;
-  if ((env.GATEWAY_CONFIG ?? "").trim() !== "") {
-    const parsed = parseGatewayConfig(env.GATEWAY_CONFIG, "http://unused.invalid");
-    if (!parsed.ok) throw new Error(parsed.error);
-    gateway = parsed.value;
-  }
-  const tenantBudgets = parseTenantBudgets(env.TENANT_BUDGETS);
-  if (!tenantBudgets.ok) throw new Error(tenantBudgets.error);
-  return {
-    laneSlots: Math.max(1, toNonNegativeInt(env.LANE_SLOTS, 128, "LANE_SLOTS")),
-    prices: prices.value,
-    gateway,
-    tenantBudgets: tenantBudgets.value,
-    leaseGraceMs: toNonNegativeInt(env.LEASE_GRACE_S, 30, "LEASE_GRACE_S") * 1_000,
-    toolTurnLeaseMs: toNonNegativeInt(env.TOOL_TURN_LEASE_S, 30, "TOOL_TURN_LEASE_S") * 1_000,
-    flushMs: toNonNegativeInt(env.LEDGER_FLUSH_MS, 1_000, "LEDGER_FLUSH_MS"),
-  };
-}
 
 function toToolWires(tools: readonly ToolSpec[]): ToolSpecWire[] {
   return tools.map((tool) =>
@@ -213,7 +172,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     SwarmMeters.migrate(ctx.storage.sql);
     this.meters = new SwarmMeters(ctx.storage.sql);
     this.sql = this.meters.sql;
-    this.settings = toSettings(env);
+    this.settings = readRoomSettings(env);
     this.totals = new SwarmTotals(this.sql);
     this.tickets = new SwarmTickets(this.sql, this.settings.laneSlots);
     this.circuits = new SwarmCircuits(this.sql);
@@ -235,45 +194,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.swarm() !== null) return { created: false };
     const { spec } = input;
     const mix = toModelMix(spec.model);
-    const { gateway } = this.settings;
-    if (gateway !== null) {
-      // Every model must be one the gateway can route, or the tasks would fail one by one.
-      const named: { path: string; model: string }[] = [
-        ...(typeof spec.model === "string" ? [{ path: "model", model: spec.model }] : spec.model.map((m, i) => ({ path: `model.${i}.model`, model: m.model }))),
-        ...(spec.fallback ?? []).map((model, i) => ({ path: `fallback.${i}`, model })),
-        ...(spec.planner?.model !== undefined ? [{ path: "planner.model", model: spec.planner.model }] : []),
-        ...(spec.reduce?.kind === "llm" && spec.reduce.model !== undefined ? [{ path: "reduce.model", model: spec.reduce.model }] : []),
-      ];
-      const unknown = named.filter(({ model }) => resolveModelRoute(gateway, model) === null);
-      if (unknown.length > 0) {
-        const served = Object.keys(gateway.models).join(", ") || "none";
-        return { created: false, refused: unknown.map(({ path, model }) => ({ path, message: `model "${model}" is not served by the gateway (models: ${served})` })) };
-      }
-    }
-    const tier = spec.budget?.fallback_tier;
-    if (tier !== undefined && (gateway === null || !Object.values(gateway.models).some((m) => m.tier === tier))) {
-      const tiers = gateway === null ? [] : [...new Set(Object.values(gateway.models).flatMap((m) => (m.tier === undefined ? [] : [m.tier])))];
-      return {
-        created: false,
-        refused: [{ path: "budget.fallback_tier", message: `no gateway model has tier "${tier}" (tiers: ${tiers.join(", ") || "none — configure GATEWAY_CONFIG models with a tier"})` }],
-      };
-    }
     const cap = capOfTenant(this.settings.tenantBudgets, input.tenant);
-    if (spec.budget?.max_usd !== undefined || cap?.max_usd_per_month !== undefined) {
-      // A USD budget (the swarm's or the tenant's) can only hold if every call has a price.
-      const unpriced = [...new Set([...mix.map((m) => m.model), ...(spec.fallback ?? []), ...engineModels({ goal: spec.goal, plannerModel: spec.planner?.model, reduce: spec.reduce }, mix[0]?.model ?? "")])].filter(
-        (m) => resolvePrice(this.settings.prices, m) === null,
-      );
-      if (unpriced.length > 0) {
-        return {
-          created: false,
-          refused: unpriced.map((model) => ({
-            path: spec.budget?.max_usd !== undefined ? "budget.max_usd" : "model",
-            message: `model "${model}" has no price, so a USD budget cannot be enforced (add it to MODEL_PRICES or use budget.max_tokens)`,
-          })),
-        };
-      }
-    }
+    // The orchestrator admitted the spec before this call; the room asks again, with the same rules and words.
+    const admitted = admitSwarm(spec, { gateway: this.settings.gateway, prices: this.settings.prices, tenantCap: cap });
+    if (!admitted.ok) return { created: false, refused: admitted.error };
     let budget = spec.budget ?? null;
     let tenantMonth: string | null = null;
     if (cap !== null && this.env.TENANT_BUDGET !== undefined) {
@@ -805,9 +729,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private async issueTickets(now: number): Promise<void> {
     const swarm = this.swarm();
     if (swarm === null || swarm.finished_at !== null || swarm.state === "cancelled") return;
+    console.log("DBG issue", swarm.state, this.pickModel(swarm, now, { probe: false }));
     if (this.pickModel(swarm, now, { probe: false }) === null) return;
     for (const pool of this.pools()) {
       const count = this.tickets.toIssue(this.demand(swarm, pool), pool);
+      console.log("DBG count", pool, count, this.demand(swarm, pool));
       if (count === 0) continue;
       const ids = this.tickets.issue(count, now, swarm.id, pool);
       const queue = pool === "long" ? (this.env.LONG_TASK_QUEUE ?? this.env.TASK_QUEUE) : this.env.TASK_QUEUE;

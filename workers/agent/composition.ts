@@ -1,7 +1,8 @@
-// The agent Worker's composition root: the only reader of `env`. It validates the settings and the
-// gateway (upstreams, models, key values), and builds the handlers' dependencies, reusing the
-// parsed gateway and its model clients across invocations of the same isolate.
-import { parseGatewayConfig, parseUpstreamKeys } from "../../src/core/gateway-config.ts";
+// The agent Worker's composition root: the only reader of `env`. It reads the settings
+// (src/core/env-settings.ts) and the gateway (upstreams, models, key values), and builds the
+// handlers' dependencies, reusing the parsed gateway and its model clients across invocations of
+// the same isolate.
+import { parseGatewayConfig, readAgentSettings, readSecretSetting, readToolSettings, readUpstreamKeys } from "../../src/core/env-settings.ts";
 import type { GatewayConfig } from "../../src/core/gateway-config.ts";
 import { createModelClient } from "../../src/model/model-client.ts";
 import type { ModelClient } from "../../src/model/model-client.ts";
@@ -10,57 +11,15 @@ import type { ConsumeTasksDeps } from "./consume-tasks.ts";
 import { toKeyPools } from "./key-pools.ts";
 import { toSwarmRooms } from "./swarm-rooms.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
-import { toToolEnvironment, type ToolSettings } from "./tools/swarm-tools.ts";
+import { toToolEnvironment } from "./tools/swarm-tools.ts";
 
-export interface AgentSettings {
-  concurrency: number;
-  inlineRetryMaxS: number;
-  permitWaitMaxS: number;
-  headerSlots: number;
-  pullForS: number;
-  maxTasksPerInvocation: number;
-}
+export { readAgentSettings, readToolSettings };
 
-type ToolEnv = Pick<Env, "HTTP_FETCH_TIMEOUT_S" | "HTTP_FETCH_MAX_BYTES" | "WEBHOOK_TIMEOUT_S" | "ALLOW_PRIVATE_NETWORK" | "WEBHOOK_SECRET">;
-
-export function readToolSettings(env: ToolEnv): ToolSettings {
-  const allow = (env.ALLOW_PRIVATE_NETWORK ?? "false").trim().toLowerCase();
-  if (allow !== "true" && allow !== "false" && allow !== "") throw new Error(`ALLOW_PRIVATE_NETWORK must be "true" or "false", got "${env.ALLOW_PRIVATE_NETWORK}"`);
-  const secret = (env.WEBHOOK_SECRET ?? "").trim();
-  return {
-    httpTimeoutMs: readIntegerSetting("HTTP_FETCH_TIMEOUT_S", env.HTTP_FETCH_TIMEOUT_S, 1, 120) * 1_000,
-    httpMaxBytes: readIntegerSetting("HTTP_FETCH_MAX_BYTES", env.HTTP_FETCH_MAX_BYTES, 1_024, 10_485_760),
-    webhookTimeoutMs: readIntegerSetting("WEBHOOK_TIMEOUT_S", env.WEBHOOK_TIMEOUT_S, 1, 120) * 1_000,
-    webhookSecret: secret === "" ? null : secret,
-    allowPrivate: allow === "true",
-  };
-}
-
-export const MAX_AGENT_CONCURRENCY = 1_000;
-/** An invocation sleeps at most this long before an inline retry; longer waits belong to the queue. */
-export const MAX_INLINE_RETRY_S = 30;
-/** A call waits at most this long for a key's permit; longer waits belong to the queue. */
-export const MAX_PERMIT_WAIT_S = 120;
 /** The key id whose value is MODEL_API_KEY (the blank GATEWAY_CONFIG's only key). */
 export const DEFAULT_KEY_ID = "default";
 
-/** A lane stops taking tasks by then; its calls must end within CALLS_WITHIN_MS (the 15-min wall time, with margin). */
-export const MAX_PULL_FOR_S = 600;
+/** Every call of an invocation must end by then: the consumer's 15-minute wall time, with a margin. */
 export const CALLS_WITHIN_MS = 14 * 60_000;
-
-type AgentSettingsEnv = Pick<Env, "AGENT_CONCURRENCY" | "INLINE_RETRY_MAX_S" | "PERMIT_WAIT_MAX_S"> &
-  Partial<Pick<Env, "UPSTREAM_HEADER_SLOTS" | "AGENT_PULL_FOR_S" | "AGENT_MAX_TASKS_PER_INVOCATION">>;
-
-export function readAgentSettings(env: AgentSettingsEnv): AgentSettings {
-  return {
-    concurrency: readIntegerSetting("AGENT_CONCURRENCY", env.AGENT_CONCURRENCY, 1, MAX_AGENT_CONCURRENCY),
-    inlineRetryMaxS: readIntegerSetting("INLINE_RETRY_MAX_S", env.INLINE_RETRY_MAX_S, 0, MAX_INLINE_RETRY_S),
-    permitWaitMaxS: readIntegerSetting("PERMIT_WAIT_MAX_S", env.PERMIT_WAIT_MAX_S, 0, MAX_PERMIT_WAIT_S),
-    headerSlots: readIntegerSetting("UPSTREAM_HEADER_SLOTS", env.UPSTREAM_HEADER_SLOTS ?? "6", 0, 1_000),
-    pullForS: readIntegerSetting("AGENT_PULL_FOR_S", env.AGENT_PULL_FOR_S ?? "300", 1, MAX_PULL_FOR_S),
-    maxTasksPerInvocation: readIntegerSetting("AGENT_MAX_TASKS_PER_INVOCATION", env.AGENT_MAX_TASKS_PER_INVOCATION ?? "5000", 1, 1_000_000),
-  };
-}
 
 type GatewayEnv = Pick<Env, "GATEWAY_CONFIG" | "MODEL_BASE_URL" | "MODEL_API_KEY" | "UPSTREAM_KEYS">;
 
@@ -84,24 +43,26 @@ export interface GatewaySetup {
  */
 export function readGateway(env: GatewayEnv): GatewaySetup {
   const configText = env.GATEWAY_CONFIG ?? "";
-  const defaultBaseUrl = (env.MODEL_BASE_URL ?? "").trim();
+  const defaultBaseUrl = readSecretSetting(env, "MODEL_BASE_URL") ?? "";
   // Only the blank config uses MODEL_BASE_URL; say so in its own words rather than as a config path.
+  // It is a secret (a URL may carry credentials), so its value is never shown.
   if (configText.trim() === "" && !isHttpUrl(defaultBaseUrl)) {
     throw new Error(
-      `MODEL_BASE_URL must be an http(s) URL of an OpenAI-compatible API (e.g. https://api.openai.com/v1), got ${JSON.stringify(defaultBaseUrl)}`,
+      `MODEL_BASE_URL must be an http(s) URL of an OpenAI-compatible API (e.g. https://api.openai.com/v1), ${defaultBaseUrl === "" ? "but it is empty" : "and it is not one (its value is not shown)"}`,
     );
   }
   const config = parseGatewayConfig(configText, defaultBaseUrl);
   if (!config.ok) throw new Error(config.error);
-  const values = parseUpstreamKeys(env.UPSTREAM_KEYS);
+  const values = readUpstreamKeys(env);
   if (!values.ok) throw new Error(values.error);
 
+  const modelApiKey = readSecretSetting(env, "MODEL_API_KEY") ?? "";
   const credentials = new Map<string, UpstreamCredential>();
   const missing: string[] = [];
   for (const [upstreamName, upstream] of Object.entries(config.value.upstreams)) {
     for (const key of upstream.keys) {
       const fromSecret = (values.value[key.id] ?? "").trim();
-      const apiKey = fromSecret === "" && key.id === DEFAULT_KEY_ID ? (env.MODEL_API_KEY ?? "").trim() : fromSecret;
+      const apiKey = fromSecret === "" && key.id === DEFAULT_KEY_ID ? modelApiKey : fromSecret;
       if (apiKey !== "") {
         credentials.set(key.id, { baseUrl: upstream.base_url, apiKey });
       } else if (key.id === DEFAULT_KEY_ID) {
@@ -124,15 +85,6 @@ function isHttpUrl(text: string): boolean {
   } catch {
     return false;
   }
-}
-
-function readIntegerSetting(name: string, value: string | undefined, min: number, max: number): number {
-  const raw = (value ?? "").trim();
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) {
-    throw new Error(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-  }
-  return n;
 }
 
 interface GatewayCache {

@@ -2,13 +2,14 @@
 // Each schedule is claimed with a conditional UPDATE first, so a duplicate trigger starts nothing,
 // and one schedule's failure (a bad stored spec, a room error) is logged without stopping the others.
 import { cronMatches, parseCron } from "../../src/core/cron.ts";
+import { ApiError } from "../../src/core/errors.ts";
 import { mapWithConcurrency } from "../../src/core/map-with-concurrency.ts";
 import { parseSwarmSpec } from "../../src/core/parse-swarm-spec.ts";
 import type { OrchestratorDeps } from "./composition.ts";
 import type { DueCandidate } from "./schedule-store.ts";
 import { startSwarm } from "./start-swarm.ts";
 
-export type RunSchedulesDeps = Pick<OrchestratorDeps, "schedules" | "swarmRooms" | "newSwarmId" | "now" | "config">;
+export type RunSchedulesDeps = Pick<OrchestratorDeps, "schedules" | "swarmRooms" | "newSwarmId" | "now" | "config" | "admission">;
 
 export type ScheduleRunOutcome =
   | { scheduleId: string; kind: "started"; swarmId: string }
@@ -48,8 +49,14 @@ async function runOne(deps: RunSchedulesDeps, candidate: DueCandidate, minute: n
     await deps.schedules.recordSwarm(scheduleId, swarmId);
     return { scheduleId, kind: "started", swarmId };
   } catch (error) {
-    return { scheduleId, kind: "failed", reason: error instanceof Error ? error.message : String(error) };
+    return { scheduleId, kind: "failed", reason: toFailureReason(error) };
   }
+}
+
+/** A refusal's details name what to fix (e.g. a model the gateway no longer serves), so the log keeps them. */
+function toFailureReason(error: unknown): string {
+  if (error instanceof ApiError && error.details.length > 0) return `${error.message}: ${error.details.map((d) => `${d.path}: ${d.message}`).join("; ")}`;
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** Unparseable JSON becomes `undefined`, which the spec schema then refuses with a path. */

@@ -1,6 +1,6 @@
 // Test doubles for the agent's gateway: the blank config over one model client (no permits), and
 // a scriptable fake KeyPool per key that records every acquire and release.
-import { parseGatewayConfig } from "../../../src/core/gateway-config.ts";
+import { parseGatewayConfig } from "../../../src/core/env-settings.ts";
 import type { GatewayConfig } from "../../../src/core/gateway-config.ts";
 import type { AcquireRequest, AcquireResponse, ReleaseRequest } from "../../../src/core/key-pool-contract.ts";
 import type { ModelClient } from "../../../src/model/model-client.ts";

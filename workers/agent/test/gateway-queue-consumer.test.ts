@@ -5,7 +5,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { parseGatewayConfig } from "../../../src/core/gateway-config.ts";
+import { parseGatewayConfig } from "../../../src/core/env-settings.ts";
 import type { KeyPoolStatus } from "../../../src/core/key-pool-contract.ts";
 import { orderKeys } from "../../../src/core/order-keys.ts";
 import { LimitsSchema } from "../../../src/core/spec-schema.ts";

@@ -6,6 +6,7 @@ import { toToolError } from "../../../src/core/agent-conversation.ts";
 import { isScratchpadTool, SCRATCHPAD_TOOLS, toScratchpadRequest } from "../../../src/core/scratchpad.ts";
 import type { ScratchpadRequest, ScratchpadResponse, ToolSpecWire } from "../../../src/core/swarm-contract.ts";
 import type { ToolCall } from "../../../src/core/tool-calls.ts";
+import type { ToolSettings } from "../../../src/core/env-settings.ts";
 import { deriveWebhookKey } from "../../../src/core/webhook-signature.ts";
 import { HTTP_FETCH_TOOL, runHttpFetch, type HttpFetchSettings, type ToolResult } from "./http-fetch.ts";
 import { runWebhook, type WebhookSettings } from "./webhook-tool.ts";
@@ -18,13 +19,7 @@ export interface ToolEnvironment {
 }
 
 /** How the agents' tools reach the network (read from env by the composition root). */
-export interface ToolSettings {
-  httpTimeoutMs: number;
-  httpMaxBytes: number;
-  webhookTimeoutMs: number;
-  webhookSecret: string | null;
-  allowPrivate: boolean;
-}
+export type { ToolSettings };
 
 /** Redirects http_fetch follows (each target checked like the first). */
 export const HTTP_FETCH_MAX_REDIRECTS = 5;

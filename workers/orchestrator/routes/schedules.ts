@@ -1,5 +1,6 @@
 // /v1/schedules: save a cron schedule that starts a swarm spec, list the tenant's, delete one.
-// The spec is validated exactly as POST /v1/swarms validates it, so a bad spec is refused when saved, not at run time.
+// The spec is validated and admitted exactly as POST /v1/swarms does it, so a bad spec is refused when saved, not at
+// run time (a run whose spec no longer admits, after a settings change, is logged as failed).
 import { Hono } from "hono";
 import { ApiError } from "../../../src/core/errors.ts";
 import { isScheduleId } from "../../../src/core/ids.ts";
@@ -7,7 +8,7 @@ import { toSwarmSpec } from "../../../src/core/parse-swarm-spec.ts";
 import { parseScheduleInput } from "../../../src/core/schedule-schema.ts";
 import type { AppEnv } from "../app-env.ts";
 import { readJsonBody } from "../json-body.ts";
-import { requireReachableTools } from "../start-swarm.ts";
+import { requireAdmission, requireReachableTools } from "../start-swarm.ts";
 import { toScheduleView } from "../schedule-view.ts";
 import { toModelLabel } from "../../../src/core/route-model.ts";
 
@@ -18,6 +19,7 @@ export const scheduleRoutes = new Hono<AppEnv>()
     const { deps, tenant } = c.var;
     const { name, cron, swarm, enabled } = input.value;
     requireReachableTools(swarm, deps.config, "spec.");
+    requireAdmission(swarm, deps, tenant, "spec.");
     const schedule = { id: deps.newScheduleId(), tenant, name, cron: cron.expression, enabled, createdAt: deps.now() };
     // The planned spec is stored (generated task ids included), so every run gets the same task ids.
     await deps.schedules.insert({ ...schedule, spec: JSON.stringify(toSwarmSpec(swarm)) });

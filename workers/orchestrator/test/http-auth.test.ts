@@ -4,7 +4,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../app.ts";
 import { toTenantId } from "../auth.ts";
-import { toOrchestratorConfig } from "../composition.ts";
+import { readOrchestratorSettings } from "../../../src/core/env-settings.ts";
 import { callApi, TOKEN_A, TOKEN_B } from "./call-api.ts";
 import { readErrorBody } from "./error-body.ts";
 
@@ -69,12 +69,12 @@ describe("configuration", () => {
     ["", []],
     [undefined, []],
   ])("API_TOKENS %j → %j", (API_TOKENS, tokens) => {
-    const config = toOrchestratorConfig({ MAX_BODY_BYTES: "10", API_TOKENS });
+    const { config } = readOrchestratorSettings({ MAX_BODY_BYTES: "10", API_TOKENS });
     expect(config.apiTokens).toEqual(tokens);
   });
 
   it.each(["", "-1", "0", "1e6", "lots"])("refuses MAX_BODY_BYTES %j", (MAX_BODY_BYTES) => {
-    expect(() => toOrchestratorConfig({ MAX_BODY_BYTES, API_TOKENS: "a" })).toThrow(/MAX_BODY_BYTES/);
+    expect(() => readOrchestratorSettings({ MAX_BODY_BYTES, API_TOKENS: "a" })).toThrow(/MAX_BODY_BYTES/);
   });
 
   it.each([
@@ -84,11 +84,11 @@ describe("configuration", () => {
     ["true", true],
     [" TRUE ", true],
   ])("ALLOW_PRIVATE_NETWORK %j → %j", (ALLOW_PRIVATE_NETWORK, allowed) => {
-    expect(toOrchestratorConfig({ MAX_BODY_BYTES: "10", ALLOW_PRIVATE_NETWORK }).allowPrivateNetwork).toBe(allowed);
+    expect(readOrchestratorSettings({ MAX_BODY_BYTES: "10", ALLOW_PRIVATE_NETWORK }).config.allowPrivateNetwork).toBe(allowed);
   });
 
   it("refuses an ALLOW_PRIVATE_NETWORK that is neither true nor false", () => {
-    expect(() => toOrchestratorConfig({ MAX_BODY_BYTES: "10", ALLOW_PRIVATE_NETWORK: "yes" })).toThrow(/ALLOW_PRIVATE_NETWORK/);
+    expect(() => readOrchestratorSettings({ MAX_BODY_BYTES: "10", ALLOW_PRIVATE_NETWORK: "yes" })).toThrow(/ALLOW_PRIVATE_NETWORK/);
   });
 });
 

@@ -1,5 +1,6 @@
 // HTTP: /v1/swarms against the real SwarmRoom Durable Object and local D1: spec validation,
 // body limits, start, status, listing, results paging, tenant isolation and the event stream.
+import { listDurableObjectIds } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -223,6 +224,35 @@ describe("budgets and model mixes", () => {
     expect(response.status).toBe(400);
     const error = await readErrorBody(response);
     expect(error.details).toEqual([{ path: "budget.max_usd", message: expect.stringContaining('"unpriced-model" has no price') }]);
+  });
+
+  it("refuses a fallback tier that no gateway model has, naming the tiers", async () => {
+    // vitest.config.ts's GATEWAY_CONFIG has tiers premium (mock-1) and economy (mock-economy).
+    const response = await callApi("/v1/swarms", { json: validSpec({ budget: { max_tokens: 10_000, fallback_tier: "bargain" } }) });
+    expect(response.status).toBe(400);
+    const error = await readErrorBody(response);
+    expect(error.code).toBe("invalid_spec");
+    expect(error.details).toEqual([{ path: "budget.fallback_tier", message: 'no gateway model has tier "bargain" (tiers: premium, economy)' }]);
+  });
+
+  it("refuses a model without a price when the token's monthly cap is in USD, at path model", async () => {
+    // vitest.config.ts caps the tenant of test-token-capped in USD; the spec has no budget of its own.
+    const response = await callApi("/v1/swarms", { json: validSpec({ model: "unpriced-model" }), token: "test-token-capped" });
+    expect(response.status).toBe(400);
+    const error = await readErrorBody(response);
+    expect(error.details).toEqual([{ path: "model", message: expect.stringContaining('"unpriced-model" has no price') }]);
+  });
+
+  it("refuses what admission refuses before any SwarmRoom exists", async () => {
+    const rooms = async () => (await listDurableObjectIds(env.SWARM_ROOM)).length;
+    const before = await rooms();
+    for (const overrides of [{ model: "unpriced-model", budget: { max_usd: 1 } }, { budget: { max_tokens: 10_000, fallback_tier: "bargain" } }]) {
+      expect((await callApi("/v1/swarms", { json: validSpec(overrides) })).status).toBe(400);
+    }
+    expect(await rooms()).toBe(before);
+    // The count does see a room that was started.
+    await createSwarm();
+    expect(await rooms()).toBe(before + 1);
   });
 
   it("answers 402 budget_exceeded when the token's monthly budget cannot pay for one call", async () => {

@@ -1,6 +1,6 @@
 // Cron trigger: scheduled() starts each enabled schedule whose cron matches the tick's minute,
 // exactly once per minute however often it is triggered, with the real SwarmRoom and local D1.
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createScheduledController, listDurableObjectIds, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
@@ -99,5 +99,33 @@ describe("scheduled()", () => {
     }
     expect(await swarmsStartedBy(broken)).toHaveLength(0);
     expect(await swarmsStartedBy(healthy)).toHaveLength(1);
+  });
+
+  it("records a run whose stored spec no longer admits as failed, naming why, with no SwarmRoom", async () => {
+    // Saved while it admitted; since then (as after a settings change) its model has no price under its USD budget.
+    const stale = await saveSchedule("0 10 * * *", { name: "stale" });
+    const spec = JSON.stringify(validSpec({ name: "stale", model: "unpriced-model", budget: { max_usd: 1 } }));
+    await env.LEDGER_DB.prepare("UPDATE schedules SET spec = ?1 WHERE id = ?2").bind(spec, stale).run();
+    // Other tests' schedules ("* * * * *", "*/10 * * * *") start at this minute too: each of theirs has a room and an index row.
+    const counts = async () => ({
+      rooms: (await listDurableObjectIds(env.SWARM_ROOM)).length,
+      swarms: z.object({ n: z.number() }).parse(await env.LEDGER_DB.prepare("SELECT COUNT(*) AS n FROM swarms").first()).n,
+    });
+    const before = await counts();
+
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      await tick(Date.UTC(2031, 2, 4, 10, 0));
+      const line = logged.mock.calls.flat().join(" ");
+      expect(line).toContain(stale);
+      expect(line).toContain('budget.max_usd: model "unpriced-model" has no price');
+    } finally {
+      logged.mockRestore();
+    }
+    expect(await swarmsStartedBy(stale)).toHaveLength(0);
+    expect(await scheduleState(stale)).toEqual({ last_run_minute: Date.UTC(2031, 2, 4, 10, 0) / 60_000, last_swarm_id: null });
+    const after = await counts();
+    expect(after.swarms).toBeGreaterThan(before.swarms);
+    expect(after.rooms - before.rooms).toBe(after.swarms - before.swarms);
   });
 });
