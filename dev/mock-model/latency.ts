@@ -39,6 +39,55 @@ export function sampleLatency(spec: LatencySpec | undefined, prng: Prng): number
 }
 
 /**
+ * The mean of what sampleLatency draws from a spec, in ms (for a benchmark's ideal wall time).
+ * lognormal: median·exp(σ²/2) with σ = ln(p95/median)/1.645; normal: the mean of max(0, X), as
+ * samples are clamped at 0. The clamp at MAX_LATENCY_MS and the rounding are ignored.
+ */
+export function meanLatencyMs(spec: LatencySpec | undefined): number {
+  if (spec === undefined) return 0;
+  if (typeof spec === "number") return clampMs(spec);
+  switch (spec.dist) {
+    case "fixed":
+      return clampMs(spec.ms);
+    case "uniform":
+      return (spec.min + spec.max) / 2;
+    case "normal": {
+      if (spec.stddev === 0) return Math.max(0, spec.mean);
+      const z = spec.mean / spec.stddev;
+      return spec.mean * normalCdf(z) + spec.stddev * Math.exp((-z * z) / 2) / Math.sqrt(2 * Math.PI);
+    }
+    case "lognormal": {
+      const sigma = Math.max(0, Math.log(spec.p95 / spec.median) / Z95);
+      return spec.median * Math.exp((sigma * sigma) / 2);
+    }
+  }
+}
+
+/** The 95th percentile of what sampleLatency draws from a spec, in ms (for a timeout well above it). */
+export function p95LatencyMs(spec: LatencySpec | undefined): number {
+  if (spec === undefined) return 0;
+  if (typeof spec === "number") return clampMs(spec);
+  switch (spec.dist) {
+    case "fixed":
+      return clampMs(spec.ms);
+    case "uniform":
+      return spec.min + 0.95 * (spec.max - spec.min);
+    case "normal":
+      return clampMs(spec.mean + Z95 * spec.stddev);
+    case "lognormal":
+      return clampMs(spec.p95);
+  }
+}
+
+/** Φ(z), the standard normal CDF (Abramowitz & Stegun 7.1.26 erf, |error| < 1.5e-7). */
+function normalCdf(z: number): number {
+  const x = Math.abs(z) / Math.SQRT2;
+  const t = 1 / (1 + 0.3275911 * x);
+  const erf = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-x * x);
+  return z >= 0 ? (1 + erf) / 2 : (1 - erf) / 2;
+}
+
+/**
  * Accepts a number, a CLI-style string (`200`, `uniform:100:300`, `normal:200:50`,
  * `lognormal:200:800`) or a `{dist, ...}` object.
  */
