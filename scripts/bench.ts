@@ -49,6 +49,7 @@ const BillableStatusSchema = z.looseObject({ billable: z.record(z.string(), z.un
 /** Production's limit of connections waiting for response headers per invocation, which wrangler dev does not enforce. */
 const HEADER_SLOTS_PER_INVOCATION = 6;
 const MAX_ATTEMPTS = 3;
+const IN_FLIGHT_SAMPLE_MS = 50;
 
 const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
@@ -74,7 +75,8 @@ const timeoutS =
     ? Math.min(600, Math.max(faulty ? 3 : 30, Math.ceil((3 * Math.max(p95LatencyMs(latency.value), ttfb)) / 1000)))
     : readIntOption("timeout-s", values["timeout-s"], 1, 600);
 const callsPerTask = toolTurns + 1;
-const meanMs = meanLatencyMs(latency.value);
+// A streamed call lasts max(latency, ttfb): the mock ends it right after the headers when the latency is shorter.
+const meanMs = meanLatencyMs(latency.value, ttfb);
 // The throughput bound: each task holds its window slot for its T+1 calls, one after another.
 const idealS = (tasks * callsPerTask * meanMs) / concurrency / 1_000;
 const runBaseline = values.baseline && toolTurns === 0;
@@ -88,7 +90,7 @@ const persistTo = path.join(ROOT, ".tmp", "bench-state");
 await rm(persistTo, { recursive: true, force: true });
 const gateText = values.gate ? `${HEADER_SLOTS_PER_INVOCATION} header slots/invocation` : "off";
 console.log(
-  `bench: tasks=${tasks} latency=${values.latency} (mean ${meanMs.toFixed(0)} ms) ttfb=${ttfb} ms concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS} packet-size=${values["packet-size"]}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} (mock model, local wrangler dev)`,
+  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms) concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS} packet-size=${values["packet-size"]}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} (mock model, local wrangler dev)`,
 );
 const stack = await startStack({
   port: 0,
@@ -106,9 +108,9 @@ try {
   const mock = stack.mock;
   if (mock === null) throw new Error("bench needs the mock model (unset MODEL_BASE_URL)");
 
-  let baseline: { result: PoolResult; upstream: StatsSnapshot } | null = null;
+  let baseline: { result: PoolResult; upstream: StatsSnapshot; meanInFlight: number } | null = null;
   if (runBaseline) {
-    startRun(mock);
+    const sampler = startRun(mock);
     const result = await runPoolChild({
       baseURL: stack.modelBaseUrl,
       apiKey: "mock-key-baseline",
@@ -119,10 +121,10 @@ try {
       timeoutMs: timeoutS * 1000,
       maxAttempts: MAX_ATTEMPTS,
     });
-    baseline = { result, upstream: mock.stats() };
+    baseline = { result, upstream: mock.stats(), meanInFlight: sampler.stop() };
   }
 
-  startRun(mock);
+  const sampler = startRun(mock);
   const cpuBefore = usageOfDescendants(stack.wranglerPid, "workerd");
   const spec = {
     name: `bench ${tasks}x${values.latency} W=${concurrency}`,
@@ -141,6 +143,7 @@ try {
   const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: 200 });
   const cpuAfter = usageOfDescendants(stack.wranglerPid, "workerd");
   const upstream = mock.stats();
+  const meanInFlight = sampler.stop();
 
   console.log(formatSummary(status));
   console.log(
@@ -165,6 +168,7 @@ try {
     ok: status.counts.succeeded,
     err: status.counts.failed + status.counts.cancelled + status.counts.skipped_budget,
     upstream,
+    meanInFlight,
     memory: workerd === null ? "workerd_rss_mb=n/a" : `workerd_rss_mb=${workerd.peakRssMb.toFixed(0)}`,
   };
   if (workerd?.note) console.log(`note: ${workerd.note}`);
@@ -179,9 +183,11 @@ try {
       ok: b.ok,
       err: b.failed,
       upstream: baseline.upstream,
+      meanInFlight: baseline.meanInFlight,
       memory: `rss_mb=${b.max_rss_mb.toFixed(0)}`,
     };
-    console.log(`${label("baseline (promise pool, openai SDK):")}${formatRun(base)}${b.retries > 0 ? ` retries=${b.retries} errors=${JSON.stringify(b.errors)}` : ""}`);
+    const slowest = b.max_ms === null ? "" : ` slowest_call=${(b.max_ms / 1000).toFixed(2)} s`;
+    console.log(`${label("baseline (promise pool, openai SDK):")}${formatRun(base)}${slowest}${b.retries > 0 ? ` retries=${b.retries} errors=${JSON.stringify(b.errors)}` : ""}`);
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
     console.log(
       `ratio edgeswarm/baseline: wall=${ratio(edgeswarm.wallS, base.wallS)} p50=${ratio(edgeswarm.p50, base.p50)} p95=${ratio(edgeswarm.p95, base.p95)} cpu/task=${ratio(edgeswarm.cpuPerTask, base.cpuPerTask)}` +
@@ -204,13 +210,30 @@ interface RunFigures {
   ok: number;
   err: number;
   upstream: StatsSnapshot;
+  /** The mock's in_flight, sampled every IN_FLIGHT_SAMPLE_MS over the run: how much of the window W was used. */
+  meanInFlight: number;
   memory: string;
 }
 
-/** Each run sees the scenario from its start (the PRNG re-seeded: the same latencies and faults in request order) and its own upstream counts. */
-function startRun(mock: MockModelHandle): void {
+/**
+ * Each run sees the scenario from its start (the PRNG re-seeded: the same latencies and faults in
+ * request order) and its own upstream counts; the mock's in_flight is sampled until `stop()`.
+ */
+function startRun(mock: MockModelHandle): { stop(): number } {
   mock.setScenario(scenario);
   mock.resetStats();
+  let sum = 0;
+  let samples = 0;
+  const timer = setInterval(() => {
+    sum += mock.stats().in_flight;
+    samples++;
+  }, IN_FLIGHT_SAMPLE_MS);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return samples === 0 ? 0 : sum / samples;
+    },
+  };
 }
 
 function formatRun(r: RunFigures): string {
@@ -221,6 +244,7 @@ function formatRun(r: RunFigures): string {
     `p95=${ms(r.p95)} ms`,
     `cpu/task=${r.cpuPerTask === null ? "n/a" : r.cpuPerTask.toFixed(2)} ms`,
     `max_in_flight=${r.upstream.max_in_flight}`,
+    `mean_in_flight=${r.meanInFlight.toFixed(1)}`,
     `max_waiting_for_headers=${r.upstream.max_waiting_for_headers}`,
     `ok=${r.ok} err=${r.err}`,
     `upstream_calls=${r.upstream.calls}`,

@@ -73,6 +73,26 @@ describe("latency", () => {
     expect(Math.abs(sampledMean - mean)).toBeLessThanOrEqual(Math.max(1, mean * 0.03));
     expect(Math.abs((draws[Math.ceil(0.95 * draws.length) - 1] ?? NaN) - p95)).toBeLessThanOrEqual(Math.max(1, p95 * 0.04));
   });
+
+  // The mean of max(L, t), what a streamed call lasts with a ttfb t, against the same seeded draws.
+  it.each<[string, LatencySpec | undefined, number]>([
+    ["none", undefined, 300],
+    ["fixed below t", 200, 300],
+    ["fixed above t", 500, 300],
+    ["uniform, t inside", { dist: "uniform", min: 100, max: 300 }, 200],
+    ["uniform, t below", { dist: "uniform", min: 100, max: 300 }, 50],
+    ["uniform, t above", { dist: "uniform", min: 100, max: 300 }, 400],
+    ["normal", { dist: "normal", mean: 200, stddev: 50 }, 220],
+    ["lognormal", { dist: "lognormal", median: 300, p95: 1500 }, 300],
+    ["lognormal, t far out", { dist: "lognormal", median: 300, p95: 1500 }, 5000],
+    ["lognormal, p95 = median", { dist: "lognormal", median: 300, p95: 300 }, 200],
+  ])("meanLatencyMs(spec, t) is the mean of max(L, t): %s", (_name, spec, t) => {
+    const prng = createPrng(13);
+    const draws = Array.from({ length: 20_000 }, () => Math.max(sampleLatency(spec, prng), t));
+    const sampled = draws.reduce((a, b) => a + b, 0) / draws.length;
+    expect(Math.abs(meanLatencyMs(spec, t) - sampled)).toBeLessThanOrEqual(Math.max(1, sampled * 0.03));
+    expect(meanLatencyMs(spec, t)).toBeGreaterThanOrEqual(Math.max(meanLatencyMs(spec), t) - 1e-9);
+  });
 });
 
 describe("FaultPicker", () => {

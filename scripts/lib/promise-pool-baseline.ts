@@ -41,6 +41,8 @@ export const PoolResultSchema = z.object({
   /** Per call (every attempt), from the request to the end of its stream or its error. */
   p50_ms: z.number().nullable(),
   p95_ms: z.number().nullable(),
+  /** The slowest call: with a heavy-tailed latency it, not N·L̄/W, can bound the wall. */
+  max_ms: z.number().nullable(),
   /** process.cpuUsage() over the run: user + system. */
   cpu_ms: z.number(),
   /** The process's peak resident set (process.resourceUsage().maxRSS). */
@@ -62,11 +64,14 @@ export async function runPromisePool(input: PoolOptions): Promise<PoolResult> {
 
   const callOnce = async (prompt: string): Promise<CallOutcome> => {
     const started = performance.now();
+    const deadline = AbortSignal.timeout(options.timeoutMs);
+    let streaming = false;
     try {
       const stream = await client.chat.completions.create(
         { model: options.model, messages: [{ role: "user", content: prompt }], max_tokens: options.maxTokens, stream: true, stream_options: { include_usage: true } },
-        { signal: AbortSignal.timeout(options.timeoutMs) },
+        { signal: deadline },
       );
+      streaming = true;
       let text = "";
       let finished = false;
       let usage = 0;
@@ -77,10 +82,11 @@ export async function runPromisePool(input: PoolOptions): Promise<PoolResult> {
         if (chunk.usage) usage = chunk.usage.total_tokens;
       }
       // The SDK ends the iteration quietly when the deadline aborts the body or the socket drops.
-      if (!finished) return { ok: false, cause: "cut_stream", retryable: true, retryAfterMs: undefined };
+      if (!finished) return { ok: false, cause: deadline.aborted ? "timeout" : "cut_stream", retryable: true, retryAfterMs: undefined };
       return { ok: true, tokens: usage };
     } catch (error) {
-      return toFailure(error);
+      if (deadline.aborted) return { ok: false, cause: "timeout", retryable: true, retryAfterMs: undefined };
+      return toFailure(error, streaming);
     } finally {
       latencies.push(performance.now() - started);
     }
@@ -125,13 +131,14 @@ export async function runPromisePool(input: PoolOptions): Promise<PoolResult> {
     wall_ms: wallMs,
     p50_ms: percentile(latencies, 50),
     p95_ms: percentile(latencies, 95),
+    max_ms: percentile(latencies, 100),
     cpu_ms: (cpu.user + cpu.system) / 1000,
     max_rss_mb: process.resourceUsage().maxRSS / 1024,
   };
 }
 
 /** What a careful script retries: 429 (not out of quota), 408/409/5xx, timeouts, broken connections and bodies. */
-function toFailure(error: unknown): CallOutcome {
+function toFailure(error: unknown, streaming: boolean): CallOutcome {
   if (error instanceof OpenAI.APIConnectionTimeoutError || error instanceof OpenAI.APIUserAbortError) return { ok: false, cause: "timeout", retryable: true, retryAfterMs: undefined };
   if (error instanceof OpenAI.APIConnectionError) return { ok: false, cause: "connection", retryable: true, retryAfterMs: undefined };
   if (error instanceof OpenAI.APIError) {
@@ -143,6 +150,8 @@ function toFailure(error: unknown): CallOutcome {
   }
   // The SDK throws a SyntaxError for an SSE event whose data is not JSON.
   if (error instanceof SyntaxError) return { ok: false, cause: "malformed", retryable: true, retryAfterMs: undefined };
+  // After the headers, anything else is the body breaking off (undici: "TypeError: terminated").
+  if (streaming) return { ok: false, cause: "cut_stream", retryable: true, retryAfterMs: undefined };
   return { ok: false, cause: error instanceof Error ? error.name : "unknown", retryable: true, retryAfterMs: undefined };
 }
 
