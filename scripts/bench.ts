@@ -121,11 +121,12 @@ try {
       timeoutMs: timeoutS * 1000,
       maxAttempts: MAX_ATTEMPTS,
     });
-    baseline = { result, upstream: mock.stats(), meanInFlight: sampler.stop() };
+    baseline = { result, upstream: mock.stats(), meanInFlight: sampler.stop(result.started_at, result.ended_at) };
   }
 
   const sampler = startRun(mock);
   const cpuBefore = usageOfDescendants(stack.wranglerPid, "workerd");
+  const submittedAt = Date.now();
   const spec = {
     name: `bench ${tasks}x${values.latency} W=${concurrency}`,
     model: "mock-1",
@@ -143,7 +144,7 @@ try {
   const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: 200 });
   const cpuAfter = usageOfDescendants(stack.wranglerPid, "workerd");
   const upstream = mock.stats();
-  const meanInFlight = sampler.stop();
+  const meanInFlight = sampler.stop(submittedAt, Date.now());
 
   console.log(formatSummary(status));
   console.log(
@@ -217,21 +218,20 @@ interface RunFigures {
 
 /**
  * Each run sees the scenario from its start (the PRNG re-seeded: the same latencies and faults in
- * request order) and its own upstream counts; the mock's in_flight is sampled until `stop()`.
+ * request order) and its own upstream counts. The mock's in_flight is sampled until `stop(from, to)`,
+ * which averages the samples of the runner's own wall (epoch ms): the pool's starts after its
+ * process has loaded, the swarm's at the submit.
  */
-function startRun(mock: MockModelHandle): { stop(): number } {
+function startRun(mock: MockModelHandle): { stop(from: number, to: number): number } {
   mock.setScenario(scenario);
   mock.resetStats();
-  let sum = 0;
-  let samples = 0;
-  const timer = setInterval(() => {
-    sum += mock.stats().in_flight;
-    samples++;
-  }, IN_FLIGHT_SAMPLE_MS);
+  const samples: Array<{ at: number; inFlight: number }> = [];
+  const timer = setInterval(() => samples.push({ at: Date.now(), inFlight: mock.stats().in_flight }), IN_FLIGHT_SAMPLE_MS);
   return {
-    stop: () => {
+    stop: (from, to) => {
       clearInterval(timer);
-      return samples === 0 ? 0 : sum / samples;
+      const inWall = samples.filter((s) => s.at >= from && s.at <= to);
+      return inWall.length === 0 ? 0 : inWall.reduce((sum, s) => sum + s.inFlight, 0) / inWall.length;
     },
   };
 }

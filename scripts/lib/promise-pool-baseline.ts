@@ -38,6 +38,9 @@ export const PoolResultSchema = z.object({
   errors: z.record(z.string(), z.number()),
   total_tokens: z.number(),
   wall_ms: z.number(),
+  /** Epoch ms of the first call and of the last task's end (the pool's wall, for figures sampled outside). */
+  started_at: z.number(),
+  ended_at: z.number(),
   /** Per call (every attempt), from the request to the end of its stream or its error. */
   p50_ms: z.number().nullable(),
   p95_ms: z.number().nullable(),
@@ -112,6 +115,7 @@ export async function runPromisePool(input: PoolOptions): Promise<PoolResult> {
   };
 
   const cpuBefore = process.cpuUsage();
+  const startedAt = Date.now();
   const t0 = performance.now();
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -129,6 +133,8 @@ export async function runPromisePool(input: PoolOptions): Promise<PoolResult> {
     errors,
     total_tokens: tokens,
     wall_ms: wallMs,
+    started_at: startedAt,
+    ended_at: Date.now(),
     p50_ms: percentile(latencies, 50),
     p95_ms: percentile(latencies, 95),
     max_ms: percentile(latencies, 100),
