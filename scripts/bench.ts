@@ -1,78 +1,287 @@
-// `npm run bench -- --tasks N --latency MS --concurrency W [--tool-turns T]`: runs one swarm against
-// the mock model on the local stack and prints figures (no pass/fail): n/ok/err/wall/req/s/p50/p95,
-// the mock's peak concurrency, and efficiency = ideal/wall with ideal = N·(T+1)·latency/W
-// (ARCHITECTURE.md §4). With --tool-turns T every task is an agent that makes T scratchpad tool
-// turns (each checkpointed) before its answer: T+1 model calls and T tool calls per task.
+// `npm run bench`: one workload, two runners, one mock model instance (same latency, ttfb, faults,
+// prompts and max_tokens). First the baseline — a promise pool over the openai SDK in one Node
+// process, what a user writes by hand (lib/promise-pool-baseline.ts) — then edgeswarm on the local
+// stack. Prints both side by side with their ratios and the ideal wall N·(T+1)·L̄/W
+// (docs/architecture.md §4). Figures only, no pass/fail. docs/benchmarks.md explains every figure.
+//   --tasks N (≤ 10,000)   --concurrency W (≤ 1,500)   --latency SPEC (200, uniform:100:300,
+//   normal:200:50, lognormal:MEDIAN:P95)   --ttfb MS   --faults none|mixed   --no-gate
+//   --no-baseline   --tool-turns T   --max-output-tokens N   --timeout-s S
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { z } from "zod";
+import { meanLatencyMs, p95LatencyMs, parseLatency } from "../dev/mock-model/latency.ts";
+import type { FaultKind, MockModelHandle, Scenario, StatsSnapshot } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
-import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
+import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
+import { runPoolChild, type PoolResult } from "./lib/promise-pool-baseline.ts";
+import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
 const { values } = parseArgs({
+  allowNegative: true,
   options: {
     tasks: { type: "string", default: "1000" },
     latency: { type: "string", default: "200" },
+    ttfb: { type: "string", default: "0" },
     concurrency: { type: "string", default: "100" },
+    faults: { type: "string", default: "none" },
+    gate: { type: "boolean", default: true },
+    baseline: { type: "boolean", default: true },
     "max-output-tokens": { type: "string", default: "32" },
-    "packet-size": { type: "string", default: "auto" },
     "tool-turns": { type: "string", default: "0" },
+    "timeout-s": { type: "string" },
+    seed: { type: "string", default: "1" },
   },
 });
 
+// The mixed profile of the brief: "hang/drop" is split between a hang (no answer until the
+// deadline) and a truncated stream (the socket drops halfway).
+const FAULT_PROFILES: Readonly<Record<string, Partial<Record<FaultKind, number>>>> = {
+  none: {},
+  mixed: { "429": 0.2, "500": 0.05, malformed: 0.02, hang: 0.01, truncated: 0.01 },
+};
+// The swarm status may carry a `billable` object (queue messages, Durable Object RPCs, rows
+// written…); its fields are read loosely, whatever their names: every number becomes a per-task figure.
+const BillableStatusSchema = z.looseObject({ billable: z.record(z.string(), z.unknown()).optional() });
+
+/** Production's limit of connections waiting for response headers per invocation, which wrangler dev does not enforce. */
+const HEADER_SLOTS_PER_INVOCATION = 6;
+const MAX_ATTEMPTS = 3;
+const IN_FLIGHT_SAMPLE_MS = 50;
+
 const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
-const latency = readIntOption("latency", values.latency, 1, 600_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
+const ttfb = readIntOption("ttfb", values.ttfb, 0, 600_000);
 const maxOutputTokens = readIntOption("max-output-tokens", values["max-output-tokens"], 1, 128_000);
 const toolTurns = readIntOption("tool-turns", values["tool-turns"], 0, 49);
+const seed = readIntOption("seed", values.seed, 0, 2 ** 31);
+const latency = parseLatency(values.latency);
+if (!latency.ok) {
+  console.error(`--latency: ${latency.error} (want MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95)`);
+  process.exit(2);
+}
+const rates = FAULT_PROFILES[values.faults];
+if (rates === undefined) {
+  console.error(`--faults must be one of ${Object.keys(FAULT_PROFILES).join(", ")}, got "${values.faults}"`);
+  process.exit(2);
+}
+const faulty = Object.keys(rates).length > 0;
+// A deadline well above the slowest normal call (3 × p95, or the ttfb); with faults, short enough
+// that hung calls come back soon, as in `npm run chaos`.
+const timeoutS =
+  values["timeout-s"] === undefined
+    ? Math.min(600, Math.max(faulty ? 3 : 30, Math.ceil((3 * Math.max(p95LatencyMs(latency.value), ttfb)) / 1000)))
+    : readIntOption("timeout-s", values["timeout-s"], 1, 600);
 const callsPerTask = toolTurns + 1;
+// A streamed call lasts max(latency, ttfb): the mock ends it right after the headers when the latency is shorter.
+const meanMs = meanLatencyMs(latency.value, ttfb);
+// The throughput bound: each task holds its window slot for its T+1 calls, one after another.
+const idealS = (tasks * callsPerTask * meanMs) / concurrency / 1_000;
+const runBaseline = values.baseline && toolTurns === 0;
+
+const scenario: Scenario = { latency: latency.value, ttfb_ms: ttfb, seed, retry_after_s: 1, ...(faulty ? { rates } : {}) };
+const prompts = Array.from({ length: tasks }, (_, i) =>
+  toolTurns > 0 ? `[mock:tool_turns=${toolTurns}] bench task ${i + 1}: use scratchpad_put, then summarize item ${i + 1}` : `bench task ${i + 1}: summarize item ${i + 1}`,
+);
 
 const persistTo = path.join(ROOT, ".tmp", "bench-state");
 await rm(persistTo, { recursive: true, force: true });
+const gateText = values.gate ? `${HEADER_SLOTS_PER_INVOCATION} header slots/invocation` : "off";
 console.log(
-  `bench: tasks=${tasks} latency=${latency} ms concurrency=${concurrency} packet-size=${values["packet-size"]}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} (mock model, local wrangler dev)`,
+  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms) concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} (mock model, local wrangler dev)`,
 );
 const stack = await startStack({
   port: 0,
   apiToken: generateToken(),
-  mock: { latency },
+  mock: scenario,
   persistTo,
-  vars: { DISPATCH_PACKET_SIZE: values["packet-size"] ?? "auto" },
+  agentVars: { UPSTREAM_HEADER_SLOTS: values.gate ? String(HEADER_SLOTS_PER_INVOCATION) : "0" },
   log: "capture",
 });
+for (const name of stack.droppedAgentVars) {
+  console.log(`note: ${name} is not declared in workers/agent/wrangler.toml [vars], so wrangler dev does not pass it to the agent (it runs with its own default)`);
+}
 try {
+  const mock = stack.mock;
+  if (mock === null) throw new Error("bench needs the mock model (unset MODEL_BASE_URL)");
+
+  let baseline: { result: PoolResult; upstream: StatsSnapshot; meanInFlight: number } | null = null;
+  if (runBaseline) {
+    const sampler = startRun(mock);
+    const result = await runPoolChild({
+      baseURL: stack.modelBaseUrl,
+      apiKey: "mock-key-baseline",
+      model: "mock-1",
+      prompts,
+      concurrency,
+      maxTokens: maxOutputTokens,
+      timeoutMs: timeoutS * 1000,
+      maxAttempts: MAX_ATTEMPTS,
+    });
+    baseline = { result, upstream: mock.stats(), meanInFlight: sampler.stop(result.started_at, result.ended_at) };
+  }
+
+  const sampler = startRun(mock);
+  const cpuBefore = usageOfDescendants(stack.wranglerPid, "workerd");
+  const submittedAt = Date.now();
   const spec = {
-    name: `bench ${tasks}x${latency}ms W=${concurrency}`,
+    name: `bench ${tasks}x${values.latency} W=${concurrency}`,
     model: "mock-1",
-    tasks: Array.from({ length: tasks }, (_, i) => ({
-      prompt: toolTurns > 0 ? `[mock:tool_turns=${toolTurns}] bench task ${i + 1}: use scratchpad_put, then summarize item ${i + 1}` : `bench task ${i + 1}: summarize item ${i + 1}`,
-    })),
+    tasks: prompts.map((prompt) => ({ prompt })),
     ...(toolTurns > 0 ? { tools: ["scratchpad"] } : {}),
     limits: {
       concurrency,
       max_output_tokens: maxOutputTokens,
-      timeout_s: Math.max(30, Math.ceil((latency * 3) / 1000)),
-      max_attempts: 3,
+      timeout_s: timeoutS,
+      max_attempts: MAX_ATTEMPTS,
       ...(toolTurns > 0 ? { max_turns: callsPerTask, max_tool_calls: toolTurns } : {}),
     },
   };
   const { id } = await submitSwarm(stack.url, stack.token, spec);
   const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: 200 });
-  const mockStats = stack.mock?.stats();
-  // The turns of one task run one after another: each task holds its window slot for T+1 calls.
-  const ideal = (tasks * callsPerTask * latency) / concurrency / 1_000;
+  const cpuAfter = usageOfDescendants(stack.wranglerPid, "workerd");
+  const upstream = mock.stats();
+  const meanInFlight = sampler.stop(submittedAt, Date.now());
+
   console.log(formatSummary(status));
   console.log(
     [
-      `ideal=${ideal.toFixed(2)} s`,
-      `efficiency=${(ideal / status.wall_s).toFixed(3)} (ideal/wall)`,
-      `upstream_calls=${mockStats?.calls ?? "n/a"}`,
-      ...(toolTurns > 0 ? [`model_calls/s=${((mockStats?.calls ?? 0) / status.wall_s).toFixed(1)}`, `tool_calls=${status.tool_calls ?? "n/a"}`] : []),
-      `upstream_max_in_flight=${mockStats?.max_in_flight ?? "n/a"}`,
+      `ideal=${idealS.toFixed(2)} s`,
+      `efficiency=${(idealS / status.wall_s).toFixed(3)} (ideal/wall)`,
+      `upstream_calls=${upstream.calls}`,
+      ...(toolTurns > 0 ? [`model_calls/s=${(upstream.calls / status.wall_s).toFixed(1)}`, `tool_calls=${status.tool_calls ?? "n/a"}`] : []),
+      `upstream_max_in_flight=${upstream.max_in_flight}`,
       `state=${status.state}`,
     ].join(" "),
   );
+  const billable = formatBillable(status, tasks);
+  if (billable !== null) console.log(billable);
+
+  const workerd = workerdUsage(cpuBefore, cpuAfter);
+  const edgeswarm: RunFigures = {
+    wallS: status.wall_s,
+    p50: status.latency_ms.p50,
+    p95: status.latency_ms.p95,
+    cpuPerTask: workerd === null ? null : workerd.cpuMs / tasks,
+    ok: status.counts.succeeded,
+    err: status.counts.failed + status.counts.cancelled + status.counts.skipped_budget,
+    upstream,
+    meanInFlight,
+    memory: workerd === null ? "workerd_rss_mb=n/a" : `workerd_rss_mb=${workerd.peakRssMb.toFixed(0)}`,
+  };
+  if (workerd?.note) console.log(`note: ${workerd.note}`);
+  const label = (s: string) => s.padEnd(37);
+  if (baseline !== null) {
+    const b = baseline.result;
+    const base: RunFigures = {
+      wallS: b.wall_ms / 1000,
+      p50: b.p50_ms,
+      p95: b.p95_ms,
+      cpuPerTask: b.cpu_ms / b.tasks,
+      ok: b.ok,
+      err: b.failed,
+      upstream: baseline.upstream,
+      meanInFlight: baseline.meanInFlight,
+      memory: `rss_mb=${b.max_rss_mb.toFixed(0)}`,
+    };
+    const slowest = b.max_ms === null ? "" : ` slowest_call=${(b.max_ms / 1000).toFixed(2)} s`;
+    console.log(`${label("baseline (promise pool, openai SDK):")}${formatRun(base)}${slowest}${b.retries > 0 ? ` retries=${b.retries} errors=${JSON.stringify(b.errors)}` : ""}`);
+    console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
+    console.log(
+      `ratio edgeswarm/baseline: wall=${ratio(edgeswarm.wallS, base.wallS)} p50=${ratio(edgeswarm.p50, base.p50)} p95=${ratio(edgeswarm.p95, base.p95)} cpu/task=${ratio(edgeswarm.cpuPerTask, base.cpuPerTask)}` +
+        `    ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)} (baseline ${wallOverIdeal(base.wallS)})`,
+    );
+  } else {
+    console.log(`baseline: skipped (${toolTurns > 0 ? "--tool-turns: the hand-written pool runs no agent turns" : "--no-baseline"})`);
+    console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
+    console.log(`ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)}`);
+  }
 } finally {
   await stack.stop();
+}
+
+interface RunFigures {
+  wallS: number;
+  p50: number | null;
+  p95: number | null;
+  cpuPerTask: number | null;
+  ok: number;
+  err: number;
+  upstream: StatsSnapshot;
+  /** The mock's in_flight, sampled every IN_FLIGHT_SAMPLE_MS over the run: how much of the window W was used. */
+  meanInFlight: number;
+  memory: string;
+}
+
+/**
+ * Each run sees the scenario from its start (the PRNG re-seeded: the same latencies and faults in
+ * request order) and its own upstream counts. The mock's in_flight is sampled until `stop(from, to)`,
+ * which averages the samples of the runner's own wall (epoch ms): the pool's starts after its
+ * process has loaded, the swarm's at the submit.
+ */
+function startRun(mock: MockModelHandle): { stop(from: number, to: number): number } {
+  mock.setScenario(scenario);
+  mock.resetStats();
+  const samples: Array<{ at: number; inFlight: number }> = [];
+  const timer = setInterval(() => samples.push({ at: Date.now(), inFlight: mock.stats().in_flight }), IN_FLIGHT_SAMPLE_MS);
+  return {
+    stop: (from, to) => {
+      clearInterval(timer);
+      const inWall = samples.filter((s) => s.at >= from && s.at <= to);
+      return inWall.length === 0 ? 0 : inWall.reduce((sum, s) => sum + s.inFlight, 0) / inWall.length;
+    },
+  };
+}
+
+function formatRun(r: RunFigures): string {
+  const ms = (v: number | null) => (v === null ? "n/a" : `${Math.round(v)}`);
+  return [
+    `wall=${r.wallS.toFixed(2)} s`,
+    `p50=${ms(r.p50)} ms`,
+    `p95=${ms(r.p95)} ms`,
+    `cpu/task=${r.cpuPerTask === null ? "n/a" : r.cpuPerTask.toFixed(2)} ms`,
+    `max_in_flight=${r.upstream.max_in_flight}`,
+    `mean_in_flight=${r.meanInFlight.toFixed(1)}`,
+    `max_waiting_for_headers=${r.upstream.max_waiting_for_headers}`,
+    `ok=${r.ok} err=${r.err}`,
+    `upstream_calls=${r.upstream.calls}`,
+    r.memory,
+  ].join(" ");
+}
+
+function ratio(a: number | null, b: number | null): string {
+  return a === null || b === null || b === 0 ? "n/a" : `${(a / b).toFixed(2)}x`;
+}
+
+function wallOverIdeal(wallS: number): string {
+  return idealS > 0 ? (wallS / idealS).toFixed(2) : "n/a";
+}
+
+/** CPU the workerd processes spent between the two samples, and their peak RSS; null without /proc or workerd. */
+function workerdUsage(before: ProcessUsage[], after: ProcessUsage[]): { cpuMs: number; peakRssMb: number; note: string | null } | null {
+  if (before.length === 0 || after.length === 0) return null;
+  const start = new Map(before.map((p) => [p.pid, p.cpuMs]));
+  const gone = before.filter((p) => !after.some((a) => a.pid === p.pid)).map((p) => p.pid);
+  return {
+    cpuMs: after.reduce((sum, p) => sum + p.cpuMs - (start.get(p.pid) ?? 0), 0),
+    peakRssMb: after.reduce((sum, p) => sum + p.peakRssMb, 0),
+    note: gone.length > 0 ? `workerd ${gone.join(", ")} exited during the swarm: its CPU is not counted` : null,
+  };
+}
+
+function formatBillable(status: SwarmStatusBody, taskCount: number): string | null {
+  const billable = BillableStatusSchema.parse(status).billable;
+  if (billable === undefined) return null;
+  const figures: string[] = [];
+  const visit = (value: unknown, key: string): void => {
+    if (typeof value === "number" && Number.isFinite(value)) {
+      const perTask = key.endsWith("_per_task") ? value : value / taskCount;
+      figures.push(`${key.replace(/_per_task$/, "")}/task=${Number(perTask.toPrecision(3))}`);
+    } else if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      for (const [k, v] of Object.entries(value)) visit(v, key === "" ? k : `${key}.${k}`);
+    }
+  };
+  visit(billable, "");
+  return figures.length > 0 ? `billable: ${figures.join(" ")}` : null;
 }

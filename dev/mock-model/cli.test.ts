@@ -31,7 +31,7 @@ async function spawnMock(args: string[], env: Record<string, string> = {}): Prom
 it("starts from flags + --scenario, serves, and exits cleanly on SIGTERM", async () => {
   const scenarioFile = join(dir, "scenario.json");
   writeFileSync(scenarioFile, JSON.stringify({ script: ["503"], latency: 5 }));
-  const { child, url, line, exited } = await spawnMock(["--port", "0", "--scenario", scenarioFile, "--rpm-per-key", "100", "--tpm-per-key", "5000", "--usage-shape", "deepseek", "--usage-shape-by-model", "y=kimi", "--cached-share", "0.5", "--fault-rate", "500=0", "--models", "x,y", "--seed", "3"]);
+  const { child, url, line, exited } = await spawnMock(["--port", "0", "--scenario", scenarioFile, "--rpm-per-key", "100", "--tpm-per-key", "5000", "--usage-shape", "deepseek", "--usage-shape-by-model", "y=kimi", "--cached-share", "0.5", "--fault-rate", "500=0", "--models", "x,y", "--seed", "3", "--ttfb", "40"]);
   try {
     expect(line).toMatch(/^mock-model listening on http:\/\/127\.0\.0\.1:\d+ \(this is a MOCK model: outputs are fake\)$/);
 
@@ -39,6 +39,7 @@ it("starts from flags + --scenario, serves, and exits cleanly on SIGTERM", async
     expect(scenario).toEqual({
       seed: 3,
       latency: 5,
+      ttfb_ms: 40,
       script: ["503"],
       rpm_per_key: 100,
       tpm_per_key: 5000,

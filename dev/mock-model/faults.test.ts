@@ -165,6 +165,20 @@ describe("hang", () => {
     expect(mock.stats()).toMatchObject({ faults_injected: { hang: 3 }, aborted: 3, completed: 0 });
   });
 
+  it("a hanging stream sends its headers after the ttfb, then nothing", async () => {
+    const ac = new AbortController();
+    const t0 = performance.now();
+    const res = await chat(mock, { body: streamBody(), headers: { "x-mock-fault": "hang", "x-mock-ttfb-ms": "300" }, signal: ac.signal });
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(285);
+    expect(res.status).toBe(200);
+    expect(mock.stats()).toMatchObject({ in_flight: 1, waiting_for_headers: 0 });
+    const reading = readAll(res);
+    await new Promise((r) => setTimeout(r, 200));
+    ac.abort();
+    expect((await reading).text).toBe("");
+    await eventually(() => mock.stats().in_flight === 0);
+  });
+
   it("close() does not wait for hung requests", async () => {
     const other = await startMockModel({ script: ["hang"] });
     const pending = chat(other).catch(() => "closed");

@@ -39,6 +39,71 @@ export function sampleLatency(spec: LatencySpec | undefined, prng: Prng): number
 }
 
 /**
+ * The mean of max(L, atLeastMs) for L drawn by sampleLatency from a spec, in ms (for a benchmark's
+ * ideal wall time: a streamed call with a ttfb t lasts max(latency, t), so pass t; 0 gives the
+ * mean latency). lognormal: median·exp(σ²/2) at 0, with σ = ln(p95/median)/1.645; normal: samples
+ * are clamped at 0, so it is the mean of max(0, X) at 0. The clamp at MAX_LATENCY_MS and the
+ * rounding to whole ms are ignored.
+ */
+export function meanLatencyMs(spec: LatencySpec | undefined, atLeastMs = 0): number {
+  const t = Math.max(0, atLeastMs);
+  if (spec === undefined) return t;
+  if (typeof spec === "number") return Math.max(clampMs(spec), t);
+  switch (spec.dist) {
+    case "fixed":
+      return Math.max(clampMs(spec.ms), t);
+    case "uniform": {
+      const { min: a, max: b } = spec;
+      if (t <= a) return (a + b) / 2;
+      if (t >= b) return t;
+      // t·P(L ≤ t) + ∫_t^b x dx / (b − a)
+      return (t * (t - a) + (b * b - t * t) / 2) / (b - a);
+    }
+    case "normal": {
+      const { mean: mu, stddev: sd } = spec;
+      if (sd === 0) return Math.max(mu, t);
+      // E[max(X, t)] = t·Φ(z) + μ·(1 − Φ(z)) + σ·φ(z), z = (t − μ)/σ
+      const z = (t - mu) / sd;
+      return t * normalCdf(z) + mu * (1 - normalCdf(z)) + (sd * Math.exp((-z * z) / 2)) / Math.sqrt(2 * Math.PI);
+    }
+    case "lognormal": {
+      const mu = Math.log(spec.median);
+      const sigma = Math.max(0, (Math.log(spec.p95) - mu) / Z95);
+      if (sigma === 0) return Math.max(spec.median, t);
+      const mean = Math.exp(mu + (sigma * sigma) / 2);
+      if (t === 0) return mean;
+      // E[max(L, t)] = t·Φ(z) + E[L]·Φ(σ − z), z = (ln t − μ)/σ
+      const z = (Math.log(t) - mu) / sigma;
+      return t * normalCdf(z) + mean * normalCdf(sigma - z);
+    }
+  }
+}
+
+/** The 95th percentile of what sampleLatency draws from a spec, in ms (for a timeout well above it). */
+export function p95LatencyMs(spec: LatencySpec | undefined): number {
+  if (spec === undefined) return 0;
+  if (typeof spec === "number") return clampMs(spec);
+  switch (spec.dist) {
+    case "fixed":
+      return clampMs(spec.ms);
+    case "uniform":
+      return spec.min + 0.95 * (spec.max - spec.min);
+    case "normal":
+      return clampMs(spec.mean + Z95 * spec.stddev);
+    case "lognormal":
+      return clampMs(spec.p95);
+  }
+}
+
+/** Φ(z), the standard normal CDF (Abramowitz & Stegun 7.1.26 erf, |error| < 1.5e-7). */
+function normalCdf(z: number): number {
+  const x = Math.abs(z) / Math.SQRT2;
+  const t = 1 / (1 + 0.3275911 * x);
+  const erf = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-x * x);
+  return z >= 0 ? (1 + erf) / 2 : (1 - erf) / 2;
+}
+
+/**
  * Accepts a number, a CLI-style string (`200`, `uniform:100:300`, `normal:200:50`,
  * `lognormal:200:800`) or a `{dist, ...}` object.
  */

@@ -2,7 +2,7 @@
 
 import { isFaultKind, isScriptStep } from "./faults.ts";
 import type { FaultKind, ScriptStep } from "./faults.ts";
-import { parseLatency } from "./latency.ts";
+import { MAX_LATENCY_MS, parseLatency } from "./latency.ts";
 import type { LatencySpec, Parsed } from "./latency.ts";
 import { TOOL_DIALECTS, isToolDialect } from "./tool-dialect.ts";
 import type { ToolDialect } from "./tool-dialect.ts";
@@ -16,6 +16,12 @@ export interface Scenario {
   latency?: LatencySpec;
   /** Per-model latency overriding `latency`. */
   latency_by_model?: Record<string, LatencySpec>;
+  /**
+   * Time to first byte in ms (default 0): a streamed answer's status and headers go out this long
+   * after the request, its body still ends after the sampled latency (right after the headers when
+   * the latency is shorter). A non-streamed answer, sent whole at the end, is never sent before it.
+   */
+  ttfb_ms?: number;
   /** Delay between streamed chunks in ms (default 0: all chunks in one write). */
   chunk_delay_ms?: number;
   /** Per-request probability of each fault kind. */
@@ -52,6 +58,7 @@ const SCENARIO_KEYS: ReadonlySet<string> = new Set([
   "seed",
   "latency",
   "latency_by_model",
+  "ttfb_ms",
   "chunk_delay_ms",
   "rates",
   "script",
@@ -102,6 +109,10 @@ export function parseScenario(input: unknown): Parsed<Scenario> {
         out.latency_by_model = map;
         break;
       }
+      case "ttfb_ms":
+        if (!isNum(v) || v < 0 || v > MAX_LATENCY_MS) return { ok: false, error: `ttfb_ms must be in [0, ${MAX_LATENCY_MS}]` };
+        out.ttfb_ms = v;
+        break;
       case "chunk_delay_ms":
         if (!isNum(v) || v < 0) return { ok: false, error: "chunk_delay_ms must be ≥ 0" };
         out.chunk_delay_ms = v;

@@ -294,6 +294,75 @@ describe("latency and concurrency", () => {
   });
 });
 
+describe("time to first byte (ttfb)", () => {
+  /** Times until the headers arrive and until the body has been read, from the request. */
+  async function timed(body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<{ headersMs: number; endMs: number; text: string }> {
+    const t0 = performance.now();
+    const res = await chat(mock, { body, headers });
+    const headersMs = performance.now() - t0;
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    return { headersMs, endMs: performance.now() - t0, text };
+  }
+  const stream = userBody("ttfb", { stream: true, stream_options: { include_usage: true } });
+  const plain = userBody("ttfb");
+  // Lower bounds only, except the one gap that must stay short (timers fire late, never early).
+  // The body's timer starts when the headers go out, so end − headers ≥ latency − ttfb holds on a
+  // slow machine too.
+  const cases: Array<[string, Record<string, unknown>, Record<string, string>, Record<string, unknown>, { headers: number; gap?: number; maxGap?: number; end?: number }]> = [
+    ["stream, default ttfb 0: headers at once, body after the latency", { latency: 600 }, {}, stream, { headers: 0, gap: 600 }],
+    ["stream, ttfb below the latency", { latency: 900, ttfb_ms: 300 }, {}, stream, { headers: 300, gap: 600 }],
+    ["stream, latency below the ttfb: ends right after the headers", { latency: 50, ttfb_ms: 400 }, {}, stream, { headers: 400, maxGap: 300 }],
+    ["stream, x-mock-ttfb-ms overrides the scenario", { latency: 600, ttfb_ms: 0 }, { "x-mock-ttfb-ms": "300" }, stream, { headers: 300, gap: 300 }],
+    ["non-stream, latency above the ttfb: sent at the latency", { latency: 400, ttfb_ms: 100 }, {}, plain, { headers: 400 }],
+    ["non-stream, latency below the ttfb: sent at the ttfb", { latency: 50, ttfb_ms: 400 }, {}, plain, { headers: 400 }],
+  ];
+  it.each(cases)("%s", async (_name, scenario, headers, body, want) => {
+    mock.setScenario(scenario);
+    const { headersMs, endMs, text } = await timed(body, headers);
+    const slack = 15;
+    expect(headersMs).toBeGreaterThanOrEqual(want.headers - slack);
+    if (want.gap !== undefined) expect(endMs - headersMs).toBeGreaterThanOrEqual(want.gap - slack);
+    if (want.maxGap !== undefined) expect(endMs - headersMs).toBeLessThan(want.maxGap);
+    if (body.stream === true) expect(sseData(text).at(-1)).toBe("[DONE]");
+    else expect(JSON.parse(text)).toMatchObject({ object: "chat.completion" });
+    expect(mock.stats()).toMatchObject({ calls: 1, completed: 1, in_flight: 0, waiting_for_headers: 0, max_waiting_for_headers: 1 });
+  });
+
+  it("ttfbMs is an alias of the scenario's ttfb_ms", async () => {
+    const other = await startMockModel({ ttfbMs: 250 });
+    try {
+      expect(other.getScenario()).toMatchObject({ ttfb_ms: 250 });
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("max_waiting_for_headers counts requests whose headers are not out yet; max_in_flight all open ones", async () => {
+    mock.setScenario({ latency: 1500, ttfb_ms: 700 });
+    const streams = Array.from({ length: 8 }, (_, i) => chat(mock, { body: userBody(`s${i}`, { stream: true }) }));
+    const plains = Array.from({ length: 2 }, (_, i) => chat(mock, { body: userBody(`p${i}`) }));
+    await eventually(() => mock.stats().waiting_for_headers === 10);
+    const opened = await Promise.all(streams);
+    // Every stream has its headers; the non-streamed answers wait for theirs until their latency ends.
+    expect(mock.stats()).toMatchObject({ in_flight: 10, waiting_for_headers: 2 });
+    await Promise.all([...opened, ...(await Promise.all(plains))].map((r) => r.text()));
+    expect(mock.stats()).toMatchObject({ calls: 10, completed: 10, in_flight: 0, max_in_flight: 10, waiting_for_headers: 0, max_waiting_for_headers: 10 });
+    mock.resetStats();
+    expect(mock.stats()).toMatchObject({ max_in_flight: 0, max_waiting_for_headers: 0 });
+  });
+
+  it("a client that leaves during the ttfb stops waiting for headers", async () => {
+    const ac = new AbortController();
+    const p = chat(mock, { body: userBody("gone", { stream: true }), headers: { "x-mock-ttfb-ms": "60000" }, signal: ac.signal });
+    await eventually(() => mock.stats().waiting_for_headers === 1);
+    ac.abort();
+    await expect(p).rejects.toThrow();
+    await eventually(() => mock.stats().in_flight === 0);
+    expect(mock.stats()).toMatchObject({ waiting_for_headers: 0, aborted: 1, by_status: {} });
+  });
+});
+
 describe("other endpoints", () => {
   it("GET /v1/models lists the default models (auth required)", async () => {
     const list = await client.models.list();
@@ -354,6 +423,8 @@ describe("request errors", () => {
     ["no auth", userBody("x"), { authorization: "" }, 401, null, "missing_api_key"],
     ["bad auth scheme", userBody("x"), { authorization: "Basic abc" }, 401, null, "missing_api_key"],
     ["unknown x-mock-fault", userBody("x"), { "x-mock-fault": "meteor" }, 400, null, "invalid_mock_header"],
+    ["bad x-mock-latency-ms", userBody("x"), { "x-mock-latency-ms": "soon" }, 400, null, "invalid_mock_header"],
+    ["bad x-mock-ttfb-ms", userBody("x"), { "x-mock-ttfb-ms": "-5" }, 400, null, "invalid_mock_header"],
   ];
   it.each(cases)("%s", async (_name, body, headers, status, param, code) => {
     const res = await chat(mock, { body: body as Record<string, unknown>, headers });

@@ -52,6 +52,8 @@ export interface MockModelOptions extends Scenario {
   clock?: () => number;
   /** Alias of the scenario field `tool_dialect` (the initial scenario's value wins if both are set). */
   toolDialect?: ToolDialect;
+  /** Alias of the scenario field `ttfb_ms` (the initial scenario's value wins if both are set). */
+  ttfbMs?: number;
   /**
    * Context window of every model, in tokens (default unlimited): a request whose prompt tokens +
    * max_tokens exceed it gets 400 context_length_exceeded. A server setting: setScenario keeps it.
@@ -108,6 +110,14 @@ function makeState(scenario: Scenario): State {
 
 const isLimit = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n > 0;
 
+/** A per-request milliseconds header (x-mock-latency-ms, x-mock-ttfb-ms): undefined when absent, NaN when invalid. */
+function msHeader(req: IncomingMessage, name: string): number | undefined {
+  const raw = req.headers[name];
+  if (raw === undefined) return undefined;
+  const n = typeof raw === "string" ? Number(raw) : Number.NaN;
+  return Number.isFinite(n) && n >= 0 ? n : Number.NaN;
+}
+
 function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { ...MOCK_HEADER, "content-type": JSON_TYPE, "content-length": Buffer.byteLength(text), ...headers });
@@ -160,6 +170,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     max_body_bytes: maxBody = DEFAULT_MAX_BODY_BYTES,
     clock = () => performance.now(),
     toolDialect,
+    ttfbMs,
     contextTokens,
     context_tokens_by_model: contextByModel = {},
     webhookSecret,
@@ -168,7 +179,8 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
   if (contextTokens !== undefined && !isLimit(contextTokens)) throw new Error("mock-model: contextTokens must be an integer > 0");
   for (const [model, n] of Object.entries(contextByModel)) if (!isLimit(n)) throw new Error(`mock-model: context_tokens_by_model.${model} must be an integer > 0`);
   const contextLimit = (model: string): number | undefined => contextByModel[model] ?? contextTokens;
-  const checked = parseScenario(JSON.parse(JSON.stringify({ ...(toolDialect !== undefined ? { tool_dialect: toolDialect } : {}), ...scenarioInput })));
+  const aliases = { ...(toolDialect !== undefined ? { tool_dialect: toolDialect } : {}), ...(ttfbMs !== undefined ? { ttfb_ms: ttfbMs } : {}) };
+  const checked = parseScenario(JSON.parse(JSON.stringify({ ...aliases, ...scenarioInput })));
   if (!checked.ok) throw new Error(`mock-model: ${checked.error}`);
   let state = makeState(checked.value);
   const stats = new Stats();
@@ -356,10 +368,18 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     let tpmTicket: TpmTicket | undefined;
     let tpmCharge = 0;
     let toolCallAnswer = false;
+    let headersOut = false;
+    /** Ends the waiting-for-headers accounting exactly once: headers went out, or the request ended. */
+    const headersSent = (): void => {
+      if (headersOut) return;
+      headersOut = true;
+      stats.headers();
+    };
     /** Ends the in-flight accounting exactly once (synchronously, before the client can see the end). */
     const finish = (outcome: "completed" | "aborted" | "other"): void => {
       if (done) return;
       done = true;
+      headersSent();
       tpmTicket?.settle(tpmCharge);
       stats.end(outcome);
       if (outcome === "completed" && toolCallAnswer) stats.count("tool_call_responses");
@@ -402,12 +422,11 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     const request = v.value;
     stats.attribute(request.model, keyId);
 
-    const latencyHeader = req.headers["x-mock-latency-ms"];
-    let latencyOverride: number | undefined;
-    if (typeof latencyHeader === "string") {
-      latencyOverride = Number(latencyHeader);
-      if (!Number.isFinite(latencyOverride) || latencyOverride < 0) {
-        fail(400, errorBody("Invalid x-mock-latency-ms header: expected a number ≥ 0.", "invalid_request_error", null, "invalid_mock_header"));
+    const latencyOverride = msHeader(req, "x-mock-latency-ms");
+    const ttfbOverride = msHeader(req, "x-mock-ttfb-ms");
+    for (const [name, value] of [["x-mock-latency-ms", latencyOverride], ["x-mock-ttfb-ms", ttfbOverride]] as const) {
+      if (Number.isNaN(value)) {
+        fail(400, errorBody(`Invalid ${name} header: expected a number ≥ 0.`, "invalid_request_error", null, "invalid_mock_header"));
         return;
       }
     }
@@ -544,6 +563,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     extraHeaders["x-request-id"] = `req_mock_${id}`;
     const modelLatency = state.scenario.latency_by_model?.[request.model];
     const delay = latencyOverride ?? sampleLatency(modelLatency ?? state.scenario.latency, state.latencyPrng);
+    const ttfb = Math.min(ttfbOverride ?? state.scenario.ttfb_ms ?? 0, MAX_LATENCY_MS);
     const after = (ms: number, fn: () => void): void => {
       timer = setTimeout(() => {
         timer = undefined;
@@ -556,21 +576,29 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     };
 
     if (request.stream) {
-      // Headers go out now: a client (e.g. a Worker) must not wait for headers during the latency.
-      res.writeHead(200, { ...MOCK_HEADER, "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...extraHeaders });
-      res.flushHeaders();
-      stats.status(200);
-      if (fault === "hang") return;
-      const events = streamPlan(request, meta, answer, fault, report);
-      after(delay, () => {
-        tpmCharge = report.normalized.total_tokens;
-        writeEvents(events, state.scenario.chunk_delay_ms ?? 0);
-      });
+      // Headers go out after the ttfb (at once by default), long before the latency ends: a client
+      // (e.g. a Worker) waits for headers only that long. Both times count from now.
+      const sendHeaders = (): void => {
+        res.writeHead(200, { ...MOCK_HEADER, "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...extraHeaders });
+        res.flushHeaders();
+        stats.status(200);
+        headersSent();
+        if (fault === "hang") return;
+        const events = streamPlan(request, meta, answer, fault, report);
+        // A latency below the ttfb ends the response right after the headers.
+        after(Math.max(0, delay - ttfb), () => {
+          tpmCharge = report.normalized.total_tokens;
+          writeEvents(events, state.scenario.chunk_delay_ms ?? 0);
+        });
+      };
+      if (ttfb > 0) after(ttfb, sendHeaders);
+      else sendHeaders();
       return;
     }
 
     if (fault === "hang") return;
-    after(delay, () => {
+    // A non-streamed answer is sent whole, so its first byte is its last: never before the ttfb.
+    after(Math.max(delay, ttfb), () => {
       if (res.destroyed) return;
       tpmCharge = report.normalized.total_tokens;
       if (fault === "malformed" || fault === "truncated") {
@@ -657,6 +685,7 @@ const HELP = `Usage: node dev/mock-model/server.ts [flags]   (a MOCK OpenAI-comp
   --port N                 port on 127.0.0.1 (default 8788; 0 = ephemeral)
   --latency SPEC           MS | uniform:MIN:MAX | normal:MEAN:SD | lognormal:MEDIAN:P95
   --latency-by-model LIST  model=SPEC,model=SPEC
+  --ttfb MS                time to first byte: a stream's headers go out MS after the request (default 0)
   --chunk-delay-ms N       delay between streamed chunks
   --seed N                 PRNG seed (default 1)
   --models a,b,c           ids listed by GET /v1/models
@@ -690,6 +719,7 @@ export async function main(argv: string[]): Promise<void> {
       port: { type: "string", default: "8788" },
       latency: { type: "string" },
       "latency-by-model": { type: "string" },
+      ttfb: { type: "string" },
       "chunk-delay-ms": { type: "string" },
       seed: { type: "string" },
       models: { type: "string" },
@@ -751,6 +781,7 @@ export async function main(argv: string[]): Promise<void> {
   }
   if (values.script !== undefined) raw.script = values.script.split(",").filter((s) => s !== "");
   const numeric: Array<[string, string]> = [
+    ["ttfb", "ttfb_ms"],
     ["chunk-delay-ms", "chunk_delay_ms"],
     ["seed", "seed"],
     ["rpm-per-key", "rpm_per_key"],

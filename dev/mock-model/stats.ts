@@ -30,6 +30,12 @@ export interface StatsSnapshot {
   aborted: number;
   in_flight: number;
   max_in_flight: number;
+  /**
+   * Chat-completion requests whose response headers have not been sent yet (a streamed answer
+   * during its ttfb, a non-streamed one during its whole latency), and the peak of that number.
+   */
+  waiting_for_headers: number;
+  max_waiting_for_headers: number;
   /** Responses that carried a usage object. */
   usage_reports: number;
   /** Normalized, as in TokenCounts. */
@@ -119,6 +125,8 @@ export class Stats {
   #aborted = 0;
   #inFlight = 0;
   #maxInFlight = 0;
+  #waiting = 0;
+  #maxWaiting = 0;
   #all = zero();
   #byStatus = new Map<number, number>();
   #byModel = new Map<string, Entry>();
@@ -127,11 +135,18 @@ export class Stats {
   #maxPrompt = 0;
   #counters = zeroCounters();
 
-  /** A chat-completion request arrived; pair with exactly one `end()`. */
+  /** A chat-completion request arrived; pair with exactly one `headers()` and one `end()`. */
   begin(): void {
     this.#calls++;
     this.#inFlight++;
     if (this.#inFlight > this.#maxInFlight) this.#maxInFlight = this.#inFlight;
+    this.#waiting++;
+    if (this.#waiting > this.#maxWaiting) this.#maxWaiting = this.#waiting;
+  }
+
+  /** The request's response headers went out (or it ended without any): it no longer waits for them. */
+  headers(): void {
+    this.#waiting--;
   }
 
   end(outcome: "completed" | "aborted" | "other"): void {
@@ -176,12 +191,13 @@ export class Stats {
     }
   }
 
-  /** Zeroes every counter; in_flight keeps counting requests still open. */
+  /** Zeroes every counter; in_flight and waiting_for_headers keep counting requests still open. */
   reset(): void {
     this.#resetAt = new Date().toISOString();
     this.#calls = this.#completed = this.#aborted = 0;
     this.#all = zero();
     this.#maxInFlight = this.#inFlight;
+    this.#maxWaiting = this.#waiting;
     this.#byStatus.clear();
     this.#byModel.clear();
     this.#byKey.clear();
@@ -200,6 +216,8 @@ export class Stats {
       aborted: this.#aborted,
       in_flight: this.#inFlight,
       max_in_flight: this.#maxInFlight,
+      waiting_for_headers: this.#waiting,
+      max_waiting_for_headers: this.#maxWaiting,
       ...all,
       by_status: Object.fromEntries([...this.#byStatus].map(([k, v]) => [String(k), v])),
       by_model: copy(this.#byModel),

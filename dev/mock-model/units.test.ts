@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { normalizeUsage } from "../../src/core/usage.ts";
 import { FaultPicker, RpmLimiter, TpmLimiter } from "./faults.ts";
-import { parseLatency, sampleLatency } from "./latency.ts";
+import { meanLatencyMs, p95LatencyMs, parseLatency, sampleLatency } from "./latency.ts";
 import type { LatencySpec } from "./latency.ts";
 import { createPrng } from "./prng.ts";
 import { parseRatesCli, parseScenario } from "./scenario.ts";
@@ -51,6 +51,47 @@ describe("latency", () => {
     expect(logn[250]).toBeLessThan(260);
     expect(logn[475]).toBeGreaterThan(500);
     expect(sampleLatency(undefined, createPrng(1))).toBe(0);
+  });
+
+  // Mean and p95 in closed form, checked against 20,000 seeded draws (sampling rounds to whole ms).
+  it.each<[string, LatencySpec | undefined, number, number]>([
+    ["none", undefined, 0, 0],
+    ["fixed number", 200, 200, 200],
+    ["fixed object", { dist: "fixed", ms: 75 }, 75, 75],
+    ["uniform", { dist: "uniform", min: 100, max: 300 }, 200, 290],
+    ["normal", { dist: "normal", mean: 200, stddev: 50 }, 200, 282.24],
+    ["normal clamped at 0", { dist: "normal", mean: 10, stddev: 100 }, 45.14, 174.49],
+    // sigma = ln(1500/300)/1.6449 = 0.97845, mean = 300·exp(sigma²/2) = 484.19
+    ["lognormal", { dist: "lognormal", median: 300, p95: 1500 }, 484.19, 1500],
+    ["lognormal, p95 = median", { dist: "lognormal", median: 300, p95: 300 }, 300, 300],
+  ])("meanLatencyMs and p95LatencyMs: %s", (_name, spec, mean, p95) => {
+    expect(meanLatencyMs(spec)).toBeCloseTo(mean, 1);
+    expect(p95LatencyMs(spec)).toBeCloseTo(p95, 1);
+    const prng = createPrng(11);
+    const draws = Array.from({ length: 20_000 }, () => sampleLatency(spec, prng)).sort((a, b) => a - b);
+    const sampledMean = draws.reduce((a, b) => a + b, 0) / draws.length;
+    expect(Math.abs(sampledMean - mean)).toBeLessThanOrEqual(Math.max(1, mean * 0.03));
+    expect(Math.abs((draws[Math.ceil(0.95 * draws.length) - 1] ?? NaN) - p95)).toBeLessThanOrEqual(Math.max(1, p95 * 0.04));
+  });
+
+  // The mean of max(L, t), what a streamed call lasts with a ttfb t, against the same seeded draws.
+  it.each<[string, LatencySpec | undefined, number]>([
+    ["none", undefined, 300],
+    ["fixed below t", 200, 300],
+    ["fixed above t", 500, 300],
+    ["uniform, t inside", { dist: "uniform", min: 100, max: 300 }, 200],
+    ["uniform, t below", { dist: "uniform", min: 100, max: 300 }, 50],
+    ["uniform, t above", { dist: "uniform", min: 100, max: 300 }, 400],
+    ["normal", { dist: "normal", mean: 200, stddev: 50 }, 220],
+    ["lognormal", { dist: "lognormal", median: 300, p95: 1500 }, 300],
+    ["lognormal, t far out", { dist: "lognormal", median: 300, p95: 1500 }, 5000],
+    ["lognormal, p95 = median", { dist: "lognormal", median: 300, p95: 300 }, 200],
+  ])("meanLatencyMs(spec, t) is the mean of max(L, t): %s", (_name, spec, t) => {
+    const prng = createPrng(13);
+    const draws = Array.from({ length: 20_000 }, () => Math.max(sampleLatency(spec, prng), t));
+    const sampled = draws.reduce((a, b) => a + b, 0) / draws.length;
+    expect(Math.abs(meanLatencyMs(spec, t) - sampled)).toBeLessThanOrEqual(Math.max(1, sampled * 0.03));
+    expect(meanLatencyMs(spec, t)).toBeGreaterThanOrEqual(Math.max(meanLatencyMs(spec), t) - 1e-9);
   });
 });
 
@@ -223,6 +264,7 @@ describe("scenario parsing", () => {
       seed: 3,
       latency: "normal:200:50",
       latency_by_model: { "kimi-k2.5": 400 },
+      ttfb_ms: 120,
       chunk_delay_ms: 5,
       rates: { "429": 0.2, hang: 0.01 },
       script: ["429", "ok"],
@@ -238,7 +280,7 @@ describe("scenario parsing", () => {
       invalid_plans: 0,
     };
     expect(parseScenario(full)).toEqual({ ok: true, value: { ...full, latency: { dist: "normal", mean: 200, stddev: 50 } } });
-    for (const bad of [{ rates: { "429": 2 } }, { script: ["boom"] }, { seed: 1.5 }, { rpm_per_key: -1 }, { tpm_per_key: 1.5 }, { usage_shape: "bedrock" }, { usage_shape_by_model: { m: "x" } }, { cached_share: 1.5 }, { tool_dialect: "bedrock" }, { tool_dialect_by_model: { m: "x" } }, { invalid_json: -1 }, { invalid_plans: 0.5 }, { nope: true }, "x"]) {
+    for (const bad of [{ rates: { "429": 2 } }, { script: ["boom"] }, { seed: 1.5 }, { rpm_per_key: -1 }, { tpm_per_key: 1.5 }, { usage_shape: "bedrock" }, { usage_shape_by_model: { m: "x" } }, { cached_share: 1.5 }, { tool_dialect: "bedrock" }, { tool_dialect_by_model: { m: "x" } }, { invalid_json: -1 }, { invalid_plans: 0.5 }, { ttfb_ms: -1 }, { ttfb_ms: "50" }, { ttfb_ms: 600_001 }, { nope: true }, "x"]) {
       expect(parseScenario(bad).ok).toBe(false);
     }
     expect(parseRatesCli("429=0.2,500=0.05")).toEqual({ ok: true, value: { "429": 0.2, "500": 0.05 } });

@@ -2,6 +2,7 @@
 // upstream is configured) and both Workers in one `wrangler dev`. Used by npm start, bench and e2e.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
 import { z } from "zod";
@@ -12,6 +13,7 @@ import { WRANGLER_OFFLINE_ENV } from "./wrangler-env.ts";
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 const WRANGLER = path.join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
+const AGENT_CONFIG = path.join(ROOT, "workers", "agent", "wrangler.toml");
 
 export interface StackOptions {
   /** API port; 0 picks a free one. */
@@ -32,8 +34,20 @@ export interface StackOptions {
   allowPrivateNetwork?: boolean;
   /** Where local D1/DO state lives; defaults to wrangler's `.wrangler/state`. */
   persistTo?: string;
-  /** Extra `--var KEY:VALUE` settings for the orchestrator. */
+  /**
+   * Extra `--var KEY:VALUE` settings for the orchestrator. With two `-c` configs, wrangler dev
+   * applies `--var` to the first (primary) config only: in wrangler 4.156 `setupDevEnv` passes the
+   * other configs nothing but `env` (checked: `--var X:v` leaves the second Worker's X unchanged).
+   */
   vars?: Record<string, string>;
+  /**
+   * Settings for the agent Worker. `--var` cannot reach it (see `vars`), so these go through the
+   * environment of wrangler dev, which overrides, in every Worker whose config has a [secrets]
+   * block, the vars that config declares. Hence: a name must be declared in the agent's
+   * workers/agent/wrangler.toml [vars], else wrangler drops it (listed in `droppedAgentVars`); and
+   * a name the orchestrator's wrangler.toml declares too gets the value in both Workers.
+   */
+  agentVars?: Record<string, string>;
   /** GATEWAY_CONFIG for both Workers (JSON); `{{MOCK_URL}}` is replaced by the mock's /v1 URL. */
   gatewayConfig?: string;
   /** UPSTREAM_KEYS for the agent: gateway key id → API key. */
@@ -48,6 +62,10 @@ export interface Stack {
   /** The upstream the agents call, for display (never the key). */
   modelBaseUrl: string;
   mock: MockModelHandle | null;
+  /** pid of the `wrangler dev` child; workerd runs below it (its process tree, for CPU figures). */
+  wranglerPid: number;
+  /** Names of `agentVars` the agent's config does not declare: wrangler dev did not pass them. */
+  droppedAgentVars: string[];
   /** wrangler's output so far, when captured. */
   output(): string;
   stop(): Promise<void>;
@@ -109,6 +127,24 @@ async function waitForHealthy(url: string, child: ChildProcess, output: () => st
   throw new Error(`wrangler dev did not answer ${url}/healthz within ${timeoutMs / 1000} s:\n${output()}`);
 }
 
+/**
+ * The var names a wrangler.toml declares in its top-level [vars] table. A line scan, not a TOML
+ * parser: enough for this repository's configs (one `NAME = "value"` a line, no inline tables).
+ */
+function declaredVars(configPath: string): Set<string> {
+  const names = new Set<string>();
+  let inVars = false;
+  for (const line of readFileSync(configPath, "utf8").split("\n")) {
+    const trimmed = line.trim();
+    if (trimmed.startsWith("[")) inVars = trimmed === "[vars]";
+    else if (inVars) {
+      const name = /^([A-Za-z_][A-Za-z0-9_]*)\s*=/.exec(trimmed)?.[1];
+      if (name !== undefined) names.add(name);
+    }
+  }
+  return names;
+}
+
 export async function startStack(options: StackOptions): Promise<Stack> {
   const port = options.port === 0 ? await findFreePort() : options.port;
   const inspectorPort = await findFreePort();
@@ -125,6 +161,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   if (realUpstream && !modelApiKey) throw new Error("MODEL_BASE_URL is set but MODEL_API_KEY is empty");
 
   const vars = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const agentVars = options.agentVars ?? {};
+  const agentDeclared = declaredVars(AGENT_CONFIG);
+  const droppedAgentVars = Object.keys(agentVars).filter((name) => !agentDeclared.has(name));
   const args = wranglerArgs(
     ["dev", "-c", "wrangler.toml", "-c", "workers/agent/wrangler.toml", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--show-interactive-dev-session=false", ...vars],
     options.persistTo,
@@ -143,6 +182,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ALLOW_PRIVATE_NETWORK: options.allowPrivateNetwork ? "true" : "false",
       // Declared vars are overridden from the environment in both Workers (secrets are declared).
       ...(options.gatewayConfig ? { GATEWAY_CONFIG: options.gatewayConfig.replaceAll("{{MOCK_URL}}", modelBaseUrl) } : {}),
+      ...agentVars,
     },
     stdio: ["ignore", options.log === "inherit" ? "inherit" : "pipe", options.log === "inherit" ? "inherit" : "pipe"],
     detached: true,
@@ -185,5 +225,5 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await stop();
     throw error;
   }
-  return { url, token: options.apiToken, modelBaseUrl, mock, output: () => captured, stop };
+  return { url, token: options.apiToken, modelBaseUrl, mock, wranglerPid: child.pid ?? -1, droppedAgentVars, output: () => captured, stop };
 }

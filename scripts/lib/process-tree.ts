@@ -1,0 +1,82 @@
+// CPU time and peak memory of the workerd processes under a `wrangler dev` child, read from Linux
+// /proc (utime + stime in clock ticks, VmHWM), for the bench's edgeswarm CPU figure.
+import { spawnSync } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
+
+export interface ProcessUsage {
+  pid: number;
+  /** utime + stime, in ms. */
+  cpuMs: number;
+  /** Peak resident set size (VmHWM), in MB. */
+  peakRssMb: number;
+}
+
+let ticksPerSecond: number | undefined;
+
+/** `getconf CLK_TCK` (the unit of utime/stime in /proc/<pid>/stat), usually 100. */
+function clockTicks(): number {
+  if (ticksPerSecond === undefined) {
+    const run = spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" });
+    const n = Number(run.stdout?.trim());
+    ticksPerSecond = Number.isInteger(n) && n > 0 ? n : 100;
+  }
+  return ticksPerSecond;
+}
+
+interface Stat {
+  comm: string;
+  ppid: number;
+  ticks: number;
+}
+
+/** /proc/<pid>/stat: the command name is in parentheses and may hold spaces, so split after the last ")". */
+function readStat(pid: number): Stat | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  const open = text.indexOf("(");
+  const close = text.lastIndexOf(")");
+  // Fields after the name: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime …
+  const rest = text.slice(close + 2).split(" ");
+  return { comm: text.slice(open + 1, close), ppid: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) };
+}
+
+function peakRssMb(pid: number): number {
+  try {
+    const kb = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return kb === undefined ? 0 : Number(kb) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** Every process named `name` below `rootPid` (the root included), or [] without /proc. */
+export function usageOfDescendants(rootPid: number, name: string): ProcessUsage[] {
+  let pids: number[];
+  try {
+    pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number);
+  } catch {
+    return [];
+  }
+  const stats = new Map<number, Stat>();
+  for (const pid of pids) {
+    const stat = readStat(pid);
+    if (stat !== undefined) stats.set(pid, stat);
+  }
+  const children = new Map<number, number[]>();
+  for (const [pid, stat] of stats) children.set(stat.ppid, [...(children.get(stat.ppid) ?? []), pid]);
+  const tree: number[] = [];
+  const todo = [rootPid];
+  for (let pid = todo.pop(); pid !== undefined; pid = todo.pop()) {
+    tree.push(pid);
+    todo.push(...(children.get(pid) ?? []));
+  }
+  const msPerTick = 1000 / clockTicks();
+  return tree.flatMap((pid) => {
+    const stat = stats.get(pid);
+    return stat?.comm === name ? [{ pid, cpuMs: stat.ticks * msPerTick, peakRssMb: peakRssMb(pid) }] : [];
+  });
+}
