@@ -52,6 +52,11 @@ export interface StackOptions {
   gatewayConfig?: string;
   /** UPSTREAM_KEYS for the agent: gateway key id → API key. */
   upstreamKeys?: Record<string, string>;
+  /**
+   * The Worker configs of the `wrangler dev` session, the first one primary (its port answers
+   * /healthz). Default: the orchestrator and the agent.
+   */
+  configs?: readonly string[];
   /** Pass wrangler's output through (npm start) or keep it for error reports (tests, bench). */
   log: "inherit" | "capture";
 }
@@ -165,7 +170,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const agentDeclared = declaredVars(AGENT_CONFIG);
   const droppedAgentVars = Object.keys(agentVars).filter((name) => !agentDeclared.has(name));
   const args = wranglerArgs(
-    ["dev", "-c", "wrangler.toml", "-c", "workers/agent/wrangler.toml", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--show-interactive-dev-session=false", ...vars],
+    ["dev", ...(options.configs ?? ["wrangler.toml", "workers/agent/wrangler.toml"]).flatMap((config) => ["-c", config]), "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--show-interactive-dev-session=false", ...vars],
     options.persistTo,
   );
   // Secrets declared under [secrets] in the configs are read from the process environment.

@@ -1,0 +1,76 @@
+// `npm run bench:room -- [--tasks 1000,10000] [--window 100] [--lanes 1]`: what the SwarmRoom alone
+// costs per task, without a model or an agent loop. A driver Worker (scripts/room-bench/) plays the
+// lanes — pull, report each granted task succeeded with one call at once, pull again — against the
+// real SwarmRoom in `wrangler dev`, and workerd's CPU time is read from /proc around each swarm. If
+// an RPC cost O(swarm) instead of O(tasks it touches), CPU per task would grow with the swarm.
+// Figures only, no pass/fail.
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { LimitsSchema } from "../src/core/spec-schema.ts";
+import { readIntOption } from "./lib/int-option.ts";
+import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
+import { usageOfDescendants } from "./lib/process-tree.ts";
+
+const { values } = parseArgs({
+  options: {
+    tasks: { type: "string", default: "1000,10000" },
+    window: { type: "string", default: "100" },
+    lanes: { type: "string", default: "1" },
+  },
+});
+const sizes = (values.tasks ?? "").split(",").map((text) => readIntOption("tasks", text.trim(), 1, 10_000));
+const window = readIntOption("window", values.window, 1, 1_500);
+const lanes = readIntOption("lanes", values.lanes, 1, 100);
+const slots = Math.ceil(window / lanes);
+
+const StatusSchema = z.looseObject({
+  counts: z.looseObject({ succeeded: z.number() }),
+  billable: z.looseObject({ do_requests: z.number(), do_rows_written: z.number(), d1_rows_written: z.number() }),
+});
+
+const persistTo = path.join(ROOT, ".tmp", "room-bench-state");
+await rm(persistTo, { recursive: true, force: true });
+console.log(`bench:room: window=${window} lanes=${lanes} (slots ${slots} each); the SwarmRoom alone: no model, no agent loop (local wrangler dev)`);
+const stack = await startStack({
+  port: 0,
+  apiToken: generateToken(),
+  persistTo,
+  configs: ["scripts/room-bench/wrangler.toml", "wrangler.toml"],
+  log: "capture",
+});
+try {
+  for (const tasks of sizes) {
+    const swarmId = `sw_roombench${Date.now().toString(36)}${tasks}`;
+    const start = {
+      swarmId,
+      tenant: "tk_roombench",
+      spec: { name: `room bench ${tasks}`, model: "mock-1", limits: LimitsSchema.parse({ concurrency: window, max_attempts: 3 }) },
+      tasks: Array.from({ length: tasks }, (_, i) => ({ id: `t${String(i + 1).padStart(5, "0")}`, prompt: `room bench task ${i + 1}` })),
+      createdAt: Date.now(),
+      origin: { kind: "api" },
+    };
+    const cpu = () => usageOfDescendants(stack.wranglerPid, "workerd").reduce((sum, p) => sum + p.cpuMs, 0);
+    const before = cpu();
+    const startedAt = performance.now();
+    const response = await fetch(`${stack.url}/run`, { method: "POST", body: JSON.stringify({ start, lanes, slots }) });
+    if (!response.ok) throw new Error(`driver answered ${response.status}: ${await response.text()}\n${stack.output()}`);
+    const status = StatusSchema.parse(await response.json());
+    const wallMs = performance.now() - startedAt;
+    const cpuMs = cpu() - before;
+    console.log(
+      [
+        `tasks=${tasks}`,
+        `succeeded=${status.counts.succeeded}`,
+        `wall=${(wallMs / 1_000).toFixed(2)} s`,
+        `workerd_cpu=${cpuMs.toFixed(0)} ms`,
+        `cpu/task=${(cpuMs / tasks).toFixed(3)} ms`,
+        `do_requests/task=${(status.billable.do_requests / tasks).toFixed(3)}`,
+        `do_rows/task=${(status.billable.do_rows_written / tasks).toFixed(2)}`,
+      ].join(" "),
+    );
+  }
+} finally {
+  await stack.stop();
+}
