@@ -189,9 +189,9 @@ describe("GATEWAY_CONFIG, UPSTREAM_KEYS and the price table", () => {
 });
 
 describe("readRoomSettings", () => {
-  it("reads unset settings as their defaults: auto packets, the built-in prices, no gateway, no tenant caps, 30 s leases, 1 s flushes", () => {
+  it("reads unset settings as their defaults: 128 lane slots, the built-in prices, no gateway, no tenant caps, 30 s leases, 1 s flushes", () => {
     expect(readRoomSettings({})).toEqual({
-      packetSize: undefined,
+      laneSlots: 128,
       prices: DEFAULT_PRICES,
       gateway: null,
       tenantBudgets: {},
@@ -203,7 +203,7 @@ describe("readRoomSettings", () => {
 
   it("reads wrangler.toml's values and a configured gateway and tenant caps", () => {
     const settings = readRoomSettings({
-      DISPATCH_PACKET_SIZE: "auto",
+      LANE_SLOTS: "128",
       MODEL_PRICES: "",
       GATEWAY_CONFIG: JSON.stringify(multiVendor),
       TENANT_BUDGETS: '{"tk_0123456789abcdef":{"max_usd_per_month":50},"*":{"max_tokens_per_month":1000000}}',
@@ -211,24 +211,24 @@ describe("readRoomSettings", () => {
       TOOL_TURN_LEASE_S: "0",
       LEDGER_FLUSH_MS: "50",
     });
-    expect(settings).toMatchObject({ packetSize: "auto", leaseGraceMs: 30_000, toolTurnLeaseMs: 0, flushMs: 50 });
+    expect(settings).toMatchObject({ laneSlots: 128, leaseGraceMs: 30_000, toolTurnLeaseMs: 0, flushMs: 50 });
     expect(Object.keys(settings.gateway?.models ?? {})).toEqual(["gpt-4.1", "kimi-k2.5"]);
     expect(settings.prices["kimi-k2.5"]?.output).toBe(2.5);
     expect(settings.tenantBudgets).toEqual({ tk_0123456789abcdef: { max_usd_per_month: 50 }, "*": { max_tokens_per_month: 1_000_000 } });
   });
 
   it.each([
-    ["7", "7"],
-    [" 12 ", "12"],
-    ["AUTO", "auto"],
-    ["  ", undefined],
-  ])("reads DISPATCH_PACKET_SIZE %j as %j", (value, packetSize) => {
-    expect(readRoomSettings({ DISPATCH_PACKET_SIZE: value }).packetSize).toBe(packetSize);
+    ["7", 7],
+    [" 12 ", 12],
+    ["  ", 128],
+    ["1000", 1_000],
+  ])("reads LANE_SLOTS %j as %j", (value, laneSlots) => {
+    expect(readRoomSettings({ LANE_SLOTS: value }).laneSlots).toBe(laneSlots);
   });
 
   it.each([
-    ["a DISPATCH_PACKET_SIZE of 0", { DISPATCH_PACKET_SIZE: "0" }, 'DISPATCH_PACKET_SIZE must be "auto" or an integer of at least 1, got "0"'],
-    ["a DISPATCH_PACKET_SIZE that is a word", { DISPATCH_PACKET_SIZE: "big" }, 'DISPATCH_PACKET_SIZE must be "auto" or an integer of at least 1, got "big"'],
+    ["a LANE_SLOTS of 0", { LANE_SLOTS: "0" }, 'LANE_SLOTS must be an integer from 1 to 1000, got "0"'],
+    ["a LANE_SLOTS that is a word", { LANE_SLOTS: "auto" }, 'LANE_SLOTS must be an integer from 1 to 1000, got "auto"'],
     ["a negative LEASE_GRACE_S", { LEASE_GRACE_S: "-1" }, 'LEASE_GRACE_S must be a non-negative integer, got "-1"'],
     ["a fractional TOOL_TURN_LEASE_S", { TOOL_TURN_LEASE_S: "2.5" }, 'TOOL_TURN_LEASE_S must be a non-negative integer, got "2.5"'],
     ["an exponent LEDGER_FLUSH_MS", { LEDGER_FLUSH_MS: "1e3" }, 'LEDGER_FLUSH_MS must be a non-negative integer, got "1e3"'],
@@ -289,7 +289,12 @@ describe("readAgentSettings and readToolSettings", () => {
   const tools = { HTTP_FETCH_TIMEOUT_S: "10", HTTP_FETCH_MAX_BYTES: "262144", WEBHOOK_TIMEOUT_S: "15", ALLOW_PRIVATE_NETWORK: "false" };
 
   it("reads the agent's wrangler.toml values", () => {
-    expect(readAgentSettings(agent)).toEqual({ concurrency: 128, inlineRetryMaxS: 2, permitWaitMaxS: 20 });
+    expect(readAgentSettings(agent)).toEqual({ concurrency: 128, inlineRetryMaxS: 2, permitWaitMaxS: 20, headerSlots: 6, pullForS: 300, maxTasksPerInvocation: 5_000 });
+    expect(readAgentSettings({ ...agent, UPSTREAM_HEADER_SLOTS: "0", AGENT_PULL_FOR_S: "60", AGENT_MAX_TASKS_PER_INVOCATION: "100" })).toMatchObject({
+      headerSlots: 0,
+      pullForS: 60,
+      maxTasksPerInvocation: 100,
+    });
     expect(readToolSettings(tools)).toEqual({ httpTimeoutMs: 10_000, httpMaxBytes: 262_144, webhookTimeoutMs: 15_000, webhookSecret: null, allowPrivate: false });
     expect(readToolSettings({ ...tools, ALLOW_PRIVATE_NETWORK: " True ", WEBHOOK_SECRET: " whsec " })).toMatchObject({ allowPrivate: true, webhookSecret: "whsec" });
   });
@@ -299,6 +304,10 @@ describe("readAgentSettings and readToolSettings", () => {
     ["AGENT_CONCURRENCY", "1001", "AGENT_CONCURRENCY must be an integer from 1 to 1000"],
     ["INLINE_RETRY_MAX_S", "31", "INLINE_RETRY_MAX_S must be an integer from 0 to 30"],
     ["PERMIT_WAIT_MAX_S", "", "PERMIT_WAIT_MAX_S must be an integer from 0 to 120"],
+    ["UPSTREAM_HEADER_SLOTS", "-1", "UPSTREAM_HEADER_SLOTS must be an integer from 0 to 1000"],
+    ["AGENT_PULL_FOR_S", "0", "AGENT_PULL_FOR_S must be an integer from 1 to 600"],
+    ["AGENT_PULL_FOR_S", "900", "AGENT_PULL_FOR_S must be an integer from 1 to 600"],
+    ["AGENT_MAX_TASKS_PER_INVOCATION", "many", "AGENT_MAX_TASKS_PER_INVOCATION must be an integer from 1 to 1000000"],
   ])("refuses %s %j", (name, value, fragment) => {
     expect(errorOf(() => readAgentSettings({ ...agent, [name]: value }))).toBe(`invalid agent settings: ${fragment}, got ${JSON.stringify(value)}`);
   });
