@@ -36,7 +36,7 @@ export interface ConsumeTasksDeps {
   schedule?: Schedule;
 }
 
-export const DEFAULT_COALESCE = { ms: 10, outcomes: 16 };
+export const DEFAULT_COALESCE = { ms: 5, outcomes: 16 };
 
 /** The long-chain pool's queue is named with this suffix (see wrangler.toml). */
 const LONG_QUEUE_SUFFIX = "-long";

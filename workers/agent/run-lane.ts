@@ -80,7 +80,10 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     wake = null;
   };
 
-  const slots = (): number => toLaneSlots(ctx.concurrency, ctx.headerSlots, timing.current());
+  // What the lane reports for the room's ticket sizing: what its header slots can carry at the
+  // measured TTFB. It still pulls up to its concurrency: calls past what the gate carries wait for
+  // a slot, as production's runtime would queue them, and the room sends more lanes meanwhile.
+  const capacity = (): number => toLaneSlots(ctx.concurrency, ctx.headerSlots, timing.current());
 
   const start = (task: ClaimedTask, run: TaskRunConfig): void => {
     tools ??= createSwarmTools(run.tools, run.httpAllowlist, run.tenant, { ...ctx.tools, scratchpad: (request) => room.scratchpad(request) });
@@ -120,9 +123,9 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   for (;;) {
     if (!stopping && (ctx.now() >= ctx.pullUntil || ctx.allowance.tasks <= 0)) stopping = true;
     const final = stopping && running.size === 0;
-    const free = stopping ? 0 : Math.max(0, Math.min(slots() - running.size, ctx.allowance.tasks));
+    const free = stopping ? 0 : Math.max(0, Math.min(ctx.concurrency - running.size, ctx.allowance.tasks));
     const reports = outbox.splice(0);
-    const request: PullRequest = { ticket: ticket.ticket, reports, want: free, slots: slots(), final, pool: ctx.pool, endBy: ctx.callsEndBy };
+    const request: PullRequest = { ticket: ticket.ticket, reports, want: free, slots: capacity(), final, pool: ctx.pool, endBy: ctx.callsEndBy };
     const answer = await pullWithRetry(room, ticket.swarm_id, request, ctx);
     ctx.tally.slots = request.slots;
     ({ ttfbMs: ctx.tally.ttfbMs, latencyMs: ctx.tally.latencyMs } = timing.current());
