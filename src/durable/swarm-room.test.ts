@@ -1,26 +1,36 @@
 // SwarmRoom, driven through its RPC surface with the real local Durable Object, queue producer
-// and D1: windowed dispatch, idempotent claim/record, retries, leases, completion, ledger flush.
+// and D1, playing the agent's lanes by hand: windowed pull dispatch, idempotent reports, retries,
+// leases, tickets, billable meters, completion, ledger flush.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { StartSwarmInput, TaskOutcome, TaskReport } from "../core/swarm-contract.ts";
+import type { PullRequest, StartSwarmInput, TaskCounts, TaskOutcome, TaskPool, TaskReport } from "../core/swarm-contract.ts";
 import { LimitsSchema } from "../core/spec-schema.ts";
 
 const TENANT = "tk_test";
+/** What the orchestrator project gives a ticket before a lane says (wrangler.toml), and the lease grace. */
+const LANE_SLOTS = Number(env.LANE_SLOTS);
+const LEASE_GRACE_MS = Number(env.LEASE_GRACE_S) * 1_000;
 let counter = 0;
 
-function newSwarm(
-  taskCount: number,
-  limits: Partial<{ concurrency: number; max_attempts: number; timeout_s: number; long_timeout_s: number; retry_budget: number; max_output_tokens: number }> = {},
-  extra: { model?: string; fallback?: string[] } = {},
-) {
+type LimitsInput = Partial<{
+  concurrency: number;
+  max_attempts: number;
+  timeout_s: number;
+  long_timeout_s: number;
+  retry_budget: number;
+  max_output_tokens: number;
+  max_turns: number;
+}>;
+
+function newSwarm(taskCount: number, limits: LimitsInput = {}, extra: { model?: string; fallback?: string[] } = {}) {
   counter += 1;
   const swarmId = `sw_roomtest${Date.now().toString(36)}${counter}`;
   const input: StartSwarmInput = {
     swarmId,
     tenant: TENANT,
     spec: { name: `room test ${counter}`, model: extra.model ?? "mock-1", fallback: extra.fallback, limits: LimitsSchema.parse(limits) },
-    tasks: Array.from({ length: taskCount }, (_, i) => ({ id: `task-${String(i + 1).padStart(3, "0")}`, prompt: `prompt ${i + 1}` })),
+    tasks: Array.from({ length: taskCount }, (_, i) => ({ id: toTaskId(i + 1), prompt: `prompt ${i + 1}` })),
     createdAt: Date.now(),
     origin: { kind: "api" },
   };
@@ -29,6 +39,26 @@ function newSwarm(
 }
 
 type Stub = ReturnType<typeof newSwarm>["stub"];
+type Pulled = Awaited<ReturnType<Stub["pull"]>>;
+
+const toTaskId = (n: number) => `task-${String(n).padStart(3, "0")}`;
+
+/** One lane's pull, with the defaults of a lane that has `LANE_SLOTS` slots and 10 of them free. */
+function pull(stub: Stub, lane: Partial<Omit<PullRequest, "pool">> & { pool?: TaskPool } = {}): Promise<Pulled> {
+  const request: PullRequest = {
+    ticket: lane.ticket ?? "lane-1",
+    reports: lane.reports ?? [],
+    want: lane.want ?? 10,
+    slots: lane.slots ?? LANE_SLOTS,
+    final: lane.final ?? false,
+  };
+  if (lane.pool !== undefined) request.pool = lane.pool;
+  if (lane.endBy !== undefined) request.endBy = lane.endBy;
+  return stub.pull(request);
+}
+
+const grantedIds = (pulled: Pulled) => pulled.granted.map((g) => g.taskId);
+const attemptsOf = (pulled: Pulled) => pulled.granted.map((g) => [g.taskId, g.attempt]);
 
 async function taskStates(stub: Stub): Promise<Record<string, string>> {
   return runInDurableObject(stub, (_instance, state) => {
@@ -46,10 +76,95 @@ function countStates(states: Record<string, string>): Record<string, number> {
   return counts;
 }
 
+/** Tasks whose retry waits are due now (instead of waiting out their back-off). */
+async function makeRetriesDue(stub: Stub): Promise<void> {
+  await runInDurableObject(stub, (_i, state) => {
+    state.storage.sql.exec("UPDATE tasks SET retry_at = ? WHERE state = 'retry_wait'", Date.now() - 1);
+  });
+}
+
+/** The leases of these running tasks (all when omitted) ran out. */
+async function endLeases(stub: Stub, taskIds?: string[]): Promise<void> {
+  await runInDurableObject(stub, (_i, state) => {
+    const past = Date.now() - 1;
+    if (taskIds === undefined) state.storage.sql.exec("UPDATE tasks SET deadline = ? WHERE state = 'running'", past);
+    else for (const id of taskIds) state.storage.sql.exec("UPDATE tasks SET deadline = ? WHERE id = ? AND state = 'running'", past, id);
+  });
+}
+
+/**
+ * What a fresh instance would know: the room's in-memory totals, tickets and circuits are dropped
+ * and read again from storage (a Durable Object evicted and started again).
+ */
+async function reloadCaches(stub: Stub): Promise<void> {
+  await runInDurableObject(stub, (instance) => {
+    const room = instance as unknown as { totals: { invalidate(): void }; tickets: { open: unknown }; circuits: { circuits: unknown } };
+    room.totals.invalidate();
+    room.tickets.open = null;
+    room.circuits.circuits = null;
+  });
+}
+
+/** Runs the alarm handler now, as the runtime would (whether or not one is scheduled). */
+async function runAlarmNow(stub: Stub): Promise<void> {
+  await runInDurableObject(stub, async (instance) => {
+    await instance.alarm();
+  });
+}
+
+async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > until) return value;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function billable(stub: Stub) {
+  const status = await stub.getStatus(TENANT);
+  if (status === null) throw new Error("no status");
+  return status.billable;
+}
+
+type TicketRow = { id: string; state: string; pool: string; slots: number; expires_at: number };
+async function tickets(stub: Stub): Promise<TicketRow[]> {
+  return runInDurableObject(stub, (_i, state) =>
+    state.storage.sql.exec<TicketRow>("SELECT id, state, pool, slots, expires_at FROM tickets ORDER BY sent_at, id").toArray(),
+  );
+}
+
+async function callRows(stub: Stub): Promise<number> {
+  return runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls").one().n);
+}
+
+/** The status counts as a direct aggregate over the task rows. */
+async function countsInStorage(stub: Stub): Promise<TaskCounts> {
+  return runInDurableObject(stub, (_i, state) => {
+    const n: Record<string, number> = {};
+    for (const row of state.storage.sql.exec<{ state: string; n: number }>("SELECT state, COUNT(*) AS n FROM tasks WHERE kind = 'task' GROUP BY state")) {
+      n[row.state] = row.n;
+    }
+    const of = (s: string) => n[s] ?? 0;
+    return {
+      queued: of("pending") + of("dispatched") + of("retry_wait"),
+      running: of("running"),
+      succeeded: of("succeeded"),
+      failed: of("failed"),
+      cancelled: of("cancelled"),
+      skipped_budget: of("skipped_budget"),
+    };
+  });
+}
+
 const usage = { prompt_tokens: 20, cached_tokens: 5, completion_tokens: 10, reasoning_tokens: 0, total_tokens: 30 };
 const ok = (text: string): TaskOutcome => ({ kind: "succeeded", output: text, finishReason: "stop" });
 const rateLimited: TaskOutcome = { kind: "failed", class: "rate_limited", retryable: true, retryAfterMs: 2_000, message: "429 Too Many Requests" };
 const unauthorized: TaskOutcome = { kind: "failed", class: "auth", retryable: false, retryAfterMs: null, message: "401 Unauthorized" };
+const upstream500: TaskOutcome = { kind: "failed", class: "upstream_error", retryable: true, retryAfterMs: null, message: "500 Internal Server Error" };
+/** A 429 whose Retry-After keeps it waiting well past the test. */
+const rateLimitedLong: TaskOutcome = { ...rateLimited, retryAfterMs: 60_000 };
+const deferred = (retryAfterMs: number): TaskOutcome => ({ kind: "deferred", retryAfterMs, reason: "no upstream key had a permit within the wait" });
 
 function report(taskId: string, attempt: number, outcome: TaskOutcome, withUsage = true, model = "mock-1"): TaskReport {
   return {
@@ -70,24 +185,36 @@ function report(taskId: string, attempt: number, outcome: TaskOutcome, withUsage
   };
 }
 
+/** A report of every granted task with the same outcome. */
+const reportAll = (pulled: Pulled, outcome: TaskOutcome, model?: string): TaskReport[] =>
+  pulled.granted.map((g) => report(g.taskId, g.attempt, outcome, true, model ?? g.model));
+
 describe("SwarmRoom windowed dispatch", () => {
-  it("keeps at most W tasks in flight and releases the next one when a task finishes", async () => {
+  it("keeps at most W tasks in flight and grants the next one when a task finishes", async () => {
     const { input, stub } = newSwarm(10, { concurrency: 3 });
     expect(await stub.start(input)).toEqual({ created: true });
-    expect(countStates(await taskStates(stub))).toEqual({ dispatched: 3, pending: 7 });
+    // Nothing is handed out before a lane asks.
+    expect(countStates(await taskStates(stub))).toEqual({ pending: 10 });
 
-    const claim = await stub.claim(["task-001", "task-002", "task-003"]);
-    expect(claim.granted.map((g) => [g.taskId, g.attempt, g.prompt])).toEqual([
+    const first = await pull(stub, { want: 10 });
+    expect(first.granted.map((g) => [g.taskId, g.attempt, g.prompt])).toEqual([
       ["task-001", 1, "prompt 1"],
       ["task-002", 1, "prompt 2"],
       ["task-003", 1, "prompt 3"],
     ]);
+    expect(first.stop).toBe(false);
     expect(countStates(await taskStates(stub))).toEqual({ running: 3, pending: 7 });
 
-    await stub.recordResults([report("task-001", 1, ok("one"))]);
-    const states = await taskStates(stub);
-    expect(countStates(states)).toEqual({ succeeded: 1, running: 2, dispatched: 1, pending: 6 });
-    expect(states["task-004"]).toBe("dispatched");
+    // The window is full: another lane gets nothing, and nothing waits to retry.
+    const second = await pull(stub, { ticket: "lane-2", want: 10 });
+    expect(second.granted).toEqual([]);
+    expect(second.retryInMs).toBeNull();
+
+    // One outcome frees one place, which the same pull fills.
+    const third = await pull(stub, { reports: [report("task-001", 1, ok("one"))], want: 10 });
+    expect(third.actions).toEqual([{ taskId: "task-001", action: "ack", delaySeconds: 0 }]);
+    expect(grantedIds(third)).toEqual(["task-004"]);
+    expect(countStates(await taskStates(stub))).toEqual({ succeeded: 1, running: 3, pending: 6 });
   });
 
   it("is idempotent by swarm id", async () => {
@@ -98,105 +225,118 @@ describe("SwarmRoom windowed dispatch", () => {
   });
 });
 
-describe("SwarmRoom claim", () => {
-  it("hands a task out once: leased and finished tasks are refused, unknown ids say so", async () => {
+describe("SwarmRoom pull", () => {
+  it("hands a task out once: a leased or finished task is never granted again", async () => {
     const { input, stub } = newSwarm(3, { concurrency: 2 });
     await stub.start(input);
-    const first = await stub.claim(["task-001"]);
+    const first = await pull(stub, { want: 1 });
     expect(first.config).toMatchObject({ model: "mock-1", system: null, responseFormat: null });
-    expect(first.granted).toHaveLength(1);
+    expect(grantedIds(first)).toEqual(["task-001"]);
 
-    const again = await stub.claim(["task-001", "task-003", "nope"]);
-    expect(again.granted).toEqual([]);
-    expect(again.refused).toEqual([
-      { taskId: "task-001", reason: "leased" },
-      { taskId: "task-003", reason: "unknown" }, // still pending: the window has not released it
-      { taskId: "nope", reason: "unknown" },
-    ]);
+    const again = await pull(stub, { ticket: "lane-2", want: 10 });
+    // task-001 is leased; task-003 waits outside the window.
+    expect(grantedIds(again)).toEqual(["task-002"]);
+    expect((await pull(stub, { ticket: "lane-3", want: 10 })).granted).toEqual([]);
 
-    await stub.recordResults([report("task-001", 1, ok("done"))]);
-    const afterDone = await stub.claim(["task-001"]);
-    expect(afterDone.refused).toEqual([{ taskId: "task-001", reason: "done" }]);
+    const afterDone = await pull(stub, { ticket: "lane-3", reports: [report("task-001", 1, ok("done"))], want: 10 });
+    expect(grantedIds(afterDone)).toEqual(["task-003"]);
+    expect((await pull(stub, { ticket: "lane-4", want: 10 })).granted).toEqual([]);
   });
 
-  it("leases for every round of calls the claimer needs (waves × timeout_s + grace)", async () => {
-    const { input, stub } = newSwarm(2, { concurrency: 2, timeout_s: 10 });
-    await stub.start(input);
+  it("leases for every turn of a task's agent loop (turns × (timeout_s + tool time) + grace)", async () => {
+    const plain = newSwarm(1, { timeout_s: 10 });
+    await plain.stub.start(plain.input);
     const before = Date.now();
-    const one = await stub.claim(["task-001"]);
-    const three = await stub.claim(["task-002"], { waves: 3 });
-    // LEASE_GRACE_S is 30 in wrangler.toml.
-    expect(one.granted[0]?.leaseUntil).toBeGreaterThanOrEqual(before + 10_000 + 30_000);
-    expect(three.granted[0]?.leaseUntil).toBeGreaterThanOrEqual(before + 3 * 10_000 + 30_000);
-    expect(three.granted[0]?.leaseUntil).toBeLessThan(before + 4 * 10_000 + 30_000);
+    const one = (await pull(plain.stub, { want: 1 })).granted[0];
+    expect(one?.timeoutS).toBe(10);
+    expect(one?.leaseUntil).toBeGreaterThanOrEqual(before + 10_000 + LEASE_GRACE_MS);
+    expect(one?.leaseUntil).toBeLessThan(before + 2 * 10_000 + LEASE_GRACE_MS);
+
+    // With tools, every one of max_turns turns may run and call tools (TOOL_TURN_LEASE_S each).
+    const agent = newSwarm(1, { timeout_s: 10, max_turns: 3 });
+    agent.input.spec = { ...agent.input.spec, tools: ["scratchpad"] };
+    await agent.stub.start(agent.input);
+    const toolTurnMs = Number(env.TOOL_TURN_LEASE_S) * 1_000;
+    const start = Date.now();
+    const three = (await pull(agent.stub, { want: 1 })).granted[0];
+    expect(three?.leaseUntil).toBeGreaterThanOrEqual(start + 3 * (10_000 + toolTurnMs) + LEASE_GRACE_MS);
+    expect(three?.leaseUntil).toBeLessThan(start + 4 * (10_000 + toolTurnMs) + LEASE_GRACE_MS);
   });
 
-  it("defers tasks once a claim's prompts would not fit one RPC answer", async () => {
+  it("leaves a task to another lane when its calls could outlast the lane (endBy)", async () => {
+    const { input, stub } = newSwarm(1, { timeout_s: 10 });
+    await stub.start(input);
+    const short = await pull(stub, { want: 1, endBy: Date.now() + 5_000 });
+    expect(short).toMatchObject({ granted: [], stop: true });
+    expect(countStates(await taskStates(stub))).toEqual({ pending: 1 });
+    expect(grantedIds(await pull(stub, { ticket: "lane-2", want: 1, endBy: Date.now() + 60_000 }))).toEqual(["task-001"]);
+  });
+
+  it("grants no more than one RPC answer can carry; the rest stay pending for the next pull", async () => {
     const { input, stub } = newSwarm(3, { concurrency: 3 });
     const big = "x".repeat(4_500_000);
     input.tasks = input.tasks.map((task) => ({ ...task, prompt: big }));
     await stub.start(input);
-    const claim = await stub.claim(["task-001", "task-002", "task-003"]);
-    expect(claim.granted.map((g) => g.taskId)).toEqual(["task-001"]);
-    expect(claim.refused).toEqual([
-      { taskId: "task-002", reason: "deferred" },
-      { taskId: "task-003", reason: "deferred" },
-    ]);
-    // Deferred tasks stay dispatched and are granted on the next delivery.
-    expect(countStates(await taskStates(stub))).toEqual({ running: 1, dispatched: 2 });
-    expect((await stub.claim(["task-002"])).granted.map((g) => g.taskId)).toEqual(["task-002"]);
+    const first = await pull(stub, { want: 3 });
+    expect(grantedIds(first)).toEqual(["task-001"]);
+    expect(countStates(await taskStates(stub))).toEqual({ running: 1, pending: 2 });
+    expect(grantedIds(await pull(stub, { want: 3 }))).toEqual(["task-002"]);
   });
 
-  it("answers a claim for a swarm that was never started with no config", async () => {
+  it("answers a pull for a swarm that was never started with no config and stop", async () => {
     const { stub } = newSwarm(1);
-    const claim = await stub.claim(["task-001"]);
-    expect(claim).toEqual({ config: null, granted: [], refused: [{ taskId: "task-001", reason: "unknown" }] });
+    const pulled = await pull(stub, { reports: [report("task-001", 1, ok("x"))] });
+    expect(pulled).toEqual({ config: null, granted: [], actions: [{ taskId: "task-001", action: "ack", delaySeconds: 0 }], stop: true, retryInMs: null });
   });
 });
 
-describe("SwarmRoom recordResults", () => {
+describe("SwarmRoom reports", () => {
   it("records a report once, however often it is delivered", async () => {
     const { input, stub } = newSwarm(2);
     await stub.start(input);
-    await stub.claim(["task-001"]);
+    await pull(stub, { want: 1 });
     const r = report("task-001", 1, ok("answer"));
-    expect((await stub.recordResults([r])).actions).toEqual([{ taskId: "task-001", action: "ack", delaySeconds: 0 }]);
-    expect((await stub.recordResults([r])).actions).toEqual([{ taskId: "task-001", action: "ack", delaySeconds: 0 }]);
-    const calls = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec("SELECT * FROM calls").toArray().length);
-    expect(calls).toBe(1);
+    expect((await pull(stub, { reports: [r], want: 0 })).actions).toEqual([{ taskId: "task-001", action: "ack", delaySeconds: 0 }]);
+    expect((await pull(stub, { reports: [r], want: 0 })).actions).toEqual([{ taskId: "task-001", action: "ack", delaySeconds: 0 }]);
+    expect(await callRows(stub)).toBe(1);
     const page = await stub.getResults(TENANT, null, 10);
     expect(page?.results[0]).toMatchObject({ task_id: "task-001", state: "succeeded", output: "answer", attempts: 1 });
     expect(page?.results[0]?.usage).toEqual({ calls: 1, prompt_tokens: 20, cached_tokens: 5, completion_tokens: 10, total_tokens: 30 });
   });
 
-  it("records calls ahead of their outcome (a consumer that dies later loses no billed usage), once", async () => {
+  it("records calls ahead of their outcome (a lane that dies later loses no billed usage), once", async () => {
     const { input, stub } = newSwarm(1);
     await stub.start(input);
-    await stub.claim(["task-001"]);
+    await pull(stub, { want: 1 });
     const r = report("task-001", 1, ok("answer"));
     await stub.recordCalls([{ taskId: r.taskId, attempt: r.attempt, calls: r.calls }]);
     expect((await taskStates(stub))["task-001"]).toBe("running");
     expect((await stub.getStatus(TENANT))?.usage.calls).toBe(1);
-    await stub.recordResults([r]);
+    await pull(stub, { reports: [r], want: 0 });
     const status = await stub.getStatus(TENANT);
     expect(status?.usage).toMatchObject({ calls: 1, total_tokens: 30 });
     expect(status?.state).toBe("completed");
   });
 
-  it("asks for a retry with back-off on a retryable failure, and fails the task after max_attempts", async () => {
+  it("keeps a retryable failure waiting out its back-off, grants it again when due, and fails it after max_attempts", async () => {
     const { input, stub } = newSwarm(1, { max_attempts: 2 });
     await stub.start(input);
-    await stub.claim(["task-001"]);
-    const first = await stub.recordResults([report("task-001", 1, rateLimited)]);
+    await pull(stub, { want: 1 });
+    const first = await pull(stub, { reports: [report("task-001", 1, rateLimited)], want: 1 });
     expect(first.actions[0]).toMatchObject({ taskId: "task-001", action: "retry" });
-    // Retry-After (2 s) is a floor for the delay.
+    // Retry-After (2 s) is a floor for the delay; the same pull grants nothing before then.
     expect(first.actions[0]?.delaySeconds).toBeGreaterThanOrEqual(2);
+    expect(first.granted).toEqual([]);
+    expect(first.stop).toBe(false);
+    expect(first.retryInMs).toBe(2_000);
     expect((await taskStates(stub))["task-001"]).toBe("retry_wait");
 
-    const second = await stub.claim(["task-001"]);
-    expect(second.granted.map((g) => g.attempt)).toEqual([2]);
-    const last = await stub.recordResults([report("task-001", 2, rateLimited)]);
+    await makeRetriesDue(stub);
+    const second = await pull(stub, { ticket: "lane-2", want: 1 });
+    expect(attemptsOf(second)).toEqual([["task-001", 2]]);
+    const last = await pull(stub, { ticket: "lane-2", reports: [report("task-001", 2, rateLimited)], want: 1 });
     expect(last.actions).toEqual([{ taskId: "task-001", action: "ack", delaySeconds: 0 }]);
+    expect(last).toMatchObject({ granted: [], stop: true });
     const status = await stub.getStatus(TENANT);
     expect(status?.state).toBe("completed_with_failures");
     expect(status?.counts).toMatchObject({ failed: 1, succeeded: 0, queued: 0, running: 0 });
@@ -208,9 +348,10 @@ describe("SwarmRoom recordResults", () => {
   it("fails a task at once on a permanent failure", async () => {
     const { input, stub } = newSwarm(1, { max_attempts: 4 });
     await stub.start(input);
-    await stub.claim(["task-001"]);
-    const response = await stub.recordResults([report("task-001", 1, unauthorized)]);
+    await pull(stub, { want: 1 });
+    const response = await pull(stub, { reports: [report("task-001", 1, unauthorized)], want: 1 });
     expect(response.actions[0]?.action).toBe("ack");
+    expect(response.granted).toEqual([]);
     expect((await taskStates(stub))["task-001"]).toBe("failed");
   });
 
@@ -218,71 +359,100 @@ describe("SwarmRoom recordResults", () => {
     const { input, stub } = newSwarm(2, { max_attempts: 3 });
     await stub.start(input);
     for (const id of ["task-001", "task-002"]) {
-      await stub.claim([id]);
-      await stub.recordResults([report(id, 1, rateLimited)]);
-      await stub.claim([id]); // attempt 2 now running
+      expect(grantedIds(await pull(stub, { want: 1 }))).toEqual([id]);
+      await pull(stub, { reports: [report(id, 1, rateLimited)], want: 0 });
+      await makeRetriesDue(stub);
+      expect(attemptsOf(await pull(stub, { ticket: `lane-${id}`, want: 1 }))).toEqual([[id, 2]]); // attempt 2 now running
     }
-    await stub.recordResults([report("task-001", 1, ok("late but good"))]);
-    await stub.recordResults([report("task-002", 1, unauthorized)]);
-    const states = await taskStates(stub);
-    expect(states).toEqual({ "task-001": "succeeded", "task-002": "running" });
+    await pull(stub, { reports: [report("task-001", 1, ok("late but good")), report("task-002", 1, unauthorized)], want: 0 });
+    expect(await taskStates(stub)).toEqual({ "task-001": "succeeded", "task-002": "running" });
+    // Attempt 2's report of task-001 changes nothing now.
+    await pull(stub, { ticket: "lane-task-001", reports: [report("task-001", 2, unauthorized)], want: 0 });
+    const page = await stub.getResults(TENANT, null, 10);
+    expect(page?.results[0]).toMatchObject({ state: "succeeded", output: "late but good" });
   });
 });
 
 describe("SwarmRoom agent checkpoints", () => {
-  const deferred: TaskOutcome = { kind: "deferred", retryAfterMs: 0, reason: "no time left in this consumer invocation for turn 3" };
   const checkpoint = (turns: number) => ({ step: 1 + 2 * turns, turns, toolCalls: turns, repairs: 0, messages_json: JSON.stringify([{ role: "user", content: `after ${turns}` }]) });
   const turnCall = (turn: number) => ({ turn, model: "mock-1", usage, latencyMs: 10, status: "ok" as const, errorClass: null, startedAt: Date.now() });
 
-  it("a retried attempt hands its checkpoint to the next claim; an older one never overwrites a newer one", async () => {
+  it("a retried attempt hands its checkpoint to the next grant; an older one never overwrites a newer one", async () => {
     const { input, stub } = newSwarm(1);
     await stub.start(input);
-    const first = await stub.claim(["task-001"]);
+    const first = await pull(stub, { want: 1 });
     expect(first.granted[0]?.checkpoint).toBeNull();
     await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [turnCall(1), turnCall(2)], checkpoint: checkpoint(2) }]);
     // A late flush of an older checkpoint of the same attempt changes nothing.
     await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [], checkpoint: checkpoint(1) }]);
-    await stub.recordResults([{ taskId: "task-001", attempt: 1, outcome: rateLimited, calls: [{ ...turnCall(3), status: "error", errorClass: "rate_limited", usage: null }], checkpoint: checkpoint(2) }]);
-    await runDurableObjectAlarm(stub);
-    const second = await stub.claim(["task-001"]);
+    await pull(stub, {
+      reports: [{ taskId: "task-001", attempt: 1, outcome: rateLimited, calls: [{ ...turnCall(3), status: "error", errorClass: "rate_limited", usage: null }], checkpoint: checkpoint(2) }],
+      want: 0,
+    });
+    await makeRetriesDue(stub);
+    const second = await pull(stub, { ticket: "lane-2", want: 1 });
     expect(second.granted[0]).toMatchObject({ attempt: 2, checkpoint: checkpoint(2) });
     // A checkpoint from the superseded attempt 1 is refused.
     await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [], checkpoint: checkpoint(5) }]);
-    await stub.recordResults([{ taskId: "task-001", attempt: 2, outcome: ok("done"), calls: [turnCall(3), turnCall(4)], toolCalls: 3 }]);
+    await pull(stub, { ticket: "lane-2", reports: [{ taskId: "task-001", attempt: 2, outcome: ok("done"), calls: [turnCall(3), turnCall(4)], toolCalls: 3 }], want: 0 });
     const page = await stub.getResults(TENANT, null, 10);
     expect(page?.results[0]).toMatchObject({ state: "succeeded", attempts: 2, tool_calls: 3, usage: { calls: 5 } });
   });
 
-  it("a deferral after some turns keeps its attempt number (its call ids are taken); one before any call hands it back", async () => {
+  it("a deferral after some turns keeps its attempt's number (its call ids are taken) and hands its checkpoint on", async () => {
     const { input, stub } = newSwarm(2);
     await stub.start(input);
-    await stub.claim(["task-001", "task-002"]);
-    await stub.recordResults([
-      { taskId: "task-001", attempt: 1, outcome: deferred, calls: [turnCall(1), turnCall(2)], checkpoint: checkpoint(2) },
-      { taskId: "task-002", attempt: 1, outcome: deferred, calls: [] },
+    await pull(stub, { want: 2 });
+    const deferral = await pull(stub, {
+      reports: [
+        { taskId: "task-001", attempt: 1, outcome: deferred(0), calls: [turnCall(1), turnCall(2)], checkpoint: checkpoint(2) },
+        { taskId: "task-002", attempt: 1, outcome: deferred(0), calls: [] },
+      ],
+      want: 0,
+    });
+    expect(deferral.actions.map((a) => [a.taskId, a.action])).toEqual([
+      ["task-001", "retry"],
+      ["task-002", "retry"],
     ]);
-    const again = await stub.claim(["task-001", "task-002"]);
+    const again = await pull(stub, { ticket: "lane-2", want: 2 });
     expect(again.granted.map((g) => [g.taskId, g.attempt, g.checkpoint?.turns ?? null])).toEqual([
       ["task-001", 2, 2],
-      ["task-002", 1, null],
+      // Under a new number too, so no late report of the deferred attempt can pass for this one's.
+      ["task-002", 2, null],
     ]);
+  });
+
+  it("a deferral before any call does not use up an attempt", async () => {
+    const { input, stub } = newSwarm(1, { max_attempts: 1 });
+    await stub.start(input);
+    for (let i = 1; i <= 3; i += 1) {
+      const granted = await pull(stub, { ticket: `lane-${i}`, want: 1 });
+      expect(attemptsOf(granted)).toEqual([["task-001", i]]);
+      await pull(stub, { ticket: `lane-${i}`, reports: [{ taskId: "task-001", attempt: i, outcome: deferred(0), calls: [] }], want: 0, final: true });
+    }
+    // Its one real attempt: a retryable failure is not retried (max_attempts 1).
+    const real = await pull(stub, { ticket: "lane-4", want: 1 });
+    expect(attemptsOf(real)).toEqual([["task-001", 4]]);
+    await pull(stub, { ticket: "lane-4", reports: [report("task-001", 4, rateLimited)], want: 0 });
+    const page = await stub.getResults(TENANT, null, 10);
+    expect(page?.results[0]).toMatchObject({ state: "failed", error: { class: "rate_limited" }, usage: { calls: 1 } });
   });
 });
 
 describe("SwarmRoom alarm", () => {
-  it("re-dispatches a task whose lease expired, and fails it when no attempt is left", async () => {
+  it("hands a task whose lease expired out again, and fails it when no attempt is left", async () => {
     const { input, stub } = newSwarm(2, { max_attempts: 2 });
     await stub.start(input);
-    await stub.claim(["task-001", "task-002"]);
+    await pull(stub, { want: 2 });
     // Both leases run out; task-002 is on its last attempt.
+    await endLeases(stub);
     await runInDurableObject(stub, (_i, state) => {
-      state.storage.sql.exec("UPDATE tasks SET deadline = ?", Date.now() - 1);
       state.storage.sql.exec("UPDATE tasks SET attempts = 2 WHERE id = 'task-002'");
     });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await taskStates(stub)).toEqual({ "task-001": "dispatched", "task-002": "failed" });
-    const claim = await stub.claim(["task-001"]);
-    expect(claim.granted.map((g) => g.attempt)).toEqual([2]);
+    expect(await taskStates(stub)).toEqual({ "task-001": "retry_wait", "task-002": "failed" });
+    const again = await pull(stub, { ticket: "lane-2", want: 2 });
+    expect(attemptsOf(again)).toEqual([["task-001", 2]]);
     const page = await stub.getResults(TENANT, null, 10);
     expect(page?.results[1]?.error?.class).toBe("lease_expired");
   });
@@ -290,13 +460,9 @@ describe("SwarmRoom alarm", () => {
   it("flushes ledger rows and the swarm index to D1, exactly once however often it runs", async () => {
     const { swarmId, input, stub } = newSwarm(3);
     await stub.start(input);
-    await stub.claim(["task-001", "task-002", "task-003"]);
-    await stub.recordResults([
-      report("task-001", 1, ok("a")),
-      report("task-002", 1, ok("b"), false),
-      report("task-003", 1, unauthorized),
-    ]);
-    await runDurableObjectAlarm(stub);
+    await pull(stub, { want: 3 });
+    await pull(stub, { reports: [report("task-001", 1, ok("a")), report("task-002", 1, ok("b"), false), report("task-003", 1, unauthorized)], want: 0, final: true });
+    await runAlarmNow(stub);
     const ledger = await env.LEDGER_DB.prepare(
       "SELECT call_id, status, error_class, prompt_tokens, total_tokens, cost_usd FROM ledger WHERE swarm_id = ? ORDER BY call_id",
     )
@@ -312,12 +478,12 @@ describe("SwarmRoom alarm", () => {
     expect(ledger.results[0]?.cost_usd).toBeCloseTo(5.55e-6, 12);
 
     // A second flush of the same rows (as after a crash between the D1 write and the local mark) adds nothing.
+    const written = (await billable(stub)).d1_rows_written;
     await runInDurableObject(stub, (_i, state) => state.storage.sql.exec("UPDATE calls SET flushed = 0"));
-    await runInDurableObject(stub, async (instance) => {
-      await instance.alarm();
-    });
+    await runAlarmNow(stub);
     const count = await env.LEDGER_DB.prepare("SELECT COUNT(*) AS n FROM ledger WHERE swarm_id = ?").bind(swarmId).first<{ n: number }>();
     expect(count?.n).toBe(3);
+    expect((await billable(stub)).d1_rows_written).toBe(written);
 
     const index = await env.LEDGER_DB.prepare("SELECT state, succeeded, failed, calls, total_tokens FROM swarms WHERE id = ?")
       .bind(swarmId)
@@ -332,6 +498,7 @@ describe("SwarmRoom reading", () => {
     await stub.start(input);
     expect(await stub.getStatus("tk_other")).toBeNull();
     expect(await stub.getResults("tk_other", null, 10)).toBeNull();
+    expect(await stub.cancel("tk_other")).toBeNull();
 
     const first = await stub.getResults(TENANT, null, 2);
     expect(first?.results.map((r) => r.task_id)).toEqual(["task-001", "task-002"]);
@@ -345,8 +512,9 @@ describe("SwarmRoom reading", () => {
   it("reports completion with counts, usage, latency percentiles and the collected output in task order", async () => {
     const { input, stub } = newSwarm(3, { concurrency: 3 });
     await stub.start(input);
-    await stub.claim(["task-003", "task-001", "task-002"]);
-    await stub.recordResults([report("task-003", 1, ok("c")), report("task-001", 1, ok("a")), report("task-002", 1, ok("b"))]);
+    await pull(stub, { want: 3 });
+    const last = await pull(stub, { reports: [report("task-003", 1, ok("c")), report("task-001", 1, ok("a")), report("task-002", 1, ok("b"))], want: 3 });
+    expect(last).toMatchObject({ granted: [], stop: true, retryInMs: null });
     const status = await stub.getStatus(TENANT);
     expect(status).toMatchObject({
       state: "completed",
@@ -359,83 +527,89 @@ describe("SwarmRoom reading", () => {
     expect(status?.finished_at).not.toBeNull();
   });
 
-  it("ends still-open tasks failed when their message was dead-lettered", async () => {
+  it("closes a dead-lettered ticket without touching a task; the alarm sends another while work is left", async () => {
     const { input, stub } = newSwarm(2, { concurrency: 2 });
     await stub.start(input);
-    await stub.recordDeadLetter(["task-001", "task-002"]);
-    const page = await stub.getResults(TENANT, null, 10);
-    expect(page?.results.map((r) => [r.state, r.error?.class])).toEqual([
-      ["failed", "dead_letter"],
-      ["failed", "dead_letter"],
-    ]);
-    expect((await stub.getStatus(TENANT))?.state).toBe("completed_with_failures");
+    const [ticket] = await tickets(stub);
+    if (ticket === undefined) throw new Error("no ticket");
+    await pull(stub, { ticket: ticket.id, want: 1 });
+    const before = await taskStates(stub);
+    await stub.recordDeadTicket(ticket.id);
+    expect((await tickets(stub)).map((t) => t.id)).not.toContain(ticket.id);
+    expect(await taskStates(stub)).toEqual(before);
+    expect(before).toEqual({ "task-001": "running", "task-002": "pending" });
+    const sent = await waitFor(
+      async () => {
+        await runDurableObjectAlarm(stub);
+        return (await billable(stub)).queue_messages_sent;
+      },
+      (n) => n === 2,
+    );
+    expect(sent).toBe(2);
+    expect((await stub.getStatus(TENANT))?.state).toBe("running");
   });
 });
 
-const upstream500: TaskOutcome = { kind: "failed", class: "upstream_error", retryable: true, retryAfterMs: null, message: "500 Internal Server Error" };
-
 describe("SwarmRoom resilience", () => {
-  it("routes to the fallback while the primary's circuit is open, and parks tasks when every circuit is open", async () => {
+  it("routes to the fallback while the primary's circuit is open; with every circuit open a pull grants nothing and says stop", async () => {
     const { input, stub } = newSwarm(12, { concurrency: 6, max_attempts: 4 }, { model: "primary", fallback: ["backup"] });
     await stub.start(input);
     const ids = ["task-001", "task-002", "task-003", "task-004", "task-005"];
-    const first = await stub.claim(ids);
+    const first = await pull(stub, { want: 5 });
     expect(first.granted.map((g) => g.model)).toEqual(["primary", "primary", "primary", "primary", "primary"]);
     // Five upstream failures in a row open the primary's circuit.
-    await stub.recordResults(ids.map((id) => report(id, 1, upstream500, false, "primary")));
+    await pull(stub, { reports: ids.map((id) => report(id, 1, upstream500, false, "primary")), want: 0 });
     let status = await stub.getStatus(TENANT);
     expect(status?.circuits).toEqual([
       { model: "primary", state: "open", failures: 5, retry_at: expect.any(String) },
       { model: "backup", state: "closed", failures: 0, retry_at: null },
     ]);
 
-    const second = await stub.claim(ids);
-    expect(second.granted.map((g) => [g.model, g.attempt])).toEqual(ids.map(() => ["backup", 2]));
-    await stub.recordResults(ids.map((id) => report(id, 2, upstream500, false, "backup")));
+    await makeRetriesDue(stub);
+    const second = await pull(stub, { want: 5 });
+    expect(second.granted.map((g) => [g.taskId, g.model, g.attempt])).toEqual(ids.map((id) => [id, "backup", 2]));
+    await pull(stub, { reports: ids.map((id) => report(id, 2, upstream500, false, "backup")), want: 0 });
 
-    // Both circuits open: a claim parks the task (back to pending) and dispatch stops.
-    const third = await stub.claim(["task-001", "task-006"]);
-    expect(third.granted).toEqual([]);
-    expect(third.refused).toEqual([
-      { taskId: "task-001", reason: "parked" },
-      { taskId: "task-006", reason: "parked" },
-    ]);
+    // Both circuits open: nothing is granted, the lane is told to stop, the tasks keep their places.
+    await makeRetriesDue(stub);
+    const third = await pull(stub, { ticket: "lane-2", want: 6 });
+    expect(third).toMatchObject({ granted: [], stop: true });
     const states = await taskStates(stub);
-    expect(states["task-001"]).toBe("pending");
-    expect(states["task-006"]).toBe("pending");
+    expect(countStates(states)).toEqual({ retry_wait: 5, pending: 7 });
     status = await stub.getStatus(TENANT);
     expect(status?.reason).toMatch(/every model's circuit is open \(primary, backup\)/);
     expect(status?.state).toBe("running");
   });
 
-  it("halves the window on a rate-limited round and grows it back with successes", async () => {
+  it("shrinks the window on a rate-limited pull and grows it back with successes", async () => {
     const { input, stub } = newSwarm(40, { concurrency: 8 });
     await stub.start(input);
-    const ids = Array.from({ length: 8 }, (_, i) => `task-${String(i + 1).padStart(3, "0")}`);
-    await stub.claim(ids);
-    await stub.recordResults([report("task-001", 1, rateLimited), ...ids.slice(1).map((id) => report(id, 1, ok(id)))]);
+    const first = await pull(stub, { want: 8 });
+    expect(first.granted).toHaveLength(8);
+    const [limited, ...rest] = first.granted;
+    if (limited === undefined) throw new Error("nothing granted");
+    // Recorded first: the window is ⌊8 × 0.7⌋ = 5, the retrying task holds one place.
+    const second = await pull(stub, { reports: [report(limited.taskId, 1, rateLimitedLong), ...rest.map((g) => report(g.taskId, 1, ok(g.taskId)))], want: 10 });
+    expect(second.granted).toHaveLength(4);
     const status = await stub.getStatus(TENANT);
-    expect(status?.window).toBe(5); // ⌊8 × 0.7⌋
+    expect(status?.window).toBe(5);
     expect(status?.max_window).toBe(8);
-    // In flight never exceeds the shrunken window (the retrying task holds a place).
     const counts = countStates(await taskStates(stub));
-    expect((counts.dispatched ?? 0) + (counts.running ?? 0) + (counts.retry_wait ?? 0)).toBe(5);
+    expect((counts.running ?? 0) + (counts.retry_wait ?? 0)).toBe(5);
 
-    const next = Object.entries(await taskStates(stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
-    await stub.claim(next);
-    await stub.recordResults(next.map((id) => report(id, 1, ok(id))));
+    const third = await pull(stub, { reports: reportAll(second, ok("x")), want: 10 });
     expect((await stub.getStatus(TENANT))?.window).toBe(5); // 4 successes at W=5: not yet +1
-    const more = Object.entries(await taskStates(stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
-    await stub.claim(more);
-    await stub.recordResults(more.map((id) => report(id, 1, ok(id))));
+    expect(third.granted).toHaveLength(4);
+    const fourth = await pull(stub, { reports: reportAll(third, ok("x")), want: 10 });
     expect((await stub.getStatus(TENANT))?.window).toBe(6);
+    expect(fourth.granted).toHaveLength(5);
   });
 
   it("spends the swarm's retry budget, then ends retryable failures instead of retrying them", async () => {
     const { input, stub } = newSwarm(2, { concurrency: 2, retry_budget: 1 });
     await stub.start(input);
-    await stub.claim(["task-001", "task-002"]);
-    const response = await stub.recordResults([report("task-001", 1, rateLimited), report("task-002", 1, rateLimited)]);
+    await pull(stub, { want: 2 });
+    const response = await pull(stub, { reports: [report("task-001", 1, rateLimited), report("task-002", 1, rateLimited)], want: 0 });
     expect(response.actions.map((a) => a.action)).toEqual(["retry", "ack"]);
     const page = await stub.getResults(TENANT, null, 10);
     expect(page?.results[1]).toMatchObject({ state: "failed", error: { class: "rate_limited" } });
@@ -446,15 +620,15 @@ describe("SwarmRoom resilience", () => {
   it("cancel stops dispatch, lets running tasks finish and be recorded, and ends the rest cancelled", async () => {
     const { input, stub } = newSwarm(5, { concurrency: 2 });
     await stub.start(input);
-    await stub.claim(["task-001", "task-002"]);
+    await pull(stub, { want: 2 });
     const cancelled = await stub.cancel(TENANT);
     expect(cancelled?.changed).toBe(true);
     expect(cancelled?.status).toMatchObject({ state: "cancelled", counts: { running: 2, cancelled: 3, queued: 0 }, finished_at: null });
-    expect(await stub.cancel("tk_other")).toBeNull();
 
     // In-flight calls finish and are recorded; a retryable failure is not retried any more.
-    const response = await stub.recordResults([report("task-001", 1, ok("kept")), report("task-002", 1, rateLimited)]);
+    const response = await pull(stub, { reports: [report("task-001", 1, ok("kept")), report("task-002", 1, rateLimited)], want: 2 });
     expect(response.actions.map((a) => a.action)).toEqual(["ack", "ack"]);
+    expect(response).toMatchObject({ granted: [], stop: true });
     expect(await taskStates(stub)).toEqual({
       "task-001": "succeeded",
       "task-002": "cancelled",
@@ -465,38 +639,46 @@ describe("SwarmRoom resilience", () => {
     const status = await stub.getStatus(TENANT);
     expect(status).toMatchObject({ state: "cancelled", reason: "cancelled by request", usage: { calls: 2 } });
     expect(status?.finished_at).not.toBeNull();
-    expect((await stub.claim(["task-003"])).refused).toEqual([{ taskId: "task-003", reason: "done" }]);
+    expect((await pull(stub, { ticket: "lane-2", want: 5 })).granted).toEqual([]);
     expect((await stub.cancel(TENANT))?.changed).toBe(false);
   });
 
-  it("gives a long task the long timeout and a lease to match", async () => {
+  it("runs a long task only in the long pool, with the long timeout and a lease to match", async () => {
     const { input, stub } = newSwarm(2, { concurrency: 2, timeout_s: 10, long_timeout_s: 300 });
     input.tasks = input.tasks.map((task, i) => (i === 1 ? { ...task, long: true } : task));
     await stub.start(input);
+    // One ticket per pool: the short queue's and the long queue's lanes.
+    expect((await tickets(stub)).map((t) => t.pool).sort()).toEqual(["long", "short"]);
+    expect((await billable(stub)).queue_messages_sent).toBe(2);
+    const short = await pull(stub, { want: 2 });
+    expect(short.granted.map((g) => [g.taskId, g.timeoutS])).toEqual([["task-001", 10]]);
     const before = Date.now();
-    const claim = await stub.claim(["task-001", "task-002"]);
-    expect(claim.granted.map((g) => [g.taskId, g.timeoutS])).toEqual([
-      ["task-001", 10],
-      ["task-002", 300],
-    ]);
-    expect(claim.granted[1]?.leaseUntil).toBeGreaterThanOrEqual(before + 300_000);
+    const long = await pull(stub, { ticket: "long-lane", want: 2, pool: "long" });
+    expect(long.granted.map((g) => [g.taskId, g.timeoutS])).toEqual([["task-002", 300]]);
+    expect(long.granted[0]?.leaseUntil).toBeGreaterThanOrEqual(before + 300_000);
   });
 });
 
 describe("SwarmRoom economics", () => {
+  /** Lanes pull, and report every grant as a success, until nothing more is granted. */
+  async function runToEnd(stub: Stub, want: number, seen: string[] = []): Promise<void> {
+    let pulled = await pull(stub, { want });
+    for (let round = 0; round < 40 && pulled.granted.length > 0; round += 1) {
+      seen.push(...pulled.granted.map((g) => g.model));
+      pulled = await pull(stub, { reports: reportAll(pulled, ok("x")), want });
+    }
+  }
+
   it("stops a swarm at its USD budget: spend never over, the rest skipped_budget, and it says why", async () => {
     // mock-1 worst case per call: (8 prompt bytes + 16) × $0.1/MTok + 64 × $0.4/MTok = $0.000028.
     const { input, stub } = newSwarm(20, { concurrency: 10, max_output_tokens: 64 });
     input.spec = { ...input.spec, budget: { max_usd: 0.0001, fallback_at: 0.2 } };
     await stub.start(input);
-    expect(countStates(await taskStates(stub))).toEqual({ dispatched: 3, pending: 17 });
-
-    for (let round = 0; round < 20; round += 1) {
-      const dispatched = Object.entries(await taskStates(stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
-      if (dispatched.length === 0) break;
-      const claim = await stub.claim(dispatched);
-      await stub.recordResults(claim.granted.map((g) => report(g.taskId, g.attempt, ok("x"))));
-    }
+    // Three worst cases fit the budget: the window has room for ten, the budget for three.
+    const first = await pull(stub, { want: 10 });
+    expect(first.granted).toHaveLength(3);
+    await pull(stub, { reports: reportAll(first, ok("x")), want: 0 });
+    await runToEnd(stub, 10);
     const status = await stub.getStatus(TENANT);
     expect(status?.state).toBe("completed_with_failures");
     expect(status?.counts.succeeded).toBeGreaterThan(0);
@@ -516,14 +698,13 @@ describe("SwarmRoom economics", () => {
     expect(await stub.getStatus(TENANT)).toBeNull();
   });
 
-  it("routes each task of a weighted mix to its model, the same way on every claim", async () => {
+  it("routes each task of a weighted mix to its model", async () => {
     const { input, stub } = newSwarm(30, { concurrency: 30 });
     input.spec = { ...input.spec, model: [{ model: "deepseek-v3.2", weight: 2 }, { model: "kimi-k2.5", weight: 1 }] };
     await stub.start(input);
-    const ids = input.tasks.map((t) => t.id);
-    const claim = await stub.claim(ids);
-    const models = new Set(claim.granted.map((g) => g.model));
-    expect(models).toEqual(new Set(["deepseek-v3.2", "kimi-k2.5"]));
+    const pulled = await pull(stub, { want: 30 });
+    expect(pulled.granted).toHaveLength(30);
+    expect(new Set(pulled.granted.map((g) => g.model))).toEqual(new Set(["deepseek-v3.2", "kimi-k2.5"]));
     const status = await stub.getStatus(TENANT);
     expect(status?.model).toBe("deepseek-v3.2:2,kimi-k2.5:1");
     expect(status?.models).toEqual([
@@ -531,75 +712,499 @@ describe("SwarmRoom economics", () => {
       { model: "kimi-k2.5", weight: 1 },
     ]);
   });
-});
 
-describe("SwarmRoom tenant monthly budget", () => {
-  // The orchestrator project caps tenant tk_0000000000c0ffee at $0.0001 a month (vitest.config.ts).
-  const CAPPED = "tk_0000000000c0ffee";
+  describe("tenant monthly budget", () => {
+    // The orchestrator project caps tenant tk_0000000000c0ffee at $0.0001 a month (vitest.config.ts).
+    const CAPPED = "tk_0000000000c0ffee";
 
-  it("reserves a swarm's worst case against its tenant's month, runs under the grant, and settles the real spend", async () => {
-    const first = newSwarm(20, { concurrency: 10, max_output_tokens: 64, max_attempts: 1 });
-    first.input.tenant = CAPPED;
-    expect(await first.stub.start(first.input)).toEqual({ created: true });
-    const status = await first.stub.getStatus(CAPPED);
-    // 20 tasks × $0.000028 worst case is more than the month's $0.0001: the grant caps the swarm.
-    expect(status?.budget?.max_usd).toBeCloseTo(0.0001, 12);
+    it("reserves a swarm's worst case against its tenant's month, runs under the grant, and settles the real spend", async () => {
+      const first = newSwarm(20, { concurrency: 10, max_output_tokens: 64, max_attempts: 1 });
+      first.input.tenant = CAPPED;
+      expect(await first.stub.start(first.input)).toEqual({ created: true });
+      const status = await first.stub.getStatus(CAPPED);
+      // 20 tasks × $0.000028 worst case is more than the month's $0.0001: the grant caps the swarm.
+      expect(status?.budget?.max_usd).toBeCloseTo(0.0001, 12);
 
-    for (let round = 0; round < 20; round += 1) {
-      const dispatched = Object.entries(await taskStates(first.stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
-      if (dispatched.length === 0) break;
-      const claim = await first.stub.claim(dispatched);
-      await first.stub.recordResults(claim.granted.map((g) => report(g.taskId, g.attempt, ok("x"))));
-    }
-    const end = await first.stub.getStatus(CAPPED);
-    expect(end?.counts.skipped_budget).toBeGreaterThan(0);
-    expect(end?.cost_usd).toBeLessThanOrEqual(0.0001);
-    await runDurableObjectAlarm(first.stub); // settles the tenant's month
-    const month = env.TENANT_BUDGET.get(env.TENANT_BUDGET.idFromName(`${CAPPED}:${new Date(first.input.createdAt).toISOString().slice(0, 7)}`));
-    const settled = await month.status();
-    expect(settled.committedUsd).toBeCloseTo(end?.cost_usd ?? -1, 12);
+      await runToEnd(first.stub, 10);
+      const end = await first.stub.getStatus(CAPPED);
+      expect(end?.state).toBe("completed_with_failures");
+      expect(end?.counts.skipped_budget).toBeGreaterThan(0);
+      expect(end?.cost_usd).toBeLessThanOrEqual(0.0001);
+      // The alarm settles the tenant's month.
+      const month = env.TENANT_BUDGET.get(env.TENANT_BUDGET.idFromName(`${CAPPED}:${new Date(first.input.createdAt).toISOString().slice(0, 7)}`));
+      const settled = await waitFor(
+        async () => {
+          await runDurableObjectAlarm(first.stub);
+          return month.status();
+        },
+        (s) => Math.abs(s.committedUsd - (end?.cost_usd ?? -1)) < 1e-12,
+      );
+      expect(settled.committedUsd).toBeCloseTo(end?.cost_usd ?? -1, 12);
 
-    // What is left of the month no longer covers a call: the next swarm is refused.
-    const second = newSwarm(5, { max_output_tokens: 64 });
-    second.input.tenant = CAPPED;
-    const refused = await second.stub.start(second.input);
-    expect(refused).toMatchObject({ created: false, code: "budget_exceeded", refused: [{ path: "budget" }] });
+      // What is left of the month no longer covers a call: the next swarm is refused.
+      const second = newSwarm(5, { max_output_tokens: 64 });
+      second.input.tenant = CAPPED;
+      const refused = await second.stub.start(second.input);
+      expect(refused).toMatchObject({ created: false, code: "budget_exceeded", refused: [{ path: "budget" }] });
+    });
+
+    it("leaves uncapped tenants alone", async () => {
+      const { input, stub } = newSwarm(3);
+      await stub.start(input);
+      expect((await stub.getStatus(TENANT))?.budget).toBeNull();
+    });
   });
 
-  it("leaves uncapped tenants alone", async () => {
-    const { input, stub } = newSwarm(3);
+  describe("budget fallback tier", () => {
+    // The orchestrator project's GATEWAY_CONFIG has "mock-economy" in tier "economy" (vitest.config.ts).
+    it("routes tasks to the cheapest model of the fallback tier once the spend passes the threshold", async () => {
+      const { input, stub } = newSwarm(30, { concurrency: 3, max_output_tokens: 64 });
+      input.spec = { ...input.spec, budget: { max_usd: 0.0001, fallback_tier: "economy", fallback_at: 0.5 } };
+      expect(await stub.start(input)).toEqual({ created: true });
+      const models: string[] = [];
+      await runToEnd(stub, 3, models);
+      const firstEconomy = models.indexOf("mock-economy");
+      expect(firstEconomy).toBeGreaterThan(0);
+      expect(models.slice(0, firstEconomy).every((m) => m === "mock-1")).toBe(true);
+      expect(models.slice(firstEconomy).every((m) => m === "mock-economy")).toBe(true);
+      const status = await stub.getStatus(TENANT);
+      expect(status?.budget).toMatchObject({ fallback_tier: "economy", routing_to_fallback_tier: true });
+      expect(status?.cost_usd).toBeLessThanOrEqual(0.0001);
+    });
+
+    it("refuses a fallback tier that no gateway model has", async () => {
+      const { input, stub } = newSwarm(1);
+      input.spec = { ...input.spec, budget: { max_usd: 1, fallback_tier: "bargain", fallback_at: 0.2 } };
+      const result = await stub.start(input);
+      expect(result).toMatchObject({ created: false, refused: [{ path: "budget.fallback_tier", message: expect.stringContaining("tiers: premium, economy") }] });
+    });
+  });
+});
+
+// ── Continuous pull dispatch: what lanes may do to the room, and what it must still guarantee ──
+
+describe("SwarmRoom pull: duplicate tickets and repeated pulls", () => {
+  it("two lanes under the same ticket never get the same task while it is leased", async () => {
+    const { input, stub } = newSwarm(4, { concurrency: 4 });
     await stub.start(input);
-    expect((await stub.getStatus(TENANT))?.budget).toBeNull();
+    const a = await pull(stub, { ticket: "dup", want: 3 });
+    const b = await pull(stub, { ticket: "dup", want: 3 });
+    expect(grantedIds(a)).toEqual(["task-001", "task-002", "task-003"]);
+    expect(grantedIds(b)).toEqual(["task-004"]);
+    expect((await pull(stub, { ticket: "dup", want: 3 })).granted).toEqual([]);
+    // A redelivered ticket counts once as a delivery.
+    expect((await billable(stub)).queue_messages_received).toBe(1);
+  });
+
+  it("the same pull delivered twice records its reports once, one ledger row per call id, and grants only free tasks", async () => {
+    const { swarmId, input, stub } = newSwarm(6, { concurrency: 4 });
+    await stub.start(input);
+    const granted = await pull(stub, { ticket: "lane-a", want: 3 });
+    const request = { ticket: "lane-a", reports: reportAll(granted, ok("x")), want: 2 };
+    const first = await pull(stub, request);
+    // The answer was lost and the lane asks again with the same reports.
+    const second = await pull(stub, request);
+    expect(second.actions).toEqual(first.actions);
+    expect(grantedIds(first)).toEqual(["task-004", "task-005"]);
+    // The repeat cannot know its first answer was lost: it gets what is free, never a leased task.
+    expect(grantedIds(second)).toEqual(["task-006"]);
+    expect(await callRows(stub)).toBe(3);
+    expect((await stub.getStatus(TENANT))?.counts).toMatchObject({ succeeded: 3, running: 3, queued: 0 });
+    await runAlarmNow(stub);
+    const ledger = await env.LEDGER_DB.prepare("SELECT call_id, COUNT(*) AS n FROM ledger WHERE swarm_id = ? GROUP BY call_id ORDER BY call_id").bind(swarmId).all();
+    expect(ledger.results).toEqual(["task-001", "task-002", "task-003"].map((id) => ({ call_id: `${swarmId}:${id}:1:1`, n: 1 })));
+  });
+
+  it("the same reports pulled again change nothing and get the same answers", async () => {
+    const { input, stub } = newSwarm(5, { concurrency: 5, max_attempts: 3 });
+    await stub.start(input);
+    await pull(stub, { want: 5 });
+    const reports: TaskReport[] = [
+      report("task-001", 1, ok("one")),
+      report("task-002", 1, unauthorized),
+      report("task-003", 1, rateLimitedLong),
+      // Deferred after a call, and before any call.
+      { ...report("task-004", 1, deferred(5_000)), calls: report("task-004", 1, ok("-")).calls },
+      { taskId: "task-005", attempt: 1, outcome: deferred(5_000), calls: [] },
+    ];
+    const snapshot = () =>
+      runInDurableObject(stub, (_i, state) => ({
+        tasks: state.storage.sql.exec("SELECT id, state, attempts, retry_at, error_class, output, reserved_usd FROM tasks ORDER BY seq").toArray(),
+        calls: state.storage.sql.exec("SELECT call_id FROM calls ORDER BY call_id").toArray(),
+        swarm: state.storage.sql.exec("SELECT window, window_credit, retries_used, state FROM swarm").toArray(),
+      }));
+    const first = await pull(stub, { reports, want: 0 });
+    const after = await snapshot();
+    const counts = (await stub.getStatus(TENANT))?.counts;
+    const again = await pull(stub, { reports, want: 0 });
+    expect(await snapshot()).toEqual(after);
+    expect((await stub.getStatus(TENANT))?.counts).toEqual(counts);
+    expect(again.actions.map((a) => [a.taskId, a.action])).toEqual(first.actions.map((a) => [a.taskId, a.action]));
+    expect(first.actions.map((a) => a.action)).toEqual(["ack", "ack", "retry", "retry", "retry"]);
+    again.actions.forEach((a, i) => {
+      const before = first.actions[i]?.delaySeconds ?? 0;
+      expect(a.delaySeconds).toBeLessThanOrEqual(before);
+      expect(a.delaySeconds).toBeGreaterThanOrEqual(before - 1);
+    });
+  });
+
+  it("a deferral delivered again after its task went to another lane changes nothing (no lost outcome)", async () => {
+    const { swarmId, input, stub } = newSwarm(1);
+    await stub.start(input);
+    await pull(stub, { ticket: "lane-a", want: 1 });
+    const deferral: TaskReport = { taskId: "task-001", attempt: 1, outcome: deferred(0), calls: [] };
+    await pull(stub, { ticket: "lane-a", reports: [deferral], want: 0 }); // its answer is lost
+    const b = await pull(stub, { ticket: "lane-b", want: 1 });
+    expect(grantedIds(b)).toEqual(["task-001"]);
+    const attempt = b.granted[0]?.attempt ?? 0;
+    // Lane A's pull is retried with the same report while lane B runs the task.
+    await pull(stub, { ticket: "lane-a", reports: [deferral], want: 0, final: true });
+    expect(await taskStates(stub)).toEqual({ "task-001": "running" });
+    expect((await pull(stub, { ticket: "lane-c", want: 1 })).granted).toEqual([]);
+    // Lane B's outcome is kept, and its call is on the ledger under its own id.
+    await pull(stub, { ticket: "lane-b", reports: [report("task-001", attempt, ok("from b"))], want: 0 });
+    const page = await stub.getResults(TENANT, null, 10);
+    expect(page?.results[0]).toMatchObject({ state: "succeeded", output: "from b", usage: { calls: 1 } });
+    const callIds = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ call_id: string }>("SELECT call_id FROM calls").toArray());
+    expect(callIds).toEqual([{ call_id: `${swarmId}:task-001:${attempt}:1` }]);
+  });
+
+  it("a deferral delivered again after the next lane's first call never hands the task to a third lane", async () => {
+    const { input, stub } = newSwarm(1);
+    await stub.start(input);
+    await pull(stub, { ticket: "lane-a", want: 1 });
+    const deferral: TaskReport = { taskId: "task-001", attempt: 1, outcome: deferred(0), calls: [] };
+    await pull(stub, { ticket: "lane-a", reports: [deferral], want: 0 });
+    const b = await pull(stub, { ticket: "lane-b", want: 1 });
+    const attempt = b.granted[0]?.attempt ?? 0;
+    const turn1 = report("task-001", attempt, ok("-")).calls;
+    await stub.recordCalls([{ taskId: "task-001", attempt, calls: turn1 }]);
+    await pull(stub, { ticket: "lane-a", reports: [deferral], want: 0, final: true });
+    expect((await pull(stub, { ticket: "lane-c", want: 1 })).granted).toEqual([]);
+    expect(await taskStates(stub)).toEqual({ "task-001": "running" });
   });
 });
 
-describe("SwarmRoom budget fallback tier", () => {
-  // The orchestrator project's GATEWAY_CONFIG has "mock-economy" in tier "economy" (vitest.config.ts).
-  it("routes tasks to the cheapest model of the fallback tier once the spend passes the threshold", async () => {
-    const { input, stub } = newSwarm(30, { concurrency: 3, max_output_tokens: 64 });
-    input.spec = { ...input.spec, budget: { max_usd: 0.0001, fallback_tier: "economy", fallback_at: 0.5 } };
-    expect(await stub.start(input)).toEqual({ created: true });
-    const models: string[] = [];
-    for (let round = 0; round < 40; round += 1) {
-      const dispatched = Object.entries(await taskStates(stub)).filter(([, s]) => s === "dispatched").map(([id]) => id);
-      if (dispatched.length === 0) break;
-      const claim = await stub.claim(dispatched);
-      models.push(...claim.granted.map((g) => g.model));
-      await stub.recordResults(claim.granted.map((g) => report(g.taskId, g.attempt, ok("x"), true, g.model)));
-    }
-    const firstEconomy = models.indexOf("mock-economy");
-    expect(firstEconomy).toBeGreaterThan(0);
-    expect(models.slice(0, firstEconomy).every((m) => m === "mock-1")).toBe(true);
-    expect(models.slice(firstEconomy).every((m) => m === "mock-economy")).toBe(true);
+describe("SwarmRoom pull: a lane that dies", () => {
+  it("grants a dead lane's tasks to another lane as their next attempt once their leases end", async () => {
+    const { input, stub } = newSwarm(3, { concurrency: 2, timeout_s: 1, max_attempts: 3 });
+    await stub.start(input);
+    const a = await pull(stub, { ticket: "lane-a", want: 2 });
+    expect(attemptsOf(a)).toEqual([
+      ["task-001", 1],
+      ["task-002", 1],
+    ]);
+    // Lane A dies with both tasks. Until their leases end nobody else gets them.
+    expect((await pull(stub, { ticket: "lane-b", want: 2 })).granted).toEqual([]);
+    expect(a.granted[0]?.leaseUntil).toBeLessThanOrEqual(Date.now() + 1_000 + LEASE_GRACE_MS);
+    await endLeases(stub);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await taskStates(stub)).toEqual({ "task-001": "retry_wait", "task-002": "retry_wait", "task-003": "pending" });
+    const b = await pull(stub, { ticket: "lane-b", want: 2 });
+    expect(attemptsOf(b)).toEqual([
+      ["task-001", 2],
+      ["task-002", 2],
+    ]);
+    // Lane A was only slow: its late success is kept, its late failure ignored; lane B's reports then change nothing.
+    await pull(stub, { ticket: "lane-a", reports: [report("task-001", 1, ok("late")), report("task-002", 1, unauthorized)], want: 0, final: true });
+    expect(await taskStates(stub)).toEqual({ "task-001": "succeeded", "task-002": "running", "task-003": "pending" });
+    const last = await pull(stub, { ticket: "lane-b", reports: [report("task-001", 2, ok("b")), report("task-002", 2, ok("b"))], want: 2 });
+    expect(attemptsOf(last)).toEqual([["task-003", 1]]);
+    const page = await stub.getResults(TENANT, null, 10);
+    expect(page?.results.map((r) => [r.task_id, r.state, r.output, r.usage.calls])).toEqual([
+      ["task-001", "succeeded", "late", 2],
+      ["task-002", "succeeded", "b", 2],
+      ["task-003", "running", null, 0],
+    ]);
+  });
+});
+
+describe("SwarmRoom pull: cancel", () => {
+  it("after cancel pulls grant nothing and say stop; running tasks still record; waiting ones end cancelled", async () => {
+    const { swarmId, input, stub } = newSwarm(6, { concurrency: 4, max_attempts: 3 });
+    await stub.start(input);
+    await pull(stub, { want: 4 });
+    await pull(stub, { reports: [report("task-004", 1, rateLimited)], want: 0 });
+    expect((await taskStates(stub))["task-004"]).toBe("retry_wait");
+
+    await stub.cancel(TENANT);
+    expect(await taskStates(stub)).toMatchObject({ "task-004": "cancelled", "task-005": "cancelled", "task-006": "cancelled" });
+    await makeRetriesDue(stub);
+    const idle = await pull(stub, { ticket: "lane-2", want: 4 });
+    expect(idle).toMatchObject({ granted: [], stop: true, retryInMs: null });
+
+    // The lane's running tasks end: a success, a retryable failure and a deferral are all final now.
+    const done = await pull(stub, {
+      reports: [report("task-001", 1, ok("kept")), report("task-002", 1, rateLimited), { taskId: "task-003", attempt: 1, outcome: deferred(0), calls: [] }],
+      want: 4,
+    });
+    expect(done).toMatchObject({ granted: [], stop: true });
+    expect(done.actions.map((a) => a.action)).toEqual(["ack", "ack", "ack"]);
+    expect(await taskStates(stub)).toEqual({
+      "task-001": "succeeded",
+      "task-002": "cancelled",
+      "task-003": "cancelled",
+      "task-004": "cancelled",
+      "task-005": "cancelled",
+      "task-006": "cancelled",
+    });
     const status = await stub.getStatus(TENANT);
-    expect(status?.budget).toMatchObject({ fallback_tier: "economy", routing_to_fallback_tier: true });
-    expect(status?.cost_usd).toBeLessThanOrEqual(0.0001);
+    expect(status).toMatchObject({ state: "cancelled", counts: { queued: 0, running: 0, succeeded: 1, cancelled: 5 }, usage: { calls: 3 } });
+    expect(status?.finished_at).not.toBeNull();
+    await runAlarmNow(stub);
+    const ledger = await env.LEDGER_DB.prepare("SELECT COUNT(*) AS n FROM ledger WHERE swarm_id = ?").bind(swarmId).first<{ n: number }>();
+    expect(ledger?.n).toBe(3);
   });
 
-  it("refuses a fallback tier that no gateway model has", async () => {
-    const { input, stub } = newSwarm(1);
-    input.spec = { ...input.spec, budget: { max_usd: 1, fallback_tier: "bargain", fallback_at: 0.2 } };
-    const result = await stub.start(input);
-    expect(result).toMatchObject({ created: false, refused: [{ path: "budget.fallback_tier", message: expect.stringContaining("tiers: premium, economy") }] });
+  it("a lease that ends after cancel ends its task cancelled, and the swarm with it", async () => {
+    const { input, stub } = newSwarm(2, { concurrency: 1 });
+    await stub.start(input);
+    await pull(stub, { want: 1 });
+    await stub.cancel(TENANT);
+    await endLeases(stub);
+    await runAlarmNow(stub);
+    expect(await taskStates(stub)).toEqual({ "task-001": "cancelled", "task-002": "cancelled" });
+    expect((await stub.getStatus(TENANT))?.finished_at).not.toBeNull();
+  });
+});
+
+describe("SwarmRoom tickets", () => {
+  it.each([
+    ["a small swarm", 5, 3],
+    ["a window larger than a lane", 300, 300],
+    ["fewer tasks than the window", 200, 1_500],
+  ])("start sends ceil(min(window, tasks) / LANE_SLOTS) tickets: %s", async (_label, taskCount, concurrency) => {
+    const { input, stub } = newSwarm(taskCount, { concurrency });
+    await stub.start(input);
+    const expected = Math.ceil(Math.min(taskCount, concurrency) / LANE_SLOTS);
+    expect((await billable(stub)).queue_messages_sent).toBe(expected);
+    const open = await tickets(stub);
+    expect(open).toHaveLength(expected);
+    expect(open.every((t) => t.state === "sent" && t.slots === LANE_SLOTS)).toBe(true);
+  });
+
+  it("issues more tickets from the alarm when a lane reports fewer slots than assumed", async () => {
+    const { input, stub } = newSwarm(10, { concurrency: 10 });
+    await stub.start(input);
+    const [ticket] = await tickets(stub);
+    if (ticket === undefined) throw new Error("no ticket");
+    await pull(stub, { ticket: ticket.id, slots: 2, want: 2 });
+    expect((await billable(stub)).queue_messages_received).toBe(1);
+    // 2 slots cover 2 of the 10 the window can run: 4 more lanes of 2.
+    const sent = await waitFor(
+      async () => {
+        await runDurableObjectAlarm(stub);
+        return (await billable(stub)).queue_messages_sent;
+      },
+      (n) => n >= 5,
+    );
+    expect(sent).toBe(5);
+    await runAlarmNow(stub);
+    expect((await billable(stub)).queue_messages_sent).toBe(5);
+    expect((await tickets(stub)).map((t) => t.slots).sort()).toEqual([2, 2, 2, 2, 2]);
+  });
+
+  it("closes a ticket nobody pulled by its deadline and issues another", async () => {
+    const { input, stub } = newSwarm(2);
+    await stub.start(input);
+    const [lost] = await tickets(stub);
+    if (lost === undefined) throw new Error("no ticket");
+    await runInDurableObject(stub, (_i, state) => {
+      state.storage.sql.exec("UPDATE tickets SET expires_at = ? WHERE id = ?", Date.now() - 1, lost.id);
+    });
+    await reloadCaches(stub);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const open = await tickets(stub);
+    expect(open.map((t) => t.id)).not.toContain(lost.id);
+    expect(open).toHaveLength(1);
+    expect((await billable(stub)).queue_messages_sent).toBe(2);
+  });
+
+  it("sends no ticket while every open task waits for a later retry, and one when the retry is due", async () => {
+    const { input, stub } = newSwarm(1, { max_attempts: 3 });
+    await stub.start(input);
+    const [ticket] = await tickets(stub);
+    if (ticket === undefined) throw new Error("no ticket");
+    await pull(stub, { ticket: ticket.id, want: 1 });
+    const later: TaskOutcome = { ...rateLimited, retryAfterMs: 600_000 };
+    const answer = await pull(stub, { ticket: ticket.id, reports: [report("task-001", 1, later)], want: 1 });
+    expect(answer.granted).toEqual([]);
+    expect(answer.retryInMs).toBeGreaterThan(590_000);
+    // The lane will not wait 10 minutes: it ends, and its ticket closes.
+    await pull(stub, { ticket: ticket.id, want: 0, final: true });
+    await runAlarmNow(stub);
+    expect((await billable(stub)).queue_messages_sent).toBe(1);
+    await makeRetriesDue(stub);
+    await runAlarmNow(stub);
+    expect((await billable(stub)).queue_messages_sent).toBe(2);
+  });
+
+  it("sends no ticket once the swarm has ended or was cancelled", async () => {
+    const done = newSwarm(2, { concurrency: 2 });
+    await done.stub.start(done.input);
+    const granted = await pull(done.stub, { want: 2 });
+    const last = await pull(done.stub, { reports: reportAll(granted, ok("x")), want: 2 });
+    expect(last).toMatchObject({ granted: [], stop: true });
+    expect(await tickets(done.stub)).toEqual([]);
+    await runAlarmNow(done.stub);
+    // A late lane gets nothing and opens nothing.
+    expect(await pull(done.stub, { ticket: "late", want: 2 })).toMatchObject({ granted: [], stop: true });
+    await runAlarmNow(done.stub);
+    expect(await tickets(done.stub)).toEqual([]);
+    expect((await billable(done.stub)).queue_messages_sent).toBe(1);
+
+    const cancelled = newSwarm(300, { concurrency: 300 });
+    await cancelled.stub.start(cancelled.input);
+    const sent = (await billable(cancelled.stub)).queue_messages_sent;
+    await pull(cancelled.stub, { slots: 1, want: 1 });
+    await cancelled.stub.cancel(TENANT);
+    expect(await tickets(cancelled.stub)).toEqual([]);
+    await runAlarmNow(cancelled.stub);
+    await pull(cancelled.stub, { ticket: "late", slots: 1, want: 1 });
+    await runAlarmNow(cancelled.stub);
+    expect(await tickets(cancelled.stub)).toEqual([]);
+    expect((await billable(cancelled.stub)).queue_messages_sent).toBe(sent);
+  });
+});
+
+describe("SwarmRoom billable meters", () => {
+  it("counts pulls as requests, first pulls under a ticket as deliveries, and the rows written here and in D1", async () => {
+    const { swarmId, input, stub } = newSwarm(4, { concurrency: 4 });
+    await stub.start(input);
+    const a = await pull(stub, { ticket: "lane-a", want: 2 });
+    const b = await pull(stub, { ticket: "lane-b", want: 2 });
+    await pull(stub, { ticket: "lane-a", reports: reportAll(a, ok("a")), want: 2 });
+    await pull(stub, { ticket: "lane-b", reports: reportAll(b, ok("b")), want: 0, final: true });
+    await pull(stub, { ticket: "lane-a", want: 0, final: true });
+    await runAlarmNow(stub);
+    expect((await stub.getStatus(TENANT))?.state).toBe("completed");
+    // The alarm the completion asked for has run (and asked for no other): nothing else will run.
+    await waitFor(() => runInDurableObject(stub, (_i, state) => state.storage.getAlarm()), (at) => at === null);
+
+    const before = await billable(stub);
+    expect(before.queue_messages_received).toBe(2);
+    expect(before.do_rows_written).toBeGreaterThan(0);
+    // Requests: the start, five pulls, an alarm and this status at least (the runtime may have run more alarms).
+    expect(before.do_requests).toBeGreaterThanOrEqual(1 + 5 + 1 + 1);
+    const ledgerRows = (await env.LEDGER_DB.prepare("SELECT COUNT(*) AS n FROM ledger WHERE swarm_id = ?").bind(swarmId).first<{ n: number }>())?.n ?? 0;
+    expect(ledgerRows).toBe(4);
+    // Every ledger row and at least one index row were written.
+    expect(before.d1_rows_written).toBeGreaterThanOrEqual(ledgerRows + 1);
+
+    // On an ended swarm nothing else runs: each pull is exactly one more request (and each status read one).
+    for (let i = 0; i < 3; i += 1) await pull(stub, { ticket: "lane-a", want: 1 });
+    const after = await billable(stub);
+    expect(after.do_requests).toBe(before.do_requests + 3 + 1);
+    expect(after.queue_messages_received).toBe(2);
+    expect(after.d1_rows_written).toBe(before.d1_rows_written);
+    expect(after.per_task).toEqual({
+      queue_messages_sent: Math.round((after.queue_messages_sent / 4) * 1_000) / 1_000,
+      queue_messages_received: 0.5,
+      do_requests: Math.round((after.do_requests / 4) * 1_000) / 1_000,
+      do_rows_written: Math.round((after.do_rows_written / 4) * 1_000) / 1_000,
+      d1_rows_written: Math.round((after.d1_rows_written / 4) * 1_000) / 1_000,
+    });
+  });
+
+  it("stores the figures status shows (they outlive the instance)", async () => {
+    const { input, stub } = newSwarm(2);
+    await stub.start(input);
+    await pull(stub, { want: 2 });
+    const shown = await billable(stub);
+    const stored = await runInDurableObject(stub, (_i, state) =>
+      state.storage.sql.exec<{ queue_sent: number; queue_received: number; do_rows_written: number; d1_rows_written: number }>(
+        "SELECT queue_sent, queue_received, do_rows_written, d1_rows_written FROM meters",
+      ).one(),
+    );
+    expect(stored).toEqual({
+      queue_sent: shown.queue_messages_sent,
+      queue_received: shown.queue_messages_received,
+      do_rows_written: shown.do_rows_written,
+      d1_rows_written: shown.d1_rows_written,
+    });
+  });
+});
+
+describe("SwarmRoom running totals", () => {
+  /** The status counts, the budget's charged and reserved, against SQL, before and after a reload. */
+  async function expectTotalsTrue(stub: Stub): Promise<void> {
+    const status = await stub.getStatus(TENANT);
+    const truth = await countsInStorage(stub);
+    expect(status?.counts).toEqual(truth);
+    const stored = await runInDurableObject(stub, (_i, state) => ({
+      charged: state.storage.sql.exec<{ usd: number | null }>("SELECT SUM(charged_usd) AS usd FROM calls").one().usd ?? 0,
+      reserved:
+        state.storage.sql.exec<{ usd: number | null }>("SELECT SUM(reserved_usd) AS usd FROM tasks WHERE state IN ('dispatched', 'running', 'retry_wait')").one().usd ?? 0,
+      terminalReserved:
+        state.storage.sql.exec<{ usd: number | null }>("SELECT SUM(reserved_usd) AS usd FROM tasks WHERE state IN ('succeeded', 'failed', 'cancelled', 'skipped_budget')").one().usd ?? 0,
+    }));
+    expect(stored.terminalReserved).toBe(0);
+    if (status?.budget) {
+      expect(status.budget.charged_usd).toBeCloseTo(stored.charged, 12);
+      expect(status.budget.reserved_usd).toBeCloseTo(stored.reserved, 12);
+    }
+    await reloadCaches(stub);
+    const reloaded = await stub.getStatus(TENANT);
+    expect(reloaded?.counts).toEqual(truth);
+    if (status?.budget) expect(reloaded?.budget?.reserved_usd).toBeCloseTo(status.budget.reserved_usd, 12);
+  }
+
+  it("stay true through grants, retries, failures, deferrals, lease expiry and budget exhaustion", async () => {
+    // Five worst cases ($0.000028 each) fit at once; the real spend ($0.00000555 a call) runs out after ~22 calls.
+    const { input, stub } = newSwarm(30, { concurrency: 6, max_output_tokens: 64, max_attempts: 3 });
+    input.spec = { ...input.spec, budget: { max_usd: 0.00015, fallback_at: 0.2 } };
+    await stub.start(input);
+    await expectTotalsTrue(stub);
+    const first = await pull(stub, { want: 6 });
+    expect(first.granted.length).toBeGreaterThan(3);
+    await expectTotalsTrue(stub);
+    const [t1, t2, t3, t4, t5] = first.granted;
+    if (t1 === undefined || t2 === undefined || t3 === undefined || t4 === undefined || t5 === undefined) throw new Error("too few granted");
+    await pull(stub, {
+      reports: [
+        report(t1.taskId, 1, ok("one")),
+        report(t2.taskId, 1, rateLimited),
+        report(t3.taskId, 1, unauthorized),
+        { taskId: t4.taskId, attempt: 1, outcome: deferred(0), calls: [] },
+      ],
+      want: 0,
+    });
+    await expectTotalsTrue(stub);
+    await endLeases(stub, [t5.taskId]);
+    await runAlarmNow(stub);
+    await expectTotalsTrue(stub);
+    await makeRetriesDue(stub);
+    let pulled = await pull(stub, { ticket: "lane-2", want: 6 });
+    await expectTotalsTrue(stub);
+    for (let round = 0; round < 30 && pulled.granted.length > 0; round += 1) {
+      pulled = await pull(stub, { ticket: "lane-2", reports: reportAll(pulled, ok("x")), want: 6 });
+      await expectTotalsTrue(stub);
+    }
+    // Whatever is still leased (the first lane's) finishes; then the budget has ended the rest.
+    const stillRunning = Object.entries(await taskStates(stub)).filter(([, s]) => s === "running").map(([id]) => id);
+    const attempts = await runInDurableObject(stub, (_i, state) =>
+      Object.fromEntries(state.storage.sql.exec<{ id: string; attempts: number }>("SELECT id, attempts FROM tasks").toArray().map((r) => [r.id, r.attempts])),
+    );
+    await pull(stub, { reports: stillRunning.map((id) => report(id, attempts[id] ?? 1, ok("x"))), want: 0, final: true });
+    await expectTotalsTrue(stub);
+    const status = await stub.getStatus(TENANT);
+    expect(status?.counts.skipped_budget).toBeGreaterThan(0);
+    expect(status?.counts.queued).toBe(0);
+    expect(status?.counts.running).toBe(0);
+    expect(status?.state).toBe("completed_with_failures");
+    expect(status?.cost_usd).toBeLessThanOrEqual(0.00015);
+  });
+
+  it("stay true through cancel and the reports that come after it", async () => {
+    const { input, stub } = newSwarm(8, { concurrency: 4, max_attempts: 3 });
+    await stub.start(input);
+    const granted = await pull(stub, { want: 4 });
+    await pull(stub, { reports: [report("task-001", 1, rateLimited)], want: 0 });
+    await expectTotalsTrue(stub);
+    await stub.cancel(TENANT);
+    await expectTotalsTrue(stub);
+    await pull(stub, { reports: granted.granted.slice(1).map((g) => report(g.taskId, g.attempt, rateLimited)), want: 4 });
+    await expectTotalsTrue(stub);
+    expect((await stub.getStatus(TENANT))?.counts).toMatchObject({ queued: 0, running: 0, cancelled: 8 });
   });
 });

@@ -158,6 +158,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private nextDeadline: number | null = null;
   /** Whether any task is flagged long (its own pool of tickets); null = not looked yet. */
   private hasLongTasks: boolean | null = null;
+  /** Whether any task has an attempt that was deferred before its first call; null = not looked yet. */
+  private anyFreeAttempts: boolean | null = null;
   private readonly meters: SwarmMeters;
   private readonly totals: SwarmTotals;
   private readonly tickets: SwarmTickets;
@@ -170,6 +172,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     migrateSwarmRoom(ctx.storage.sql);
     SwarmTickets.migrate(ctx.storage.sql);
     SwarmMeters.migrate(ctx.storage.sql);
+    // Attempts deferred before any call, per task: each gives its place in max_attempts back (see freeAttempts).
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS free_attempts (task_id TEXT PRIMARY KEY, n INTEGER NOT NULL)");
     this.meters = new SwarmMeters(ctx.storage.sql);
     this.sql = this.meters.sql;
     this.settings = readRoomSettings(env);
@@ -419,7 +423,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const budget = this.budget(swarm);
     let promptChars = 0;
     for (const task of candidates) {
-      const decision = decideGrant({ ...this.toLifeRow(task), retryAt: task.retry_at }, now, config.limits.max_attempts);
+      const decision = decideGrant({ ...this.toLifeRow(task), retryAt: task.retry_at }, now, config.limits.max_attempts + this.freeAttempts(task.id));
       if (decision.kind === "skip") continue;
       if (decision.kind === "fail") {
         this.endTask(task, "failed", now, { errorClass: decision.errorClass, message: decision.message });
@@ -511,22 +515,31 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     }
     for (const report of reports) {
       const task = this.task(report.taskId);
-      const decision = decideRecord(task && this.toLifeRow(task), report.attempt, report.outcome, limits.max_attempts);
+      const free = task === null ? 0 : this.freeAttempts(task.id);
+      const decision = decideRecord(task && this.toLifeRow(task), report.attempt, report.outcome, limits.max_attempts + free);
       const { outcome } = report;
       if (task !== null && decision.kind === "succeed" && outcome.kind === "succeeded") {
         this.endTask(task, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
       } else if (task !== null && decision.kind === "fail" && outcome.kind === "failed") {
         this.endTask(task, "failed", now, { errorClass: outcome.class, message: outcome.message, output: outcome.output ?? null });
+      } else if (task !== null && decision.kind === "defer" && outcome.kind === "deferred" && swarm.state === "cancelled") {
+        // Nothing is handed out in a cancelled swarm: waiting to be would leave the task open for ever.
+        this.endTask(task, "cancelled", now, { errorClass: null, message: `cancelled while deferred: ${outcome.reason}` });
       } else if (task !== null && decision.kind === "defer" && outcome.kind === "deferred") {
         // No key had room (or, mid-loop, no time was left): like a 429, the upstream allows fewer
         // calls than the window sends.
         rateLimited = true;
-        // An attempt that made no call is handed back. One that did (an agent deferred after some
-        // turns) keeps its number: its call ids are taken, and the next attempt resumes from the
-        // checkpoint under a new number, so no call id is ever used twice.
+        // The attempt keeps its number, so no number is ever handed out twice (a late or repeated
+        // report of this attempt could otherwise pass for the next holder's, and its call ids clash).
+        // One that made no call gives its place in max_attempts back instead; one that did resumes
+        // from its checkpoint under the next number.
         const called = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE task_id = ? AND attempt = ?", report.taskId, report.attempt).one().n > 0;
+        if (!called) {
+          this.sql.exec("INSERT INTO free_attempts (task_id, n) VALUES (?, 1) ON CONFLICT (task_id) DO UPDATE SET n = n + 1", report.taskId);
+          this.anyFreeAttempts = true;
+        }
         const retryAt = now + Math.max(0, outcome.retryAfterMs);
-        this.toRetryWait(task, retryAt, called ? 0 : 1);
+        this.toRetryWait(task, retryAt);
         actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
         continue;
       } else if (decision.kind === "retry" && outcome.kind === "failed" && task !== null) {
@@ -542,11 +555,16 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           const retryAt =
             task.state === "retry_wait" && task.retry_at !== null
               ? task.retry_at
-              : now + backoffDelayMs(report.attempt, outcome.retryAfterMs);
-          this.toRetryWait(task, retryAt, 0, { errorClass: outcome.class, message: outcome.message });
+              : now + backoffDelayMs(report.attempt - free, outcome.retryAfterMs);
+          this.toRetryWait(task, retryAt, { errorClass: outcome.class, message: outcome.message });
           actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
           continue;
         }
+      }
+      if (task !== null && decision.kind === "ignore" && outcome.kind === "deferred" && task.state === "retry_wait" && report.attempt === task.attempts && task.retry_at !== null) {
+        // A repeated deferral of the attempt that waits gets the same answer, as a repeated failure does.
+        actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(task.retry_at - now) });
+        continue;
       }
       actions.push({ taskId: report.taskId, action: "ack", delaySeconds: 0 });
     }
@@ -556,11 +574,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   /** The task waits to be handed out again at `retryAt`, holding its place in the window. */
-  private toRetryWait(task: TaskRow, retryAt: number, handBack: number, error?: { errorClass: ErrorClass; message: string }): void {
+  private toRetryWait(task: TaskRow, retryAt: number, error?: { errorClass: ErrorClass; message: string }): void {
     this.sql.exec(
-      `UPDATE tasks SET state = 'retry_wait', attempts = attempts - ?, retry_at = ?, deadline = NULL,
+      `UPDATE tasks SET state = 'retry_wait', retry_at = ?, deadline = NULL,
          error_class = COALESCE(?, error_class), error_message = COALESCE(?, error_message) WHERE id = ?`,
-      handBack,
       retryAt,
       error?.errorClass ?? null,
       error?.message ?? null,
@@ -710,13 +727,13 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     for (const task of overdue) {
       if (swarm.state === "cancelled") {
         this.endTask(task, "cancelled", now, { errorClass: "lease_expired", message: "the swarm was cancelled and no outcome arrived within the lease" });
-      } else if (task.state === "running" && task.attempts >= limits.max_attempts) {
+      } else if (task.state === "running" && task.attempts >= limits.max_attempts + this.freeAttempts(task.id)) {
         this.endTask(task, "failed", now, {
           errorClass: "lease_expired",
-          message: `no outcome was reported within the lease of attempt ${task.attempts} of ${limits.max_attempts}`,
+          message: `no outcome was reported within the lease of attempt ${task.attempts} of ${limits.max_attempts + this.freeAttempts(task.id)}`,
         });
       } else {
-        this.toRetryWait(task, now, 0);
+        this.toRetryWait(task, now);
       }
     }
   }
@@ -729,11 +746,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private async issueTickets(now: number): Promise<void> {
     const swarm = this.swarm();
     if (swarm === null || swarm.finished_at !== null || swarm.state === "cancelled") return;
-    console.log("DBG issue", swarm.state, this.pickModel(swarm, now, { probe: false }));
     if (this.pickModel(swarm, now, { probe: false }) === null) return;
     for (const pool of this.pools()) {
-      const count = this.tickets.toIssue(this.demand(swarm, pool), pool);
-      console.log("DBG count", pool, count, this.demand(swarm, pool));
+      const count = this.tickets.toIssue(this.demand(swarm, pool, now), pool);
       if (count === 0) continue;
       const ids = this.tickets.issue(count, now, swarm.id, pool);
       const queue = pool === "long" ? (this.env.LONG_TASK_QUEUE ?? this.env.TASK_QUEUE) : this.env.TASK_QUEUE;
@@ -760,14 +775,23 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return this.hasLongTasks ? ["short", "long"] : ["short"];
   }
 
-  /** Tasks of a pool the swarm could run at once now: its open tasks, at most the window. */
-  private demand(swarm: SwarmRow, pool: TaskPool): number {
+  /**
+   * Tasks of a pool the swarm could run at once now: its open tasks, at most the window. A retry
+   * that is not due yet needs no lane now (it holds its place in the window, so nothing else does
+   * either): the alarm wakes when it is due, instead of a ticket whose lane finds nothing and ends.
+   */
+  private demand(swarm: SwarmRow, pool: TaskPool, now: number): number {
+    const long = pool === "long" ? 1 : 0;
     const open = this.hasLongTasks
-      ? this.sql
-          .exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE long = ? AND state IN ('pending', 'dispatched', 'running', 'retry_wait')", pool === "long" ? 1 : 0)
-          .one().n
+      ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE long = ? AND state IN ('pending', 'dispatched', 'running', 'retry_wait')", long).one().n
       : this.totals.open();
-    return Math.min(swarm.window, open);
+    const later =
+      this.totals.inState("retry_wait") === 0
+        ? 0
+        : this.hasLongTasks
+          ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'retry_wait' AND retry_at > ? AND long = ?", now, long).one().n
+          : this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'retry_wait' AND retry_at > ?", now).one().n;
+    return Math.max(0, Math.min(swarm.window, open) - later);
   }
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────
@@ -908,6 +932,16 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     );
   }
 
+  /**
+   * Attempts of a task that were deferred before any call (no upstream key had a permit): each
+   * gives its place in max_attempts back, so a task's attempts allowed are max_attempts plus these.
+   */
+  private freeAttempts(taskId: string): number {
+    this.anyFreeAttempts ??= this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM (SELECT 1 FROM free_attempts LIMIT 1)").one().n > 0;
+    if (!this.anyFreeAttempts) return 0;
+    return this.sql.exec<{ n: number }>("SELECT n FROM free_attempts WHERE task_id = ?", taskId).toArray()[0]?.n ?? 0;
+  }
+
   private toLifeRow(task: TaskRow): TaskLifeRow {
     return { state: task.state, attempts: task.attempts, leaseUntil: task.state === "running" ? task.deadline : null };
   }
@@ -1040,7 +1074,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     task: TaskRow,
     state: "succeeded" | "failed" | "cancelled",
     now: number,
-    detail: { output: string; finishReason: string | null } | { errorClass: ErrorClass; message: string; output?: string | null },
+    detail: { output: string; finishReason: string | null } | { errorClass: ErrorClass | null; message: string; output?: string | null },
   ): void {
     if ("finishReason" in detail) {
       this.sql.exec(
@@ -1444,7 +1478,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const active = swarm.finished_at === null && swarm.state !== "cancelled";
     if (active) {
       // More lanes wanted (the window grew, a lane stopped): the alarm sends their tickets now.
-      if (this.pools().some((pool) => this.tickets.toIssue(this.demand(swarm, pool), pool) > 0)) {
+      if (this.pools().some((pool) => this.tickets.toIssue(this.demand(swarm, pool, now), pool) > 0)) {
         const parked = this.parkedUntil();
         candidates.push(parked ?? now);
       } else if (this.tickets.openCount() === 0 && this.totals.inState("retry_wait") > 0) {
