@@ -188,9 +188,10 @@ export type TaskOutcome =
   /** `output`: the raw answer when there was one (invalid_output keeps it). */
   | ({ kind: "failed"; output?: string } & ClassifiedError)
   /**
-   * The task did not run: no upstream key had a permit within the agent's wait (rate limits are
-   * waited for, not collected as 429s). No call was made, so the attempt is handed back and the
-   * task is redelivered after `retryAfterMs`.
+   * The task did not run (on): no upstream key had a permit within the agent's wait (rate limits
+   * are waited for, not collected as 429s), or its lane had no time left. It waits in the room and
+   * is granted again after `retryAfterMs`, under a new attempt number; an attempt that made no call
+   * does not count against max_attempts.
    */
   | { kind: "deferred"; retryAfterMs: number; reason: string };
 
