@@ -71,6 +71,8 @@ export interface Stack {
   wranglerPid: number;
   /** Names of `agentVars` the agent's config does not declare: wrangler dev did not pass them. */
   droppedAgentVars: string[];
+  /** The port of wrangler's DevTools inspector (one target per Worker), for CPU profiles. */
+  inspectorPort: number;
   /** wrangler's output so far, when captured. */
   output(): string;
   stop(): Promise<void>;
@@ -230,5 +232,5 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await stop();
     throw error;
   }
-  return { url, token: options.apiToken, modelBaseUrl, mock, wranglerPid: child.pid ?? -1, droppedAgentVars, output: () => captured, stop };
+  return { url, token: options.apiToken, modelBaseUrl, mock, wranglerPid: child.pid ?? -1, inspectorPort, droppedAgentVars, output: () => captured, stop };
 }
