@@ -289,7 +289,7 @@ describe("readAgentSettings and readToolSettings", () => {
   const tools = { HTTP_FETCH_TIMEOUT_S: "10", HTTP_FETCH_MAX_BYTES: "262144", WEBHOOK_TIMEOUT_S: "15", ALLOW_PRIVATE_NETWORK: "false" };
 
   it("reads the agent's wrangler.toml values", () => {
-    expect(readAgentSettings(agent)).toEqual({ concurrency: 128, inlineRetryMaxS: 2, permitWaitMaxS: 20, headerSlots: 6, pullForS: 300, maxTasksPerInvocation: 5_000 });
+    expect(readAgentSettings(agent)).toEqual({ concurrency: 128, inlineRetryMaxS: 2, permitWaitMaxS: 20, headerSlots: 6, pullForS: 300, maxTasksPerInvocation: 10_000 });
     expect(readAgentSettings({ ...agent, UPSTREAM_HEADER_SLOTS: "0", AGENT_PULL_FOR_S: "60", AGENT_MAX_TASKS_PER_INVOCATION: "100" })).toMatchObject({
       headerSlots: 0,
       pullForS: 60,

@@ -276,7 +276,7 @@ export function readAgentSettings(env: SettingsEnv<AgentSettingName>): AgentSett
   const permitWaitMaxS = readIntSetting(env, "PERMIT_WAIT_MAX_S", { min: 0, max: MAX_PERMIT_WAIT_S });
   const headerSlots = readIntSetting(env, "UPSTREAM_HEADER_SLOTS", { min: 0, max: 1_000, fallback: 6 });
   const pullForS = readIntSetting(env, "AGENT_PULL_FOR_S", { min: 1, max: MAX_PULL_FOR_S, fallback: 300 });
-  const maxTasks = readIntSetting(env, "AGENT_MAX_TASKS_PER_INVOCATION", { min: 1, max: 1_000_000, fallback: 5_000 });
+  const maxTasks = readIntSetting(env, "AGENT_MAX_TASKS_PER_INVOCATION", { min: 1, max: 1_000_000, fallback: 10_000 });
   requireSettings("agent", [concurrency, inlineRetryMaxS, permitWaitMaxS, headerSlots, pullForS, maxTasks]);
   return {
     concurrency: valueOf(concurrency),
