@@ -1,12 +1,23 @@
 // The lane's gate on connections waiting for response headers. Production allows an invocation 6
 // (developers.cloudflare.com/workers/platform/limits/#simultaneous-open-connections) and queues the
 // rest; `wrangler dev` enforces none, so local figures would flatter a design that needs more. The
-// gate makes the limit hold everywhere. It queues callers first come, first served; it drops nothing.
+// gate makes the limit hold everywhere. It queues callers first come, first served; a caller that
+// must start by a deadline (its call must end inside its task's lease) gives up its place then.
 import type { HeaderGate } from "../../src/model/model-client.ts";
 
 export interface MeasuredHeaderGate extends HeaderGate {
   /** Callers waiting for a slot now. */
   waiting(): number;
+  /**
+   * The same gate for calls that must start by `deadline` (epoch ms, read on `now`): a caller that
+   * would wait past it leaves the queue then, and its acquire rejects with HeaderSlotTimeout.
+   */
+  until(deadline: number, now?: () => number): HeaderGate;
+}
+
+/** No header slot came before the call's deadline: starting it then could outlast its task's lease. */
+export class HeaderSlotTimeout extends Error {
+  override readonly name = "HeaderSlotTimeout";
 }
 
 /** `slots` ≤ 0: no gate (every acquire is granted at once). */
@@ -19,27 +30,45 @@ export function createHeaderGate(slots: number): MeasuredHeaderGate {
     if (next === undefined) held -= 1;
     else next();
   };
-  return {
-    acquire() {
-      if (width <= 0) return Promise.resolve(() => {});
-      const slot = new Promise<void>((resolve) => {
-        if (held < width) {
-          held += 1;
+  const acquire = (deadline: number | null, now: () => number): Promise<() => void> => {
+    if (width <= 0) return Promise.resolve(() => {});
+    const slot = new Promise<void>((resolve, reject) => {
+      const late = (): HeaderSlotTimeout => new HeaderSlotTimeout(`no connection slot (of ${width} waiting for headers) before the call's latest start`);
+      if (held < width) {
+        held += 1;
+        resolve();
+      } else if (deadline !== null && now() >= deadline) {
+        reject(late());
+      } else {
+        // The slot is handed over by release(), which keeps `held` unchanged.
+        let timer: ReturnType<typeof setTimeout> | null = null;
+        const grant = (): void => {
+          if (timer !== null) clearTimeout(timer);
           resolve();
-        } else {
-          // The slot is handed over by release(), which keeps `held` unchanged.
-          queue.push(resolve);
-        }
-      });
-      return slot.then(() => {
-        let freed = false;
-        return () => {
-          if (freed) return;
-          freed = true;
-          release();
         };
-      });
-    },
+        queue.push(grant);
+        if (deadline !== null) {
+          timer = setTimeout(() => {
+            const at = queue.indexOf(grant);
+            if (at < 0) return;
+            queue.splice(at, 1);
+            reject(late());
+          }, deadline - now());
+        }
+      }
+    });
+    return slot.then(() => {
+      let freed = false;
+      return () => {
+        if (freed) return;
+        freed = true;
+        release();
+      };
+    });
+  };
+  return {
+    acquire: () => acquire(null, Date.now),
+    until: (deadline, now = Date.now) => ({ acquire: () => acquire(deadline, now) }),
     waiting: () => queue.length,
   };
 }

@@ -10,7 +10,7 @@ import type { ClaimedTask, PullRequest, PullResponse, TaskPool, TaskReport, Task
 import type { Ticket } from "../../src/core/ticket.ts";
 import type { CallJournal } from "./call-journal.ts";
 import type { PermitContext } from "./call-with-permit.ts";
-import { createHeaderGate } from "./header-gate.ts";
+import { createHeaderGate, HeaderSlotTimeout } from "./header-gate.ts";
 import { runAgentTask } from "./run-agent-task.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { createSwarmTools, type SwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
@@ -92,7 +92,9 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     ctx.allowance.tasks -= 1;
     ctx.tally.granted += 1;
     void runAgentTask(run, task, {
-      permits,
+      // A call waits for a header slot only while it could still end inside the task's lease (and
+      // the invocation): started later, it would run while the room hands the task to another lane.
+      permits: { ...permits, headerGate: gate.until(Math.min(ctx.callsEndBy, task.leaseUntil) - task.timeoutS * 1_000, ctx.now) },
       tools: taskTools,
       // Each call is journaled the moment it ends: a crash before the next pull loses no usage the
       // upstream billed (the pull carries it again; rows are deduped by call id).
@@ -109,9 +111,11 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
         },
         (error: unknown) => {
           // Its outcome is unknown, so it is not recorded: its lease brings the task back, resuming
-          // after its last journaled turn.
+          // after its last journaled turn. (A call that gave up waiting for a header slot made no
+          // upstream request: the same, and not a bug.)
           ctx.tally.threw += 1;
-          console.error(JSON.stringify({ event: "task_run_threw", swarm_id: run.swarmId, task_id: task.taskId, attempt: task.attempt, error: messageOf(error) }));
+          const event = error instanceof HeaderSlotTimeout ? "task_header_slot_timeout" : "task_run_threw";
+          console.error(JSON.stringify({ event, swarm_id: run.swarmId, task_id: task.taskId, attempt: task.attempt, error: messageOf(error) }));
         },
       )
       .finally(() => {
@@ -130,10 +134,18 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     ctx.tally.slots = request.slots;
     ({ ttfbMs: ctx.tally.ttfbMs, latencyMs: ctx.tally.latencyMs } = timing.current());
     if (answer === null) {
-      ctx.tally.lost += reports.length;
-      // The room is unreachable: stop taking work; what runs still tries to record at the end.
+      // The room is unreachable: stop taking work. Its outcomes go again with the next pull (they
+      // are recorded idempotently), made when a running task ends; with nothing left running and
+      // nothing newer to send, they are left to the leases.
       stopping = true;
-      if (running.size === 0 && outbox.length === 0) return { reached };
+      const nothingNewer = outbox.length === 0;
+      outbox.unshift(...reports);
+      if (running.size === 0 && nothingNewer) {
+        ctx.tally.lost += outbox.length;
+        return { reached };
+      }
+      // Not again at once: when a running task ends (unless newer outcomes are already waiting).
+      if (nothingNewer) await new Promise<void>((resolve) => (wake = resolve));
     } else {
       reached = true;
       if (final) return { reached };

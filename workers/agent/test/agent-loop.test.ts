@@ -3,7 +3,7 @@
 // task resumes after its last finished turn), the scratchpad, webhook tools, structured output with
 // its repair turn, the planner, and the llm reducer (hierarchical when the results do not fit).
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
-import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
+import type { QueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../../src/core/agent-conversation.ts";
@@ -15,11 +15,10 @@ import { toSwarmRooms } from "../swarm-rooms.ts";
 import { DEFAULT_TOOL_SETTINGS, toToolEnvironment } from "../tools/swarm-tools.ts";
 import { WEBHOOK_TEST_TENANT } from "../../../test/webhook-test-secret.ts";
 import { directGateway } from "./fake-gateway.ts";
-import { startRoomSwarm, type RoomSwarm } from "./room-swarm.ts";
+import { LANE_DEFAULTS, startRoomSwarm, tickets, type RoomSwarm } from "./room-swarm.ts";
 
 const TENANT = WEBHOOK_TEST_TENANT;
 let counter = 0;
-let messageCounter = 0;
 
 type SpecPart = Partial<Omit<SwarmSpec, "limits" | "tasks">> & { limits?: Record<string, number> };
 
@@ -36,37 +35,36 @@ async function startSwarm(tasks: { id: string; prompt: string }[], spec: SpecPar
   });
 }
 
-function packets(swarmId: string, taskIds: string[], perPacket = 100): MessageBatchMessage<unknown>[] {
-  const out: MessageBatchMessage<unknown>[] = [];
-  for (let i = 0; i < taskIds.length; i += perPacket) {
-    messageCounter += 1;
-    out.push({ id: `loop-msg-${messageCounter}`, timestamp: new Date(), attempts: 1, body: { v: 1, swarm_id: swarmId, task_ids: taskIds.slice(i, i + perPacket) } });
-  }
-  return out;
-}
-
-/** consumeTasks with the real room, the mock model and real tools allowed to reach the mock on 127.0.0.1. */
+/**
+ * One ticket's lane with the real room, the mock model and real tools allowed to reach the mock on
+ * 127.0.0.1. `maxTasks` (the invocation's allowance) stops the lane after that many tasks, so a
+ * test can watch a swarm move through its phases (plan, tasks, reduce) one delivery at a time.
+ */
 async function deliver(
   swarmId: string,
-  taskIds: string[],
   wrap: (request: ModelRequest, call: () => Promise<ModelCallResult>) => Promise<ModelCallResult> = (_r, call) => call(),
+  options: { maxTasks?: number } = {},
 ): Promise<QueueResult> {
   const real = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY });
   const model: ModelClient = { complete: (request) => wrap(request, () => real.complete(request)) };
-  const batch = createMessageBatch("edgeswarm-tasks", packets(swarmId, taskIds));
+  const batch = createMessageBatch("edgeswarm-tasks", tickets(swarmId, 1));
   const ctx = createExecutionContext();
   await consumeTasks(batch, {
+    ...LANE_DEFAULTS,
+    ...options,
     rooms: toSwarmRooms(env.SWARM_ROOM),
     gateway: directGateway(model),
     concurrency: 64,
-    inlineRetryMaxS: 2,
     tools: toToolEnvironment({ ...DEFAULT_TOOL_SETTINGS, allowPrivate: true, webhookSecret: env.WEBHOOK_SECRET }, fetch),
   });
   return getQueueResult(batch, ctx);
 }
 
 async function mock(path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(`${env.MOCK_MODEL_URL}${path}`, body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const response = await fetch(
+    `${env.MOCK_MODEL_URL}${path}`,
+    body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
+  );
   expect(response.status).toBe(200);
   return (await response.json()) as Record<string, unknown>;
 }
@@ -80,7 +78,9 @@ interface LedgerRow {
 async function ledgerRows(swarmId: string, count: number): Promise<LedgerRow[]> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const { results } = await env.LEDGER_DB.prepare("SELECT call_id, turn, status FROM ledger WHERE swarm_id = ? ORDER BY call_id").bind(swarmId).all<LedgerRow>();
+    const { results } = await env.LEDGER_DB.prepare("SELECT call_id, turn, status FROM ledger WHERE swarm_id = ? ORDER BY call_id")
+      .bind(swarmId)
+      .all<LedgerRow>();
     if (results.length >= count || Date.now() > deadline) return results;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -90,7 +90,9 @@ async function ledgerRows(swarmId: string, count: number): Promise<LedgerRow[]> 
 function recordRequests() {
   const requests: ModelRequest[] = [];
   const wrap = (request: ModelRequest, call: () => Promise<ModelCallResult>): Promise<ModelCallResult> => {
-    requests.push(structuredClone(request));
+    // The lane's header gate rides along in the request; it is a live object, not data to copy.
+    const { headerGate: _gate, ...data } = request;
+    requests.push(structuredClone(data));
     return call();
   };
   return { requests, wrap };
@@ -104,9 +106,11 @@ afterEach(async () => {
 
 describe("agent loop: tools and checkpoints", () => {
   it("runs a multi-turn task: tool calls, tool results back to the model, a final answer that uses them; one ledger row per turn", async () => {
-    const swarm = await startSwarm([{ id: "review", prompt: "[mock:tool_turns=3] Use scratchpad_put to note findings, then answer." }], { tools: ["scratchpad"] });
+    const swarm = await startSwarm([{ id: "review", prompt: "[mock:tool_turns=3] Use scratchpad_put to note findings, then answer." }], {
+      tools: ["scratchpad"],
+    });
     const { requests, wrap } = recordRequests();
-    const result = await deliver(swarm.swarmId, ["review"], wrap);
+    const result = await deliver(swarm.swarmId, wrap);
     expect(result.retryMessages).toEqual([]);
     const [task] = await swarm.results();
     expect(task).toMatchObject({ task_id: "review", state: "succeeded", attempts: 1 });
@@ -127,7 +131,7 @@ describe("agent loop: tools and checkpoints", () => {
     const requests: { attempt: string; messages: string }[] = [];
     // Turn 3 of the first attempt fails with a 500: the task is retried (inline) as attempt 2.
     await mock("/admin/scenario", { script: ["ok", "ok", "500"] });
-    await deliver(swarm.swarmId, ["t"], (request, call) => {
+    await deliver(swarm.swarmId, (request, call) => {
       requests.push({ attempt: "", messages: roles(request.messages) });
       return call();
     });
@@ -152,17 +156,19 @@ describe("agent loop: tools and checkpoints", () => {
       limits: { timeout_s: 1, max_turns: 3 },
     });
     let calls = 0;
-    // The consumer dies (throws) at turn 3: its outcome is never recorded; the message is retried.
-    const first = await deliver(swarm.swarmId, ["t"], (request, call) => {
+    // The run dies (throws) at turn 3: its outcome is never recorded; the lane reached the room, so
+    // its ticket is acked and the task's lease brings it back.
+    const first = await deliver(swarm.swarmId, (request, call) => {
       calls += 1;
       if (request.messages.filter((m) => m.role === "tool").length === 2) throw new Error("isolate killed mid-loop");
       return call();
     });
-    expect(first.retryMessages).toHaveLength(1);
+    expect(first.explicitAcks).toHaveLength(1);
     expect(calls).toBe(3);
+    expect((await swarm.results())[0]).toMatchObject({ state: "running", attempts: 1 });
     await new Promise((resolve) => setTimeout(resolve, 4_500));
     const seen: string[] = [];
-    await deliver(swarm.swarmId, ["t"], (request, call) => {
+    await deliver(swarm.swarmId, (request, call) => {
       seen.push(roles(request.messages));
       return call();
     });
@@ -181,9 +187,12 @@ describe("agent loop: tools and checkpoints", () => {
     ["mock-args-object", "arguments sent as a JSON object"],
   ])("speaks the %s tool-call dialect (%s): the mock refuses any tool result whose id does not match", async (model) => {
     await mock("/admin/scenario", { tool_dialect_by_model: { "mock-args-object": "args_object" } });
-    const swarm = await startSwarm([{ id: "d", prompt: "[mock:tool_turns=2] [mock:parallel=2] scratchpad_put scratchpad_get" }], { model, tools: ["scratchpad"] });
+    const swarm = await startSwarm([{ id: "d", prompt: "[mock:tool_turns=2] [mock:parallel=2] scratchpad_put scratchpad_get" }], {
+      model,
+      tools: ["scratchpad"],
+    });
     const { requests, wrap } = recordRequests();
-    await deliver(swarm.swarmId, ["d"], wrap);
+    await deliver(swarm.swarmId, wrap);
     const [task] = await swarm.results();
     expect(task).toMatchObject({ state: "succeeded", attempts: 1, tool_calls: 4, usage: { calls: 3 } });
     const last = requests.at(-1)?.messages ?? [];
@@ -195,9 +204,12 @@ describe("agent loop: tools and checkpoints", () => {
   });
 
   it("the last allowed turn is offered no tools; a model that still only asks for tools fails turn_limit, its paid calls recorded", async () => {
-    const swarm = await startSwarm([{ id: "stubborn", prompt: "[mock:tool_turns=9] Use scratchpad_put." }], { tools: ["scratchpad"], limits: { max_turns: 2 } });
+    const swarm = await startSwarm([{ id: "stubborn", prompt: "[mock:tool_turns=9] Use scratchpad_put." }], {
+      tools: ["scratchpad"],
+      limits: { max_turns: 2 },
+    });
     const offered: boolean[] = [];
-    await deliver(swarm.swarmId, ["stubborn"], async (request, call) => {
+    await deliver(swarm.swarmId, async (request, call) => {
       offered.push(request.tools !== null);
       const result = await call();
       // A model that ignores the missing tools and asks for one anyway, with no text.
@@ -211,17 +223,35 @@ describe("agent loop: tools and checkpoints", () => {
 
   it("resumed between a turn's model call and its tools: runs the pending tools, never that model call again", async () => {
     const swarm = await startSwarm([{ id: "t", prompt: "[mock:tool_turns=2] Use scratchpad_put, then answer." }], { tools: ["scratchpad"] });
-    await swarm.stub.claim(["t"]);
+    const ticket = `loop-resume-${Date.now().toString(36)}`;
+    const { granted } = await swarm.stub.pull({ ticket, reports: [], want: 1, slots: 1, final: false });
+    expect(granted.map((g) => [g.taskId, g.attempt])).toEqual([["t", 1]]);
     // Attempt 1 paid for turn 1, checkpointed the tool calls it asked for, then failed before running them.
-    const asked = { role: "assistant", content: null, tool_calls: [{ id: "call_pending", type: "function", function: { name: "scratchpad_put", arguments: '{"key":"k1","value":"from turn 1"}' } }] };
+    const asked = {
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id: "call_pending", type: "function", function: { name: "scratchpad_put", arguments: '{"key":"k1","value":"from turn 1"}' } }],
+    };
     const messages = [{ role: "user", content: "[mock:tool_turns=2] Use scratchpad_put, then answer." }, asked];
     const checkpoint = { step: 2, turns: 1, toolCalls: 0, repairs: 0, messages_json: JSON.stringify(messages) };
     const turn1 = { turn: 1, model: "mock-1", usage: null, latencyMs: 5, status: "ok" as const, errorClass: null, startedAt: Date.now() };
-    await swarm.stub.recordResults([
-      { taskId: "t", attempt: 1, outcome: { kind: "failed", class: "upstream_connection", retryable: true, retryAfterMs: 0, message: "isolate died" }, calls: [turn1], checkpoint },
-    ]);
+    await swarm.stub.pull({
+      ticket,
+      reports: [
+        {
+          taskId: "t",
+          attempt: 1,
+          outcome: { kind: "failed", class: "upstream_connection", retryable: true, retryAfterMs: 0, message: "isolate died" },
+          calls: [turn1],
+          checkpoint,
+        },
+      ],
+      want: 0,
+      slots: 1,
+      final: true,
+    });
     const seen: string[] = [];
-    await deliver(swarm.swarmId, ["t"], (request, call) => {
+    await deliver(swarm.swarmId, (request, call) => {
       seen.push(roles(request.messages));
       return call();
     });
@@ -240,7 +270,7 @@ describe("agent loop: tools and checkpoints", () => {
       limits: { max_tool_calls: 2 },
     });
     const { requests, wrap } = recordRequests();
-    await deliver(swarm.swarmId, ["p"], wrap);
+    await deliver(swarm.swarmId, wrap);
     const [task] = await swarm.results();
     expect(task?.state).toBe("succeeded");
     const toolMessages = requests[1]?.messages.filter((m) => m.role === "tool") ?? [];
@@ -251,10 +281,17 @@ describe("agent loop: tools and checkpoints", () => {
   it("a webhook tool gets the arguments signed (the mock verifies the signature) and its answer goes back to the model", async () => {
     const before = await mock("/stats");
     const swarm = await startSwarm([{ id: "w", prompt: "Run lint on auth.py" }], {
-      tools: [{ name: "lint", description: "Lint a file", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }, url: `${env.MOCK_MODEL_URL}/tools/lint` }],
+      tools: [
+        {
+          name: "lint",
+          description: "Lint a file",
+          parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+          url: `${env.MOCK_MODEL_URL}/tools/lint`,
+        },
+      ],
     });
     const { requests, wrap } = recordRequests();
-    await deliver(swarm.swarmId, ["w"], wrap);
+    await deliver(swarm.swarmId, wrap);
     const after = await mock("/stats");
     expect(Number(after.webhook_calls) - Number(before.webhook_calls)).toBe(1);
     expect(Number(after.webhook_rejected) - Number(before.webhook_rejected)).toBe(0);
@@ -269,7 +306,7 @@ describe("agent loop: tools and checkpoints", () => {
       http_allowlist: ["docs.example.com"],
     });
     const { requests, wrap } = recordRequests();
-    await deliver(swarm.swarmId, ["f"], wrap);
+    await deliver(swarm.swarmId, wrap);
     const tool = requests[1]?.messages.find((m) => m.role === "tool");
     expect(tool?.content).toMatch(/"error"/);
     expect(tool?.content).toMatch(/169\.254\.169\.254/);
@@ -283,11 +320,14 @@ describe("agent loop under upstream faults", () => {
     const swarm = await startSwarm(tasks, { tools: ["scratchpad"], limits: { max_attempts: 10, timeout_s: 5 } });
     await mock("/admin/scenario", { rates: { "500": 0.15, "502": 0.05, "429": 0.1 }, retry_after_s: 0, seed: 7 });
     const before = await mock("/stats");
-    // Deliver what is still open until the swarm ends (the queue would redeliver retries by itself).
-    for (let round = 0; round < 30; round += 1) {
-      const open = (await swarm.results()).filter((r) => r.state !== "succeeded" && r.state !== "failed").map((r) => r.task_id);
+    // Deliver tickets until the swarm ends (the room would issue them itself): a lane runs what is
+    // due and waits up to INLINE_RETRY_MAX_S for a retry; a later retry waits for a later ticket.
+    const deadline = Date.now() + 100_000;
+    while (Date.now() < deadline) {
+      const open = (await swarm.results()).filter((r) => r.state !== "succeeded" && r.state !== "failed");
       if (open.length === 0) break;
-      await deliver(swarm.swarmId, open);
+      await deliver(swarm.swarmId);
+      await new Promise((resolve) => setTimeout(resolve, 250));
     }
     await mock("/admin/scenario", {});
     const after = await mock("/stats");
@@ -312,14 +352,22 @@ describe("agent loop under upstream faults", () => {
 describe("agent loop: structured output", () => {
   const format = {
     type: "json_schema",
-    json_schema: { name: "finding", schema: { type: "object", properties: { severity: { type: "string", enum: ["low", "high"] }, line: { type: "integer" } }, required: ["severity", "line"], additionalProperties: false } },
+    json_schema: {
+      name: "finding",
+      schema: {
+        type: "object",
+        properties: { severity: { type: "string", enum: ["low", "high"] }, line: { type: "integer" } },
+        required: ["severity", "line"],
+        additionalProperties: false,
+      },
+    },
   } as const;
 
   it("an invalid answer gets one repair turn with the validation errors; the repaired answer is the output", async () => {
     await mock("/admin/scenario", { invalid_json: 1 });
     const swarm = await startSwarm([{ id: "j", prompt: "Extract the finding." }], { response_format: format });
     const { requests, wrap } = recordRequests();
-    await deliver(swarm.swarmId, ["j"], wrap);
+    await deliver(swarm.swarmId, wrap);
     const [task] = await swarm.results();
     expect(task?.state).toBe("succeeded");
     expect(JSON.parse(task?.output ?? "")).toEqual({ severity: expect.stringMatching(/^(low|high)$/), line: expect.any(Number) });
@@ -331,7 +379,7 @@ describe("agent loop: structured output", () => {
   it("still invalid after the repair turn: the task fails invalid_output and keeps the raw answer", async () => {
     await mock("/admin/scenario", { invalid_json: 2 });
     const swarm = await startSwarm([{ id: "j", prompt: "Extract the finding." }], { response_format: format });
-    await deliver(swarm.swarmId, ["j"]);
+    await deliver(swarm.swarmId);
     const [task] = await swarm.results();
     expect(task).toMatchObject({ state: "failed", error: { class: "invalid_output" }, attempts: 1 });
     expect(task?.output).not.toBeNull();
@@ -347,18 +395,19 @@ describe("planner and llm reducer", () => {
       reduce: { kind: "llm", max_output_tokens: 256 },
     });
     expect((await swarm.status()).state).toBe("planning");
-    await deliver(swarm.swarmId, ["__plan.1"]);
+    // One task a delivery, so each phase can be watched: the plan first.
+    await deliver(swarm.swarmId, undefined, { maxTasks: 1 });
     const planned = await swarm.status();
     expect(planned).toMatchObject({ state: "running", tasks: 3, plan: { state: "planned", attempts: 1, task_count: 3 } });
     const plan = await swarm.stub.getPlan(TENANT);
     expect(plan?.tasks.map((t) => t.id)).toEqual(["t1", "t2", "t3"]);
     expect(plan?.tasks[0]?.prompt).toMatch(/solar in Spain/);
 
-    await deliver(swarm.swarmId, ["t1", "t2", "t3"]);
+    await deliver(swarm.swarmId, undefined, { maxTasks: 3 });
     const reducing = await swarm.status();
     expect(reducing.state).toBe("reducing");
     expect(reducing.reduction?.levels).toEqual([{ level: 1, inputs: 3, tasks: 1, failed: 0 }]);
-    await deliver(swarm.swarmId, ["__reduce.1.1"]);
+    await deliver(swarm.swarmId);
     const done = await swarm.status();
     expect(done.state).toBe("completed");
     expect(done.counts.succeeded).toBe(3);
@@ -372,16 +421,16 @@ describe("planner and llm reducer", () => {
   it("an invalid plan is asked for once more, told why; a second invalid plan fails the swarm with the reason", async () => {
     await mock("/admin/scenario", { invalid_plans: 1 });
     const retried = await startSwarm([], { goal: "Review:\n- a\n- b" });
-    await deliver(retried.swarmId, ["__plan.1"]);
+    await deliver(retried.swarmId, undefined, { maxTasks: 1 });
     expect((await retried.status()).plan).toMatchObject({ state: "planning", attempts: 2 });
     expect((await retried.status()).plan?.errors.length).toBeGreaterThan(0);
-    await deliver(retried.swarmId, ["__plan.2"]);
-    expect((await retried.status())).toMatchObject({ state: "running", plan: { state: "planned", attempts: 2, errors: [] } });
+    await deliver(retried.swarmId, undefined, { maxTasks: 1 });
+    expect(await retried.status()).toMatchObject({ state: "running", plan: { state: "planned", attempts: 2, errors: [] } });
 
     await mock("/admin/scenario", { invalid_plans: 2 });
     const failed = await startSwarm([], { goal: "Review:\n- a\n- b" });
-    await deliver(failed.swarmId, ["__plan.1"]);
-    await deliver(failed.swarmId, ["__plan.2"]);
+    await deliver(failed.swarmId, undefined, { maxTasks: 1 });
+    await deliver(failed.swarmId, undefined, { maxTasks: 1 });
     const status = await failed.status();
     expect(status).toMatchObject({ state: "failed", plan: { state: "failed", attempts: 2 } });
     expect(status.reason).toMatch(/^planning failed: the planner's plan was invalid 2 time\(s\)/);
@@ -390,13 +439,13 @@ describe("planner and llm reducer", () => {
   it("1,000 results reduce hierarchically: every reducer call fits the reducer's context, levels shrink to one answer", async () => {
     const tasks = Array.from({ length: 1_000 }, (_, i) => ({ id: `r${i + 1}`, prompt: `Summarize record ${i + 1}.` }));
     const swarm = await startSwarm(tasks, { reduce: { kind: "llm", model: "mock-small-context", context_tokens: 4_000, max_output_tokens: 200 } });
-    await deliver(swarm.swarmId, tasks.map((t) => t.id));
+    await deliver(swarm.swarmId);
     let status = await swarm.status();
     expect(status.counts.succeeded).toBe(1_000);
     for (let guard = 0; status.state === "reducing" && guard < 10; guard += 1) {
       const level = status.reduction?.levels.at(-1);
       if (level === undefined) throw new Error("no reduce level");
-      await deliver(swarm.swarmId, Array.from({ length: level.tasks }, (_, i) => `__reduce.${level.level}.${i + 1}`));
+      await deliver(swarm.swarmId);
       status = await swarm.status();
     }
     expect(status.state).toBe("completed");

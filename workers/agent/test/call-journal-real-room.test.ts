@@ -1,5 +1,5 @@
 // The call journal against the real SwarmRoom (auxiliary orchestrator Worker) and the mock model:
-// calls reach the ledger through recordCalls and recordResults alike, one row per call, none twice.
+// calls reach the ledger through recordCalls and the lanes' pulls alike, one row per call, none twice.
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -12,19 +12,26 @@ import { consumeTasks } from "../consume-tasks.ts";
 import { toSwarmRooms } from "../swarm-rooms.ts";
 import type { SwarmRoomRpc, SwarmRooms } from "../swarm-rooms.ts";
 import { directGateway } from "./fake-gateway.ts";
+import { LANE_DEFAULTS, messageIds, tickets, waitFor } from "./room-swarm.ts";
 
 const TENANT = "tk_agent_journal_test";
 let counter = 0;
 
-async function startSwarm(taskCount: number, limits: Partial<{ timeout_s: number }> = {}) {
+async function startSwarm(taskCount: number, spec: { limits?: Record<string, number>; tools?: ["scratchpad"]; prompt?: string } = {}) {
   counter += 1;
   const swarmId = `sw_journal${Date.now().toString(36)}${counter}`;
   const taskIds = Array.from({ length: taskCount }, (_, i) => `task-${i + 1}`);
   const input: StartSwarmInput = {
     swarmId,
     tenant: TENANT,
-    spec: { name: `journal test ${counter}`, model: "mock-1", system: "You are a test agent.", limits: LimitsSchema.parse({ concurrency: 100, ...limits }) },
-    tasks: taskIds.map((id) => ({ id, prompt: `Summarize item ${id}.` })),
+    spec: {
+      name: `journal test ${counter}`,
+      model: "mock-1",
+      system: "You are a test agent.",
+      ...(spec.tools === undefined ? {} : { tools: spec.tools }),
+      limits: LimitsSchema.parse({ concurrency: 100, ...spec.limits }),
+    },
+    tasks: taskIds.map((id) => ({ id, prompt: `${spec.prompt ?? ""}Summarize item ${id}.` })),
     createdAt: Date.now(),
     origin: { kind: "api" },
   };
@@ -33,30 +40,26 @@ async function startSwarm(taskCount: number, limits: Partial<{ timeout_s: number
   return { swarmId, taskIds, stub };
 }
 
-function packets(swarmId: string, taskIds: string[], attempts = 1): MessageBatchMessage<unknown>[] {
-  return taskIds.map((taskId) => ({ id: `${swarmId}-${taskId}-${attempts}`, timestamp: new Date(), attempts, body: { v: 1, swarm_id: swarmId, task_ids: [taskId] } }));
-}
-
-/** The real SwarmRoom, counting the journal's recordCalls; `failRecords` makes every recordResults throw. */
-function countingRooms(failRecords = false) {
+/** The real SwarmRoom, counting the journal's recordCalls and the lanes' pulls; pulls from `failPullsFrom` on throw. */
+function countingRooms(failPullsFrom: number | null = null) {
   const real = toSwarmRooms(env.SWARM_ROOM);
-  const counts = { recordCalls: 0, journaledCalls: 0, recordResults: 0 };
+  const counts = { recordCalls: 0, journaledCalls: 0, pulls: 0, carriedCalls: 0 };
   const rooms: SwarmRooms = (swarmId) => {
     const stub = real(swarmId);
     const room: SwarmRoomRpc = {
-      claim: (taskIds, options) => stub.claim(taskIds, options),
       scratchpad: (request) => stub.scratchpad(request),
-      async recordResults(reports) {
-        counts.recordResults += 1;
-        if (failRecords) throw new Error("Durable Object reset because its code was updated");
-        return stub.recordResults(reports);
+      async pull(request) {
+        counts.pulls += 1;
+        if (failPullsFrom !== null && counts.pulls >= failPullsFrom) throw new Error("Durable Object reset because its code was updated");
+        counts.carriedCalls += request.reports.reduce((n, r) => n + r.calls.length, 0);
+        return stub.pull(request);
       },
       async recordCalls(reports) {
         counts.recordCalls += 1;
         counts.journaledCalls += reports.reduce((n, r) => n + r.calls.length, 0);
         await stub.recordCalls(reports);
       },
-      recordDeadLetter: (taskIds) => stub.recordDeadLetter(taskIds),
+      recordDeadTicket: (ticket) => stub.recordDeadTicket(ticket),
     };
     return room;
   };
@@ -82,7 +85,7 @@ function slowMock(delayMs: number) {
 async function deliver(messages: MessageBatchMessage<unknown>[], rooms: SwarmRooms, client: ModelClient, concurrency: number): Promise<QueueResult> {
   const batch = createMessageBatch("edgeswarm-tasks", messages);
   const ctx = createExecutionContext();
-  await consumeTasks(batch, { rooms, gateway: directGateway(client), concurrency, inlineRetryMaxS: 2 });
+  await consumeTasks(batch, { ...LANE_DEFAULTS, rooms, gateway: directGateway(client), concurrency, headerSlots: 0 });
   return getQueueResult(batch, ctx);
 }
 
@@ -103,65 +106,57 @@ afterEach(() => {
 });
 
 describe("call journal with the real SwarmRoom", () => {
-  it("journals calls during a slow batch, and the record's same calls add no row: ledger rows = model calls, no duplicates", async () => {
-    const swarm = await startSwarm(6);
+  it("journals a multi-turn agent's calls while it runs, and the pull's same calls add no row: ledger rows = model calls, no duplicates", async () => {
+    // Three tool turns and the answer per task, each call ≥ 200 ms: the journal flushes turns before the outcome's pull.
+    const swarm = await startSwarm(3, { tools: ["scratchpad"], prompt: "[mock:tool_turns=3] Use scratchpad_put, then answer. " });
     const { rooms, counts } = countingRooms();
-    // Two calls at a time, each ≥ 200 ms: the batch lasts ≥ 600 ms, so the journal flushes before the record.
     const model = slowMock(200);
 
-    const result = await deliver(packets(swarm.swarmId, swarm.taskIds), rooms, model.client, 2);
+    const result = await deliver(tickets(swarm.swarmId, 1), rooms, model.client, 3);
 
-    expect(result.explicitAcks).toHaveLength(6);
-    expect(model.seen.calls).toBe(6);
+    expect(result.explicitAcks).toHaveLength(1);
+    expect(model.seen.calls).toBe(12);
     expect(counts.recordCalls).toBeGreaterThanOrEqual(1);
-    expect(counts.journaledCalls).toBeGreaterThanOrEqual(2);
-    expect(counts.recordResults).toBe(1);
-    const rows = await ledgerRows(swarm.swarmId, 6);
-    expect(rows.map((r) => r.call_id)).toEqual(swarm.taskIds.map((t) => `${swarm.swarmId}:${t}:1:1`).sort());
+    expect(counts.journaledCalls).toBeGreaterThanOrEqual(3);
+    // Every call reached the room by the journal or by an outcome's pull (some by both).
+    expect(counts.carriedCalls).toBe(12);
+    const rows = await ledgerRows(swarm.swarmId, 12);
+    expect(rows.map((r) => r.call_id)).toEqual(swarm.taskIds.flatMap((t) => [1, 2, 3, 4].map((turn) => `${swarm.swarmId}:${t}:1:${turn}`)).sort());
     expect(rows.reduce((sum, r) => sum + (r.total_tokens ?? 0), 0)).toBe(model.seen.tokens);
     const status = await swarm.stub.getStatus(TENANT);
-    expect(status?.usage.calls).toBe(6);
-    expect(status?.counts.succeeded).toBe(6);
+    expect(status?.usage.calls).toBe(12);
+    expect(status?.counts.succeeded).toBe(3);
   });
 
-  it(
-    "keeps the calls of a batch whose every recordResults fails; the re-run after the lease adds one row per new call",
-    async () => {
-      vi.spyOn(console, "error").mockImplementation(() => {});
-      const swarm = await startSwarm(2, { timeout_s: 1 });
-      const broken = countingRooms(true);
-      const model = slowMock(0);
-      const messages = packets(swarm.swarmId, swarm.taskIds);
+  it("keeps the calls of a lane whose every pull after the first fails; the re-run after the lease adds one row per new call", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const swarm = await startSwarm(2, { limits: { timeout_s: 1 } });
+    const broken = countingRooms(2);
+    const model = slowMock(0);
+    const messages = tickets(swarm.swarmId, 1);
 
-      const r1 = await deliver(messages, broken.rooms, model.client, 8);
+    const r1 = await deliver(messages, broken.rooms, model.client, 8);
 
-      // No outcome recorded: both messages retried, the tasks still leased, yet both billed calls are in the ledger.
-      expect(r1.explicitAcks).toEqual([]);
-      expect(r1.retryMessages).toHaveLength(2);
-      expect(broken.counts.recordResults).toBe(4);
-      expect(model.seen.calls).toBe(2);
-      expect((await ledgerRows(swarm.swarmId, 2)).map((r) => r.call_id)).toEqual(swarm.taskIds.map((t) => `${swarm.swarmId}:${t}:1:1`).sort());
-      expect((await swarm.stub.getStatus(TENANT))?.counts.running).toBe(2);
+    // The lane reached the room once (its grants), so its ticket is acked; no outcome was recorded,
+    // the tasks are still leased, yet both billed calls are in the ledger.
+    expect(r1.explicitAcks).toEqual(messageIds(messages));
+    expect(broken.counts.pulls).toBeGreaterThanOrEqual(5);
+    expect(model.seen.calls).toBe(2);
+    expect((await ledgerRows(swarm.swarmId, 2)).map((r) => r.call_id)).toEqual(swarm.taskIds.map((t) => `${swarm.swarmId}:${t}:1:1`).sort());
+    expect((await swarm.stub.getStatus(TENANT))?.counts.running).toBe(2);
 
-      // The leases end (timeout_s + LEASE_GRACE_S); the redelivery runs attempt 2 and records it.
-      const deadline = Date.now() + 30_000;
-      while (((await swarm.stub.getStatus(TENANT))?.counts.running ?? 0) > 0 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-      const healthy = countingRooms();
-      const r2 = await deliver(packets(swarm.swarmId, swarm.taskIds, 2), healthy.rooms, model.client, 8);
+    // The leases end (timeout_s + LEASE_GRACE_S); a fresh ticket runs attempt 2 and records it.
+    expect(await waitFor(async () => ((await swarm.stub.getStatus(TENANT))?.counts.running ?? 0) === 0, 30_000)).toBe(true);
+    const healthy = countingRooms();
+    const r2 = await deliver(tickets(swarm.swarmId, 1), healthy.rooms, model.client, 8);
 
-      expect(r2.explicitAcks).toHaveLength(2);
-      expect(model.seen.calls).toBe(4);
-      const rows = await ledgerRows(swarm.swarmId, 4);
-      expect(rows.map((r) => r.call_id)).toEqual(
-        swarm.taskIds.flatMap((t) => [`${swarm.swarmId}:${t}:1:1`, `${swarm.swarmId}:${t}:2:1`]).sort(),
-      );
-      expect(rows.reduce((sum, r) => sum + (r.total_tokens ?? 0), 0)).toBe(model.seen.tokens);
-      const status = await swarm.stub.getStatus(TENANT);
-      expect(status?.usage.calls).toBe(4);
-      expect(status?.counts.succeeded).toBe(2);
-    },
-    60_000,
-  );
+    expect(r2.explicitAcks).toHaveLength(1);
+    expect(model.seen.calls).toBe(4);
+    const rows = await ledgerRows(swarm.swarmId, 4);
+    expect(rows.map((r) => r.call_id)).toEqual(swarm.taskIds.flatMap((t) => [`${swarm.swarmId}:${t}:1:1`, `${swarm.swarmId}:${t}:2:1`]).sort());
+    expect(rows.reduce((sum, r) => sum + (r.total_tokens ?? 0), 0)).toBe(model.seen.tokens);
+    const status = await swarm.stub.getStatus(TENANT);
+    expect(status?.usage.calls).toBe(4);
+    expect(status?.counts.succeeded).toBe(2);
+  }, 60_000);
 });

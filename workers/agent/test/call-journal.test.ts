@@ -1,10 +1,13 @@
 // The call journal: calls reach recordCalls as they end, in batches at most every CALL_FLUSH_MS per
-// swarm, each call id once, before the round's record; a failed flush or record loses nothing.
+// swarm, each call id once, ahead of the pull that carries their task's outcome; a failed flush or
+// pull loses nothing.
 import { describe, expect, it, vi } from "vitest";
+import { LimitsSchema } from "../../../src/core/spec-schema.ts";
+import type { ModelCallResult, ModelRequest } from "../../../src/model/model-client.ts";
 import { CALL_FLUSH_MS, createCallJournal } from "../call-journal.ts";
 import type { CallReport } from "../call-journal.ts";
 import { directGateway } from "./fake-gateway.ts";
-import { BASE, FakeRoom, fakeModel, fakeTimers, message, okResult, promptOf, roomsOf, run, USAGE } from "./fake-room.ts";
+import { BASE, FakeRoom, fakeModel, fakeTimers, okResult, promptOf, roomsOf, run, ticketMessage, USAGE } from "./fake-room.ts";
 
 /** A model whose every call takes `callMs` of fake time; `throwFor` prompts throw (a bug) after theirs. */
 function timedModel(timers: ReturnType<typeof fakeTimers>, callMs: (prompt: string) => number, throwFor: ReadonlySet<string> = new Set()) {
@@ -15,21 +18,66 @@ function timedModel(timers: ReturnType<typeof fakeTimers>, callMs: (prompt: stri
   });
 }
 
+/** The turn a request is for: one more than the assistant messages it carries. */
+const turnOf = (request: ModelRequest): number => request.messages.filter((m) => m.role === "assistant").length + 1;
+
+/** An agent that asks for one scratchpad_put per turn for `toolTurns` turns, then answers; each call takes `callMs` of fake time. */
+function agentModel(
+  timers: ReturnType<typeof fakeTimers>,
+  callMs: number,
+  toolTurns: number,
+  options: { throwAtTurn?: number; onCall?: (turn: number) => void } = {},
+) {
+  return fakeModel(0, (request): ModelCallResult => {
+    const turn = turnOf(request);
+    timers.advance(callMs);
+    options.onCall?.(turn);
+    if (turn === options.throwAtTurn) throw new Error("isolate killed mid-loop");
+    if (turn > toolTurns) return okResult(request);
+    const args = { key: `k${turn}`, value: "noted" };
+    return {
+      ok: true,
+      text: "",
+      finishReason: "tool_calls",
+      usage: USAGE,
+      toolCalls: [{ id: `call_${turn}`, name: "scratchpad_put", rawArguments: JSON.stringify(args), arguments: { ok: true, value: args } }],
+      latencyMs: callMs,
+      startedAt: 0,
+    };
+  });
+}
+
+/** A room whose tasks are multi-turn agents with the scratchpad tool. */
+function agentRoom(swarmId: string, tasks: string[], timers: ReturnType<typeof fakeTimers>): FakeRoom {
+  return new FakeRoom(swarmId, {
+    tasks,
+    clock: timers.now,
+    config: { tools: ["scratchpad"], limits: LimitsSchema.parse({ timeout_s: 7, max_output_tokens: 33, max_turns: 10 }) },
+  });
+}
+
 function callReport(taskId: string, attempt = 1): CallReport {
   return { taskId, attempt, calls: [{ turn: 1, model: "mock-1", usage: USAGE, latencyMs: 5, status: "ok", errorClass: null, startedAt: 0 }] };
 }
 
 describe("call journal in consumeTasks", () => {
-  it("flushes calls as they end, one recordCalls per swarm at most every CALL_FLUSH_MS, each call id once, ahead of the record", async () => {
+  it("journals a multi-turn agent's calls as its turns end, one recordCalls per swarm at most every CALL_FLUSH_MS, each call id once, ahead of the pull with its outcome", async () => {
     const timers = fakeTimers();
-    const rooms = [new FakeRoom("sw_a", timers.now), new FakeRoom("sw_b", timers.now)];
-    const tasks = Array.from({ length: 10 }, (_, i) => `t${i + 1}`);
-    // One call at a time, 100 ms each: 20 calls over 2 s, then each swarm's record.
-    const model = timedModel(timers, () => 100);
+    const rooms = [agentRoom("sw_a", ["t1"], timers), agentRoom("sw_b", ["t1"], timers)];
+    // 9 tool turns and the answer, 100 ms each: 20 calls over 2 s, one lane per swarm.
+    const model = agentModel(timers, 100, 9);
     const started = timers.now();
     const result = await run(
-      rooms.map((room) => message(`m-${room.swarmId}`, room.swarmId, tasks)),
-      { ...BASE, concurrency: 1, rooms: roomsOf(...rooms), gateway: directGateway(model.client), now: timers.now, sleep: timers.sleep, schedule: timers.schedule },
+      rooms.map((room) => ticketMessage(`m-${room.swarmId}`, room.swarmId)),
+      {
+        ...BASE,
+        concurrency: 1,
+        rooms: roomsOf(...rooms),
+        gateway: directGateway(model.client),
+        now: timers.now,
+        sleep: timers.sleep,
+        schedule: timers.schedule,
+      },
     );
     const elapsed = timers.now() - started;
 
@@ -37,6 +85,7 @@ describe("call journal in consumeTasks", () => {
     expect(result.explicitAcks.sort()).toEqual(["m-sw_a", "m-sw_b"]);
     for (const room of rooms) {
       const journaled = room.journaledCallIds();
+      const turns = Array.from({ length: 10 }, (_, i) => `t1:1:${i + 1}`);
       // Batched, not one RPC per call, and never more often than CALL_FLUSH_MS.
       expect(room.journaled.length).toBeGreaterThanOrEqual(2);
       expect(room.journaled.length).toBeLessThanOrEqual(Math.floor(elapsed / CALL_FLUSH_MS) + 1);
@@ -44,26 +93,26 @@ describe("call journal in consumeTasks", () => {
       for (let i = 1; i < room.journaledAt.length; i += 1) {
         expect((room.journaledAt[i] ?? 0) - (room.journaledAt[i - 1] ?? 0)).toBeGreaterThanOrEqual(CALL_FLUSH_MS);
       }
-      // Each call id at most once across recordCalls; a call the journal had not sent yet when the
-      // record went out is carried by the record alone; together they cover every call.
+      // Each call id at most once across recordCalls; the pull with the outcome carries all of them.
       expect(new Set(journaled).size).toBe(journaled.length);
-      const recorded = (room.records[0] ?? []).map((r) => `${r.taskId}:${r.attempt}:1`);
-      expect(recorded.sort()).toEqual(tasks.map((t) => `${t}:1:1`).sort());
-      expect(journaled.every((id) => recorded.includes(id))).toBe(true);
-      // Every call that ended CALL_FLUSH_MS before the record was journaled before it.
-      expect(journaled.length).toBeGreaterThanOrEqual(tasks.length - Math.ceil(CALL_FLUSH_MS / 100) - 1);
-      expect(room.events[0]).toBe("recordCalls");
-      expect(room.events.at(-1)).toBe("recordResults");
+      const carried = room.reports().flatMap((r) => r.calls.map((c) => `${r.taskId}:${r.attempt}:${c.turn}`));
+      expect(carried.sort()).toEqual([...turns].sort());
+      expect(journaled.every((id) => turns.includes(id))).toBe(true);
+      // Every call that ended CALL_FLUSH_MS before the outcome was journaled before it.
+      expect(journaled.length).toBeGreaterThanOrEqual(turns.length - Math.ceil(CALL_FLUSH_MS / 100) - 1);
+      expect(room.events.indexOf("recordCalls")).toBeLessThan(room.events.lastIndexOf("pull"));
+      expect(room.states()).toEqual({ t1: ["succeeded", 1] });
+      expect(room.ledger.size).toBe(10);
     }
     // Nothing left armed once the batch returned.
     expect(timers.armed()).toBe(0);
   });
 
-  it("makes no recordCalls for a batch whose record goes out within CALL_FLUSH_MS: the record carries its calls", async () => {
+  it("makes no recordCalls when the pull with a task's outcome goes out within CALL_FLUSH_MS: the pull carries its calls", async () => {
     const timers = fakeTimers();
-    const a = new FakeRoom("sw_a", timers.now);
+    const a = new FakeRoom("sw_a", { tasks: ["t1", "t2", "t3"], clock: timers.now });
     const model = timedModel(timers, () => 10);
-    await run([message("m1", "sw_a", ["t1", "t2", "t3"])], {
+    await run([ticketMessage("m1", "sw_a")], {
       ...BASE,
       rooms: roomsOf(a),
       gateway: directGateway(model.client),
@@ -71,16 +120,22 @@ describe("call journal in consumeTasks", () => {
       sleep: timers.sleep,
       schedule: timers.schedule,
     });
-    expect(a.records).toHaveLength(1);
+    expect(
+      a
+        .reports()
+        .map((r) => r.taskId)
+        .sort(),
+    ).toEqual(["t1", "t2", "t3"]);
     expect(a.journaled).toEqual([]);
     expect(timers.armed()).toBe(0);
   });
 
-  it("has the earlier tasks' calls in recordCalls while a later task is still running, and when it throws and every recordResults fails", async () => {
+  it("has the finished tasks' calls in recordCalls while a later task still runs, when every pull carrying them fails", async () => {
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const timers = fakeTimers();
-    const a = new FakeRoom("sw_a", timers.now);
-    a.recordFailures = 4;
+    const a = new FakeRoom("sw_a", { tasks: ["t1", "t2", "t3"], clock: timers.now });
+    // The first pull (the grants) answers; every pull after it fails.
+    a.failPull = (n) => n >= 2;
     const journaledWhileT3Ran: string[][] = [];
     // t1 and t2 take 100 ms each; t3 runs 1 s (long enough for a flush), then the client throws.
     const model = fakeModel(0, (request) => {
@@ -92,38 +147,40 @@ describe("call journal in consumeTasks", () => {
       timers.advance(100);
       return okResult(request);
     });
-    const result = await run([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"]), message("m3", "sw_a", ["t3"])], {
+    const result = await run([ticketMessage("m1", "sw_a")], {
       ...BASE,
-      concurrency: 1,
+      concurrency: 3,
       rooms: roomsOf(a),
       gateway: directGateway(model.client),
       now: timers.now,
-      sleep: timers.sleep,
+      // Back-off sleeps that take no fake time: only the calls move the clock.
+      sleep: async () => {},
       schedule: timers.schedule,
     });
 
     // Had the invocation died while t3 ran, t1's and t2's calls would already be in the ledger.
     expect(journaledWhileT3Ran).toEqual([["t1:1:1", "t2:1:1"]]);
-    expect(a.events.indexOf("recordCalls")).toBeLessThan(a.events.indexOf("recordResults"));
-    // Every record failed: the outcomes are unknown, every message is retried, yet the calls the
-    // upstream billed reached recordCalls, once each.
-    expect(a.records).toHaveLength(4);
-    expect(a.answeredAt).toEqual([]);
+    expect(a.events.indexOf("recordCalls")).toBeGreaterThan(0);
+    // No outcome was recorded (their leases bring the tasks back), yet the calls the upstream
+    // billed reached recordCalls, once each.
+    expect(a.answers).toHaveLength(1);
+    expect(a.states()).toEqual({ t1: ["running", 1], t2: ["running", 1], t3: ["running", 1] });
     expect(a.journaledCallIds()).toEqual(["t1:1:1", "t2:1:1"]);
-    expect(result.explicitAcks).toEqual([]);
-    expect(result.retryMessages.map((m) => m.msgId).sort()).toEqual(["m1", "m2", "m3"]);
+    expect([...a.ledger.keys()].sort()).toEqual(["t1:1:1", "t2:1:1"]);
+    // The lane reached the room (its first pull): the ticket is acked, not cycled to the DLQ.
+    expect(result.explicitAcks).toEqual(["m1"]);
     expect(timers.armed()).toBe(0);
     errors.mockRestore();
   });
 
-  it("hands a record's calls back to the journal when every recordResults fails, and sends them by the end of the batch", async () => {
+  it("hands a pull's calls back to the journal when all its attempts fail, and sends them by the end of the batch", async () => {
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const timers = fakeTimers();
-    const a = new FakeRoom("sw_a", timers.now);
-    a.recordFailures = 100;
-    // Calls end within CALL_FLUSH_MS, so only the failed record could have carried them.
+    const a = new FakeRoom("sw_a", { tasks: ["t1"], clock: timers.now });
+    a.failPull = (n) => n >= 2;
+    // The call ends within CALL_FLUSH_MS, so only the failed pulls could have carried it.
     const model = timedModel(timers, () => 10);
-    const result = await run([message("m1", "sw_a", ["t1", "t2"])], {
+    const result = await run([ticketMessage("m1", "sw_a")], {
       ...BASE,
       rooms: roomsOf(a),
       gateway: directGateway(model.client),
@@ -133,9 +190,9 @@ describe("call journal in consumeTasks", () => {
       schedule: timers.schedule,
     });
     expect(a.records).toHaveLength(4);
-    expect(a.journaledCallIds().sort()).toEqual(["t1:1:1", "t2:1:1"]);
+    expect(a.journaledCallIds()).toEqual(["t1:1:1"]);
     expect(a.journaled).toHaveLength(1);
-    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m1"]);
+    expect(result.explicitAcks).toEqual(["m1"]);
     expect(timers.armed()).toBe(0);
     errors.mockRestore();
   });
@@ -143,10 +200,11 @@ describe("call journal in consumeTasks", () => {
   it("logs a failed flush, retries it on the next tick, and never holds back a task", async () => {
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const timers = fakeTimers();
-    const a = new FakeRoom("sw_a", timers.now);
+    const a = agentRoom("sw_a", ["t1"], timers);
     a.recordCallsFailures = 1;
-    const model = timedModel(timers, () => 200);
-    const result = await run([message("m1", "sw_a", ["t1", "t2", "t3", "t4", "t5"])], {
+    // 4 tool turns and the answer, 200 ms each.
+    const model = agentModel(timers, 200, 4);
+    const result = await run([ticketMessage("m1", "sw_a")], {
       ...BASE,
       concurrency: 1,
       rooms: roomsOf(a),
@@ -156,12 +214,14 @@ describe("call journal in consumeTasks", () => {
       schedule: timers.schedule,
     });
     expect(result.explicitAcks).toEqual(["m1"]);
-    // The first flush failed; its calls went again with the next one, once they answered.
+    expect(a.states()).toEqual({ t1: ["succeeded", 1] });
+    // The first flush failed; its calls went again with the next one, with the calls since.
     const [failed, retried] = a.journaled;
-    expect(failed?.map((r) => r.taskId)).toEqual(["t1", "t2"]);
-    expect(retried?.map((r) => r.taskId)).toEqual(["t1", "t2", "t3", "t4"]);
+    expect(failed?.flatMap((r) => r.calls.map((c) => c.turn))).toEqual([1, 2]);
+    expect(retried?.flatMap((r) => r.calls.map((c) => c.turn)).slice(0, 3)).toEqual([1, 2, 3]);
     expect((a.journaledAt[1] ?? 0) - (a.journaledAt[0] ?? 0)).toBeGreaterThanOrEqual(CALL_FLUSH_MS);
     expect(errors.mock.calls.some((args) => String(args[0]).includes("call_journal_flush_failed"))).toBe(true);
+    expect(a.ledger.size).toBe(5);
     errors.mockRestore();
   });
 });
@@ -169,7 +229,7 @@ describe("call journal in consumeTasks", () => {
 describe("createCallJournal", () => {
   it("stops: cancels its timer and flushes what is left once", async () => {
     const timers = fakeTimers();
-    const a = new FakeRoom("sw_a", timers.now);
+    const a = new FakeRoom("sw_a", { clock: timers.now });
     const tally = { callFlushes: 0, callFlushErrors: 0 };
     const journal = createCallJournal({ rooms: roomsOf(a), schedule: timers.schedule, tally });
     journal.append("sw_a", callReport("t1"));
@@ -184,7 +244,7 @@ describe("createCallJournal", () => {
   it("sends nothing a record carried and answered, even if a flush of it failed meanwhile", async () => {
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const timers = fakeTimers();
-    const a = new FakeRoom("sw_a", timers.now);
+    const a = new FakeRoom("sw_a", { clock: timers.now });
     a.recordCallsFailures = 1;
     const tally = { callFlushes: 0, callFlushErrors: 0 };
     const journal = createCallJournal({ rooms: roomsOf(a), schedule: timers.schedule, tally });

@@ -4,12 +4,11 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ErrorClass } from "../../../src/core/error-class.ts";
 import { orderKeys } from "../../../src/core/order-keys.ts";
-import type { RecordResponse, TaskReport } from "../../../src/core/swarm-contract.ts";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
 import type { ModelGateway } from "../call-with-permit.ts";
 import { toPermitOutcome } from "../call-with-permit.ts";
 import { FakeKeyPool, fakeKeyPools, toGatewayConfig } from "./fake-gateway.ts";
-import { promptOf, FakeRoom, fakeClock, message, okResult, roomsOf, runObserved, USAGE } from "./fake-room.ts";
+import { BASE as LANE_BASE, promptOf, FakeRoom, fakeClock, okResult, roomsOf, runObserved, ticketMessage, USAGE } from "./fake-room.ts";
 
 const CONFIG = toGatewayConfig(
   JSON.stringify({
@@ -31,8 +30,8 @@ const CONFIG = toGatewayConfig(
 );
 const KEY_IDS = ["ds-a", "ds-b"];
 const MODEL = "deepseek-v3.2";
-/** No inline rounds, so a deferred task's message goes back to the queue and each test sees one round. */
-const BASE = { concurrency: 8, inlineRetryMaxS: 0 } as const;
+/** A lane that waits for no retry, so a deferred task is left waiting in the room and each test sees one attempt. */
+const BASE = { ...LANE_BASE, idleWaitMaxMs: 0 } as const;
 
 /** The key the task asks first, and the other one (the rotation is a hash of swarm and task). */
 function keysOf(taskId: string, attempt = 1): [string, string] {
@@ -90,22 +89,15 @@ function setup(options: { answer?: (request: ModelRequest, keyId: string) => Mod
   return { events, pool, calls, gateway };
 }
 
-/** Like the SwarmRoom: a deferred attempt is redelivered after its retryAfterMs, anything else is acked. */
-function deferLikeTheRoom(reports: TaskReport[]): RecordResponse {
-  return {
-    actions: reports.map((r) =>
-      r.outcome.kind === "deferred"
-        ? { taskId: r.taskId, action: "retry", delaySeconds: Math.ceil(r.outcome.retryAfterMs / 1_000) }
-        : { taskId: r.taskId, action: "ack", delaySeconds: 0 },
-    ),
-  };
+function roomOn(model: string, taskIds: string[], time: ReturnType<typeof fakeClock>): FakeRoom {
+  const room = new FakeRoom("sw_a", { tasks: taskIds, clock: time.now });
+  for (const taskId of taskIds) room.models.set(taskId, model);
+  return room;
 }
 
-function roomOn(model: string, taskIds: string[], time: ReturnType<typeof fakeClock>): FakeRoom {
-  const room = new FakeRoom("sw_a", time.now);
-  for (const taskId of taskIds) room.models.set(taskId, model);
-  room.answer = deferLikeTheRoom;
-  return room;
+/** The retry actions the room answered (a deferred task waits in it for its delay). */
+function retries(room: FakeRoom): { taskId: string; delaySeconds: number }[] {
+  return room.answers.flatMap((a) => a.actions.filter((action) => action.action === "retry").map(({ taskId, delaySeconds }) => ({ taskId, delaySeconds })));
 }
 
 /** The task_batch log line's counters. */
@@ -127,16 +119,29 @@ describe("a model call through the gateway", () => {
     const room = roomOn(MODEL, ["t1"], time);
     const { events, pool, calls, gateway } = setup();
     const [first, second] = keysOf("t1");
-    const { result } = await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
+    const { result } = await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
 
     expect(events).toEqual([`acquire:${first}`, `call:${first}`, `release:${first}`]);
     // "sys" + "prompt of t1": (ceil(3/4) + 4) + (ceil(12/4) + 4) = 12 prompt tokens, + max_output_tokens 33.
     const limits = first === "ds-a" ? { rpm: 300, tpm: 100_000, maxInFlight: 8 } : { rpm: 300, tpm: null, maxInFlight: null };
     expect(pool(first).acquires).toEqual([{ limits, tokens: 45, leaseMs: 37_000 }]);
     expect(pool(second).acquires).toEqual([]);
-    expect(calls).toEqual([{ keyId: first, request: expect.objectContaining({ model: "deepseek-chat", messages: [{ role: "system", content: "sys" }, { role: "user", content: "prompt of t1" }], maxOutputTokens: 33, timeoutMs: 7_000 }) }]);
+    expect(calls).toEqual([
+      {
+        keyId: first,
+        request: expect.objectContaining({
+          model: "deepseek-chat",
+          messages: [
+            { role: "system", content: "sys" },
+            { role: "user", content: "prompt of t1" },
+          ],
+          maxOutputTokens: 33,
+          timeoutMs: 7_000,
+        }),
+      },
+    ]);
     expect(pool(first).releases).toEqual([{ permitId: `${first}-permit-1`, tokens: USAGE.total_tokens, outcome: "ok", retryAfterMs: null }]);
-    expect(room.records[0]?.[0]?.calls).toEqual([expect.objectContaining({ model: MODEL, status: "ok", usage: USAGE })]);
+    expect(room.reports()[0]?.calls).toEqual([expect.objectContaining({ model: MODEL, status: "ok", usage: USAGE })]);
     expect(result.explicitAcks).toEqual(["m1"]);
     expect(time.clock.sleeps).toEqual([]);
   });
@@ -147,7 +152,7 @@ describe("a model call through the gateway", () => {
     const { events, pool, calls, gateway } = setup();
     const [first, second] = keysOf("t1");
     pool(first).script = [{ deny: "rpm", retryAfterMs: 500 }];
-    await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
+    await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
     expect(events).toEqual([`acquire:${first}`, `acquire:${second}`, `call:${second}`, `release:${second}`]);
     expect(calls.map((c) => c.keyId)).toEqual([second]);
     expect(pool(first).releases).toEqual([]);
@@ -162,7 +167,7 @@ describe("a model call through the gateway", () => {
     const { pool, calls, gateway } = setup();
     pool("ds-a").otherwise = { deny: "quarantined", retryAfterMs: null };
     pool("ds-b").script = ["throw"];
-    const { result } = await runObserved([message("m1", "sw_a", [onA]), message("m2", "sw_a", [onB])], {
+    const { result } = await runObserved([ticketMessage("m1", "sw_a")], {
       ...BASE,
       concurrency: 1,
       rooms: roomsOf(room),
@@ -172,7 +177,7 @@ describe("a model call through the gateway", () => {
     });
     // onA: ds-a quarantined → ds-b throws → … onB: ds-b grants. onA waits for nothing it can use, so it is deferred.
     expect(calls.map((c) => [promptOf(c.request), c.keyId])).toEqual([[`prompt of ${onB}`, "ds-b"]]);
-    const deferred = room.records[0]?.find((r) => r.taskId === onA);
+    const deferred = room.reports().find((r) => r.taskId === onA);
     expect(deferred).toEqual({
       taskId: onA,
       attempt: 1,
@@ -181,8 +186,11 @@ describe("a model call through the gateway", () => {
     });
     // The quarantine is remembered for the batch: ds-a was asked once, not again for onB.
     expect(pool("ds-a").acquires).toHaveLength(1);
-    expect(result.explicitAcks).toEqual(["m2"]);
-    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m1"]);
+    // The deferred task waits in the room (the attempt gives its place in max_attempts back); the ticket is acked.
+    expect(room.states()).toEqual({ [onA]: ["retry_wait", 1], [onB]: ["succeeded", 1] });
+    expect(room.task(onA).freeAttempts).toBe(1);
+    expect(retries(room)).toEqual([{ taskId: onA, delaySeconds: 2 }]);
+    expect(result.explicitAcks).toEqual(["m1"]);
   });
 
   it("waits for the soonest key the KeyPools name, then calls, within PERMIT_WAIT_MAX_S", async () => {
@@ -192,8 +200,11 @@ describe("a model call through the gateway", () => {
     const { pool, calls, gateway } = setup({ permitWaitMaxMs: 2_000 });
     const [first, second] = keysOf("t1");
     pool(first).script = [{ deny: "rpm", retryAfterMs: 1_500 }, "grant"];
-    pool(second).script = [{ deny: "tpm", retryAfterMs: 800 }, { deny: "tpm", retryAfterMs: 700 }];
-    const { result } = await runObserved([message("m1", "sw_a", ["t1"])], {
+    pool(second).script = [
+      { deny: "tpm", retryAfterMs: 800 },
+      { deny: "tpm", retryAfterMs: 700 },
+    ];
+    const { result } = await runObserved([ticketMessage("m1", "sw_a")], {
       ...BASE,
       rooms: roomsOf(room),
       gateway,
@@ -207,7 +218,7 @@ describe("a model call through the gateway", () => {
     expect(pool(first).acquires).toHaveLength(2);
     expect(pool(second).acquires).toHaveLength(2);
     expect(calls.map((c) => c.keyId)).toEqual([first]);
-    expect(room.records[0]?.[0]?.outcome.kind).toBe("succeeded");
+    expect(room.reports()[0]?.outcome.kind).toBe("succeeded");
     expect(result.explicitAcks).toEqual(["m1"]);
     expect(batchLog(log)).toMatchObject({ ok: 1, deferred: 0, permitWaits: 2, permitWaitMs: 1_500 });
   });
@@ -217,7 +228,7 @@ describe("a model call through the gateway", () => {
     const room = roomOn(MODEL, ["t1"], time);
     const { pool, gateway } = setup();
     for (const id of KEY_IDS) pool(id).script = [{ deny: "in_flight", retryAfterMs: 250 }];
-    await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep, random: () => 0.5 });
+    await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep, random: () => 0.5 });
     expect(time.clock.sleeps).toEqual([250 + 63]);
   });
 
@@ -228,7 +239,7 @@ describe("a model call through the gateway", () => {
     const { pool, calls, gateway } = setup({ permitWaitMaxMs: 1_000 });
     pool("ds-a").otherwise = { deny: "rpm", retryAfterMs: 600 };
     pool("ds-b").otherwise = { deny: "tpm", retryAfterMs: 3_000 };
-    const { result, delays } = await runObserved([message("m1", "sw_a", ["t1"])], {
+    const { result } = await runObserved([ticketMessage("m1", "sw_a")], {
       ...BASE,
       rooms: roomsOf(room),
       gateway,
@@ -239,32 +250,39 @@ describe("a model call through the gateway", () => {
     // One wait of 600 ms; a second would make 1,200 ms > 1,000.
     expect(time.clock.sleeps).toEqual([600]);
     expect(calls).toEqual([]);
-    expect(room.records[0]).toEqual([
-      { taskId: "t1", attempt: 1, outcome: { kind: "deferred", retryAfterMs: 600, reason: expect.stringMatching(/^no key of upstream deepseek had a permit: (rpm, tpm|tpm, rpm)$/) }, calls: [] },
+    expect(room.reports()).toEqual([
+      {
+        taskId: "t1",
+        attempt: 1,
+        outcome: { kind: "deferred", retryAfterMs: 600, reason: expect.stringMatching(/^no key of upstream deepseek had a permit: (rpm, tpm|tpm, rpm)$/) },
+        calls: [],
+      },
     ]);
     expect(pool("ds-a").releases).toEqual([]);
     expect(pool("ds-b").releases).toEqual([]);
-    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m1"]);
-    expect(delays).toEqual(new Map([["m1", 1]]));
+    // Handed back to the room, which hands it out again after 600 ms; the ticket is acked.
+    expect(room.states()).toEqual({ t1: ["retry_wait", 1] });
+    expect(retries(room)).toEqual([{ taskId: "t1", delaySeconds: 1 }]);
+    expect(result.explicitAcks).toEqual(["m1"]);
     expect(batchLog(log)).toMatchObject({ ok: 0, failed: 0, deferred: 1 });
   });
 
-  it("re-claims a task deferred for no longer than INLINE_RETRY_MAX_S and runs it in the same invocation", async () => {
+  it("runs a task deferred for no longer than the lane's idle wait again in the same lane, once the room hands it out", async () => {
     const time = fakeClock();
     const room = roomOn(MODEL, ["t1"], time);
     const { pool, calls, gateway } = setup({ permitWaitMaxMs: 0 });
     for (const id of KEY_IDS) pool(id).script = [{ deny: "rpm", retryAfterMs: 1_200 }];
-    const { result } = await runObserved([message("m1", "sw_a", ["t1"])], {
+    const { result } = await runObserved([ticketMessage("m1", "sw_a")], {
       ...BASE,
-      inlineRetryMaxS: 2,
+      idleWaitMaxMs: 2_000,
       rooms: roomsOf(room),
       gateway,
       now: time.now,
       sleep: time.sleep,
     });
-    expect(room.records.map((round) => round.map((r) => r.outcome.kind))).toEqual([["deferred"], ["succeeded"]]);
-    // The SwarmRoom's delay (2 s: 1.2 s rounded up to the queue's whole seconds), then a permit at once.
-    expect(time.clock.sleeps).toEqual([2_000]);
+    expect(room.records.map((round) => round.map((r) => [r.attempt, r.outcome.kind]))).toEqual([[[1, "deferred"]], [[2, "succeeded"]]]);
+    // The room's delay (the KeyPools' 1.2 s), then a permit at once, as the next attempt.
+    expect(time.clock.sleeps).toEqual([1_200]);
     expect(calls).toHaveLength(1);
     expect(result.explicitAcks).toEqual(["m1"]);
   });
@@ -274,11 +292,11 @@ describe("a model call through the gateway", () => {
     const room = roomOn(MODEL, ["t1"], time);
     const { pool, calls, gateway } = setup({ permitWaitMaxMs: 0 });
     for (const id of KEY_IDS) pool(id).otherwise = { deny: "cooldown", retryAfterMs: 4_000 };
-    const { delays } = await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
+    await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
     expect(time.clock.sleeps).toEqual([]);
     expect(calls).toEqual([]);
-    expect(room.records[0]?.[0]?.outcome).toEqual({ kind: "deferred", retryAfterMs: 4_000, reason: "no key of upstream deepseek had a permit: cooldown" });
-    expect(delays).toEqual(new Map([["m1", 4]]));
+    expect(room.reports()[0]?.outcome).toEqual({ kind: "deferred", retryAfterMs: 4_000, reason: "no key of upstream deepseek had a permit: cooldown" });
+    expect(retries(room)).toEqual([{ taskId: "t1", delaySeconds: 4 }]);
   });
 
   it("does not wait past the task's lease: a call that could no longer finish inside it is deferred instead", async () => {
@@ -287,28 +305,30 @@ describe("a model call through the gateway", () => {
     // The fake room leases for 60 s and the call's timeout is 7 s: a 55 s wait would end the call at 62 s.
     const { pool, calls, gateway } = setup({ permitWaitMaxMs: 120_000 });
     for (const id of KEY_IDS) pool(id).otherwise = { deny: "rpm", retryAfterMs: 55_000 };
-    await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep, random: () => 0 });
+    await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep, random: () => 0 });
     expect(time.clock.sleeps).toEqual([]);
     expect(calls).toEqual([]);
-    expect(room.records[0]?.[0]?.outcome).toMatchObject({ kind: "deferred", retryAfterMs: 55_000 });
+    expect(room.reports()[0]?.outcome).toMatchObject({ kind: "deferred", retryAfterMs: 55_000 });
   });
 
-  it("does not wait past the batch's inline budget (endWithinMs)", async () => {
+  it("does not wait past the invocation's callsEndBy: a call that could no longer end inside it is deferred instead", async () => {
     const time = fakeClock();
     const room = roomOn(MODEL, ["t1"], time);
     const { pool, calls, gateway } = setup();
     for (const id of KEY_IDS) pool(id).otherwise = { deny: "rpm", retryAfterMs: 5_000 };
-    await runObserved([message("m1", "sw_a", ["t1"])], {
+    await runObserved([ticketMessage("m1", "sw_a")], {
       ...BASE,
       rooms: roomsOf(room),
       gateway,
       now: time.now,
       sleep: time.sleep,
       random: () => 0,
-      inlineBudget: { maxRounds: 10, startWithinMs: 120_000, endWithinMs: 10_000 },
+      // A 7 s call fits in 10 s, but not after a 5 s wait for a permit.
+      callsWithinMs: 10_000,
     });
     expect(time.clock.sleeps).toEqual([]);
     expect(calls).toEqual([]);
+    expect(room.reports()[0]?.outcome).toMatchObject({ kind: "deferred", retryAfterMs: 5_000 });
   });
 
   it("fails for good (auth) when every key is quarantined, and defers 2 s while every KeyPool RPC throws", async () => {
@@ -317,15 +337,19 @@ describe("a model call through the gateway", () => {
     const quarantined = setup();
     for (const id of KEY_IDS) quarantined.pool(id).otherwise = { deny: "quarantined", retryAfterMs: null };
     const roomQ = roomOn(MODEL, ["t1"], time);
-    await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(roomQ), gateway: quarantined.gateway, now: time.now, sleep: time.sleep });
+    await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(roomQ), gateway: quarantined.gateway, now: time.now, sleep: time.sleep });
     // Only an operator can bring a rejected key back: deferring would only cycle to the dead-letter queue.
-    expect(roomQ.records[0]?.[0]?.outcome).toMatchObject({ kind: "failed", class: "auth", retryable: false });
+    expect(roomQ.reports()[0]?.outcome).toMatchObject({ kind: "failed", class: "auth", retryable: false });
 
     const down = setup();
     for (const id of KEY_IDS) down.pool(id).otherwise = "throw";
     const roomD = roomOn(MODEL, ["t1"], time);
-    await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(roomD), gateway: down.gateway, now: time.now, sleep: time.sleep });
-    expect(roomD.records[0]?.[0]?.outcome).toEqual({ kind: "deferred", retryAfterMs: 2_000, reason: "no key of upstream deepseek had a permit: KeyPool unreachable" });
+    await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(roomD), gateway: down.gateway, now: time.now, sleep: time.sleep });
+    expect(roomD.reports()[0]?.outcome).toEqual({
+      kind: "deferred",
+      retryAfterMs: 2_000,
+      reason: "no key of upstream deepseek had a permit: KeyPool unreachable",
+    });
     expect(time.clock.sleeps).toEqual([]);
     expect([...quarantined.calls, ...down.calls]).toEqual([]);
   });
@@ -335,9 +359,9 @@ describe("a model call through the gateway", () => {
     const room = roomOn(MODEL, ["t1"], time);
     const { pool, calls, gateway } = setup();
     for (const id of KEY_IDS) pool(id).otherwise = { deny: "too_large", retryAfterMs: null };
-    const { result } = await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
+    const { result } = await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
     expect(calls).toEqual([]);
-    expect(room.records[0]?.[0]).toEqual({
+    expect(room.reports()[0]).toEqual({
       taskId: "t1",
       attempt: 1,
       outcome: {
@@ -358,7 +382,7 @@ describe("a model call through the gateway", () => {
     const room = roomOn(MODEL, tasks, time);
     const { pool, calls, gateway } = setup();
     pool("ds-a").otherwise = { deny: "rpm", retryAfterMs: 30_000 };
-    await runObserved([message("m1", "sw_a", tasks)], { ...BASE, concurrency: 1, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
+    await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, concurrency: 1, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
     expect(pool("ds-a").acquires).toHaveLength(1);
     expect(pool("ds-b").acquires).toHaveLength(4);
     expect(calls.map((c) => c.keyId)).toEqual(["ds-b", "ds-b", "ds-b", "ds-b"]);
@@ -368,10 +392,10 @@ describe("a model call through the gateway", () => {
     const time = fakeClock();
     const room = roomOn("gpt-9", ["t1"], time);
     const { events, calls, gateway } = setup();
-    const { result } = await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
+    const { result } = await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
     expect(events).toEqual([]);
     expect(calls).toEqual([]);
-    expect(room.records[0]).toEqual([
+    expect(room.reports()).toEqual([
       {
         taskId: "t1",
         attempt: 1,
@@ -386,10 +410,10 @@ describe("a model call through the gateway", () => {
     const time = fakeClock();
     const room = roomOn("llama-3", ["t1"], time);
     const { events, calls, gateway } = setup();
-    await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
+    await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
     expect(events).toEqual(["call:local-a"]);
     expect(calls[0]?.request.model).toBe("meta-llama/Llama-3-8B");
-    expect(room.records[0]?.[0]?.calls[0]?.model).toBe("llama-3");
+    expect(room.reports()[0]?.calls[0]?.model).toBe("llama-3");
   });
 });
 
@@ -401,17 +425,32 @@ describe("releasing a permit", () => {
     ["insufficient_quota", failure("quota_exceeded"), { tokens: 0, outcome: "key_rejected", retryAfterMs: null }],
     ["a cut stream without usage", failure("truncated_stream"), { tokens: null, outcome: "error", retryAfterMs: null }],
     ["a timeout with partial usage", failure("upstream_timeout", null, USAGE), { tokens: 15, outcome: "error", retryAfterMs: null }],
-    ["an answer without usage", { ...okResult({ model: "x", messages: [{ role: "user", content: "p" }], tools: null, parallelToolCalls: null, maxOutputTokens: 1, timeoutMs: 1, responseFormat: null }), usage: null }, { tokens: null, outcome: "ok", retryAfterMs: null }],
+    [
+      "an answer without usage",
+      {
+        ...okResult({
+          model: "x",
+          messages: [{ role: "user", content: "p" }],
+          tools: null,
+          parallelToolCalls: null,
+          maxOutputTokens: 1,
+          timeoutMs: 1,
+          responseFormat: null,
+        }),
+        usage: null,
+      },
+      { tokens: null, outcome: "ok", retryAfterMs: null },
+    ],
   ] as const)("after %s: releases with the call's outcome, tokens and Retry-After", async (_label, answer, expected) => {
     const time = fakeClock();
     const room = roomOn(MODEL, ["t1"], time);
     const { pool, gateway } = setup({ answer: () => answer });
     const [first] = keysOf("t1");
-    await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
+    await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
     expect(pool(first).releases).toEqual([{ permitId: `${first}-permit-1`, ...expected }]);
   });
 
-  it("releases as an error when the model client throws, and retries the task's message unrecorded", async () => {
+  it("releases as an error when the model client throws, and leaves the task unrecorded (its lease brings it back)", async () => {
     vi.spyOn(console, "error").mockImplementation(() => {});
     const time = fakeClock();
     const room = roomOn(MODEL, ["t1", "t2"], time);
@@ -422,7 +461,7 @@ describe("releasing a permit", () => {
       },
     });
     const [first] = keysOf("t1");
-    const { result } = await runObserved([message("m1", "sw_a", ["t1"]), message("m2", "sw_a", ["t2"])], {
+    const { result } = await runObserved([ticketMessage("m1", "sw_a")], {
       ...BASE,
       concurrency: 1,
       rooms: roomsOf(room),
@@ -432,9 +471,9 @@ describe("releasing a permit", () => {
     });
     expect(events.slice(0, 3)).toEqual([`acquire:${first}`, `call:${first}`, `release:${first}`]);
     expect(pool(first).releases[0]).toEqual({ permitId: `${first}-permit-1`, tokens: null, outcome: "error", retryAfterMs: null });
-    expect(room.records[0]?.map((r) => r.taskId)).toEqual(["t2"]);
-    expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m1"]);
-    expect(result.explicitAcks).toEqual(["m2"]);
+    expect(room.reports().map((r) => r.taskId)).toEqual(["t2"]);
+    expect(room.states()).toEqual({ t1: ["running", 1], t2: ["succeeded", 1] });
+    expect(result.explicitAcks).toEqual(["m1"]);
   });
 
   it("logs a release that fails and still records and acks the task", async () => {
@@ -443,16 +482,37 @@ describe("releasing a permit", () => {
     const room = roomOn(MODEL, ["t1"], time);
     const { pool, gateway } = setup();
     for (const id of KEY_IDS) pool(id).releaseThrows = true;
-    const { result } = await runObserved([message("m1", "sw_a", ["t1"])], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
-    expect(room.records[0]?.[0]?.outcome.kind).toBe("succeeded");
+    const { result } = await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
+    expect(room.reports()[0]?.outcome.kind).toBe("succeeded");
     expect(result.explicitAcks).toEqual(["m1"]);
     expect(errors.mock.calls.some((args) => String(args[0]).includes('"rpc":"release"'))).toBe(true);
   });
 
   it("maps every error class to the key's outcome: 429 cools the key, 401/403/quota quarantine it, the rest leave it alone", () => {
     expect(toPermitOutcome(null)).toBe("error");
-    expect(toPermitOutcome(okResult({ model: "x", messages: [{ role: "user", content: "p" }], tools: null, parallelToolCalls: null, maxOutputTokens: 1, timeoutMs: 1, responseFormat: null }))).toBe("ok");
-    const classes: ErrorClass[] = ["upstream_timeout", "upstream_connection", "upstream_error", "bad_request", "not_found", "context_length", "malformed_response", "truncated_stream"];
+    expect(
+      toPermitOutcome(
+        okResult({
+          model: "x",
+          messages: [{ role: "user", content: "p" }],
+          tools: null,
+          parallelToolCalls: null,
+          maxOutputTokens: 1,
+          timeoutMs: 1,
+          responseFormat: null,
+        }),
+      ),
+    ).toBe("ok");
+    const classes: ErrorClass[] = [
+      "upstream_timeout",
+      "upstream_connection",
+      "upstream_error",
+      "bad_request",
+      "not_found",
+      "context_length",
+      "malformed_response",
+      "truncated_stream",
+    ];
     for (const errorClass of classes) expect(toPermitOutcome(failure(errorClass))).toBe("error");
     expect(toPermitOutcome(failure("rate_limited"))).toBe("rate_limited");
     expect(toPermitOutcome(failure("auth"))).toBe("key_rejected");

@@ -4,7 +4,7 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { readAgentSettings, readGateway } from "../composition.ts";
+import { CALLS_WITHIN_MS, createTaskDeps, readAgentSettings, readGateway } from "../composition.ts";
 import worker from "../index.ts";
 
 const settings = { AGENT_CONCURRENCY: "128", INLINE_RETRY_MAX_S: "2", PERMIT_WAIT_MAX_S: "20" };
@@ -13,7 +13,13 @@ const blank = { GATEWAY_CONFIG: "", MODEL_BASE_URL: "https://api.example.com/v1"
 
 const multiVendor = JSON.stringify({
   upstreams: {
-    deepseek: { base_url: "https://api.deepseek.com/v1", keys: [{ id: "ds-a", rpm: 300 }, { id: "ds-b", rpm: 300 }] },
+    deepseek: {
+      base_url: "https://api.deepseek.com/v1",
+      keys: [
+        { id: "ds-a", rpm: 300 },
+        { id: "ds-b", rpm: 300 },
+      ],
+    },
     moonshot: { base_url: "https://api.moonshot.ai/v1", keys: [{ id: "kimi-a", tpm: 100_000 }] },
   },
   models: { "deepseek-v3.2": { upstream: "deepseek", id: "deepseek-chat" }, "kimi-k2.5": { upstream: "moonshot" } },
@@ -32,7 +38,15 @@ function errorOf(fn: () => unknown): string {
 
 describe("readAgentSettings", () => {
   it("accepts a concurrency from 1 to 1000, an inline retry threshold from 0 to 30 s and a permit wait from 0 to 120 s", () => {
-    expect(readAgentSettings(settings)).toEqual({ concurrency: 128, inlineRetryMaxS: 2, permitWaitMaxS: 20 });
+    // The lane's settings default to production's header slots (6), 300 s of pulling and 10,000 tasks an invocation.
+    expect(readAgentSettings(settings)).toEqual({
+      concurrency: 128,
+      inlineRetryMaxS: 2,
+      permitWaitMaxS: 20,
+      headerSlots: 6,
+      pullForS: 300,
+      maxTasksPerInvocation: 10_000,
+    });
     expect(readAgentSettings({ ...settings, INLINE_RETRY_MAX_S: "0" }).inlineRetryMaxS).toBe(0);
     expect(readAgentSettings({ ...settings, INLINE_RETRY_MAX_S: " 30 " }).inlineRetryMaxS).toBe(30);
     expect(readAgentSettings({ ...settings, AGENT_CONCURRENCY: "1" }).concurrency).toBe(1);
@@ -54,8 +68,28 @@ describe("readAgentSettings", () => {
   });
 
   it("reads the agent's wrangler.toml defaults as valid settings and gateway", () => {
-    expect(readAgentSettings(env)).toEqual({ concurrency: 128, inlineRetryMaxS: 2, permitWaitMaxS: 20 });
+    expect(readAgentSettings(env)).toEqual({
+      concurrency: 128,
+      inlineRetryMaxS: 2,
+      permitWaitMaxS: 20,
+      headerSlots: 6,
+      pullForS: 300,
+      maxTasksPerInvocation: 10_000,
+    });
     expect([...readGateway(env).credentials.keys()]).toEqual(["default"]);
+  });
+
+  it("hands the lanes their settings: header slots, pull-for time, the invocation's allowance, the idle wait and the calls' deadline", () => {
+    const deps = createTaskDeps({
+      ...env,
+      UPSTREAM_HEADER_SLOTS: "0",
+      AGENT_PULL_FOR_S: "60",
+      AGENT_MAX_TASKS_PER_INVOCATION: "700",
+      INLINE_RETRY_MAX_S: "5",
+      AGENT_CONCURRENCY: "32",
+    });
+    expect(deps).toMatchObject({ concurrency: 32, headerSlots: 0, pullForMs: 60_000, maxTasks: 700, idleWaitMaxMs: 5_000, callsWithinMs: CALLS_WITHIN_MS });
+    expect(CALLS_WITHIN_MS).toBeLessThan(15 * 60_000);
   });
 });
 

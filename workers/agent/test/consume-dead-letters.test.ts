@@ -1,49 +1,41 @@
-// consumeDeadLetters against a fake SwarmRoom: one RPC per swarm, ack on success, retry when the
-// SwarmRoom can't be reached (acking then would leave the tasks open).
+// consumeDeadLetters against fake SwarmRooms: each dead ticket is closed in its swarm's room (which
+// issues another while work is left), acked once recorded, retried when the room can't be reached
+// (acking then would leave the ticket's capacity counted); a body that is no ticket is acked.
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
-import type { MessageBatchMessage } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { consumeDeadLetters } from "../consume-dead-letters.ts";
-import type { SwarmRoomRpc } from "../swarm-rooms.ts";
-
-function message(id: string, swarmId: string, taskIds: string[]): MessageBatchMessage<unknown> {
-  return { id, timestamp: new Date(), attempts: 13, body: { v: 1, swarm_id: swarmId, task_ids: taskIds } };
-}
-
-function fakeRoom(fail: boolean) {
-  const deadLettered: string[][] = [];
-  const room: SwarmRoomRpc = {
-    claim: () => Promise.reject(new Error("a dead letter is never claimed")),
-    recordResults: () => Promise.reject(new Error("a dead letter records no results")),
-    recordCalls: () => Promise.reject(new Error("a dead letter records no calls")),
-    scratchpad: () => Promise.reject(new Error("a dead letter uses no scratchpad")),
-    async recordDeadLetter(taskIds) {
-      deadLettered.push(taskIds);
-      if (fail) throw new Error("Durable Object storage operation exceeded timeout");
-    },
-  };
-  return { room, deadLettered };
-}
+import { FakeRoom, roomsOf, ticketMessage } from "./fake-room.ts";
 
 describe("consumeDeadLetters", () => {
-  it("sends each swarm's task ids in one RPC, acks what was recorded and retries what was not", async () => {
+  it("closes each dead ticket in its swarm's room, acks what was recorded and retries what was not, with no pull", async () => {
     vi.spyOn(console, "error").mockImplementation(() => {});
-    const a = fakeRoom(false);
-    const b = fakeRoom(true);
+    const a = new FakeRoom("sw_a", { tasks: ["t1"] });
+    const b = new FakeRoom("sw_b", { tasks: ["t1"] });
+    const recordDeadTicket = b.recordDeadTicket.bind(b);
+    b.recordDeadTicket = async (ticket) => {
+      await recordDeadTicket(ticket);
+      throw new Error("Durable Object storage operation exceeded timeout");
+    };
     const batch = createMessageBatch("edgeswarm-tasks-dlq", [
-      message("m1", "sw_a", ["t1", "t2"]),
-      message("m2", "sw_b", ["t1"]),
-      message("m3", "sw_a", ["t3"]),
-      { id: "junk", timestamp: new Date(), attempts: 13, body: "not a packet" },
+      ticketMessage("m1", "sw_a", "tk-a1", 13),
+      ticketMessage("m2", "sw_b", "tk-b1", 13),
+      ticketMessage("m3", "sw_a", "tk-a2", 13),
+      // A task packet of the earlier dispatch is a ticket named after its message.
+      { id: "m4", timestamp: new Date(), attempts: 13, body: { v: 1, swarm_id: "sw_a", task_ids: ["t1"] } },
+      { id: "junk", timestamp: new Date(), attempts: 13, body: "not a ticket" },
     ]);
     const ctx = createExecutionContext();
 
-    await consumeDeadLetters(batch, (swarmId) => (swarmId === "sw_a" ? a.room : b.room));
+    await consumeDeadLetters(batch, roomsOf(a, b));
     const result = await getQueueResult(batch, ctx);
 
-    expect(a.deadLettered).toEqual([["t1", "t2", "t3"]]);
-    expect(b.deadLettered).toEqual([["t1"]]);
-    expect(result.explicitAcks.sort()).toEqual(["junk", "m1", "m3"]);
+    expect(a.deadTickets.sort()).toEqual(["m:m4", "tk-a1", "tk-a2"]);
+    expect(b.deadTickets).toEqual(["tk-b1"]);
+    expect(result.explicitAcks.sort()).toEqual(["junk", "m1", "m3", "m4"]);
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(["m2"]);
+    // A dead ticket ends no task: its leases bring back what its lanes held.
+    expect(a.pulls).toEqual([]);
+    expect(a.states()).toEqual({ t1: ["pending", 0] });
+    vi.restoreAllMocks();
   });
 });

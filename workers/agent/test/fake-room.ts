@@ -1,117 +1,194 @@
-// A fake SwarmRoom, fake models, a fake clock (with timers) for consumeTasks tests, and a runner
-// that reports which messages were acked or retried (with the delays getQueueResult leaves out).
+// A fake SwarmRoom of the pull dispatch (a queue of tasks, a window, leases, retries with a delay),
+// which records every pull, report and call and can be told to fail pulls; it passes the same
+// contract suite as the real SwarmRoom (swarm-room-contract.ts). Also fake models, fake clocks
+// (with timers) and a runner that reports which messages a consumeTasks batch acked or retried.
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { LimitsSchema } from "../../../src/core/spec-schema.ts";
-import type { ClaimedTask, ClaimOptions, ClaimRefusal, ClaimResponse, RecordResponse, ScratchpadRequest, ScratchpadResponse, TaskReport } from "../../../src/core/swarm-contract.ts";
+import type {
+  AgentCheckpoint,
+  CallRecord,
+  ClaimedTask,
+  PullRequest,
+  PullResponse,
+  ScratchpadRequest,
+  ScratchpadResponse,
+  TaskAction,
+  TaskReport,
+  TaskRunConfig,
+} from "../../../src/core/swarm-contract.ts";
+import { toQueueDelaySeconds } from "../../../src/core/retry-policy.ts";
+import type { Ticket } from "../../../src/core/ticket.ts";
 import type { CallReport, Schedule } from "../call-journal.ts";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
-import { consumeTasks } from "../consume-tasks.ts";
+import { consumeTasks, type ConsumeTasksDeps } from "../consume-tasks.ts";
 import type { SwarmRoomRpc, SwarmRooms } from "../swarm-rooms.ts";
 
 export const USAGE = { prompt_tokens: 10, cached_tokens: 0, completion_tokens: 5, reasoning_tokens: 0, total_tokens: 15 };
 
-export function message(id: string, swarmId: string, taskIds: string[], attempts = 1): MessageBatchMessage<unknown> {
-  return { id, timestamp: new Date(), attempts, body: { v: 1, swarm_id: swarmId, task_ids: taskIds } };
+/** A task queue message: a ticket of `swarmId` (its id defaults to the message id). */
+export function ticketMessage(id: string, swarmId: string, ticket: string = id, attempts = 1): MessageBatchMessage<unknown> {
+  return { id, timestamp: new Date(), attempts, body: { v: 2, swarm_id: swarmId, ticket } satisfies Ticket };
 }
 
-/** A SwarmRoom that grants every claimable task (attempt = previous + 1) and acks every report, unless told otherwise. */
+export type FakeTaskState = "pending" | "running" | "retry_wait" | "succeeded" | "failed" | "cancelled";
+
+export interface FakeTask {
+  id: string;
+  state: FakeTaskState;
+  attempts: number;
+  leaseUntil: number | null;
+  retryAt: number | null;
+  /** The ticket whose lane holds the lease. */
+  ticket: string | null;
+  checkpoint: AgentCheckpoint | null;
+  /** The error of its last failed attempt, or why it ended failed. */
+  error: string | null;
+  /** Attempts deferred before any call: each gives its place in maxAttempts back. */
+  freeAttempts: number;
+}
+
+export interface FakeRoomOptions {
+  /** Task ids, in the order they are handed out. */
+  tasks?: readonly string[];
+  /** Tasks in flight at most (running and waiting to retry); default unbounded. */
+  window?: number;
+  /** How long a grant is leased; default 60 s. */
+  leaseMs?: number;
+  /** Default 10. */
+  maxAttempts?: number;
+  /** A retryable failure waits at least this long (a longer Retry-After wins); default 0. */
+  retryDelayMs?: number;
+  /** Per model call (default 7 s); a task whose call could outlast the pull's endBy is not granted. */
+  timeoutS?: number;
+  /** Overrides of the run settings every answer carries. */
+  config?: Partial<TaskRunConfig>;
+  /** false: a swarm that was never started (every pull answers config null). */
+  exists?: boolean;
+  clock?: () => number;
+}
+
+const TERMINAL: readonly FakeTaskState[] = ["succeeded", "failed", "cancelled"];
+
+/** A SwarmRoom that hands out its tasks to pulls within its window, like the real one. */
 export class FakeRoom implements SwarmRoomRpc {
-  claims: string[][] = [];
-  claimOptions: (ClaimOptions | undefined)[] = [];
-  /** Fake-clock readings of each claim and each recordResults answer. */
-  claimedAt: number[] = [];
-  answeredAt: number[] = [];
-  /** Claims answer these tasks with a refusal instead of a grant. */
-  refusals = new Map<string, ClaimRefusal>();
-  /** The model and per-call timeout a granted task carries (default mock-1, 7 s). */
-  models = new Map<string, string>();
-  timeouts = new Map<string, number>();
-  attempts = new Map<string, number>();
-  records: TaskReport[][] = [];
-  /** Claims throw from this claim number on (1-based); null = never. */
-  claimErrorFrom: number | null = null;
-  /** recordResults throws this many times before it answers. */
-  recordFailures = 0;
-  /** Every recordCalls RPC (the call journal's flushes), answered or not, and its fake-clock reading. */
-  journaled: CallReport[][] = [];
-  journaledAt: number[] = [];
+  readonly tasks = new Map<string, FakeTask>();
+  /** Every pull, answered or not, in order, and its clock reading. */
+  readonly pulls: PullRequest[] = [];
+  readonly pulledAt: number[] = [];
+  /** The answer of every pull that answered. */
+  readonly answers: PullResponse[] = [];
+  /** The reports of every pull that carried any, answered or not. */
+  readonly records: TaskReport[][] = [];
+  /** Every task handed out, in order. */
+  readonly grants: ClaimedTask[] = [];
+  /** Ledger rows by call id (task:attempt:turn): calls from pulls and recordCalls, each once. */
+  readonly ledger = new Map<string, CallRecord>();
+  /** Every recordCalls RPC (the call journal's flushes), answered or not, and its clock reading. */
+  readonly journaled: CallReport[][] = [];
+  readonly journaledAt: number[] = [];
+  /** `pull` / `recordCalls` in the order they came, to order RPCs against other events. */
+  readonly events: string[] = [];
+  readonly deadTickets: string[] = [];
+  /** Tickets whose lane sent its final pull. */
+  readonly closedTickets = new Set<string>();
+  /** The model and per-call timeout a granted task carries (default mock-1, the room's timeoutS). */
+  readonly models = new Map<string, string>();
+  readonly timeouts = new Map<string, number>();
+  /** Pull number n (1-based) throws when this says so; default never. */
+  failPull: (n: number, request: PullRequest) => boolean = () => false;
   /** recordCalls throws this many times before it answers. */
   recordCallsFailures = 0;
-  /** Appends `recordCalls` / `recordResults` to order the RPCs against other events. */
-  events: string[] = [];
-  answer: (reports: TaskReport[]) => RecordResponse = ackAll;
+  /** Runs after each pull is answered (e.g. to move a clock or cancel the swarm). */
+  afterPull: (request: PullRequest, answer: PullResponse) => void = () => {};
+  window: number;
+  cancelled = false;
+  readonly clock: () => number;
+  private readonly leaseMs: number;
+  private readonly maxAttempts: number;
+  private readonly retryDelayMs: number;
+  private readonly timeoutS: number;
+  private readonly exists: boolean;
+  private readonly config: TaskRunConfig;
+
   constructor(
     readonly swarmId: string,
-    readonly clock: () => number = Date.now,
-  ) {}
-
-  async claim(taskIds: string[], options?: ClaimOptions): Promise<ClaimResponse> {
-    this.claims.push(taskIds);
-    this.claimOptions.push(options);
-    this.claimedAt.push(this.clock());
-    if (this.claimErrorFrom !== null && this.claims.length >= this.claimErrorFrom) throw new Error("Durable Object is overloaded");
-    const granted: ClaimedTask[] = [];
-    const refused: ClaimResponse["refused"] = [];
-    for (const taskId of taskIds) {
-      const reason = this.refusals.get(taskId);
-      if (reason !== undefined) {
-        refused.push({ taskId, reason });
-        continue;
-      }
-      const attempt = (this.attempts.get(taskId) ?? 0) + 1;
-      this.attempts.set(taskId, attempt);
-      granted.push({
-        taskId,
-        attempt,
-        prompt: `prompt of ${taskId}`,
-        model: this.models.get(taskId) ?? "mock-1",
-        timeoutS: this.timeouts.get(taskId) ?? 7,
-        leaseUntil: this.clock() + 60_000,
-        kind: "task",
-        override: null,
-        checkpoint: null,
-      });
-    }
-    return {
-      config: { swarmId: this.swarmId, tenant: "tk_fake", model: "mock-1", system: "sys", limits: LimitsSchema.parse({ timeout_s: 7, max_output_tokens: 33 }),
-        responseFormat: null,
-        tools: [],
-        httpAllowlist: [],
-        parallelToolCalls: null,
-      },
-      granted,
-      refused,
+    options: FakeRoomOptions = {},
+  ) {
+    this.clock = options.clock ?? Date.now;
+    this.window = options.window ?? Number.POSITIVE_INFINITY;
+    this.leaseMs = options.leaseMs ?? 60_000;
+    this.maxAttempts = options.maxAttempts ?? 10;
+    this.retryDelayMs = options.retryDelayMs ?? 0;
+    this.timeoutS = options.timeoutS ?? 7;
+    this.exists = options.exists ?? true;
+    this.config = {
+      swarmId,
+      tenant: "tk_fake",
+      model: "mock-1",
+      system: "sys",
+      limits: LimitsSchema.parse({ timeout_s: this.timeoutS, max_output_tokens: 33, max_attempts: this.maxAttempts }),
+      responseFormat: null,
+      tools: [],
+      httpAllowlist: [],
+      parallelToolCalls: null,
+      ...options.config,
     };
+    this.addTasks(options.tasks ?? []);
   }
 
-  async recordResults(reports: TaskReport[]): Promise<RecordResponse> {
-    this.records.push(reports);
-    this.events.push("recordResults");
-    if (this.recordFailures > 0) {
-      this.recordFailures -= 1;
-      throw new Error("Durable Object reset because its code was updated");
+  addTasks(ids: readonly string[]): void {
+    for (const id of ids)
+      this.tasks.set(id, { id, state: "pending", attempts: 0, leaseUntil: null, retryAt: null, ticket: null, checkpoint: null, error: null, freeAttempts: 0 });
+  }
+
+  async pull(request: PullRequest): Promise<PullResponse> {
+    const now = this.clock();
+    const n = this.pulls.push(structuredClone(request));
+    this.pulledAt.push(now);
+    this.events.push("pull");
+    if (request.reports.length > 0) this.records.push(structuredClone(request.reports));
+    if (this.failPull(n, request)) throw new Error("Durable Object is overloaded");
+    if (!this.exists) {
+      return { config: null, granted: [], actions: request.reports.map((r) => ack(r.taskId)), stop: true, retryInMs: null };
     }
-    this.answeredAt.push(this.clock());
-    return this.answer(reports);
+    this.expireLeases(now);
+    const actions = request.reports.map((report) => this.record(report, now));
+    const { granted, blocked } = request.final || request.want <= 0 ? { granted: [], blocked: false } : this.grant(request, now);
+    if (request.final) this.closedTickets.add(request.ticket);
+    const finished = this.cancelled || [...this.tasks.values()].every((t) => TERMINAL.includes(t.state));
+    const retryInMs = granted.length === 0 && !finished ? this.nextRetryIn(now) : null;
+    const waiting = this.count("pending") + this.count("retry_wait");
+    const stop = granted.length === 0 && (finished || blocked || (waiting === 0 && retryInMs === null));
+    const answer: PullResponse = { config: this.config, granted, actions, stop, retryInMs };
+    this.answers.push(answer);
+    this.afterPull(request, answer);
+    return answer;
+  }
+
+  /** Ends dispatch: nothing more is handed out, tasks not running end cancelled; running ones still record. */
+  cancel(): void {
+    this.cancelled = true;
+    for (const task of this.tasks.values()) {
+      if (task.state === "pending" || task.state === "retry_wait") this.end(task, "cancelled", "cancelled by request");
+    }
   }
 
   async recordCalls(reports: CallReport[]): Promise<void> {
-    this.journaled.push(reports);
+    this.journaled.push(structuredClone(reports));
     this.journaledAt.push(this.clock());
     this.events.push("recordCalls");
     if (this.recordCallsFailures > 0) {
       this.recordCallsFailures -= 1;
       throw new Error("Durable Object is overloaded");
     }
+    for (const report of reports) this.insertCalls(report);
   }
 
-  /** The call ids (task:attempt:turn) of every recordCalls RPC, in order, repeats kept. */
-  journaledCallIds(): string[] {
-    return this.journaled.flat().flatMap((r) => r.calls.map((c) => `${r.taskId}:${r.attempt}:${c.turn}`));
+  async recordDeadTicket(ticket: string): Promise<void> {
+    this.deadTickets.push(ticket);
+    this.closedTickets.add(ticket);
   }
-
-  async recordDeadLetter(): Promise<void> {}
 
   /** A plain in-memory scratchpad (the real one is tested against the SwarmRoom). */
   readonly pad = new Map<string, string>();
@@ -126,26 +203,155 @@ export class FakeRoom implements SwarmRoomRpc {
         return { ok: true, op: "list", keys: [...this.pad.keys()].filter((k) => k.startsWith(request.prefix)).sort(), truncated: false };
     }
   }
+
+  task(taskId: string): FakeTask {
+    const task = this.tasks.get(taskId);
+    if (task === undefined) throw new Error(`no task ${taskId}`);
+    return task;
+  }
+
+  /** Each task's state and attempts, by id. */
+  states(): Record<string, [FakeTaskState, number]> {
+    return Object.fromEntries([...this.tasks.values()].map((t) => [t.id, [t.state, t.attempts]]));
+  }
+
+  count(state: FakeTaskState): number {
+    return [...this.tasks.values()].filter((t) => t.state === state).length;
+  }
+
+  /** The call ids (task:attempt:turn) of every recordCalls RPC, in order, repeats kept. */
+  journaledCallIds(): string[] {
+    return this.journaled.flat().flatMap((r) => r.calls.map((c) => `${r.taskId}:${r.attempt}:${c.turn}`));
+  }
+
+  /** Every report the room has been sent (by answered pulls or not), flattened. */
+  reports(): TaskReport[] {
+    return this.records.flat();
+  }
+
+  /** Leases that ran out (a lane died or lost its outcome) bring their tasks back, like the real room's alarm. */
+  private expireLeases(now: number): void {
+    for (const task of this.tasks.values()) {
+      if (task.state !== "running" || task.leaseUntil === null || task.leaseUntil > now) continue;
+      if (this.cancelled) this.end(task, "cancelled", "the swarm was cancelled and no outcome arrived within the lease");
+      else if (task.attempts >= this.maxAttempts + task.freeAttempts) this.end(task, "failed", "lease_expired");
+      else this.toRetryWait(task, now);
+    }
+  }
+
+  /** Like the real room's recordReports: idempotent by (task, attempt); a success of an older attempt is kept. */
+  private record(report: TaskReport, now: number): TaskAction {
+    this.insertCalls(report);
+    const task = this.tasks.get(report.taskId);
+    if (task === undefined || TERMINAL.includes(task.state)) return ack(report.taskId);
+    if (report.attempt < 1 || report.attempt > task.attempts) return ack(report.taskId);
+    if (report.checkpoint !== undefined && report.attempt === task.attempts) task.checkpoint = report.checkpoint;
+    const { outcome } = report;
+    if (outcome.kind === "succeeded") {
+      this.end(task, "succeeded", null);
+      return ack(report.taskId);
+    }
+    if (report.attempt < task.attempts || (task.state !== "running" && task.state !== "retry_wait")) return ack(report.taskId);
+    if (outcome.kind === "deferred") {
+      // A repeated deferral of the attempt that waits gets the same answer.
+      if (task.state !== "running") return task.retryAt === null ? ack(report.taskId) : retry(report.taskId, task.retryAt - now);
+      if (this.cancelled) {
+        this.end(task, "cancelled", `cancelled while deferred: ${outcome.reason}`);
+        return ack(report.taskId);
+      }
+      // The attempt keeps its number (no number is handed out twice); one that made no call gives
+      // its place in maxAttempts back.
+      if (report.calls.length === 0) task.freeAttempts += 1;
+      this.toRetryWait(task, now + Math.max(0, outcome.retryAfterMs));
+      return retry(report.taskId, outcome.retryAfterMs);
+    }
+    if (!outcome.retryable || report.attempt >= this.maxAttempts + task.freeAttempts) {
+      this.end(task, "failed", `${outcome.class}: ${outcome.message}`);
+      return ack(report.taskId);
+    }
+    if (this.cancelled) {
+      this.end(task, "cancelled", `cancelled while waiting to retry: ${outcome.message}`);
+      return ack(report.taskId);
+    }
+    if (task.state !== "retry_wait") this.toRetryWait(task, now + Math.max(this.retryDelayMs, outcome.retryAfterMs ?? 0));
+    task.error = `${outcome.class}: ${outcome.message}`;
+    return retry(report.taskId, (task.retryAt ?? now) - now);
+  }
+
+  /** Due retries first (they hold their place in the window), then pending tasks while the window has room. */
+  private grant(request: PullRequest, now: number): { granted: ClaimedTask[]; blocked: boolean } {
+    const granted: ClaimedTask[] = [];
+    const all = [...this.tasks.values()];
+    const due = all.filter((t) => t.state === "retry_wait" && (t.retryAt ?? 0) <= now).sort((a, b) => (a.retryAt ?? 0) - (b.retryAt ?? 0));
+    const room = this.window - this.count("running") - this.count("retry_wait");
+    const pending = all.filter((t) => t.state === "pending").slice(0, Math.max(0, room));
+    for (const task of [...due, ...pending]) {
+      if (granted.length >= request.want) break;
+      const timeoutS = this.timeouts.get(task.id) ?? this.timeoutS;
+      // The lane must end before this task could: another lane takes it.
+      if (request.endBy !== undefined && request.endBy !== null && now + timeoutS * 1_000 > request.endBy) return { granted, blocked: true };
+      task.state = "running";
+      task.attempts += 1;
+      task.leaseUntil = now + this.leaseMs;
+      task.retryAt = null;
+      task.ticket = request.ticket;
+      const claimed: ClaimedTask = {
+        taskId: task.id,
+        attempt: task.attempts,
+        prompt: `prompt of ${task.id}`,
+        model: this.models.get(task.id) ?? "mock-1",
+        timeoutS,
+        leaseUntil: task.leaseUntil,
+        kind: "task",
+        override: null,
+        checkpoint: task.checkpoint,
+      };
+      granted.push(claimed);
+      this.grants.push(claimed);
+    }
+    return { granted, blocked: false };
+  }
+
+  private nextRetryIn(now: number): number | null {
+    const at = [...this.tasks.values()].filter((t) => t.state === "retry_wait").map((t) => t.retryAt ?? now);
+    return at.length === 0 ? null : Math.max(0, Math.min(...at) - now);
+  }
+
+  private toRetryWait(task: FakeTask, retryAt: number): void {
+    task.state = "retry_wait";
+    task.retryAt = retryAt;
+    task.leaseUntil = null;
+    task.ticket = null;
+  }
+
+  private end(task: FakeTask, state: "succeeded" | "failed" | "cancelled", error: string | null): void {
+    task.state = state;
+    task.leaseUntil = null;
+    task.retryAt = null;
+    task.ticket = null;
+    task.error = error;
+    if (state === "succeeded") task.checkpoint = null;
+  }
+
+  private insertCalls(report: CallReport): void {
+    for (const call of report.calls) {
+      const id = `${report.taskId}:${report.attempt}:${call.turn}`;
+      if (!this.ledger.has(id)) this.ledger.set(id, call);
+    }
+  }
 }
 
-export function ackAll(reports: TaskReport[]): RecordResponse {
-  return { actions: reports.map((r) => ({ taskId: r.taskId, action: "ack", delaySeconds: 0 })) };
+function ack(taskId: string): TaskAction {
+  return { taskId, action: "ack", delaySeconds: 0 };
 }
 
-/** Like the SwarmRoom: a failed attempt below `maxAttempts` is retried after `delaySeconds`, anything else is acked. */
-export function retryFailures(delaySeconds: number, maxAttempts = 10): (reports: TaskReport[]) => RecordResponse {
-  return (reports) => ({
-    actions: reports.map((r) =>
-      r.outcome.kind === "failed" && r.attempt < maxAttempts
-        ? { taskId: r.taskId, action: "retry", delaySeconds }
-        : { taskId: r.taskId, action: "ack", delaySeconds: 0 },
-    ),
-  });
+function retry(taskId: string, delayMs: number): TaskAction {
+  return { taskId, action: "retry", delaySeconds: toQueueDelaySeconds(delayMs) };
 }
 
-export function roomsOf(...rooms: FakeRoom[]): SwarmRooms {
+export function roomsOf(...rooms: SwarmRoomRpc[]): SwarmRooms {
   return (swarmId) => {
-    const room = rooms.find((r) => r.swarmId === swarmId);
+    const room = rooms.find((r) => "swarmId" in r && r.swarmId === swarmId);
     if (room === undefined) throw new Error(`no fake room for ${swarmId}`);
     return room;
   };
@@ -169,7 +375,7 @@ export function fakeModel(delayMs = 5, answer: (req: ModelRequest) => ModelCallR
       }
     },
   };
-  return { client, requests, maxInFlight: () => maxInFlight };
+  return { client, requests, maxInFlight: () => maxInFlight, inFlight: () => inFlight };
 }
 
 export function okResult(request: ModelRequest): ModelCallResult {
@@ -252,20 +458,33 @@ export function fakeTimers() {
   };
 }
 
-export const BASE = { concurrency: 8, inlineRetryMaxS: 2 } as const;
+/**
+ * The settings of a consumeTasks test: production's limits, no header gate (fake models have no
+ * headers), and every outcome pulled at once (coalescing is tested on its own, with its defaults).
+ */
+export const BASE = {
+  concurrency: 8,
+  headerSlots: 0,
+  pullForMs: 300_000,
+  callsWithinMs: 840_000,
+  maxTasks: 10_000,
+  idleWaitMaxMs: 2_000,
+  coalesce: { ms: 0, outcomes: 1 },
+} as const satisfies Partial<ConsumeTasksDeps>;
 
-export async function run(messages: MessageBatchMessage<unknown>[], deps: Parameters<typeof consumeTasks>[1]): Promise<QueueResult> {
+export async function run(messages: MessageBatchMessage<unknown>[], deps: ConsumeTasksDeps): Promise<QueueResult> {
   return (await runObserved(messages, deps)).result;
 }
 
 /** Runs a batch and also returns each retried message's delaySeconds, which getQueueResult does not report. */
 export async function runObserved(
   messages: MessageBatchMessage<unknown>[],
-  deps: Parameters<typeof consumeTasks>[1],
+  deps: ConsumeTasksDeps,
   /** Receives `ack:<id>` when a message is acked, to order acks against other events. */
   events: string[] = [],
+  queue = "edgeswarm-tasks",
 ): Promise<{ result: QueueResult; delays: Map<string, number | undefined> }> {
-  const batch = createMessageBatch("edgeswarm-tasks", messages);
+  const batch = createMessageBatch(queue, messages);
   const delays = new Map<string, number | undefined>();
   for (const m of batch.messages) {
     const retry = m.retry.bind(m);

@@ -16,6 +16,7 @@ import { consumeTasks } from "../consume-tasks.ts";
 import worker from "../index.ts";
 import { toKeyPools } from "../key-pools.ts";
 import { toSwarmRooms } from "../swarm-rooms.ts";
+import { LANE_DEFAULTS, tickets } from "./room-swarm.ts";
 
 const TENANT = "tk_gateway_test";
 const GATEWAY_MODEL = "gw-model";
@@ -62,11 +63,6 @@ function newSwarmId(): string {
   return `sw_gw${Date.now().toString(36)}${counter}`;
 }
 
-/** One packet per task. */
-function packets(swarmId: string, taskIds: string[]): MessageBatchMessage<unknown>[] {
-  return taskIds.map((taskId) => ({ id: `${swarmId}-${taskId}`, timestamp: new Date(), attempts: 1, body: { v: 1, swarm_id: swarmId, task_ids: [taskId] } }));
-}
-
 async function deliver(messages: MessageBatchMessage<unknown>[], overrides: Partial<Env>): Promise<QueueResult> {
   const batch = createMessageBatch("edgeswarm-tasks", messages);
   const ctx = createExecutionContext();
@@ -81,7 +77,10 @@ function keyPoolStatus(keyId: string): Promise<KeyPoolStatus> {
 /** The mock's calls and total tokens for one API key (it keys them by a hash of the key). */
 async function mockCountsFor(apiKey: string): Promise<{ calls: number; total_tokens: number }> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(apiKey)));
-  const keyId = `key_${[...digest].map((b) => b.toString(16).padStart(2, "0")).join("").slice(0, 12)}`;
+  const keyId = `key_${[...digest]
+    .map((b) => b.toString(16).padStart(2, "0"))
+    .join("")
+    .slice(0, 12)}`;
   const body: unknown = await (await fetch(`${env.MOCK_MODEL_URL}/stats`)).json();
   if (typeof body !== "object" || body === null || !("by_key" in body) || typeof body.by_key !== "object" || body.by_key === null) {
     throw new Error("unexpected /stats body");
@@ -109,12 +108,15 @@ describe("agent queue consumer through a gateway, with the real KeyPool", () => 
     const swarmId = newSwarmId();
     const taskIds = Array.from({ length: 12 }, (_, i) => `task-${i + 1}`);
     const swarm = await startSwarm(swarmId, taskIds);
-    const result = await deliver(packets(swarmId, taskIds), {
-      GATEWAY_CONFIG: gatewayConfig([{ id: keys.a, rpm: 300 }, { id: keys.b, rpm: 300 }]),
+    const result = await deliver(tickets(swarmId, 3), {
+      GATEWAY_CONFIG: gatewayConfig([
+        { id: keys.a, rpm: 300 },
+        { id: keys.b, rpm: 300 },
+      ]),
       UPSTREAM_KEYS: JSON.stringify(keys.values),
     });
 
-    expect(result.explicitAcks).toHaveLength(12);
+    expect(result.explicitAcks).toHaveLength(3);
     expect(result.retryMessages).toEqual([]);
     expect((await swarm.results()).map((r) => r.state)).toEqual(Array(12).fill("succeeded"));
     expect(await ledgerModels(swarmId, 12)).toEqual(Array(12).fill(GATEWAY_MODEL));
@@ -131,12 +133,12 @@ describe("agent queue consumer through a gateway, with the real KeyPool", () => 
     expect(statusB).toMatchObject({ inFlight: 0, requestsLastMinute: mockB.calls, tokensLastMinute: mockB.total_tokens, quarantined: null });
   });
 
-  it("hands back the tasks beyond a key's rpm as deferred, with no call: their attempts are returned and their messages retried", async () => {
+  it("hands back the tasks beyond a key's rpm as deferred, with no call: they wait in the room, their attempts not counted", async () => {
     const keys = freshKeys();
     const swarmId = newSwarmId();
     const taskIds = Array.from({ length: 5 }, (_, i) => `task-${i + 1}`);
     const swarm = await startSwarm(swarmId, taskIds);
-    const result = await deliver(packets(swarmId, taskIds), {
+    const result = await deliver(tickets(swarmId, 1), {
       GATEWAY_CONFIG: gatewayConfig([{ id: keys.a, rpm: 2 }]),
       UPSTREAM_KEYS: JSON.stringify(keys.values),
       PERMIT_WAIT_MAX_S: "0",
@@ -144,12 +146,15 @@ describe("agent queue consumer through a gateway, with the real KeyPool", () => 
     });
 
     expect((await mockCountsFor(keys.values[keys.a] ?? "")).calls).toBe(2);
-    expect(result.explicitAcks).toHaveLength(2);
-    expect(result.retryMessages).toHaveLength(3);
+    // The retries are the room's (its next lane takes them when the key has room): the ticket is acked.
+    expect(result.explicitAcks).toHaveLength(1);
+    expect(result.retryMessages).toEqual([]);
     const results = await swarm.results();
     expect(results.filter((r) => r.state === "succeeded")).toHaveLength(2);
     const handedBack = results.filter((r) => r.state !== "succeeded");
-    expect(handedBack.map((r) => [r.state, r.attempts])).toEqual(Array(3).fill(["retry_wait", 0]));
+    // Each waits to be handed out again; its deferred attempt made no call, so none is in the ledger
+    // (and it gives its place in max_attempts back).
+    expect(handedBack.map((r) => [r.state, r.usage.calls])).toEqual(Array(3).fill(["retry_wait", 0]));
     expect(await keyPoolStatus(keys.a)).toMatchObject({ inFlight: 0, requestsLastMinute: 2 });
   });
 
@@ -163,7 +168,13 @@ describe("agent queue consumer through a gateway, with the real KeyPool", () => 
     const taskIds = [rejectedFirst, ...["x1", "x2", "x3", "x4", "x5"]];
     const swarm = await startSwarm(swarmId, taskIds);
 
-    const config = parseGatewayConfig(gatewayConfig([{ id: keys.a, rpm: 1_000 }, { id: keys.b, rpm: 1_000 }]), "http://unused.invalid");
+    const config = parseGatewayConfig(
+      gatewayConfig([
+        { id: keys.a, rpm: 1_000 },
+        { id: keys.b, rpm: 1_000 },
+      ]),
+      "http://unused.invalid",
+    );
     if (!config.ok) throw new Error(config.error);
     const real = createModelClient({ baseURL: `${env.MOCK_MODEL_URL}/v1`, apiKey: keys.values[keys.b] ?? "" });
     const rejecting: ModelClient = {
@@ -175,17 +186,18 @@ describe("agent queue consumer through a gateway, with the real KeyPool", () => 
         startedAt: Date.now(),
       }),
     };
-    const batch = createMessageBatch("edgeswarm-tasks", packets(swarmId, taskIds));
+    const batch = createMessageBatch("edgeswarm-tasks", tickets(swarmId, 1));
     const ctx = createExecutionContext();
     await consumeTasks(batch, {
       rooms: toSwarmRooms(env.SWARM_ROOM),
       gateway: { config: config.value, clientFor: (keyId) => (keyId === keys.a ? rejecting : real), keyPools: toKeyPools(env.KEY_POOL), permitWaitMaxMs: 0 },
+      ...LANE_DEFAULTS,
       concurrency: 1,
-      inlineRetryMaxS: 0,
+      idleWaitMaxMs: 0,
     });
     const result = await getQueueResult(batch, ctx);
 
-    expect(result.explicitAcks).toHaveLength(6);
+    expect(result.explicitAcks).toHaveLength(1);
     const byTask = new Map((await swarm.results()).map((r) => [r.task_id, r]));
     expect(byTask.get(rejectedFirst)).toMatchObject({ state: "failed", error: { class: "auth" } });
     expect(taskIds.slice(1).map((t) => byTask.get(t)?.state)).toEqual(Array(5).fill("succeeded"));

@@ -1,0 +1,197 @@
+// The lane's header gate: at most N connections waiting for response headers (production's limit
+// per invocation is 6), the rest queued first come, first served; 0 = no gate. Alone, through the
+// model client (which frees a slot when the headers arrive) against a mock that holds its headers
+// back, and through a lane.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { HEADER_SLOTS_PER_INVOCATION } from "../../../src/core/lane-sizing.ts";
+import { createModelClient, type ModelRequest } from "../../../src/model/model-client.ts";
+import { createHeaderGate, HeaderSlotTimeout } from "../header-gate.ts";
+import { directGateway } from "./fake-gateway.ts";
+import { BASE, FakeRoom, roomsOf, run, ticketMessage } from "./fake-room.ts";
+
+/** Lets every pending promise callback run. */
+const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+
+function request(n: number, gate?: ReturnType<typeof createHeaderGate>): ModelRequest {
+  return {
+    model: "mock-1",
+    messages: [{ role: "user", content: `Summarize item ${n}.` }],
+    tools: null,
+    parallelToolCalls: null,
+    maxOutputTokens: 16,
+    timeoutMs: 10_000,
+    responseFormat: null,
+    ...(gate === undefined ? {} : { headerGate: gate }),
+  };
+}
+
+/**
+ * A fetch to the mock that asks it to hold each response's headers back `ttfbMs`, and counts the
+ * requests waiting for headers (from the request until its Response resolves) and the most at once.
+ */
+function headerCountingFetch(ttfbMs: number) {
+  const counts = { waiting: 0, maxWaiting: 0, requests: 0 };
+  const counting: typeof fetch = async (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set("x-mock-ttfb-ms", String(ttfbMs));
+    counts.requests += 1;
+    counts.waiting += 1;
+    counts.maxWaiting = Math.max(counts.maxWaiting, counts.waiting);
+    try {
+      return await fetch(input, { ...init, headers });
+    } finally {
+      counts.waiting -= 1;
+    }
+  };
+  return { counting, counts };
+}
+
+describe("createHeaderGate", () => {
+  it("never lets more than its slots be held, and queues the rest first come, first served", async () => {
+    const gate = createHeaderGate(6);
+    let held = 0;
+    let maxHeld = 0;
+    const order: number[] = [];
+    const releases: (() => void)[] = [];
+    const acquisitions = Array.from({ length: 10 }, (_, n) =>
+      gate.acquire().then((release) => {
+        held += 1;
+        maxHeld = Math.max(maxHeld, held);
+        order.push(n);
+        releases.push(() => {
+          held -= 1;
+          release();
+        });
+      }),
+    );
+    await settle();
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(gate.waiting()).toBe(4);
+
+    // Freed out of order, the slots still go to the waiters in the order they came.
+    releases[3]?.();
+    await settle();
+    releases[0]?.();
+    await settle();
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(gate.waiting()).toBe(2);
+    while (releases.length > 0) {
+      releases.shift()?.();
+      await settle();
+    }
+    await Promise.all(acquisitions);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(maxHeld).toBe(6);
+    expect(gate.waiting()).toBe(0);
+  });
+
+  it("frees one slot per acquisition however often its release is called", async () => {
+    const gate = createHeaderGate(1);
+    const release = await gate.acquire();
+    let second = false;
+    let third = false;
+    void gate.acquire().then(() => (second = true));
+    void gate.acquire().then(() => (third = true));
+    release();
+    release();
+    await settle();
+    expect([second, third]).toEqual([true, false]);
+    expect(gate.waiting()).toBe(1);
+  });
+
+  it("a caller that must start by a deadline waits until then at most, leaves the queue, and the slot goes to the next in line", async () => {
+    const gate = createHeaderGate(1);
+    const release = await gate.acquire();
+    const order: string[] = [];
+    const late = gate
+      .until(Date.now() + 30)
+      .acquire()
+      .then(
+        () => order.push("late got a slot"),
+        (error: unknown) => order.push(error instanceof HeaderSlotTimeout ? "late gave up" : "late failed otherwise"),
+      );
+    const patient = gate.acquire().then((free) => {
+      order.push("patient got a slot");
+      return free;
+    });
+    expect(gate.waiting()).toBe(2);
+    await late;
+    expect(order).toEqual(["late gave up"]);
+    expect(gate.waiting()).toBe(1);
+    release();
+    (await patient)();
+    expect(order).toEqual(["late gave up", "patient got a slot"]);
+    // Nothing held and nothing waiting: the one who gave up took no slot with it.
+    const again = await Promise.race([gate.acquire(), new Promise<null>((resolve) => setTimeout(() => resolve(null), 50))]);
+    expect(again).not.toBeNull();
+  });
+
+  it("grants a free slot even past the deadline (it only bounds a wait), and refuses at once to wait past it", async () => {
+    const gate = createHeaderGate(1);
+    const past = Date.now() - 1;
+    const release = await gate.until(past).acquire();
+    await expect(gate.until(past).acquire()).rejects.toBeInstanceOf(HeaderSlotTimeout);
+    expect(gate.waiting()).toBe(0);
+    release();
+  });
+
+  it("with 0 slots is no gate: every acquisition is granted at once", async () => {
+    const gate = createHeaderGate(0);
+    const releases = await Promise.all(Array.from({ length: 100 }, () => gate.acquire()));
+    expect(releases).toHaveLength(100);
+    expect(gate.waiting()).toBe(0);
+    for (const release of releases) release();
+  });
+});
+
+describe("the header gate through the model client (mock upstream holding headers back 80 ms)", () => {
+  it("keeps at most 6 of 20 concurrent calls waiting for headers; the others wait for a slot, and all answer", async () => {
+    const { counting, counts } = headerCountingFetch(80);
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: counting });
+    const gate = createHeaderGate(HEADER_SLOTS_PER_INVOCATION);
+
+    const results = await Promise.all(Array.from({ length: 20 }, (_, n) => client.complete(request(n, gate))));
+
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(counts.requests).toBe(20);
+    expect(counts.maxWaiting).toBe(6);
+    expect(gate.waiting()).toBe(0);
+    // The time to headers is the call's own (its wait for a slot is not counted).
+    for (const result of results) expect(result.ttfbMs ?? 0).toBeGreaterThanOrEqual(70);
+  });
+
+  it("without a gate, the same calls all wait for headers at once (what the gate prevents)", async () => {
+    const { counting, counts } = headerCountingFetch(80);
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: counting });
+
+    const results = await Promise.all(Array.from({ length: 20 }, (_, n) => client.complete(request(n))));
+
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(counts.maxWaiting).toBe(20);
+  });
+
+  it("a lane with headerSlots 6 keeps at most 6 of its calls waiting for headers, runs every task, and reports the capacity its gate carries", async () => {
+    const { counting, counts } = headerCountingFetch(80);
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: counting });
+    const room = new FakeRoom("sw_gate", { tasks: Array.from({ length: 24 }, (_, i) => `t${i + 1}`) });
+
+    const result = await run([ticketMessage("m1", "sw_gate")], {
+      ...BASE,
+      concurrency: 24,
+      headerSlots: 6,
+      rooms: roomsOf(room),
+      gateway: directGateway(client),
+    });
+
+    expect(result.explicitAcks).toEqual(["m1"]);
+    expect(room.count("succeeded")).toBe(24);
+    expect(counts.requests).toBe(24);
+    expect(counts.maxWaiting).toBe(6);
+    // Before any call it claims its concurrency; once calls are measured, what 6 header slots carry
+    // at that time to headers (headers ≈ the whole call here, so about 6).
+    expect(room.pulls[0]?.slots).toBe(24);
+    expect(room.pulls.at(-1)?.slots).toBeLessThan(24);
+    expect(room.pulls.at(-1)?.slots).toBeGreaterThanOrEqual(6);
+  });
+});

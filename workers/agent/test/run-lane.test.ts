@@ -1,0 +1,464 @@
+// The pull dispatch end to end: lanes (run-lane.ts) under consumeTasks, mostly against the real
+// SwarmRoom (auxiliary orchestrator Worker) and the mock model: duplicate tickets, a consumer that
+// dies mid-pull, pulls that fail, a cancel while a lane runs, coalescing, and a lane that stops
+// before its invocation's limits. Fake rooms and clocks where a fault must come on cue.
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { LimitsSchema } from "../../../src/core/spec-schema.ts";
+import type { PullRequest, PullResponse } from "../../../src/core/swarm-contract.ts";
+import { createModelClient } from "../../../src/model/model-client.ts";
+import type { ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
+import { consumeTasks, type ConsumeTasksDeps } from "../consume-tasks.ts";
+import { toSwarmRooms, type SwarmRoomRpc, type SwarmRooms } from "../swarm-rooms.ts";
+import { directGateway } from "./fake-gateway.ts";
+import { BASE, FakeRoom, fakeClock, fakeModel, okResult, promptOf, roomsOf, run, ticketMessage } from "./fake-room.ts";
+import { LANE_DEFAULTS, ledgerRows, messageIds, mockStats, startRoomSwarm, tickets, waitFor, type RoomSwarm } from "./room-swarm.ts";
+
+const TENANT = "tk_lane_test";
+let counter = 0;
+
+interface Swarm extends RoomSwarm {
+  taskIds: string[];
+}
+
+async function startSwarm(taskCount: number, limits: Record<string, number> = {}): Promise<Swarm> {
+  counter += 1;
+  const swarmId = `sw_lane${Date.now().toString(36)}${counter}`;
+  const taskIds = Array.from({ length: taskCount }, (_, i) => `task-${String(i + 1).padStart(3, "0")}`);
+  const swarm = await startRoomSwarm({
+    swarmId,
+    tenant: TENANT,
+    spec: { name: `lane test ${counter}`, model: "mock-1", system: "You are a test agent.", limits: LimitsSchema.parse({ concurrency: 100, ...limits }) },
+    tasks: taskIds.map((id) => ({ id, prompt: `Summarize item ${id}.` })),
+    createdAt: Date.now(),
+    origin: { kind: "api" },
+  });
+  return { ...swarm, taskIds };
+}
+
+/** The real model client against the mock, each call `delayMs` late, seen (and maybe broken) by `wrap`. */
+function mockModel(delayMs = 0, wrap: (request: ModelRequest) => void = () => {}): ModelClient & { requests: ModelRequest[] } {
+  const real = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY });
+  const requests: ModelRequest[] = [];
+  return {
+    requests,
+    async complete(request) {
+      requests.push(request);
+      wrap(request);
+      if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+      return real.complete(request);
+    },
+  };
+}
+
+/** The task a request is for (its prompt is `Summarize item <task>.`). */
+const taskOf = (request: ModelRequest): string => promptOf(request).replace(/^Summarize item (.*)\.$/, "$1");
+
+/**
+ * The real rooms, through a wrapper that counts pulls and may break one: `failBefore` (the room
+ * never sees the pull) or `failAfter` (the room answered, the answer is lost; its grants are kept in `lostGrants`).
+ */
+function wrappedRooms(options: { failBefore?: (n: number, request: PullRequest) => boolean; failAfter?: (n: number, answer: PullResponse) => boolean } = {}) {
+  const real = toSwarmRooms(env.SWARM_ROOM);
+  const seen = { pulls: 0, failed: 0, granted: 0, lostGrants: [] as string[] };
+  const rooms: SwarmRooms = (swarmId) => {
+    const stub = real(swarmId);
+    const room: SwarmRoomRpc = {
+      async pull(request) {
+        seen.pulls += 1;
+        const n = seen.pulls;
+        if (options.failBefore?.(n, request)) {
+          seen.failed += 1;
+          throw new Error("Network connection lost.");
+        }
+        const answer = await stub.pull(request);
+        if (options.failAfter?.(n, answer)) {
+          seen.failed += 1;
+          seen.lostGrants.push(...answer.granted.map((t) => t.taskId));
+          throw new Error("Durable Object reset because its code was updated");
+        }
+        seen.granted += answer.granted.length;
+        return answer;
+      },
+      recordCalls: (reports) => stub.recordCalls(reports),
+      scratchpad: (request) => stub.scratchpad(request),
+      recordDeadTicket: (ticket) => stub.recordDeadTicket(ticket),
+    };
+    return room;
+  };
+  return { rooms, seen };
+}
+
+async function deliver(messages: MessageBatchMessage<unknown>[], deps: Partial<ConsumeTasksDeps> & Pick<ConsumeTasksDeps, "gateway">): Promise<QueueResult> {
+  const batch = createMessageBatch("edgeswarm-tasks", messages);
+  const ctx = createExecutionContext();
+  await consumeTasks(batch, { ...LANE_DEFAULTS, rooms: toSwarmRooms(env.SWARM_ROOM), ...deps });
+  return getQueueResult(batch, ctx);
+}
+
+/** Every task ended once and succeeded, and the ledger has one row per upstream call, each call id once. */
+async function expectEveryTaskOnce(swarm: Swarm, before: { calls: number; total_tokens: number }): Promise<Awaited<ReturnType<typeof ledgerRows>>> {
+  const results = await swarm.results();
+  expect(results.map((r) => r.state)).toEqual(swarm.taskIds.map(() => "succeeded"));
+  const after = await mockStats();
+  const upstream = after.calls - before.calls;
+  const rows = await ledgerRows(swarm.swarmId, upstream);
+  expect(rows).toHaveLength(upstream);
+  expect(new Set(rows.map((r) => r.call_id)).size).toBe(rows.length);
+  expect(rows.reduce((sum, row) => sum + (row.total_tokens ?? 0), 0)).toBe(after.total_tokens - before.total_tokens);
+  // A task's succeeded call is never made twice.
+  const okTasks = rows.filter((r) => r.status === "ok").map((r) => r.task_id);
+  expect(okTasks.sort()).toEqual([...swarm.taskIds].sort());
+  return rows;
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("a ticket delivered more than once (real SwarmRoom)", () => {
+  it("the same ticket twice in one batch, and again in a second batch while the first lane runs: every task runs once, one ledger row per call", async () => {
+    const swarm = await startSwarm(24);
+    const before = await mockStats();
+    const [ticket] = tickets(swarm.swarmId, 1);
+    if (ticket === undefined) throw new Error("no ticket");
+    const duplicate = { ...ticket, id: `${ticket.id}-dup`, attempts: 2 };
+    const later: { batch?: Promise<QueueResult> } = {};
+    const model = mockModel(20, () => {
+      // Once the first lane is busy, the queue delivers the ticket again, in a batch of its own.
+      if (model.requests.length === 5)
+        later.batch = deliver([{ ...ticket, id: `${ticket.id}-late`, attempts: 3 }], { gateway: directGateway(model), concurrency: 4 });
+    });
+
+    const first = await deliver([ticket, duplicate], { gateway: directGateway(model), concurrency: 4 });
+    if (later.batch === undefined) throw new Error("the second batch never started");
+    const late = await later.batch;
+
+    expect(first.explicitAcks.sort()).toEqual([ticket.id, duplicate.id].sort());
+    expect(late.explicitAcks).toEqual([`${ticket.id}-late`]);
+    expect(model.requests).toHaveLength(24);
+    const rows = await expectEveryTaskOnce(swarm, before);
+    expect(rows.map((r) => r.call_id)).toEqual(swarm.taskIds.map((t) => `${swarm.swarmId}:${t}:1:1`).sort());
+    expect((await swarm.status()).state).toBe("completed");
+  });
+});
+
+describe("a consumer that dies mid-pull (real SwarmRoom)", () => {
+  it("the room stops answering after some grants: nothing is lost, the leased tasks come back after their lease and end once; ledger = upstream calls", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const swarm = await startSwarm(12, { timeout_s: 1 });
+    const before = await mockStats();
+    // The invocation's link to the room dies after its first two pulls (the grants of 3 and 3 more).
+    const dying = wrappedRooms({ failBefore: (n) => n > 2 });
+    const first = tickets(swarm.swarmId, 1);
+
+    const r1 = await deliver(first, { rooms: dying.rooms, gateway: directGateway(mockModel()), concurrency: 3, headerSlots: 0 });
+
+    // It reached the room, so its ticket is acked; what it could not record is left to the leases.
+    expect(r1.explicitAcks).toEqual(messageIds(first));
+    expect(dying.seen.granted).toBeGreaterThanOrEqual(3);
+    expect(dying.seen.granted).toBeLessThan(12);
+    const afterDeath = await swarm.status();
+    expect(afterDeath.counts.running).toBeGreaterThan(0);
+
+    // The leases (timeout_s 1 + LEASE_GRACE_S 1) end; a fresh ticket runs what is left.
+    expect(await waitFor(async () => (await swarm.status()).counts.running === 0, 20_000)).toBe(true);
+    const r2 = await deliver(tickets(swarm.swarmId, 1), { gateway: directGateway(mockModel()), concurrency: 3 });
+    expect(r2.explicitAcks).toHaveLength(1);
+
+    const rows = await ledgerRows(swarm.swarmId, (await mockStats()).calls - before.calls);
+    const results = await swarm.results();
+    expect(results.map((r) => r.state)).toEqual(swarm.taskIds.map(() => "succeeded"));
+    const after = await mockStats();
+    expect(rows).toHaveLength(after.calls - before.calls);
+    expect(new Set(rows.map((r) => r.call_id)).size).toBe(rows.length);
+    // A task ran again only when its earlier outcome never reached the room (its call is in the
+    // ledger through the journal), and each task's recorded attempts match its calls.
+    for (const result of results) expect(rows.filter((r) => r.task_id === result.task_id)).toHaveLength(result.attempts);
+    expect((await swarm.status()).state).toBe("completed");
+  }, 60_000);
+
+  it("its runs throw after some grants: the lane goes on, what threw comes back after its lease and ends once", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const swarm = await startSwarm(8, { timeout_s: 1 });
+    const before = await mockStats();
+    const broken = new Set(["task-003", "task-006"]);
+    const model = mockModel(0, (request) => {
+      if (broken.has(taskOf(request))) throw new Error("isolate ran out of memory");
+    });
+    const first = tickets(swarm.swarmId, 1);
+
+    const r1 = await deliver(first, { gateway: directGateway(model), concurrency: 2 });
+
+    expect(r1.explicitAcks).toEqual(messageIds(first));
+    expect((await swarm.status()).counts).toMatchObject({ succeeded: 6, running: 2 });
+    expect(await waitFor(async () => (await swarm.status()).counts.running === 0, 20_000)).toBe(true);
+    broken.clear();
+    await deliver(tickets(swarm.swarmId, 1), { gateway: directGateway(model), concurrency: 2 });
+
+    const rows = await expectEveryTaskOnce(swarm, before);
+    expect(
+      rows
+        .filter((r) => r.attempt === 2)
+        .map((r) => r.task_id)
+        .sort(),
+    ).toEqual(["task-003", "task-006"]);
+    expect((await swarm.results()).filter((r) => r.attempts === 2).map((r) => r.task_id)).toEqual(["task-003", "task-006"]);
+  }, 60_000);
+});
+
+describe("pulls that fail", () => {
+  it("real room: pulls the room never saw are retried with the same reports; every outcome recorded once, nothing run twice", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const swarm = await startSwarm(10);
+    const before = await mockStats();
+    // Every third pull fails once (never twice in a row, so no lane gives up).
+    const flaky = wrappedRooms({ failBefore: (n) => n % 3 === 2 });
+
+    const result = await deliver(tickets(swarm.swarmId, 2), { rooms: flaky.rooms, gateway: directGateway(mockModel()), concurrency: 3 });
+
+    expect(flaky.seen.failed).toBeGreaterThan(0);
+    expect(result.explicitAcks).toHaveLength(2);
+    const rows = await expectEveryTaskOnce(swarm, before);
+    expect(rows.every((r) => r.attempt === 1)).toBe(true);
+  });
+
+  it("real room: a pull whose answer is lost is sent again; its reports count once, and the tasks that answer leased come back after the lease, never run twice", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const swarm = await startSwarm(6, { timeout_s: 1 });
+    const before = await mockStats();
+    // The room answers the second pull (recording its reports and leasing what it grants), but the answer never arrives.
+    const lossy = wrappedRooms({ failAfter: (n, answer) => n === 2 && answer.granted.length > 0 });
+    const model = mockModel();
+
+    const r1 = await deliver(tickets(swarm.swarmId, 1), {
+      rooms: lossy.rooms,
+      gateway: directGateway(model),
+      concurrency: 2,
+      headerSlots: 0,
+      coalesce: { ms: 0, outcomes: 1 },
+    });
+    expect(r1.explicitAcks).toHaveLength(1);
+    expect(lossy.seen.lostGrants.length).toBeGreaterThan(0);
+    // The lane never ran what the lost answer granted.
+    expect(model.requests.map(taskOf).filter((t) => lossy.seen.lostGrants.includes(t))).toEqual([]);
+
+    expect(await waitFor(async () => (await swarm.status()).counts.running === 0, 20_000)).toBe(true);
+    await deliver(tickets(swarm.swarmId, 1), { gateway: directGateway(mockModel()), concurrency: 2 });
+
+    const rows = await expectEveryTaskOnce(swarm, before);
+    const upstreamByTask = new Map<string, number>();
+    for (const row of rows) upstreamByTask.set(row.task_id, (upstreamByTask.get(row.task_id) ?? 0) + 1);
+    // Each task called the upstream exactly once; the lost grants ran later as their next attempt.
+    expect([...upstreamByTask.values()].every((n) => n === 1)).toBe(true);
+    expect(
+      rows
+        .filter((r) => r.attempt === 2)
+        .map((r) => r.task_id)
+        .sort(),
+    ).toEqual([...lossy.seen.lostGrants].sort());
+  }, 60_000);
+
+  it("real room: a lane none of whose 4 tries reaches the room leaves its ticket to be retried, and the swarm untouched", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const swarm = await startSwarm(2);
+    const down = wrappedRooms({ failBefore: () => true });
+    const model = mockModel();
+    const messages = tickets(swarm.swarmId, 1);
+
+    const result = await deliver(messages, { rooms: down.rooms, gateway: directGateway(model), sleep: async () => {} });
+
+    expect(down.seen.pulls).toBe(4);
+    expect(result.explicitAcks).toEqual([]);
+    expect(result.retryMessages.map((m) => m.msgId)).toEqual(messageIds(messages));
+    expect(model.requests).toEqual([]);
+    expect((await swarm.status()).counts).toMatchObject({ queued: 2, running: 0 });
+  });
+
+  it("fake room: the outcomes of a pull that failed 4 times go with the lane's next pull; none is lost or run again", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const time = fakeClock();
+    const room = new FakeRoom("sw_a", { tasks: ["fast", "slow"], clock: time.now });
+    // Pulls 2-5 (the 4 tries of the pull with `fast`'s outcome) fail; the room is back by the time `slow` ends.
+    room.failPull = (n) => n >= 2 && n <= 5;
+    const model = fakeModel(0, okResult);
+    const slowModel = {
+      complete: async (request: ModelRequest) => {
+        if (promptOf(request) === "prompt of slow") await new Promise((resolve) => setTimeout(resolve, 50));
+        return model.client.complete(request);
+      },
+    };
+
+    const result = await run([ticketMessage("m1", "sw_a")], {
+      ...BASE,
+      concurrency: 2,
+      rooms: roomsOf(room),
+      gateway: directGateway(slowModel),
+      now: time.now,
+      sleep: time.sleep,
+    });
+
+    expect(room.states()).toEqual({ fast: ["succeeded", 1], slow: ["succeeded", 1] });
+    expect(room.grants.map((g) => g.taskId).sort()).toEqual(["fast", "slow"]);
+    expect(result.explicitAcks).toEqual(["m1"]);
+  });
+});
+
+describe("cancel while a lane pulls (real SwarmRoom)", () => {
+  it("the lane stops taking tasks, what it runs is recorded, the ticket is acked and the swarm ends cancelled", async () => {
+    const swarm = await startSwarm(30);
+    const before = await mockStats();
+    let cancelled = false;
+    const model = mockModel(30, () => {
+      if (model.requests.length === 6 && !cancelled) {
+        cancelled = true;
+        void swarm.stub.cancel(TENANT);
+      }
+    });
+    const { rooms, seen } = wrappedRooms();
+    const messages = tickets(swarm.swarmId, 1);
+
+    const result = await deliver(messages, { rooms, gateway: directGateway(model), concurrency: 4, headerSlots: 0 });
+
+    expect(result.explicitAcks).toEqual(messageIds(messages));
+    const status = await swarm.status();
+    expect(status.state).toBe("cancelled");
+    expect(status.counts.running).toBe(0);
+    // Every task the lane started was recorded: the ones it ran succeeded, nothing else ran.
+    expect(status.counts.succeeded).toBe(seen.granted);
+    expect(seen.granted).toBeLessThan(30);
+    expect(status.counts.succeeded + status.counts.cancelled).toBe(30);
+    expect(model.requests).toHaveLength(seen.granted);
+    const after = await mockStats();
+    expect(await ledgerRows(swarm.swarmId, after.calls - before.calls)).toHaveLength(after.calls - before.calls);
+  });
+});
+
+describe("the header gate and the lease (real SwarmRoom)", () => {
+  it("a call that could no longer end inside its task's lease gives up waiting for a header slot: the task comes back through its lease and calls the upstream once", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    // timeout_s 1 + LEASE_GRACE_S 1: each lease ends 2 s after its grant, so a call must start within 1 s.
+    const swarm = await startSwarm(4, { timeout_s: 1 });
+    const before = await mockStats();
+    // One header slot and 700 ms to headers: the 3rd and 4th calls would start at 1.4 s and 2.1 s.
+    const requests = { count: 0 };
+    const slowHeaders: typeof fetch = async (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set("x-mock-ttfb-ms", "700");
+      requests.count += 1;
+      return fetch(input, { ...init, headers });
+    };
+    const gated = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: slowHeaders });
+
+    const first = deliver(tickets(swarm.swarmId, 1), { gateway: directGateway(gated), concurrency: 4, headerSlots: 1 });
+    // As the room would: once the leases have ended, a fresh ticket's lane takes what they held.
+    const leasesEnded = await waitFor(async () => (await swarm.status()).counts.running === 0 && (await swarm.status()).counts.succeeded < 4, 10_000);
+    const second = deliver(tickets(swarm.swarmId, 1), { gateway: directGateway(mockModel()) });
+    await Promise.all([first, second]);
+
+    expect(leasesEnded).toBe(true);
+    expect(requests.count).toBe(2);
+    const rows = await expectEveryTaskOnce(swarm, before);
+    // Every task called the upstream once: the two that gave up ran as attempt 2 only.
+    expect(rows.map((r) => r.call_id.split(":").slice(1).join(":"))).toEqual(["task-001:1:1", "task-002:1:1", "task-003:2:1", "task-004:2:1"]);
+  }, 30_000);
+});
+
+describe("coalescing (real SwarmRoom)", () => {
+  it("with 100 quick tasks at window 20, a lane makes at most one pull per 4 tasks", async () => {
+    const swarm = await startSwarm(100, { concurrency: 20 });
+    const before = await mockStats();
+    const { rooms, seen } = wrappedRooms();
+
+    const result = await deliver(tickets(swarm.swarmId, 1), { rooms, gateway: directGateway(mockModel(5)), concurrency: 20, headerSlots: 0 });
+
+    expect(result.explicitAcks).toHaveLength(1);
+    await expectEveryTaskOnce(swarm, before);
+    expect(seen.granted).toBe(100);
+    expect(seen.pulls).toBeLessThanOrEqual(25);
+  }, 30_000);
+});
+
+describe("a lane stops before its invocation's limits", () => {
+  it("pullUntil passes after the first pull: the lane finishes what it started, sends final, and leaves the rest pending", async () => {
+    const time = fakeClock();
+    const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 10 }, (_, i) => `t${i + 1}`), clock: time.now });
+    room.afterPull = () => {
+      // The first answer arrives just past the lane's pull-for time.
+      if (room.pulls.length === 1) time.clock.t += BASE.pullForMs;
+    };
+    const model = fakeModel();
+
+    const { explicitAcks } = await run([ticketMessage("m1", "sw_a")], {
+      ...BASE,
+      concurrency: 3,
+      rooms: roomsOf(room),
+      gateway: directGateway(model.client),
+      now: time.now,
+      sleep: time.sleep,
+    });
+
+    expect(model.requests).toHaveLength(3);
+    expect(room.count("succeeded")).toBe(3);
+    expect(room.count("pending")).toBe(7);
+    expect(room.pulls.slice(1).every((p) => p.want === 0)).toBe(true);
+    expect(room.pulls.at(-1)?.final).toBe(true);
+    expect(
+      room
+        .reports()
+        .map((r) => r.taskId)
+        .sort(),
+    ).toEqual(["t1", "t2", "t3"]);
+    expect(explicitAcks).toEqual(["m1"]);
+  });
+
+  it("real room: an allowance of 4 tasks: the lane runs 4, sends final, and the rest waits for another ticket", async () => {
+    const swarm = await startSwarm(10);
+    const before = await mockStats();
+    const { rooms, seen } = wrappedRooms();
+    const finals: PullRequest[] = [];
+    const watching: SwarmRooms = (swarmId) => {
+      const room = rooms(swarmId);
+      return {
+        ...room,
+        pull(request) {
+          if (request.final) finals.push(request);
+          return room.pull(request);
+        },
+      };
+    };
+
+    const r1 = await deliver(tickets(swarm.swarmId, 1), { rooms: watching, gateway: directGateway(mockModel()), maxTasks: 4 });
+
+    expect(r1.explicitAcks).toHaveLength(1);
+    expect(seen.granted).toBe(4);
+    expect(finals).toHaveLength(1);
+    expect((await swarm.status()).counts).toMatchObject({ succeeded: 4, queued: 6, running: 0 });
+    await deliver(tickets(swarm.swarmId, 1), { gateway: directGateway(mockModel()) });
+    await expectEveryTaskOnce(swarm, before);
+  });
+
+  it("the allowance is the invocation's: once its lanes have started that many tasks, none asks for more", async () => {
+    const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 10 }, (_, i) => `t${i + 1}`) });
+    const model = fakeModel(5);
+
+    const { explicitAcks } = await run([ticketMessage("m1", "sw_a"), ticketMessage("m2", "sw_a")], {
+      ...BASE,
+      concurrency: 2,
+      maxTasks: 3,
+      rooms: roomsOf(room),
+      gateway: directGateway(model.client),
+    });
+
+    // Both lanes' first pulls go out together, each asking for min(concurrency, allowance) = 2:
+    // the allowance is a soft bound, overshot by at most what concurrent pulls are granted.
+    expect(room.pulls.slice(0, 2).map((p) => p.want)).toEqual([2, 2]);
+    expect(room.grants).toHaveLength(4);
+    expect(room.pulls.slice(2).every((p) => p.want === 0)).toBe(true);
+    expect(model.requests).toHaveLength(4);
+    expect(room.count("pending")).toBe(6);
+    expect(explicitAcks.sort()).toEqual(["m1", "m2"]);
+  });
+});
