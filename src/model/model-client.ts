@@ -24,15 +24,16 @@ export interface ModelRequest {
   timeoutMs: number;
   responseFormat: ResponseFormat | null;
   /**
-   * Bounds the connections waiting for response headers (production allows an invocation 6): the
-   * call holds a slot from its request until its headers arrive. Absent: no bound.
+   * The connection slot the caller took for this call (production allows an invocation 6
+   * connections waiting for response headers): freed here the moment the headers arrive, or when
+   * the call ends without them. Absent: no bound.
    */
-  headerGate?: HeaderGate;
+  headerSlot?: HeaderSlot;
 }
 
-/** A slot for one connection waiting for headers; the returned function frees it (idempotent). */
-export interface HeaderGate {
-  acquire(): Promise<() => void>;
+/** One taken slot of a header gate; `release` is idempotent. */
+export interface HeaderSlot {
+  release(): void;
 }
 
 interface CallTiming {
@@ -82,8 +83,7 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
 }
 
 async function completeOnce(client: OpenAI, apiKey: string, request: ModelRequest): Promise<ModelCallResult> {
-  // The wait for a header slot is not the call's: its latency and deadline start once it has one.
-  const releaseSlot = request.headerGate === undefined ? () => {} : await request.headerGate.acquire();
+  const releaseSlot = (): void => request.headerSlot?.release();
   const startedAt = Date.now();
   let ttfbMs: number | null = null;
   // The SDK's `timeout` only covers the wait for response headers; this deadline also bounds the

@@ -10,7 +10,8 @@ import { orderKeys } from "../../src/core/order-keys.ts";
 import type { ResponseFormat } from "../../src/core/spec-schema.ts";
 import type { ClaimedTask, TaskOutcome, TaskRunConfig } from "../../src/core/swarm-contract.ts";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
-import type { HeaderGate, ModelCallResult, ModelClient, ModelRequest } from "../../src/model/model-client.ts";
+import type { ModelCallResult, ModelClient, ModelRequest } from "../../src/model/model-client.ts";
+import { takeHeaderSlot, type HeaderGate } from "./header-gate.ts";
 import type { KeyPools } from "./key-pools.ts";
 import { isUnbilledError } from "../../src/core/budget.ts";
 
@@ -109,7 +110,6 @@ export async function callWithPermit(
     maxOutputTokens: turn.maxOutputTokens,
     timeoutMs: task.timeoutS * 1_000,
     responseFormat: turn.responseFormat,
-    ...(ctx.headerGate === undefined ? {} : { headerGate: ctx.headerGate }),
   };
 
   const only = route.keys[0];
@@ -117,7 +117,9 @@ export async function callWithPermit(
     // One key without limits (the default config): a KeyPool would have nothing to count and no
     // other key to turn to, so its two RPCs per call would buy nothing. A 429 still shrinks the
     // swarm's window and is retried after its Retry-After by the SwarmRoom, as before the gateway.
-    const result = await ctx.gateway.clientFor(only.id).complete(request);
+    const slotted = await withHeaderSlot(request, ctx);
+    if (slotted === null) return notCalled(NO_HEADER_SLOT);
+    const result = await ctx.gateway.clientFor(only.id).complete(slotted);
     onCallEnded(result);
     return { kind: "called", result };
   }
@@ -133,15 +135,20 @@ export async function callWithPermit(
   if (permit.kind === "none") return notCalled(permit.outcome);
 
   let result: ModelCallResult | null = null;
+  let called = false;
   try {
-    result = await ctx.gateway.clientFor(permit.keyId).complete(request);
+    const slotted = await withHeaderSlot(request, ctx);
+    if (slotted === null) return notCalled(NO_HEADER_SLOT);
+    called = true;
+    result = await ctx.gateway.clientFor(permit.keyId).complete(slotted);
     onCallEnded(result);
     return { kind: "called", result };
   } finally {
     const release: ReleaseRequest = {
       permitId: permit.permitId,
-      // An HTTP error answered before generation bills nothing: give its reservation back at once.
-      tokens: result?.usage?.total_tokens ?? (result !== null && !result.ok && isUnbilledError(result.error.class) ? 0 : null),
+      // An HTTP error answered before generation bills nothing, and a call never made nothing at
+      // all: give its reservation back at once.
+      tokens: !called ? 0 : (result?.usage?.total_tokens ?? (result !== null && !result.ok && isUnbilledError(result.error.class) ? 0 : null)),
       outcome: toPermitOutcome(result),
       retryAfterMs: result === null || result.ok ? null : result.error.retryAfterMs,
     };
@@ -277,6 +284,20 @@ async function releasePermit(keyId: string, request: ReleaseRequest, ctx: Permit
 
 function deferred(retryAfterMs: number, reason: string): PermitAttempt {
   return { kind: "none", outcome: { kind: "deferred", retryAfterMs: Math.max(0, Math.ceil(retryAfterMs)), reason } };
+}
+
+/**
+ * No connection slot came before the call's latest start: starting it later could outlast its
+ * task's lease while the room hands the task to another lane. Nothing was sent, so the task is
+ * handed back at once (a deferral spends no attempt) for a lane with room.
+ */
+const NO_HEADER_SLOT: TaskOutcome = { kind: "deferred", retryAfterMs: 0, reason: "no connection slot for the call before its latest start (the lane's header gate was full)" };
+
+/** The request with a header slot of the lane's gate taken for it; null when none came in time. */
+async function withHeaderSlot(request: ModelRequest, ctx: PermitContext): Promise<ModelRequest | null> {
+  if (ctx.headerGate === undefined) return request;
+  const slot = await takeHeaderSlot(ctx.headerGate);
+  return slot === null ? null : { ...request, headerSlot: slot };
 }
 
 function notCalled(outcome: TaskOutcome): PermitCallResult {

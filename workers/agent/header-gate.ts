@@ -3,7 +3,12 @@
 // rest; `wrangler dev` enforces none, so local figures would flatter a design that needs more. The
 // gate makes the limit hold everywhere. It queues callers first come, first served; a caller that
 // must start by a deadline (its call must end inside its task's lease) gives up its place then.
-import type { HeaderGate } from "../../src/model/model-client.ts";
+import type { HeaderSlot } from "../../src/model/model-client.ts";
+
+/** Hands out slots: `acquire` resolves with the function that frees one (idempotent). */
+export interface HeaderGate {
+  acquire(): Promise<() => void>;
+}
 
 export interface MeasuredHeaderGate extends HeaderGate {
   /** Callers waiting for a slot now. */
@@ -71,4 +76,17 @@ export function createHeaderGate(slots: number): MeasuredHeaderGate {
     until: (deadline, now = Date.now) => ({ acquire: () => acquire(deadline, now) }),
     waiting: () => queue.length,
   };
+}
+
+/**
+ * Takes a slot of `gate` for one call: the slot (the model client frees it when the headers
+ * arrive), or null when none came before the call's latest start (no request was made).
+ */
+export async function takeHeaderSlot(gate: HeaderGate): Promise<HeaderSlot | null> {
+  try {
+    return { release: await gate.acquire() };
+  } catch (error) {
+    if (error instanceof HeaderSlotTimeout) return null;
+    throw error;
+  }
 }

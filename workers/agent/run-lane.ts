@@ -10,7 +10,7 @@ import type { ClaimedTask, PullRequest, PullResponse, TaskPool, TaskReport, Task
 import type { Ticket } from "../../src/core/ticket.ts";
 import type { CallJournal } from "./call-journal.ts";
 import type { PermitContext } from "./call-with-permit.ts";
-import { createHeaderGate, HeaderSlotTimeout } from "./header-gate.ts";
+import { createHeaderGate } from "./header-gate.ts";
 import { runAgentTask } from "./run-agent-task.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { createSwarmTools, type SwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
@@ -111,11 +111,9 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
         },
         (error: unknown) => {
           // Its outcome is unknown, so it is not recorded: its lease brings the task back, resuming
-          // after its last journaled turn. (A call that gave up waiting for a header slot made no
-          // upstream request: the same, and not a bug.)
+          // after its last journaled turn.
           ctx.tally.threw += 1;
-          const event = error instanceof HeaderSlotTimeout ? "task_header_slot_timeout" : "task_run_threw";
-          console.error(JSON.stringify({ event, swarm_id: run.swarmId, task_id: task.taskId, attempt: task.attempt, error: messageOf(error) }));
+          console.error(JSON.stringify({ event: "task_run_threw", swarm_id: run.swarmId, task_id: task.taskId, attempt: task.attempt, error: messageOf(error) }));
         },
       )
       .finally(() => {
@@ -127,7 +125,9 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   for (;;) {
     if (!stopping && (ctx.now() >= ctx.pullUntil || ctx.allowance.tasks <= 0)) stopping = true;
     const final = stopping && running.size === 0;
-    const free = stopping ? 0 : Math.max(0, Math.min(ctx.concurrency - running.size, ctx.allowance.tasks));
+    // Calls already queue for a header slot: the gate binds, so more tasks would only wait there
+    // (holding their leases) while the room could give them to a lane with room.
+    const free = stopping || gate.waiting() > 0 ? 0 : Math.max(0, Math.min(ctx.concurrency - running.size, ctx.allowance.tasks));
     const reports = outbox.splice(0);
     const request: PullRequest = { ticket: ticket.ticket, reports, want: free, slots: capacity(), final, pool: ctx.pool, endBy: ctx.callsEndBy };
     const answer = await pullWithRetry(room, ticket.swarm_id, request, ctx);

@@ -90,8 +90,8 @@ async function ledgerRows(swarmId: string, count: number): Promise<LedgerRow[]> 
 function recordRequests() {
   const requests: ModelRequest[] = [];
   const wrap = (request: ModelRequest, call: () => Promise<ModelCallResult>): Promise<ModelCallResult> => {
-    // The lane's header gate rides along in the request; it is a live object, not data to copy.
-    const { headerGate: _gate, ...data } = request;
+    // The call's header slot rides along in the request; it is a live object, not data to copy.
+    const { headerSlot: _slot, ...data } = request;
     requests.push(structuredClone(data));
     return call();
   };

@@ -35,9 +35,9 @@ describe("consumeTasks with a fake SwarmRoom: one lane per ticket", () => {
       sleep: noWait,
     });
     expect(model.requests).toHaveLength(4);
-    const { headerGate, ...first } = model.requests.find((r) => promptOf(r) === "prompt of t1") ?? {};
-    // The lane's own gate on connections waiting for headers (none with headerSlots 0, but always passed).
-    expect(headerGate).toBeDefined();
+    const { headerSlot, ...first } = model.requests.find((r) => promptOf(r) === "prompt of t1") ?? {};
+    // A slot of the lane's own gate on connections waiting for headers (always taken, unbounded with headerSlots 0).
+    expect(headerSlot).toBeDefined();
     expect(first).toEqual({
       model: "mock-1",
       messages: [

@@ -6,14 +6,14 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { HEADER_SLOTS_PER_INVOCATION } from "../../../src/core/lane-sizing.ts";
 import { createModelClient, type ModelRequest } from "../../../src/model/model-client.ts";
-import { createHeaderGate, HeaderSlotTimeout } from "../header-gate.ts";
+import { createHeaderGate, HeaderSlotTimeout, takeHeaderSlot } from "../header-gate.ts";
 import { directGateway } from "./fake-gateway.ts";
 import { BASE, FakeRoom, roomsOf, run, ticketMessage } from "./fake-room.ts";
 
 /** Lets every pending promise callback run. */
 const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
-function request(n: number, gate?: ReturnType<typeof createHeaderGate>): ModelRequest {
+function request(n: number): ModelRequest {
   return {
     model: "mock-1",
     messages: [{ role: "user", content: `Summarize item ${n}.` }],
@@ -22,8 +22,14 @@ function request(n: number, gate?: ReturnType<typeof createHeaderGate>): ModelRe
     maxOutputTokens: 16,
     timeoutMs: 10_000,
     responseFormat: null,
-    ...(gate === undefined ? {} : { headerGate: gate }),
   };
+}
+
+/** What the agent does for each call: take a slot of the lane's gate, then call with it (the client frees it at the headers). */
+async function completeGated(client: ReturnType<typeof createModelClient>, gate: ReturnType<typeof createHeaderGate>, n: number) {
+  const slot = await takeHeaderSlot(gate);
+  if (slot === null) throw new Error("no slot");
+  return client.complete({ ...request(n), headerSlot: slot });
 }
 
 /**
@@ -151,7 +157,7 @@ describe("the header gate through the model client (mock upstream holding header
     const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: counting });
     const gate = createHeaderGate(HEADER_SLOTS_PER_INVOCATION);
 
-    const results = await Promise.all(Array.from({ length: 20 }, (_, n) => client.complete(request(n, gate))));
+    const results = await Promise.all(Array.from({ length: 20 }, (_, n) => completeGated(client, gate, n)));
 
     expect(results.every((r) => r.ok)).toBe(true);
     expect(counts.requests).toBe(20);
