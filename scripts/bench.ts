@@ -82,7 +82,9 @@ const runBaseline = values.baseline && toolTurns === 0;
 
 const scenario: Scenario = { latency: latency.value, ttfb_ms: ttfb, seed, retry_after_s: 1, ...(faulty ? { rates } : {}) };
 const prompts = Array.from({ length: tasks }, (_, i) =>
-  toolTurns > 0 ? `[mock:tool_turns=${toolTurns}] bench task ${i + 1}: use scratchpad_put, then summarize item ${i + 1}` : `bench task ${i + 1}: summarize item ${i + 1}`,
+  toolTurns > 0
+    ? `[mock:tool_turns=${toolTurns}] bench task ${i + 1}: use scratchpad_put, then summarize item ${i + 1}`
+    : `bench task ${i + 1}: summarize item ${i + 1}`,
 );
 
 const persistTo = path.join(ROOT, ".tmp", "bench-state");
@@ -100,7 +102,9 @@ const stack = await startStack({
   log: "capture",
 });
 for (const name of stack.droppedAgentVars) {
-  console.log(`note: ${name} is not declared in workers/agent/wrangler.toml [vars], so wrangler dev does not pass it to the agent (it runs with its own default)`);
+  console.log(
+    `note: ${name} is not declared in workers/agent/wrangler.toml [vars], so wrangler dev does not pass it to the agent (it runs with its own default)`,
+  );
 }
 try {
   const mock = stack.mock;
@@ -186,7 +190,9 @@ try {
       memory: `rss_mb=${b.max_rss_mb.toFixed(0)}`,
     };
     const slowest = b.max_ms === null ? "" : ` slowest_call=${(b.max_ms / 1000).toFixed(2)} s`;
-    console.log(`${label("baseline (promise pool, openai SDK):")}${formatRun(base)}${slowest}${b.retries > 0 ? ` retries=${b.retries} errors=${JSON.stringify(b.errors)}` : ""}`);
+    console.log(
+      `${label("baseline (promise pool, openai SDK):")}${formatRun(base)}${slowest}${b.retries > 0 ? ` retries=${b.retries} errors=${JSON.stringify(b.errors)}` : ""}`,
+    );
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
     console.log(
       `ratio edgeswarm/baseline: wall=${ratio(edgeswarm.wallS, base.wallS)} p50=${ratio(edgeswarm.p50, base.p50)} p95=${ratio(edgeswarm.p95, base.p95)} cpu/task=${ratio(edgeswarm.cpuPerTask, base.cpuPerTask)}` +

@@ -40,7 +40,15 @@ const MIX = [
   { model: "claude-sonnet-4.5", weight: 10 },
 ];
 const gateway = {
-  upstreams: { mock: { base_url: "{{MOCK_URL}}", keys: [{ id: "mock-key-a", rpm }, { id: "mock-key-b", rpm }] } },
+  upstreams: {
+    mock: {
+      base_url: "{{MOCK_URL}}",
+      keys: [
+        { id: "mock-key-a", rpm },
+        { id: "mock-key-b", rpm },
+      ],
+    },
+  },
   models: Object.fromEntries(MIX.map(({ model }) => [model, { upstream: "mock", tier: model === "claude-sonnet-4.5" ? "premium" : "economy" }])),
 };
 
@@ -62,9 +70,25 @@ const stack = await startStack({
   upstreamKeys: { "mock-key-a": "sk-mock-a", "mock-key-b": "sk-mock-b" },
 });
 
-const TokensSchema = z.looseObject({ calls: z.number(), prompt_tokens: z.number(), cached_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() });
+const TokensSchema = z.looseObject({
+  calls: z.number(),
+  prompt_tokens: z.number(),
+  cached_tokens: z.number(),
+  completion_tokens: z.number(),
+  total_tokens: z.number(),
+});
 const UsageReportSchema = z.looseObject({
-  rows: z.array(z.looseObject({ key: z.string(), calls: z.number(), prompt_tokens: z.number().nullable(), cached_tokens: z.number().nullable(), completion_tokens: z.number().nullable(), total_tokens: z.number().nullable(), cost_usd: z.number().nullable() })),
+  rows: z.array(
+    z.looseObject({
+      key: z.string(),
+      calls: z.number(),
+      prompt_tokens: z.number().nullable(),
+      cached_tokens: z.number().nullable(),
+      completion_tokens: z.number().nullable(),
+      total_tokens: z.number().nullable(),
+      cost_usd: z.number().nullable(),
+    }),
+  ),
 });
 
 try {
@@ -102,7 +126,8 @@ try {
     const row = usage.rows.find((r) => r.key === model);
     const price = DEFAULT_PRICES[model];
     if (price === undefined) throw new Error(`no default price for ${model}`);
-    const hand = ((mock.prompt_tokens - mock.cached_tokens) * price.input + mock.cached_tokens * price.cached_input + mock.completion_tokens * price.output) / 1e6;
+    const hand =
+      ((mock.prompt_tokens - mock.cached_tokens) * price.input + mock.cached_tokens * price.cached_input + mock.completion_tokens * price.output) / 1e6;
     handTotal += hand;
     const match =
       row !== undefined &&
@@ -128,7 +153,9 @@ try {
       ].join(" "),
     );
   }
-  console.log(`swarm cost_usd $${status.cost_usd.toFixed(9)} vs hand-computed $${handTotal.toFixed(9)}: ${Math.abs(status.cost_usd - handTotal) < 1e-9 ? "equal" : "DIFFERENT"}`);
+  console.log(
+    `swarm cost_usd $${status.cost_usd.toFixed(9)} vs hand-computed $${handTotal.toFixed(9)}: ${Math.abs(status.cost_usd - handTotal) < 1e-9 ? "equal" : "DIFFERENT"}`,
+  );
   console.log(`checks: upstream 429s = ${seen429}; usage report = mock counts per model: ${allMatch ? "yes" : "NO"}`);
 
   // 2. A budget stops a swarm at or under it.

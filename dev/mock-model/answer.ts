@@ -47,9 +47,7 @@ export function buildAnswer(req: ChatRequest, opts: AnswerOptions): Answer & Ans
   const prompt = opts.promptTokens ?? countPromptTokens(req.messages, req.raw_tools);
   const conv = readConversation(req.messages);
   const userHash = sha256hex(conv.lastUser).slice(0, 8);
-  const requestHash = sha256hex(
-    `${req.model}\n${JSON.stringify(req.messages)}\n${JSON.stringify(req.response_format)}\n${req.forced_tool?.name ?? ""}`,
-  );
+  const requestHash = sha256hex(`${req.model}\n${JSON.stringify(req.messages)}\n${JSON.stringify(req.response_format)}\n${req.forced_tool?.name ?? ""}`);
   const facts = { role: conv.role, repair: conv.repair, dialect: opts.dialect };
 
   let planned: PlannedCall[] | undefined;

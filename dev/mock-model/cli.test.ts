@@ -14,7 +14,10 @@ const dir = mkdtempSync(join(tmpdir(), "mock-model-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Starts the CLI; resolves with its URL once it printed its listening line. */
-async function spawnMock(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; line: string; exited: Promise<number | null> }> {
+async function spawnMock(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string; line: string; exited: Promise<number | null> }> {
   const child = spawn(process.execPath, [serverPath, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   const line = await new Promise<string>((resolve, reject) => {
@@ -31,7 +34,30 @@ async function spawnMock(args: string[], env: Record<string, string> = {}): Prom
 it("starts from flags + --scenario, serves, and exits cleanly on SIGTERM", async () => {
   const scenarioFile = join(dir, "scenario.json");
   writeFileSync(scenarioFile, JSON.stringify({ script: ["503"], latency: 5 }));
-  const { child, url, line, exited } = await spawnMock(["--port", "0", "--scenario", scenarioFile, "--rpm-per-key", "100", "--tpm-per-key", "5000", "--usage-shape", "deepseek", "--usage-shape-by-model", "y=kimi", "--cached-share", "0.5", "--fault-rate", "500=0", "--models", "x,y", "--seed", "3", "--ttfb", "40"]);
+  const { child, url, line, exited } = await spawnMock([
+    "--port",
+    "0",
+    "--scenario",
+    scenarioFile,
+    "--rpm-per-key",
+    "100",
+    "--tpm-per-key",
+    "5000",
+    "--usage-shape",
+    "deepseek",
+    "--usage-shape-by-model",
+    "y=kimi",
+    "--cached-share",
+    "0.5",
+    "--fault-rate",
+    "500=0",
+    "--models",
+    "x,y",
+    "--seed",
+    "3",
+    "--ttfb",
+    "40",
+  ]);
   try {
     expect(line).toMatch(/^mock-model listening on http:\/\/127\.0\.0\.1:\d+ \(this is a MOCK model: outputs are fake\)$/);
 
@@ -51,7 +77,11 @@ it("starts from flags + --scenario, serves, and exits cleanly on SIGTERM", async
     const models = (await (await fetch(`${url}/v1/models`, { headers: { authorization: "Bearer k" } })).json()) as { data: Array<{ id: string }> };
     expect(models.data.map((m) => m.id)).toEqual(["x", "y"]);
     const call = (): Promise<Response> =>
-      fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { authorization: "Bearer k" }, body: JSON.stringify({ model: "x", messages: [{ role: "user", content: "hi" }] }) });
+      fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: "Bearer k" },
+        body: JSON.stringify({ model: "x", messages: [{ role: "user", content: "hi" }] }),
+      });
     const first = await call();
     expect(first.status).toBe(503);
     await first.arrayBuffer();
@@ -66,7 +96,18 @@ it("starts from flags + --scenario, serves, and exits cleanly on SIGTERM", async
 });
 
 it("applies --tool-dialect(-by-model), --context-tokens(-by-model), and the webhook secret from WEBHOOK_SECRET or --webhook-secret", async () => {
-  const args = ["--port", "0", "--tool-dialect", "gemini", "--tool-dialect-by-model", "x=kimi", "--context-tokens", "60", "--context-tokens-by-model", "x=1000"];
+  const args = [
+    "--port",
+    "0",
+    "--tool-dialect",
+    "gemini",
+    "--tool-dialect-by-model",
+    "x=kimi",
+    "--context-tokens",
+    "60",
+    "--context-tokens-by-model",
+    "x=1000",
+  ];
   const { child, url, exited } = await spawnMock(args, { WEBHOOK_SECRET: "from-env" });
   try {
     expect(await (await fetch(`${url}/admin/scenario`)).json()).toEqual({ seed: 1, tool_dialect: "gemini", tool_dialect_by_model: { x: "kimi" } });
@@ -74,13 +115,19 @@ it("applies --tool-dialect(-by-model), --context-tokens(-by-model), and the webh
       fetch(`${url}/v1/chat/completions`, {
         method: "POST",
         headers: { authorization: "Bearer k" },
-        body: JSON.stringify({ model, messages: [{ role: "user", content }], tools: [{ type: "function", function: { name: "lookup", parameters: { type: "object", properties: {} } } }] }),
+        body: JSON.stringify({
+          model,
+          messages: [{ role: "user", content }],
+          tools: [{ type: "function", function: { name: "lookup", parameters: { type: "object", properties: {} } } }],
+        }),
       });
     const tooLong = await call("y", "z".repeat(400));
     expect(tooLong.status).toBe(400);
     expect(((await tooLong.json()) as { error: { code: string } }).error.code).toBe("context_length_exceeded");
     const kimi = await call("x", "z".repeat(400));
-    expect(((await kimi.json()) as { choices: Array<{ message: { tool_calls: Array<{ id: string }> } }> }).choices[0]?.message.tool_calls[0]?.id).toBe("functions.lookup:0");
+    expect(((await kimi.json()) as { choices: Array<{ message: { tool_calls: Array<{ id: string }> } }> }).choices[0]?.message.tool_calls[0]?.id).toBe(
+      "functions.lookup:0",
+    );
     const gemini = await call("y", "hi");
     expect(((await gemini.json()) as { choices: Array<{ message: { tool_calls: Array<{ id: string }> } }> }).choices[0]?.message.tool_calls[0]?.id).toBe("");
     const unsigned = await fetch(`${url}/tools/lint`, { method: "POST", body: "{}" });

@@ -159,7 +159,9 @@ describe("hang", () => {
     // The SDK's own timeout.
     mock.setScenario({ script: ["hang"] });
     const impatient = new OpenAI({ apiKey: KEY, baseURL: `${mock.url}/v1`, maxRetries: 0, timeout: 1000 });
-    await expect(impatient.chat.completions.create({ model: "mock-1", messages: [{ role: "user", content: "x" }] })).rejects.toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
+    await expect(impatient.chat.completions.create({ model: "mock-1", messages: [{ role: "user", content: "x" }] })).rejects.toBeInstanceOf(
+      OpenAI.APIConnectionTimeoutError,
+    );
 
     await eventually(() => mock.stats().in_flight === 0);
     expect(mock.stats()).toMatchObject({ faults_injected: { hang: 3 }, aborted: 3, completed: 0 });
@@ -220,9 +222,16 @@ describe("rpm_per_key", () => {
 
 describe("tpm_per_key", () => {
   // prompt "hello" = 2 + 4 = 6 tokens; x-mock-output-tokens fixes the completion.
-  const call = (m: MockModelHandle, maxTokens: number | undefined, opts: { out?: number; key?: string; headers?: Record<string, string>; stream?: boolean } = {}): Promise<Response> =>
+  const call = (
+    m: MockModelHandle,
+    maxTokens: number | undefined,
+    opts: { out?: number; key?: string; headers?: Record<string, string>; stream?: boolean } = {},
+  ): Promise<Response> =>
     chat(m, {
-      body: userBody("hello", { ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}), ...(opts.stream === true ? { stream: true, stream_options: { include_usage: true } } : {}) }),
+      body: userBody("hello", {
+        ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
+        ...(opts.stream === true ? { stream: true, stream_options: { include_usage: true } } : {}),
+      }),
       headers: { "x-mock-output-tokens": String(opts.out ?? 10), ...(opts.key !== undefined ? { authorization: `Bearer ${opts.key}` } : {}), ...opts.headers },
     });
 
@@ -272,7 +281,7 @@ describe("tpm_per_key", () => {
   });
 
   it("without max_tokens the answer's own completion is reserved; too large a request is refused without retry-after", async () => {
-    let now = 0;
+    const now = 0;
     const m = await startMockModel({ tpm_per_key: 100, clock: () => now });
     try {
       const a = await call(m, undefined, { out: 30 });

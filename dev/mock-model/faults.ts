@@ -283,7 +283,12 @@ export function contextLengthBody(limit: number, promptTokens: number, maxTokens
     maxTokens === undefined
       ? `your messages resulted in ${promptTokens} tokens. Please reduce the length of the messages.`
       : `you requested ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`;
-  return errorBody(`This model's maximum context length is ${limit} tokens. However, ${detail} ${suffix}`, "invalid_request_error", "messages", "context_length_exceeded");
+  return errorBody(
+    `This model's maximum context length is ${limit} tokens. However, ${detail} ${suffix}`,
+    "invalid_request_error",
+    "messages",
+    "context_length_exceeded",
+  );
 }
 
 /** `retry-after` (whole seconds, rounded up) and `retry-after-ms`. */

@@ -56,16 +56,25 @@ export function validateChatRequest(body: unknown): Validated {
   if (!isObj(body)) return invalid(`Invalid body: expected a JSON object, but got ${typeName(body)} instead.`, null, "invalid_type");
   const { model, messages } = body;
   if (model === undefined || model === null) return invalid("Missing required parameter: 'model'.", "model", "missing_required_parameter");
-  if (typeof model !== "string" || model === "") return invalid(`Invalid type for 'model': expected a non-empty string, but got ${typeName(model)} instead.`, "model", "invalid_type");
+  if (typeof model !== "string" || model === "")
+    return invalid(`Invalid type for 'model': expected a non-empty string, but got ${typeName(model)} instead.`, "model", "invalid_type");
   if (messages === undefined || messages === null) return invalid("Missing required parameter: 'messages'.", "messages", "missing_required_parameter");
-  if (!Array.isArray(messages)) return invalid(`Invalid type for 'messages': expected an array of objects, but got ${typeName(messages)} instead.`, "messages", "invalid_type");
-  if (messages.length === 0) return invalid("Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", "messages", "empty_array");
+  if (!Array.isArray(messages))
+    return invalid(`Invalid type for 'messages': expected an array of objects, but got ${typeName(messages)} instead.`, "messages", "invalid_type");
+  if (messages.length === 0)
+    return invalid("Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", "messages", "empty_array");
   for (let i = 0; i < messages.length; i++) {
     const m: unknown = messages[i];
     if (!isObj(m)) return invalid(`Invalid type for 'messages[${i}]': expected an object, but got ${typeName(m)} instead.`, `messages[${i}]`, "invalid_type");
-    if (typeof m.role !== "string" || !ROLES.has(m.role)) return invalid(`Invalid value for 'messages[${i}].role': ${JSON.stringify(m.role)}.`, `messages[${i}].role`, "invalid_value");
+    if (typeof m.role !== "string" || !ROLES.has(m.role))
+      return invalid(`Invalid value for 'messages[${i}].role': ${JSON.stringify(m.role)}.`, `messages[${i}].role`, "invalid_value");
     const c = m.content;
-    if (c !== undefined && c !== null && typeof c !== "string" && !Array.isArray(c)) return invalid(`Invalid type for 'messages[${i}].content': expected a string or an array, but got ${typeName(c)} instead.`, `messages[${i}].content`, "invalid_type");
+    if (c !== undefined && c !== null && typeof c !== "string" && !Array.isArray(c))
+      return invalid(
+        `Invalid type for 'messages[${i}].content': expected a string or an array, but got ${typeName(c)} instead.`,
+        `messages[${i}].content`,
+        "invalid_type",
+      );
   }
   const echo = checkToolCallIds(messages as Array<Record<string, unknown>>);
   if (echo !== undefined) return echo;
@@ -78,7 +87,8 @@ export function validateChatRequest(body: unknown): Validated {
     maxTokens ??= v;
   }
 
-  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") return invalid("Invalid type for 'stream': expected a boolean.", "stream", "invalid_type");
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean")
+    return invalid("Invalid type for 'stream': expected a boolean.", "stream", "invalid_type");
   const streamOptions = body.stream_options;
   const includeUsage = isObj(streamOptions) && streamOptions.include_usage === true;
 
@@ -91,7 +101,8 @@ export function validateChatRequest(body: unknown): Validated {
       const js = rf.json_schema;
       if (!isObj(js)) return invalid("Missing required parameter: 'response_format.json_schema'.", "response_format.json_schema", "missing_required_parameter");
       responseFormat = { type: "json_schema", schema: js.schema ?? {}, name: typeof js.name === "string" ? js.name : "response" };
-    } else if (rf.type !== "text") return invalid(`Invalid value for 'response_format.type': ${JSON.stringify(rf.type)}.`, "response_format.type", "invalid_value");
+    } else if (rf.type !== "text")
+      return invalid(`Invalid value for 'response_format.type': ${JSON.stringify(rf.type)}.`, "response_format.type", "invalid_value");
   }
 
   const tools: ToolDef[] = [];
@@ -144,7 +155,8 @@ function checkToolCallIds(messages: ReadonlyArray<Record<string, unknown>>): Val
       for (const c of m.tool_calls) if (isObj(c) && typeof c.id === "string") issued.add(c.id);
     } else if (m.role === "tool") {
       const id = m.tool_call_id;
-      if (typeof id !== "string") return invalid(`Missing required parameter: 'messages[${i}].tool_call_id'.`, `messages[${i}].tool_call_id`, "missing_required_parameter");
+      if (typeof id !== "string")
+        return invalid(`Missing required parameter: 'messages[${i}].tool_call_id'.`, `messages[${i}].tool_call_id`, "missing_required_parameter");
       if (!issued.has(id)) {
         return invalid(
           `Invalid 'messages[${i}].tool_call_id': tool_call_id ${JSON.stringify(id)} does not match any tool call of an earlier assistant message.`,

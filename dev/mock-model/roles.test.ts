@@ -39,7 +39,10 @@ describe("planner", () => {
     expect(p.tasks).toHaveLength(4);
     expect(p.tasks[0]).toEqual({ id: "t1", prompt: "Investigate aspect 1 of: Assess the security of https://example.org/app and report." });
     const two = await plan("max_tasks: 2\nGoal:\nSummarize the release notes.");
-    expect(two.tasks.map((t) => t.prompt)).toEqual(["Investigate aspect 1 of: Summarize the release notes.", "Investigate aspect 2 of: Summarize the release notes."]);
+    expect(two.tasks.map((t) => t.prompt)).toEqual([
+      "Investigate aspect 1 of: Summarize the release notes.",
+      "Investigate aspect 2 of: Summarize the release notes.",
+    ]);
     // The URL is past the first 200 chars, or the tasks are list lines: it is appended.
     const far = await plan(`Goal: ${"background ".repeat(25)}then read https://example.org/far.md`);
     for (const t of far.tasks) expect(t.prompt).toMatch(/\(source: https:\/\/example\.org\/far\.md\)$/);
@@ -60,10 +63,21 @@ describe("planner", () => {
   });
 
   it("answers the plan even when a json_schema response_format is given", async () => {
-    const content = await ask([{ role: "system", content: PLANNER_SYSTEM }, { role: "user", content: "Goal:\n- a\n- b" }], {
-      response_format: { type: "json_schema", json_schema: { name: "plan", schema: z.toJSONSchema(PlanSchema) } },
+    const content = await ask(
+      [
+        { role: "system", content: PLANNER_SYSTEM },
+        { role: "user", content: "Goal:\n- a\n- b" },
+      ],
+      {
+        response_format: { type: "json_schema", json_schema: { name: "plan", schema: z.toJSONSchema(PlanSchema) } },
+      },
+    );
+    expect(JSON.parse(content)).toEqual({
+      tasks: [
+        { id: "t1", prompt: "a" },
+        { id: "t2", prompt: "b" },
+      ],
     });
-    expect(JSON.parse(content)).toEqual({ tasks: [{ id: "t1", prompt: "a" }, { id: "t2", prompt: "b" }] });
   });
 
   it("invalid_plans: N → the next N planner answers reuse a task id (retries included); faulted requests do not count", async () => {
@@ -73,14 +87,20 @@ describe("planner", () => {
     const bad1 = await plan(user);
     expect(bad1.tasks.map((t) => t.id)).toEqual(["t1", "t1", "t3"]);
     expect(mock.getScenario().invalid_plans).toBe(1);
-    const bad2 = await plan(user, [{ role: "assistant", content: JSON.stringify(bad1) }, { role: "user", content: "Your previous plan was rejected: duplicate id t1." }]);
+    const bad2 = await plan(user, [
+      { role: "assistant", content: JSON.stringify(bad1) },
+      { role: "user", content: "Your previous plan was rejected: duplicate id t1." },
+    ]);
     expect(uniqueIds(bad2)).toBe(false);
     const good = await plan(user);
     expect(uniqueIds(good)).toBe(true);
     expect(mock.getScenario().invalid_plans).toBe(0);
     // A one-task plan is made invalid by repeating its task.
     mock.setScenario({ invalid_plans: 1 });
-    expect((await plan("max_tasks: 1\nGoal: x")).tasks).toEqual([{ id: "t1", prompt: "Investigate aspect 1 of: x" }, { id: "t1", prompt: "Investigate aspect 1 of: x" }]);
+    expect((await plan("max_tasks: 1\nGoal: x")).tasks).toEqual([
+      { id: "t1", prompt: "Investigate aspect 1 of: x" },
+      { id: "t1", prompt: "Investigate aspect 1 of: x" },
+    ]);
     // Every valid planner request counts, the one answered 503 included.
     expect(mock.stats()).toMatchObject({ planner_requests: 5 });
   });
@@ -98,23 +118,40 @@ describe("reducer", () => {
     `Merge these:\n${Array.from({ length: n }, (_, i) => `<result id="t${i + 1}">${body(i)}</result>`).join("\n")}`;
 
   it("answers a short deterministic digest naming the count and the first 3 ids", async () => {
-    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: "system", content: REDUCER_SYSTEM }, { role: "user", content: results(12) }];
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: "system", content: REDUCER_SYSTEM },
+      { role: "user", content: results(12) },
+    ];
     const c = await client.chat.completions.create({ model: "mock-1", messages });
     const text = c.choices[0]?.message.content ?? "";
     expect(text).toMatch(/^\[mock\] reduced 12 results \(t1, t2, t3, …\): digest [0-9a-f]{8} [a-z ]+\.$/);
     expect(c.usage?.completion_tokens).toBeLessThanOrEqual(60);
     expect(await ask(messages)).toBe(text);
-    const other = await ask([{ role: "system", content: REDUCER_SYSTEM }, { role: "user", content: results(12, (i) => `other ${i}`) }]);
+    const other = await ask([
+      { role: "system", content: REDUCER_SYSTEM },
+      { role: "user", content: results(12, (i) => `other ${i}`) },
+    ]);
     expect(other).not.toBe(text);
-    expect(await ask([{ role: "system", content: REDUCER_SYSTEM }, { role: "user", content: results(2) }])).toMatch(/^\[mock\] reduced 2 results \(t1, t2\): /);
+    expect(
+      await ask([
+        { role: "system", content: REDUCER_SYSTEM },
+        { role: "user", content: results(2) },
+      ]),
+    ).toMatch(/^\[mock\] reduced 2 results \(t1, t2\): /);
     expect(mock.stats().reducer_requests).toBe(4);
   });
 
   it("stays under 60 tokens with long ids, so a reduction of reductions shrinks", async () => {
     const long = Array.from({ length: 50 }, (_, i) => `<result id="${"x".repeat(80)}-${i}">${"y".repeat(400)}</result>`).join("\n");
-    const first = await ask([{ role: "system", content: REDUCER_SYSTEM }, { role: "user", content: long }]);
+    const first = await ask([
+      { role: "system", content: REDUCER_SYSTEM },
+      { role: "user", content: long },
+    ]);
     expect(Math.ceil(first.length / 4)).toBeLessThanOrEqual(60);
-    const second = await ask([{ role: "system", content: REDUCER_SYSTEM }, { role: "user", content: `<result id="r1">${first}</result><result id="r2">${first}</result>` }]);
+    const second = await ask([
+      { role: "system", content: REDUCER_SYSTEM },
+      { role: "user", content: `<result id="r1">${first}</result><result id="r2">${first}</result>` },
+    ]);
     expect(second.length).toBeLessThanOrEqual(first.length);
   });
 });
@@ -173,7 +210,9 @@ describe("context window", () => {
       const err = await c.chat.completions.create({ model: "mock-1", messages, max_tokens: 7 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(OpenAI.BadRequestError);
       expect(err).toMatchObject({ status: 400, code: "context_length_exceeded", param: "messages", type: "invalid_request_error" });
-      expect((err as Error).message).toContain("maximum context length is 50 tokens. However, you requested 51 tokens (44 in the messages, 7 in the completion)");
+      expect((err as Error).message).toContain(
+        "maximum context length is 50 tokens. However, you requested 51 tokens (44 in the messages, 7 in the completion)",
+      );
       // Without max_tokens only the prompt counts; streamed requests get the same JSON 400.
       const stream = await chat(small, { body: userBody("y".repeat(400), { stream: true }) });
       expect(stream.status).toBe(400);

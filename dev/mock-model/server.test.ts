@@ -1,6 +1,6 @@
 // Tests the mock's normal behaviour over real loopback HTTP: shapes, streaming via the openai SDK, JSON modes, latency, stats.
 
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { zodResponseFormat } from "openai/helpers/zod";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -67,7 +67,13 @@ describe("non-streaming chat completion", () => {
       model: "mock-1",
       messages: [
         { role: "system", content: "12345678" }, // 2 + 4
-        { role: "user", content: [{ type: "text", text: "abcd" }, { type: "text", text: "efgh" }] }, // 2 + 4
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "abcd" },
+            { type: "text", text: "efgh" },
+          ],
+        }, // 2 + 4
       ],
     });
     expect(c.usage?.prompt_tokens).toBe(12);
@@ -139,7 +145,9 @@ describe("streaming", () => {
       expect(res.headers.get("x-mock-model")).toBe("true");
       const data = sseData(await res.text());
       expect(data.at(-1)).toBe("[DONE]");
-      const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as { choices: Array<{ delta: Record<string, unknown>; finish_reason: string | null }>; usage?: unknown });
+      const chunks = data
+        .slice(0, -1)
+        .map((d) => JSON.parse(d) as { choices: Array<{ delta: Record<string, unknown>; finish_reason: string | null }>; usage?: unknown });
       expect(chunks[0]?.choices[0]?.delta.role).toBe("assistant");
       const usageChunks = chunks.filter((c) => c.choices.length === 0);
       if (includeUsage) {
@@ -228,8 +236,20 @@ describe("JSON modes and tools", () => {
   it("json_schema with $defs/$ref, allOf and additionalProperties", async () => {
     const schema: Parameters<typeof z.fromJSONSchema>[0] = {
       type: "object",
-      $defs: { point: { type: "object", properties: { x: { type: "integer", exclusiveMinimum: 2 }, y: { type: "number", multipleOf: 0.5, minimum: 1.2 } }, required: ["x", "y"], additionalProperties: false } },
-      properties: { a: { $ref: "#/$defs/point" }, b: { allOf: [{ $ref: "#/$defs/point" }] }, c: { type: ["null", "string"] }, d: { type: "array", items: { const: 7 }, minItems: 2 } },
+      $defs: {
+        point: {
+          type: "object",
+          properties: { x: { type: "integer", exclusiveMinimum: 2 }, y: { type: "number", multipleOf: 0.5, minimum: 1.2 } },
+          required: ["x", "y"],
+          additionalProperties: false,
+        },
+      },
+      properties: {
+        a: { $ref: "#/$defs/point" },
+        b: { allOf: [{ $ref: "#/$defs/point" }] },
+        c: { type: ["null", "string"] },
+        d: { type: "array", items: { const: 7 }, minItems: 2 },
+      },
       required: ["a", "b", "c", "d"],
       additionalProperties: false,
     };
@@ -252,7 +272,13 @@ describe("JSON modes and tools", () => {
 
   it("tool_choice required → one tool call whose arguments fit the parameters (stream and not)", async () => {
     const tools: OpenAI.ChatCompletionTool[] = [
-      { type: "function", function: { name: "search", parameters: { type: "object", properties: { q: { type: "string" }, k: { type: "integer", minimum: 1 } }, required: ["q", "k"] } } },
+      {
+        type: "function",
+        function: {
+          name: "search",
+          parameters: { type: "object", properties: { q: { type: "string" }, k: { type: "integer", minimum: 1 } }, required: ["q", "k"] },
+        },
+      },
     ];
     const c = await client.chat.completions.create({ model: "mock-1", messages: [{ role: "user", content: "use tool" }], tools, tool_choice: "required" });
     const call = c.choices[0]?.message.tool_calls?.[0];
@@ -262,7 +288,13 @@ describe("JSON modes and tools", () => {
     expect(typeof args.q).toBe("string");
     expect(args.k).toBeGreaterThanOrEqual(1);
 
-    const stream = await client.chat.completions.create({ model: "mock-1", messages: [{ role: "user", content: "use tool" }], tools, tool_choice: { type: "function", function: { name: "search" } }, stream: true });
+    const stream = await client.chat.completions.create({
+      model: "mock-1",
+      messages: [{ role: "user", content: "use tool" }],
+      tools,
+      tool_choice: { type: "function", function: { name: "search" } },
+      stream: true,
+    });
     let streamedArgs = "";
     for await (const chunk of stream) streamedArgs += chunk.choices[0]?.delta.tool_calls?.[0]?.function?.arguments ?? "";
     expect(JSON.parse(streamedArgs)).toEqual(args);
@@ -285,7 +317,9 @@ describe("latency and concurrency", () => {
 
   it("max_in_flight reflects parallel calls and returns to 0", async () => {
     const n = 20;
-    const all = await Promise.all(Array.from({ length: n }, (_, i) => chat(mock, { body: userBody(`p${i}`), headers: { "x-mock-latency-ms": "1500" } }).then((r) => r.json())));
+    const all = await Promise.all(
+      Array.from({ length: n }, (_, i) => chat(mock, { body: userBody(`p${i}`), headers: { "x-mock-latency-ms": "1500" } }).then((r) => r.json())),
+    );
     expect(all).toHaveLength(n);
     const s = mock.stats();
     expect(s.max_in_flight).toBeGreaterThanOrEqual(5);
@@ -309,7 +343,9 @@ describe("time to first byte (ttfb)", () => {
   // Lower bounds only, except the one gap that must stay short (timers fire late, never early).
   // The body's timer starts when the headers go out, so end − headers ≥ latency − ttfb holds on a
   // slow machine too.
-  const cases: Array<[string, Record<string, unknown>, Record<string, string>, Record<string, unknown>, { headers: number; gap?: number; maxGap?: number; end?: number }]> = [
+  const cases: Array<
+    [string, Record<string, unknown>, Record<string, string>, Record<string, unknown>, { headers: number; gap?: number; maxGap?: number; end?: number }]
+  > = [
     ["stream, default ttfb 0: headers at once, body after the latency", { latency: 600 }, {}, stream, { headers: 0, gap: 600 }],
     ["stream, ttfb below the latency", { latency: 900, ttfb_ms: 300 }, {}, stream, { headers: 300, gap: 600 }],
     ["stream, latency below the ttfb: ends right after the headers", { latency: 50, ttfb_ms: 400 }, {}, stream, { headers: 400, maxGap: 300 }],
@@ -394,7 +430,12 @@ describe("other endpoints", () => {
     const post = (body: unknown): Promise<Response> => fetch(`${mock.url}/admin/scenario`, { method: "POST", headers: AUTH, body: JSON.stringify(body) });
     const ok = await post({ latency: "uniform:1:2", rates: { "500": 0.1 }, script: ["429", "ok"] });
     expect(ok.status).toBe(200);
-    expect(await (await get("/admin/scenario")).json()).toEqual({ seed: 1, latency: { dist: "uniform", min: 1, max: 2 }, rates: { "500": 0.1 }, script: ["429", "ok"] });
+    expect(await (await get("/admin/scenario")).json()).toEqual({
+      seed: 1,
+      latency: { dist: "uniform", min: 1, max: 2 },
+      rates: { "500": 0.1 },
+      script: ["429", "ok"],
+    });
     await (await chat(mock)).text();
     expect(((await (await get("/admin/scenario")).json()) as { script: string[] }).script).toEqual(["ok"]);
     for (const bad of [{ rates: { nope: 0.1 } }, { latency: "weird:1" }, { unknown: 1 }, [1]]) expect((await post(bad)).status).toBe(400);
@@ -419,7 +460,14 @@ describe("request errors", () => {
     ["missing model", { messages: [{ role: "user", content: "x" }] }, {}, 400, "model", "missing_required_parameter"],
     ["model not a string", { model: 3, messages: [{ role: "user", content: "x" }] }, {}, 400, "model", "invalid_type"],
     ["bad max_tokens", { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 0 }, {}, 400, "max_tokens", "invalid_value"],
-    ["bad response_format", { model: "m", messages: [{ role: "user", content: "x" }], response_format: { type: "xml" } }, {}, 400, "response_format.type", "invalid_value"],
+    [
+      "bad response_format",
+      { model: "m", messages: [{ role: "user", content: "x" }], response_format: { type: "xml" } },
+      {},
+      400,
+      "response_format.type",
+      "invalid_value",
+    ],
     ["no auth", userBody("x"), { authorization: "" }, 401, null, "missing_api_key"],
     ["bad auth scheme", userBody("x"), { authorization: "Basic abc" }, 401, null, "missing_api_key"],
     ["unknown x-mock-fault", userBody("x"), { "x-mock-fault": "meteor" }, 400, null, "invalid_mock_header"],

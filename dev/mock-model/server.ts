@@ -177,7 +177,8 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     ...scenarioInput
   } = options;
   if (contextTokens !== undefined && !isLimit(contextTokens)) throw new Error("mock-model: contextTokens must be an integer > 0");
-  for (const [model, n] of Object.entries(contextByModel)) if (!isLimit(n)) throw new Error(`mock-model: context_tokens_by_model.${model} must be an integer > 0`);
+  for (const [model, n] of Object.entries(contextByModel))
+    if (!isLimit(n)) throw new Error(`mock-model: context_tokens_by_model.${model} must be an integer > 0`);
   const contextLimit = (model: string): number | undefined => contextByModel[model] ?? contextTokens;
   const aliases = { ...(toolDialect !== undefined ? { tool_dialect: toolDialect } : {}), ...(ttfbMs !== undefined ? { ttfb_ms: ttfbMs } : {}) };
   const checked = parseScenario(JSON.parse(JSON.stringify({ ...aliases, ...scenarioInput })));
@@ -404,14 +405,21 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
 
     const body = await readBody(req, maxBody);
     if (!body.ok) {
-      if (body.reason === "too_large") fail(413, errorBody(`Request body too large (limit ${maxBody} bytes).`, "invalid_request_error", null, "request_too_large"), { connection: "close" });
+      if (body.reason === "too_large")
+        fail(413, errorBody(`Request body too large (limit ${maxBody} bytes).`, "invalid_request_error", null, "request_too_large"), { connection: "close" });
       return;
     }
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.text);
     } catch {
-      fail(400, errorBody("We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.) (mock)", "invalid_request_error"));
+      fail(
+        400,
+        errorBody(
+          "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.) (mock)",
+          "invalid_request_error",
+        ),
+      );
       return;
     }
     const v = validateChatRequest(parsed);
@@ -424,7 +432,10 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
 
     const latencyOverride = msHeader(req, "x-mock-latency-ms");
     const ttfbOverride = msHeader(req, "x-mock-ttfb-ms");
-    for (const [name, value] of [["x-mock-latency-ms", latencyOverride], ["x-mock-ttfb-ms", ttfbOverride]] as const) {
+    for (const [name, value] of [
+      ["x-mock-latency-ms", latencyOverride],
+      ["x-mock-ttfb-ms", ttfbOverride],
+    ] as const) {
       if (Number.isNaN(value)) {
         fail(400, errorBody(`Invalid ${name} header: expected a number ≥ 0.`, "invalid_request_error", null, "invalid_mock_header"));
         return;
@@ -441,12 +452,18 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     }
     const shapeHeader = req.headers["x-mock-usage-shape"];
     if (shapeHeader !== undefined && !isUsageShape(shapeHeader)) {
-      fail(400, errorBody(`Invalid x-mock-usage-shape header: expected one of ${USAGE_SHAPES.join(", ")}.`, "invalid_request_error", null, "invalid_mock_header"));
+      fail(
+        400,
+        errorBody(`Invalid x-mock-usage-shape header: expected one of ${USAGE_SHAPES.join(", ")}.`, "invalid_request_error", null, "invalid_mock_header"),
+      );
       return;
     }
     const dialectHeader = req.headers["x-mock-tool-dialect"];
     if (dialectHeader !== undefined && !isToolDialect(dialectHeader)) {
-      fail(400, errorBody(`Invalid x-mock-tool-dialect header: expected one of ${TOOL_DIALECTS.join(", ")}.`, "invalid_request_error", null, "invalid_mock_header"));
+      fail(
+        400,
+        errorBody(`Invalid x-mock-tool-dialect header: expected one of ${TOOL_DIALECTS.join(", ")}.`, "invalid_request_error", null, "invalid_mock_header"),
+      );
       return;
     }
     const sc = state.scenario;
@@ -463,7 +480,13 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     }
 
     // The answer is deterministic, so it is built now: the TPM reservation may need its size.
-    const answer = buildAnswer(request, { targetTokens, dialect, promptTokens, invalidJson: state.left.invalid_json > 0, invalidPlan: state.left.invalid_plans > 0 });
+    const answer = buildAnswer(request, {
+      targetTokens,
+      dialect,
+      promptTokens,
+      invalidJson: state.left.invalid_json > 0,
+      invalidPlan: state.left.invalid_plans > 0,
+    });
     toolCallAnswer = answer.tool_calls !== undefined;
     if (answer.role === "planner") stats.count("planner_requests");
     if (answer.role === "reducer") stats.count("reducer_requests");
@@ -495,7 +518,12 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
               null,
               "rate_limit_exceeded",
             ),
-            { ...retryAfterHeaders(d.retryAfterMs), "x-ratelimit-limit-requests": String(st.rpm.limit), "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": `${d.retryAfterMs}ms` },
+            {
+              ...retryAfterHeaders(d.retryAfterMs),
+              "x-ratelimit-limit-requests": String(st.rpm.limit),
+              "x-ratelimit-remaining-requests": "0",
+              "x-ratelimit-reset-requests": `${d.retryAfterMs}ms`,
+            },
           );
           return;
         }
@@ -565,14 +593,17 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     const delay = latencyOverride ?? sampleLatency(modelLatency ?? state.scenario.latency, state.latencyPrng);
     const ttfb = Math.min(ttfbOverride ?? state.scenario.ttfb_ms ?? 0, MAX_LATENCY_MS);
     const after = (ms: number, fn: () => void): void => {
-      timer = setTimeout(() => {
-        timer = undefined;
-        try {
-          fn();
-        } catch (e) {
-          internalError(res, e);
-        }
-      }, Math.min(ms, MAX_LATENCY_MS));
+      timer = setTimeout(
+        () => {
+          timer = undefined;
+          try {
+            fn();
+          } catch (e) {
+            internalError(res, e);
+          }
+        },
+        Math.min(ms, MAX_LATENCY_MS),
+      );
     };
 
     if (request.stream) {
@@ -797,7 +828,10 @@ export async function main(argv: string[]): Promise<void> {
   if (!scenario.ok) die(scenario.error);
   const port = num("port", values.port) ?? 8788;
   const maxBody = num("max-body-bytes", values["max-body-bytes"]);
-  const models = values.models?.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const models = values.models
+    ?.split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   const contextTokens = num("context-tokens", values["context-tokens"]);
   const contextByModel: Record<string, number> = {};
   if (values["context-tokens-by-model"] !== undefined) {

@@ -15,7 +15,11 @@ const fn = (name: string, parameters: Record<string, unknown>): OpenAI.ChatCompl
 const TOOLS: OpenAI.ChatCompletionTool[] = [
   fn("lookup", { type: "object", properties: { q: { type: "string" }, k: { type: "integer", minimum: 1 } }, required: ["q", "k"] }),
   fn("http_fetch", { type: "object", properties: { url: { type: "string" }, max_bytes: { type: "integer", minimum: 1 } }, required: ["url"] }),
-  fn("scratchpad_put", { type: "object", properties: { key: { type: "string" }, value: { type: "string" }, ttl_s: { type: "integer" } }, required: ["key", "value"] }),
+  fn("scratchpad_put", {
+    type: "object",
+    properties: { key: { type: "string" }, value: { type: "string" }, ttl_s: { type: "integer" } },
+    required: ["key", "value"],
+  }),
   fn("scratchpad_get", { type: "object", properties: { key: { type: "string" } }, required: ["key"] }),
 ];
 
@@ -73,7 +77,11 @@ describe("tool turns", () => {
     // http_fetch: url from the user message; optional properties left out.
     expect(argsOf(calls[0]?.function.arguments)).toEqual({ url: "https://example.org/docs/a.md" });
 
-    messages.push(choice?.message as Message, { role: "tool", tool_call_id: calls[0]?.id ?? "", content: "Example   Domain\n\nThis domain is for use in\texamples." });
+    messages.push(choice?.message as Message, {
+      role: "tool",
+      tool_call_id: calls[0]?.id ?? "",
+      content: "Example   Domain\n\nThis domain is for use in\texamples.",
+    });
     const second = await create({ model: "gpt-4.1", messages, tools: TOOLS });
     expect(second.choices[0]?.finish_reason).toBe("stop");
     expect(second.choices[0]?.message.content).toBe("[mock] answer using http_fetch: Example Domain This domain is for use in examples.");
@@ -121,7 +129,7 @@ describe("tool turns", () => {
 
   it("scratchpad_put gets {key, value} plus other required properties only", async () => {
     const c = await create({ model: "mock-1", messages: [{ role: "user", content: "scratchpad_put it" }], tools: TOOLS });
-    const args = argsOf((c.choices[0]?.message.tool_calls as WireCall[])[0]?.function.arguments) as Record<string, unknown>;
+    const args = argsOf((c.choices[0]?.message.tool_calls as WireCall[] | undefined)?.[0]?.function.arguments) as Record<string, unknown>;
     expect(Object.keys(args).sort()).toEqual(["key", "value"]);
     expect(String(args.value)).toMatch(/^\[mock\] note /);
   });
@@ -148,13 +156,13 @@ describe("tool turns", () => {
 
   it("no tool mentioned → the first offered tool, arguments from its schema; http_fetch without a URL → https://example.com/", async () => {
     const c = await create(userBody("do something", { tools: TOOLS }));
-    const call = (c.choices[0]?.message.tool_calls as WireCall[])[0];
+    const call = (c.choices[0]?.message.tool_calls as WireCall[] | undefined)?.[0];
     expect(call?.function.name).toBe("lookup");
     const args = argsOf(call?.function.arguments) as { q: string; k: number };
     expect(typeof args.q).toBe("string");
     expect(args.k).toBeGreaterThanOrEqual(1);
     const fetch = await create(userBody("http_fetch the page", { tools: TOOLS }));
-    expect(argsOf((fetch.choices[0]?.message.tool_calls as WireCall[])[0]?.function.arguments)).toEqual({ url: "https://example.com/" });
+    expect(argsOf((fetch.choices[0]?.message.tool_calls as WireCall[] | undefined)?.[0]?.function.arguments)).toEqual({ url: "https://example.com/" });
   });
 
   it("is deterministic, and max_tokens cuts the arguments (finish_reason length)", async () => {
@@ -266,20 +274,28 @@ describe("tool-call dialects", () => {
   it("tool_dialect in the scenario applies to every model; tool_dialect_by_model wins over it", async () => {
     mock.setScenario({ tool_dialect: "kimi", tool_dialect_by_model: { "gpt-4.1": "gemini" } });
     const kimi = await create(body("anthropic"));
-    expect((kimi.choices[0]?.message.tool_calls as WireCall[])[0]?.id).toBe("functions.http_fetch:0");
+    expect((kimi.choices[0]?.message.tool_calls as WireCall[] | undefined)?.[0]?.id).toBe("functions.http_fetch:0");
     const gemini = await create(body("openai"));
-    expect((gemini.choices[0]?.message.tool_calls as WireCall[])[0]?.id).toBe("");
+    expect((gemini.choices[0]?.message.tool_calls as WireCall[] | undefined)?.[0]?.id).toBe("");
   });
 });
 
 describe("tool_call_id echo rule", () => {
-  const issued: Message = { role: "assistant", content: null, tool_calls: [{ id: "functions.lookup:0", type: "function", function: { name: "lookup", arguments: "{}" } }] };
+  const issued: Message = {
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id: "functions.lookup:0", type: "function", function: { name: "lookup", arguments: "{}" } }],
+  };
 
   it.each(DIALECTS)("%s: a tool message whose id matches no earlier assistant tool call is 400", async (dialect) => {
     mock.setScenario(ARGS_SCENARIO);
     for (const wrong of ["functions.lookup:1", "call_unknown", ""]) {
       const res = await chat(mock, {
-        body: { model: MODEL_OF[dialect], tools: TOOLS, messages: [{ role: "user", content: "lookup" }, issued, { role: "tool", tool_call_id: wrong, content: "x" }] },
+        body: {
+          model: MODEL_OF[dialect],
+          tools: TOOLS,
+          messages: [{ role: "user", content: "lookup" }, issued, { role: "tool", tool_call_id: wrong, content: "x" }],
+        },
       });
       expect(res.status).toBe(400);
       const err = (await res.json()) as { error: { message: string; type: string; param: string } };
@@ -287,14 +303,20 @@ describe("tool_call_id echo rule", () => {
       expect(err.error.message).toContain("does not match any tool call");
     }
     const ok = await chat(mock, {
-      body: { model: MODEL_OF[dialect], tools: TOOLS, messages: [{ role: "user", content: "lookup" }, issued, { role: "tool", tool_call_id: "functions.lookup:0", content: "x" }] },
+      body: {
+        model: MODEL_OF[dialect],
+        tools: TOOLS,
+        messages: [{ role: "user", content: "lookup" }, issued, { role: "tool", tool_call_id: "functions.lookup:0", content: "x" }],
+      },
     });
     expect(ok.status).toBe(200);
     await ok.arrayBuffer();
   });
 
   it("a tool message before the call it answers, or without tool_call_id, is 400", async () => {
-    const early = await chat(mock, { body: { model: "mock-1", messages: [{ role: "user", content: "x" }, { role: "tool", tool_call_id: "functions.lookup:0", content: "x" }, issued] } });
+    const early = await chat(mock, {
+      body: { model: "mock-1", messages: [{ role: "user", content: "x" }, { role: "tool", tool_call_id: "functions.lookup:0", content: "x" }, issued] },
+    });
     expect(early.status).toBe(400);
     await early.arrayBuffer();
     const missing = await chat(mock, { body: { model: "mock-1", messages: [{ role: "user", content: "x" }, issued, { role: "tool", content: "x" }] } });

@@ -26,7 +26,10 @@ describe("latency", () => {
     ["uniform:100:300", { dist: "uniform", min: 100, max: 300 }],
     ["normal:200:50", { dist: "normal", mean: 200, stddev: 50 }],
     ["lognormal:200:800", { dist: "lognormal", median: 200, p95: 800 }],
-    [{ dist: "fixed", ms: 5 }, { dist: "fixed", ms: 5 }],
+    [
+      { dist: "fixed", ms: 5 },
+      { dist: "fixed", ms: 5 },
+    ],
   ])("parses %j", (input, want) => {
     expect(parseLatency(input)).toEqual({ ok: true, value: want });
   });
@@ -186,7 +189,11 @@ describe("usageReport", () => {
 
   it("shapes carry the vendor fields", () => {
     const opts = { cachedShare: 0.5 };
-    expect(usageReport(base, "openai", opts).wire).toMatchObject({ prompt_tokens: 101, prompt_tokens_details: { cached_tokens: 50 }, completion_tokens_details: { reasoning_tokens: 0 } });
+    expect(usageReport(base, "openai", opts).wire).toMatchObject({
+      prompt_tokens: 101,
+      prompt_tokens_details: { cached_tokens: 50 },
+      completion_tokens_details: { reasoning_tokens: 0 },
+    });
     expect(usageReport(base, "deepseek", opts).wire).toEqual({
       prompt_tokens: 101,
       completion_tokens: 31,
@@ -196,7 +203,12 @@ describe("usageReport", () => {
       completion_tokens_details: { reasoning_tokens: 0 },
     });
     expect(usageReport(base, "kimi", opts).wire).toEqual({ prompt_tokens: 101, completion_tokens: 31, total_tokens: 132, cached_tokens: 50 });
-    expect(usageReport(base, "anthropic", opts).wire).toEqual({ prompt_tokens: 101, completion_tokens: 31, total_tokens: 132, prompt_tokens_details: { cached_tokens: 50 } });
+    expect(usageReport(base, "anthropic", opts).wire).toEqual({
+      prompt_tokens: 101,
+      completion_tokens: 31,
+      total_tokens: 132,
+      prompt_tokens_details: { cached_tokens: 50 },
+    });
     expect(usageReport(base, "vllm", opts).wire).toEqual({ prompt_tokens: 101, completion_tokens: 31, total_tokens: 132, prompt_tokens_details: null });
     expect(usageReport(base, "ollama", opts).wire).toEqual({ prompt_tokens: 101, completion_tokens: 31, total_tokens: 132 });
     const gemini = usageReport(base, "gemini", opts);
@@ -212,7 +224,15 @@ describe("text and tokens", () => {
   it("counts ceil(chars/4), 4 per message, and clips", () => {
     expect(countTokens("")).toBe(0);
     expect(countTokens("abcde")).toBe(2);
-    expect(countPromptTokens([{ role: "user", content: "abcd" }, { role: "assistant", content: null }], undefined)).toBe(1 + 4 + 4);
+    expect(
+      countPromptTokens(
+        [
+          { role: "user", content: "abcd" },
+          { role: "assistant", content: null },
+        ],
+        undefined,
+      ),
+    ).toBe(1 + 4 + 4);
     expect(clipToTokens("abcdefghij", 2)).toEqual({ text: "abcdefgh", clipped: true });
     expect(clipToTokens("abc", 2)).toEqual({ text: "abc", clipped: false });
   });
@@ -243,7 +263,15 @@ describe("valueForSchema", () => {
     ["tuple", { type: "array", prefixItems: [{ type: "string" }, { type: "integer" }], items: false }],
     ["oneOf objects", { oneOf: [{ type: "object", properties: { a: { type: "string" } }, required: ["a"] }, { type: "null" }] }],
     ["nullable type array", { type: ["string", "null"], maxLength: 3 }],
-    ["formats", { type: "object", properties: { u: { type: "string", format: "uuid" }, d: { type: "string", format: "date" } }, required: ["u", "d"], additionalProperties: false }],
+    [
+      "formats",
+      {
+        type: "object",
+        properties: { u: { type: "string", format: "uuid" }, d: { type: "string", format: "date" } },
+        required: ["u", "d"],
+        additionalProperties: false,
+      },
+    ],
   ];
   it.each(schemas)("%s", (_name, schema) => {
     const value = valueForSchema(schema, "tag");
@@ -280,7 +308,25 @@ describe("scenario parsing", () => {
       invalid_plans: 0,
     };
     expect(parseScenario(full)).toEqual({ ok: true, value: { ...full, latency: { dist: "normal", mean: 200, stddev: 50 } } });
-    for (const bad of [{ rates: { "429": 2 } }, { script: ["boom"] }, { seed: 1.5 }, { rpm_per_key: -1 }, { tpm_per_key: 1.5 }, { usage_shape: "bedrock" }, { usage_shape_by_model: { m: "x" } }, { cached_share: 1.5 }, { tool_dialect: "bedrock" }, { tool_dialect_by_model: { m: "x" } }, { invalid_json: -1 }, { invalid_plans: 0.5 }, { ttfb_ms: -1 }, { ttfb_ms: "50" }, { ttfb_ms: 600_001 }, { nope: true }, "x"]) {
+    for (const bad of [
+      { rates: { "429": 2 } },
+      { script: ["boom"] },
+      { seed: 1.5 },
+      { rpm_per_key: -1 },
+      { tpm_per_key: 1.5 },
+      { usage_shape: "bedrock" },
+      { usage_shape_by_model: { m: "x" } },
+      { cached_share: 1.5 },
+      { tool_dialect: "bedrock" },
+      { tool_dialect_by_model: { m: "x" } },
+      { invalid_json: -1 },
+      { invalid_plans: 0.5 },
+      { ttfb_ms: -1 },
+      { ttfb_ms: "50" },
+      { ttfb_ms: 600_001 },
+      { nope: true },
+      "x",
+    ]) {
       expect(parseScenario(bad).ok).toBe(false);
     }
     expect(parseRatesCli("429=0.2,500=0.05")).toEqual({ ok: true, value: { "429": 0.2, "500": 0.05 } });
@@ -314,16 +360,11 @@ describe("invalidJsonForSchema", () => {
 
 describe("tool dialects and tool choice", () => {
   it("maps model names to dialects by prefix (after any vendor/)", () => {
-    expect(["kimi-k2.5", "moonshotai/kimi-k2", "gemini-2.5-flash", "google/gemini-2.0", "claude-sonnet-4.5", "gpt-4.1", "mock-1", "my-kimi-x"].map(defaultToolDialect)).toEqual([
-      "kimi",
-      "kimi",
-      "gemini",
-      "gemini",
-      "anthropic",
-      "openai",
-      "openai",
-      "openai",
-    ]);
+    expect(
+      ["kimi-k2.5", "moonshotai/kimi-k2", "gemini-2.5-flash", "google/gemini-2.0", "claude-sonnet-4.5", "gpt-4.1", "mock-1", "my-kimi-x"].map(
+        defaultToolDialect,
+      ),
+    ).toEqual(["kimi", "kimi", "gemini", "gemini", "anthropic", "openai", "openai", "openai"]);
   });
 
   it("issues ids per dialect and splits arguments into 2–3 non-empty fragments", () => {
@@ -331,10 +372,14 @@ describe("tool dialects and tool choice", () => {
     expect(toolCallId("gemini", "lookup", 4, "ab".repeat(8))).toBe("");
     expect(toolCallId("anthropic", "lookup", 4, "ab".repeat(8))).toBe(`call_${"ab".repeat(8)}`);
     const call = (args: string) => ({ id: "call_x", type: "function" as const, function: { name: "f", arguments: args } });
-    for (const [args, pieces] of [["{}", 2], ['{"a":1}', 2], [`{"a":"${"x".repeat(30)}"}`, 3]] as const) {
+    for (const [args, pieces] of [
+      ["{}", 2],
+      ['{"a":1}', 2],
+      [`{"a":"${"x".repeat(30)}"}`, 3],
+    ] as const) {
       const deltas = streamToolCallDeltas("openai", [call(args)]);
       expect(deltas).toHaveLength(1 + pieces);
-      const texts = deltas.slice(1).map((d) => (d[0]?.function as { arguments: string }).arguments);
+      const texts = deltas.slice(1).map((d) => (d[0]?.function as { arguments: string } | undefined)?.arguments ?? "");
       expect(texts.every((t) => t.length > 0)).toBe(true);
       expect(texts.join("")).toBe(args);
     }
@@ -350,7 +395,11 @@ describe("tool dialects and tool choice", () => {
 });
 
 describe("planner and reducer", () => {
-  const conv = (user: string) => readConversation([{ role: "system", content: "[edgeswarm:planner]" }, { role: "user", content: user }]);
+  const conv = (user: string) =>
+    readConversation([
+      { role: "system", content: "[edgeswarm:planner]" },
+      { role: "user", content: user },
+    ]);
 
   it("reads max_tasks and the goal (same line or the lines after Goal:)", () => {
     expect(conv("x").role).toBe("planner");
@@ -360,7 +409,10 @@ describe("planner and reducer", () => {
   });
 
   it("plans list lines or aspects, capped", () => {
-    expect(planTasks("- a\n- b\n- c", 2)).toEqual([{ id: "t1", prompt: "a" }, { id: "t2", prompt: "b" }]);
+    expect(planTasks("- a\n- b\n- c", 2)).toEqual([
+      { id: "t1", prompt: "a" },
+      { id: "t2", prompt: "b" },
+    ]);
     expect(planTasks("one thing", 3).map((t) => t.id)).toEqual(["t1", "t2", "t3"]);
     expect(planTasks("x".repeat(500), 1)[0]?.prompt).toBe(`Investigate aspect 1 of: ${"x".repeat(200)}`);
   });

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { extractStreamUsage, normalizeUsage } from "../../src/core/usage.ts";
 import type { Usage as LedgerUsage } from "../../src/core/usage.ts";
-import { KEY, chat, sseData, userBody, useMockModel } from "./test-helpers.ts";
+import { chat, sseData, userBody, useMockModel } from "./test-helpers.ts";
 import { USAGE_SHAPES } from "./server.ts";
 import type { TokenCounts, UsageShape } from "./server.ts";
 
@@ -22,13 +22,21 @@ function record(ledger: Ledger, model: string, raw: unknown): void {
   const u = normalizeUsage(raw);
   expect(u).not.toBeNull();
   if (u === null) return;
-  const e = (ledger[model] ??= { calls: 0, prompt_tokens: 0, cached_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, total_tokens: 0 });
+  ledger[model] ??= { calls: 0, prompt_tokens: 0, cached_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, total_tokens: 0 };
+  const e = ledger[model];
   e.calls++;
   for (const k of ["prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens", "total_tokens"] as const) e[k] += u[k];
 }
 
 const ledgerView = (t: TokenCounts | undefined): Record<string, number> | undefined =>
-  t && { calls: t.usage_reports, prompt_tokens: t.prompt_tokens, cached_tokens: t.cached_tokens, completion_tokens: t.completion_tokens, reasoning_tokens: t.reasoning_tokens, total_tokens: t.total_tokens };
+  t && {
+    calls: t.usage_reports,
+    prompt_tokens: t.prompt_tokens,
+    cached_tokens: t.cached_tokens,
+    completion_tokens: t.completion_tokens,
+    reasoning_tokens: t.reasoning_tokens,
+    total_tokens: t.total_tokens,
+  };
 
 interface Chunk {
   choices: Array<{ delta: { content?: string }; finish_reason: string | null; usage?: unknown }>;
@@ -91,9 +99,17 @@ describe("usage shapes", () => {
     // Gemini: total_tokens on the wire exceeds prompt + completion; the normalized total includes it.
     mock.setScenario({ usage_shape: "gemini" });
     mock.resetStats();
-    const g = (await (await chat(mock, { body: userBody("hi", { model: "gemini-2.5-flash" }), headers: { "x-mock-output-tokens": "20" } })).json()) as { usage: Record<string, number> };
+    const g = (await (await chat(mock, { body: userBody("hi", { model: "gemini-2.5-flash" }), headers: { "x-mock-output-tokens": "20" } })).json()) as {
+      usage: Record<string, number>;
+    };
     expect(g.usage).toEqual({ prompt_tokens: 5, completion_tokens: 20, total_tokens: 35 });
-    expect(mock.stats()).toMatchObject({ prompt_tokens: 5, completion_tokens: 30, reasoning_tokens: 10, total_tokens: 35, raw: { prompt_tokens: 5, completion_tokens: 20, total_tokens: 35 } });
+    expect(mock.stats()).toMatchObject({
+      prompt_tokens: 5,
+      completion_tokens: 30,
+      reasoning_tokens: 10,
+      total_tokens: 35,
+      raw: { prompt_tokens: 5, completion_tokens: 20, total_tokens: 35 },
+    });
   });
 
   it("kimi streams put usage in choices[0].usage of the finish chunk (no usage chunk), even without include_usage", async () => {
@@ -143,7 +159,14 @@ describe("usage shapes", () => {
     const s = mock.stats();
     for (const shape of USAGE_SHAPES) expect(ledgerView(s.by_model[modelOf(shape)])).toEqual(ledger[modelOf(shape)]);
     const sum = (k: keyof LedgerUsage): number => Object.values(ledger).reduce((acc, e) => acc + e[k], 0);
-    expect(s).toMatchObject({ usage_reports: 70, prompt_tokens: sum("prompt_tokens"), cached_tokens: sum("cached_tokens"), completion_tokens: sum("completion_tokens"), reasoning_tokens: sum("reasoning_tokens"), total_tokens: sum("total_tokens") });
+    expect(s).toMatchObject({
+      usage_reports: 70,
+      prompt_tokens: sum("prompt_tokens"),
+      cached_tokens: sum("cached_tokens"),
+      completion_tokens: sum("completion_tokens"),
+      reasoning_tokens: sum("reasoning_tokens"),
+      total_tokens: sum("total_tokens"),
+    });
   });
 
   it.each(USAGE_SHAPES)("%s: the openai SDK parses it (non-stream and stream)", async (shape) => {
@@ -154,7 +177,12 @@ describe("usage shapes", () => {
     const once = normalizeUsage(c.usage);
     expect(once).not.toBeNull();
 
-    const stream = await client.chat.completions.create({ model: "any", messages: [{ role: "user", content: "sdk check" }], stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: "any",
+      messages: [{ role: "user", content: "sdk check" }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let content = "";
     const chunks: unknown[] = [];
     for await (const chunk of stream) {

@@ -93,7 +93,12 @@ export function lintFindings(body: string): Finding[] {
   const n = Number.parseInt(hash.slice(0, 2), 16) % (MAX_FINDINGS + 1);
   for (let k = 0; k < n; k++) {
     const h = sha256hex(`${hash}:${k}`);
-    out.push({ rule: "mock-style", severity: "info", line: 1 + (Number.parseInt(h.slice(0, 4), 16) % lines.length), message: `[mock] style note: ${words(h, 3)}` });
+    out.push({
+      rule: "mock-style",
+      severity: "info",
+      line: 1 + (Number.parseInt(h.slice(0, 4), 16) % lines.length),
+      message: `[mock] style note: ${words(h, 3)}`,
+    });
   }
   return out;
 }

@@ -172,7 +172,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const agentDeclared = declaredVars(AGENT_CONFIG);
   const droppedAgentVars = Object.keys(agentVars).filter((name) => !agentDeclared.has(name));
   const args = wranglerArgs(
-    ["dev", ...(options.configs ?? ["wrangler.toml", "workers/agent/wrangler.toml"]).flatMap((config) => ["-c", config]), "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--show-interactive-dev-session=false", ...vars],
+    [
+      "dev",
+      ...(options.configs ?? ["wrangler.toml", "workers/agent/wrangler.toml"]).flatMap((config) => ["-c", config]),
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(inspectorPort),
+      "--show-interactive-dev-session=false",
+      ...vars,
+    ],
     options.persistTo,
   );
   // Secrets declared under [secrets] in the configs are read from the process environment.

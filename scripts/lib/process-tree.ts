@@ -57,7 +57,9 @@ function peakRssMb(pid: number): number {
 export function usageOfDescendants(rootPid: number, name: string): ProcessUsage[] {
   let pids: number[];
   try {
-    pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number);
+    pids = readdirSync("/proc")
+      .filter((d) => /^\d+$/.test(d))
+      .map(Number);
   } catch {
     return [];
   }

@@ -71,16 +71,23 @@ export async function runPromisePool(input: PoolOptions): Promise<PoolResult> {
     let streaming = false;
     try {
       const stream = await client.chat.completions.create(
-        { model: options.model, messages: [{ role: "user", content: prompt }], max_tokens: options.maxTokens, stream: true, stream_options: { include_usage: true } },
+        {
+          model: options.model,
+          messages: [{ role: "user", content: prompt }],
+          max_tokens: options.maxTokens,
+          stream: true,
+          stream_options: { include_usage: true },
+        },
         { signal: deadline },
       );
       streaming = true;
-      let text = "";
+      // Kept as a hand-written script keeps its answers (the pool does nothing else with them).
+      let _text = "";
       let finished = false;
       let usage = 0;
       for await (const chunk of stream) {
         const choice = chunk.choices[0];
-        text += choice?.delta?.content ?? "";
+        _text += choice?.delta?.content ?? "";
         if (choice?.finish_reason) finished = true;
         if (chunk.usage) usage = chunk.usage.total_tokens;
       }
@@ -145,7 +152,8 @@ export async function runPromisePool(input: PoolOptions): Promise<PoolResult> {
 
 /** What a careful script retries: 429 (not out of quota), 408/409/5xx, timeouts, broken connections and bodies. */
 function toFailure(error: unknown, streaming: boolean): CallOutcome {
-  if (error instanceof OpenAI.APIConnectionTimeoutError || error instanceof OpenAI.APIUserAbortError) return { ok: false, cause: "timeout", retryable: true, retryAfterMs: undefined };
+  if (error instanceof OpenAI.APIConnectionTimeoutError || error instanceof OpenAI.APIUserAbortError)
+    return { ok: false, cause: "timeout", retryable: true, retryAfterMs: undefined };
   if (error instanceof OpenAI.APIConnectionError) return { ok: false, cause: "connection", retryable: true, retryAfterMs: undefined };
   if (error instanceof OpenAI.APIError) {
     const status = error.status;

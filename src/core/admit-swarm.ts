@@ -35,14 +35,24 @@ export function admitSwarm(spec: AdmittedSpec, context: AdmissionContext): Resul
   const tier = spec.budget?.fallback_tier;
   if (tier !== undefined && (gateway === null || !Object.values(gateway.models).some((m) => m.tier === tier))) {
     const tiers = gateway === null ? [] : [...new Set(Object.values(gateway.models).flatMap((m) => (m.tier === undefined ? [] : [m.tier])))];
-    return err([{ path: "budget.fallback_tier", message: `no gateway model has tier "${tier}" (tiers: ${tiers.join(", ") || "none — configure GATEWAY_CONFIG models with a tier"})` }]);
+    return err([
+      {
+        path: "budget.fallback_tier",
+        message: `no gateway model has tier "${tier}" (tiers: ${tiers.join(", ") || "none — configure GATEWAY_CONFIG models with a tier"})`,
+      },
+    ]);
   }
   if (spec.budget?.max_usd !== undefined || context.tenantCap?.max_usd_per_month !== undefined) {
     // A USD budget (the swarm's or the tenant's) can only hold if every call has a price.
     const unpriced = callModels(spec).filter((m) => resolvePrice(context.prices, m) === null);
     if (unpriced.length > 0) {
       const path = spec.budget?.max_usd !== undefined ? "budget.max_usd" : "model";
-      return err(unpriced.map((model) => ({ path, message: `model "${model}" has no price, so a USD budget cannot be enforced (add it to MODEL_PRICES or use budget.max_tokens)` })));
+      return err(
+        unpriced.map((model) => ({
+          path,
+          message: `model "${model}" has no price, so a USD budget cannot be enforced (add it to MODEL_PRICES or use budget.max_tokens)`,
+        })),
+      );
     }
   }
   return ok(undefined);

@@ -11,7 +11,9 @@ import {
   toCheckpoint,
   toToolError,
   toToolMessage,
-  withUniqueCallIds, pendingToolCalls } from "./agent-conversation.ts";
+  withUniqueCallIds,
+  pendingToolCalls,
+} from "./agent-conversation.ts";
 import type { AgentState, ChatMessage } from "./agent-conversation.ts";
 import { MAX_TOOL_RESULT_CHARS } from "./agent-limits.ts";
 import { estimatePromptTokens } from "./estimate-swarm.ts";
@@ -32,10 +34,24 @@ function state(overrides: Partial<AgentState> = {}): AgentState {
 
 describe("startConversation", () => {
   it.each([
-    { system: "You are terse.", prompt: "Sum 2+2", messages: [{ role: "system", content: "You are terse." }, { role: "user", content: "Sum 2+2" }] },
+    {
+      system: "You are terse.",
+      prompt: "Sum 2+2",
+      messages: [
+        { role: "system", content: "You are terse." },
+        { role: "user", content: "Sum 2+2" },
+      ],
+    },
     { system: null, prompt: "Sum 2+2", messages: [{ role: "user", content: "Sum 2+2" }] },
     // An empty system prompt is still a system message: only null means "none".
-    { system: "", prompt: "p", messages: [{ role: "system", content: "" }, { role: "user", content: "p" }] },
+    {
+      system: "",
+      prompt: "p",
+      messages: [
+        { role: "system", content: "" },
+        { role: "user", content: "p" },
+      ],
+    },
   ])("system $system → $messages.length message(s), no turns used", ({ system, prompt, messages }) => {
     expect(startConversation(system, prompt)).toEqual({ messages, turns: 0, toolCalls: 0, repairs: 0 });
   });
@@ -46,9 +62,17 @@ describe("checkpoints", () => {
     messages: [
       { role: "system", content: "sys" },
       { role: "user", content: "find the price" },
-      { role: "assistant", content: null, tool_calls: [{ id: "functions.lookup:0", type: "function", function: { name: "lookup", arguments: '{"sku":"A-1"}' } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "functions.lookup:0", type: "function", function: { name: "lookup", arguments: '{"sku":"A-1"}' } }],
+      },
       { role: "tool", tool_call_id: "functions.lookup:0", content: '{"price":3}' },
-      { role: "assistant", content: "Let me check once more.", tool_calls: [{ id: "call_2_0", type: "function", function: { name: "lookup", arguments: "{}" } }] },
+      {
+        role: "assistant",
+        content: "Let me check once more.",
+        tool_calls: [{ id: "call_2_0", type: "function", function: { name: "lookup", arguments: "{}" } }],
+      },
       { role: "tool", tool_call_id: "call_2_0", content: "naïve ✓ 😀" },
     ],
     turns: 2,
@@ -79,7 +103,10 @@ describe("checkpoints", () => {
     { why: "a user message without content", json: '[{"role":"user"}]' },
     { why: "a tool message without tool_call_id", json: '[{"role":"user","content":"hi"},{"role":"tool","content":"r"}]' },
     { why: "an assistant message without content", json: '[{"role":"user","content":"hi"},{"role":"assistant"}]' },
-    { why: "a tool call of another type", json: '[{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"custom","function":{"name":"x","arguments":"{}"}}]}]' },
+    {
+      why: "a tool call of another type",
+      json: '[{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"custom","function":{"name":"x","arguments":"{}"}}]}]',
+    },
     { why: "a message that is a string", json: '["hi"]' },
   ])("refuses a checkpoint whose messages are $why (null: the task starts over)", ({ json }) => {
     expect(fromCheckpoint(broken(json))).toBeNull();
@@ -97,9 +124,29 @@ describe("pendingToolCalls", () => {
   };
   it.each([
     { case: "a fresh conversation", messages: [{ role: "user", content: "go" }] as ChatMessage[], want: [] },
-    { case: "tools that already answered", messages: [{ role: "user", content: "go" }, asked, { role: "tool", tool_call_id: "functions.lookup:0", content: "r" }, { role: "tool", tool_call_id: "call_1", content: "r" }] as ChatMessage[], want: [] },
-    { case: "a final answer", messages: [{ role: "user", content: "go" }, { role: "assistant", content: "done" }] as ChatMessage[], want: [] },
-    { case: "a turn checkpointed before its tools ran", messages: [{ role: "user", content: "go" }, asked] as ChatMessage[], want: ["functions.lookup:0", "call_1"] },
+    {
+      case: "tools that already answered",
+      messages: [
+        { role: "user", content: "go" },
+        asked,
+        { role: "tool", tool_call_id: "functions.lookup:0", content: "r" },
+        { role: "tool", tool_call_id: "call_1", content: "r" },
+      ] as ChatMessage[],
+      want: [],
+    },
+    {
+      case: "a final answer",
+      messages: [
+        { role: "user", content: "go" },
+        { role: "assistant", content: "done" },
+      ] as ChatMessage[],
+      want: [],
+    },
+    {
+      case: "a turn checkpointed before its tools ran",
+      messages: [{ role: "user", content: "go" }, asked] as ChatMessage[],
+      want: ["functions.lookup:0", "call_1"],
+    },
   ])("$case", ({ messages, want }) => {
     expect(pendingToolCalls(messages).map((c) => c.id)).toEqual(want);
   });
@@ -147,13 +194,7 @@ describe("nextTurn", () => {
       // After the last turn the structured output fails once and a repair is granted.
       s = { ...s, turns: next.turn, repairs: next.turn === 3 ? 1 : s.repairs };
     }
-    expect(seen).toEqual([
-      { turn: 1, offerTools: true },
-      { turn: 2, offerTools: true },
-      { turn: 3, offerTools: false },
-      { turn: 4, offerTools: false },
-      null,
-    ]);
+    expect(seen).toEqual([{ turn: 1, offerTools: true }, { turn: 2, offerTools: true }, { turn: 3, offerTools: false }, { turn: 4, offerTools: false }, null]);
   });
 });
 
@@ -232,12 +273,38 @@ describe("withUniqueCallIds", () => {
     { case: "ids the model sent are kept", history: [assistantWith("call_abc")], turn: 2, sent: ["call_def", "call_xyz"], want: ["call_def", "call_xyz"] },
     { case: "Kimi ids kept", history: [assistantWith("functions.lookup:0")], turn: 2, sent: ["functions.lookup:1"], want: ["functions.lookup:1"] },
     { case: "a duplicate within one turn", history: [], turn: 4, sent: ["dup", "dup", "other"], want: ["dup", "call_4_1", "other"] },
-    { case: "a renamed id that the model itself already used", history: [assistantWith("call_0", "call_2_0")], turn: 2, sent: ["call_0"], want: ["call_2_0_1"] },
-    { case: "a model-sent id shaped like a renamed one", history: [assistantWith("call_1")], turn: 2, sent: ["call_2_1", "call_1"], want: ["call_2_1", "call_2_1_1"] },
-    { case: "only assistant messages count (tool messages echo them)", history: [{ role: "tool", tool_call_id: "call_0", content: "x" }], turn: 2, sent: ["call_0"], want: ["call_0"] },
+    {
+      case: "a renamed id that the model itself already used",
+      history: [assistantWith("call_0", "call_2_0")],
+      turn: 2,
+      sent: ["call_0"],
+      want: ["call_2_0_1"],
+    },
+    {
+      case: "a model-sent id shaped like a renamed one",
+      history: [assistantWith("call_1")],
+      turn: 2,
+      sent: ["call_2_1", "call_1"],
+      want: ["call_2_1", "call_2_1_1"],
+    },
+    {
+      case: "only assistant messages count (tool messages echo them)",
+      history: [{ role: "tool", tool_call_id: "call_0", content: "x" }],
+      turn: 2,
+      sent: ["call_0"],
+      want: ["call_0"],
+    },
   ] satisfies { case: string; history: ChatMessage[]; turn: number; sent: string[]; want: string[] }[])("$case", ({ history, turn, sent, want }) => {
     const messages: ChatMessage[] = [{ role: "user", content: "go" }, ...history];
-    expect(ids(withUniqueCallIds(sent.map((id) => toolCall(id)), messages, turn))).toEqual(want);
+    expect(
+      ids(
+        withUniqueCallIds(
+          sent.map((id) => toolCall(id)),
+          messages,
+          turn,
+        ),
+      ),
+    ).toEqual(want);
   });
 
   it("keeps everything but the id of a renamed call, and returns kept calls as they are", () => {
@@ -275,8 +342,24 @@ describe("estimateConversationTokens", () => {
 
   it.each([
     { case: "one user message", messages: [{ role: "user", content: "hello world" }], tools: null, want: per("hello world") },
-    { case: "system + user", messages: [{ role: "system", content: "s".repeat(9) }, { role: "user", content: "u" }], tools: null, want: per("s".repeat(9)) + per("u") },
-    { case: "system + user equals estimatePromptTokens(system, user)", messages: [{ role: "system", content: "sys" }, { role: "user", content: "prompt" }], tools: null, want: estimatePromptTokens("sys", "prompt") },
+    {
+      case: "system + user",
+      messages: [
+        { role: "system", content: "s".repeat(9) },
+        { role: "user", content: "u" },
+      ],
+      tools: null,
+      want: per("s".repeat(9)) + per("u"),
+    },
+    {
+      case: "system + user equals estimatePromptTokens(system, user)",
+      messages: [
+        { role: "system", content: "sys" },
+        { role: "user", content: "prompt" },
+      ],
+      tools: null,
+      want: estimatePromptTokens("sys", "prompt"),
+    },
     { case: "an empty tool list adds nothing", messages: [{ role: "user", content: "u" }], tools: [], want: per("u") },
     { case: "offered tools add their JSON / 4", messages: [{ role: "user", content: "u" }], tools, want: per("u") + toolsTokens },
     {

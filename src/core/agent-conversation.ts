@@ -14,9 +14,7 @@ export const ChatMessageSchema = z.discriminatedUnion("role", [
   z.object({
     role: z.literal("assistant"),
     content: z.string().nullable(),
-    tool_calls: z
-      .array(z.object({ id: z.string(), type: z.literal("function"), function: z.object({ name: z.string(), arguments: z.string() }) }))
-      .optional(),
+    tool_calls: z.array(z.object({ id: z.string(), type: z.literal("function"), function: z.object({ name: z.string(), arguments: z.string() }) })).optional(),
   }),
   z.object({ role: z.literal("tool"), tool_call_id: z.string(), content: z.string() }),
 ]);
@@ -59,7 +57,11 @@ export function fromCheckpoint(checkpoint: AgentCheckpoint): AgentState | null {
  * What the next model call may do. Tools are offered while turns and tool calls are left; the last
  * turn (or once max_tool_calls is used) is asked for the final answer without tools.
  */
-export function nextTurn(state: AgentState, limits: Pick<Limits, "max_turns" | "max_tool_calls">, hasTools: boolean): { turn: number; offerTools: boolean } | null {
+export function nextTurn(
+  state: AgentState,
+  limits: Pick<Limits, "max_turns" | "max_tool_calls">,
+  hasTools: boolean,
+): { turn: number; offerTools: boolean } | null {
   // One repair turn may follow max_turns: it answers for the structured output, not for the tools.
   const allowed = limits.max_turns + state.repairs;
   if (state.turns >= allowed) return null;
@@ -100,12 +102,17 @@ export function toAssistantToolMessage(text: string, calls: readonly ToolCall[])
   return {
     role: "assistant",
     content: text === "" ? null : text,
-    tool_calls: calls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.rawArguments === "" ? "{}" : call.rawArguments } })),
+    tool_calls: calls.map((call) => ({
+      id: call.id,
+      type: "function",
+      function: { name: call.name, arguments: call.rawArguments === "" ? "{}" : call.rawArguments },
+    })),
   };
 }
 
 export function toToolMessage(callId: string, content: string): ChatMessage {
-  const cut = content.length > MAX_TOOL_RESULT_CHARS ? `${content.slice(0, MAX_TOOL_RESULT_CHARS)}\n[cut: the result had ${content.length} characters]` : content;
+  const cut =
+    content.length > MAX_TOOL_RESULT_CHARS ? `${content.slice(0, MAX_TOOL_RESULT_CHARS)}\n[cut: the result had ${content.length} characters]` : content;
   return { role: "tool", tool_call_id: callId, content: cut };
 }
 

@@ -23,7 +23,13 @@ const FRAMING_TOKENS = 16;
  */
 export function worstCaseCall(promptBytes: number, maxOutputTokens: number, price: ModelPrice | null): Amount {
   const prompt = promptBytes + FRAMING_TOKENS;
-  const usage: Usage = { prompt_tokens: prompt, cached_tokens: 0, completion_tokens: maxOutputTokens, reasoning_tokens: 0, total_tokens: prompt + maxOutputTokens };
+  const usage: Usage = {
+    prompt_tokens: prompt,
+    cached_tokens: 0,
+    completion_tokens: maxOutputTokens,
+    reasoning_tokens: 0,
+    total_tokens: prompt + maxOutputTokens,
+  };
   // Without a price only a token budget can apply (a USD budget refuses unpriced models up front).
   return { usd: price === null ? 0 : costOfUsage(usage, price), tokens: usage.total_tokens };
 }
@@ -61,11 +67,7 @@ export function isUnbilledError(errorClass: ErrorClass | null): boolean {
  * nothing for an error the upstream answered before generating; otherwise (no usage, a timeout, a
  * cut stream) its worst case, since the upstream may have billed tokens we never saw.
  */
-export function chargeOfCall(
-  call: { usage: Usage | null; errorClass: ErrorClass | null },
-  price: ModelPrice | null,
-  worstCase: Amount,
-): Amount {
+export function chargeOfCall(call: { usage: Usage | null; errorClass: ErrorClass | null }, price: ModelPrice | null, worstCase: Amount): Amount {
   if (call.usage !== null) return { usd: price === null ? worstCase.usd : costOfUsage(call.usage, price), tokens: call.usage.total_tokens };
   if (isUnbilledError(call.errorClass)) return { usd: 0, tokens: 0 };
   return worstCase;

@@ -67,12 +67,7 @@ export function acquireCircuit(circuit: Circuit, now: number, settings: CircuitS
   }
 }
 
-export function recordCircuitOutcome(
-  circuit: Circuit,
-  outcome: "success" | "failure",
-  now: number,
-  settings: CircuitSettings = DEFAULT_CIRCUIT,
-): Circuit {
+export function recordCircuitOutcome(circuit: Circuit, outcome: "success" | "failure", now: number, settings: CircuitSettings = DEFAULT_CIRCUIT): Circuit {
   const current = toCurrentCircuit(circuit, now, settings);
   if (outcome === "success") return current.state === "open" ? current : CLOSED_CIRCUIT;
   if (current.state === "half_open") return { ...current, state: "open", openedAt: now, probes: 0, failures: current.failures + 1 };

@@ -164,10 +164,7 @@ function dayMatches(schedule: CronSchedule, at: Date): boolean {
 export function cronMatches(schedule: CronSchedule, at: Date): boolean {
   if (Number.isNaN(at.getTime())) return false;
   return (
-    schedule.minutes.has(at.getUTCMinutes()) &&
-    schedule.hours.has(at.getUTCHours()) &&
-    schedule.months.has(at.getUTCMonth() + 1) &&
-    dayMatches(schedule, at)
+    schedule.minutes.has(at.getUTCMinutes()) && schedule.hours.has(at.getUTCHours()) && schedule.months.has(at.getUTCMonth() + 1) && dayMatches(schedule, at)
   );
 }
 

@@ -140,7 +140,11 @@ describe("GATEWAY_CONFIG, UPSTREAM_KEYS and the price table", () => {
     ["not JSON", "{", "GATEWAY_CONFIG is not valid JSON"],
     ["no upstream", JSON.stringify({ upstreams: {} }), "upstreams: configure at least one upstream"],
     ["a bad base_url", JSON.stringify({ upstreams: { a: { base_url: "ftp://x", keys: [{ id: "k" }] } } }), "upstreams.a.base_url"],
-    ["an upstream without keys", JSON.stringify({ upstreams: { a: { base_url: "https://x", keys: [] } } }), "upstreams.a.keys: an upstream needs at least one key"],
+    [
+      "an upstream without keys",
+      JSON.stringify({ upstreams: { a: { base_url: "https://x", keys: [] } } }),
+      "upstreams.a.keys: an upstream needs at least one key",
+    ],
     [
       "a key id used twice",
       JSON.stringify({ upstreams: { a: { base_url: "https://x", keys: [{ id: "k" }] }, b: { base_url: "https://y", keys: [{ id: "k" }] } } }),
@@ -164,7 +168,10 @@ describe("GATEWAY_CONFIG, UPSTREAM_KEYS and the price table", () => {
     expect(readUpstreamKeys({ UPSTREAM_KEYS: "" })).toEqual({ ok: true, value: {} });
     expect(readUpstreamKeys({})).toEqual({ ok: true, value: {} });
     for (const text of ['{"ds-a": 42, "leak": "sk-secret-value"}', '{"sk-secret-value": ""}', '{"ds-a": "sk-secret-value"']) {
-      expect(readUpstreamKeys({ UPSTREAM_KEYS: text })).toEqual({ ok: false, error: "UPSTREAM_KEYS must be a JSON object of key id → API key (its content is not shown)" });
+      expect(readUpstreamKeys({ UPSTREAM_KEYS: text })).toEqual({
+        ok: false,
+        error: "UPSTREAM_KEYS must be a JSON object of key id → API key (its content is not shown)",
+      });
     }
   });
 
@@ -233,7 +240,11 @@ describe("readRoomSettings", () => {
     ["a fractional TOOL_TURN_LEASE_S", { TOOL_TURN_LEASE_S: "2.5" }, 'TOOL_TURN_LEASE_S must be a non-negative integer, got "2.5"'],
     ["an exponent LEDGER_FLUSH_MS", { LEDGER_FLUSH_MS: "1e3" }, 'LEDGER_FLUSH_MS must be a non-negative integer, got "1e3"'],
     ["a bad MODEL_PRICES", { MODEL_PRICES: '{"x": {"output": 1}}' }, 'MODEL_PRICES: model "x" field "input" is missing'],
-    ["a TENANT_BUDGETS key that is no tenant id", { TENANT_BUDGETS: '{"team-a":{"max_usd_per_month":1}}' }, 'TENANT_BUDGETS: team-a: "team-a" is not a tenant id'],
+    [
+      "a TENANT_BUDGETS key that is no tenant id",
+      { TENANT_BUDGETS: '{"team-a":{"max_usd_per_month":1}}' },
+      'TENANT_BUDGETS: team-a: "team-a" is not a tenant id',
+    ],
     ["an empty tenant cap", { TENANT_BUDGETS: '{"*":{}}' }, "TENANT_BUDGETS: *: give max_usd_per_month or max_tokens_per_month"],
     ["a negative tenant cap", { TENANT_BUDGETS: '{"*":{"max_usd_per_month":-1}}' }, "TENANT_BUDGETS: *.max_usd_per_month"],
     ["a TENANT_BUDGETS that is not JSON", { TENANT_BUDGETS: "{" }, "TENANT_BUDGETS is not valid JSON"],
@@ -289,14 +300,30 @@ describe("readAgentSettings and readToolSettings", () => {
   const tools = { HTTP_FETCH_TIMEOUT_S: "10", HTTP_FETCH_MAX_BYTES: "262144", WEBHOOK_TIMEOUT_S: "15", ALLOW_PRIVATE_NETWORK: "false" };
 
   it("reads the agent's wrangler.toml values", () => {
-    expect(readAgentSettings(agent)).toEqual({ concurrency: 128, inlineRetryMaxS: 2, permitWaitMaxS: 20, headerSlots: 6, pullForS: 300, maxTasksPerInvocation: 10_000 });
+    expect(readAgentSettings(agent)).toEqual({
+      concurrency: 128,
+      inlineRetryMaxS: 2,
+      permitWaitMaxS: 20,
+      headerSlots: 6,
+      pullForS: 300,
+      maxTasksPerInvocation: 10_000,
+    });
     expect(readAgentSettings({ ...agent, UPSTREAM_HEADER_SLOTS: "0", AGENT_PULL_FOR_S: "60", AGENT_MAX_TASKS_PER_INVOCATION: "100" })).toMatchObject({
       headerSlots: 0,
       pullForS: 60,
       maxTasksPerInvocation: 100,
     });
-    expect(readToolSettings(tools)).toEqual({ httpTimeoutMs: 10_000, httpMaxBytes: 262_144, webhookTimeoutMs: 15_000, webhookSecret: null, allowPrivate: false });
-    expect(readToolSettings({ ...tools, ALLOW_PRIVATE_NETWORK: " True ", WEBHOOK_SECRET: " whsec " })).toMatchObject({ allowPrivate: true, webhookSecret: "whsec" });
+    expect(readToolSettings(tools)).toEqual({
+      httpTimeoutMs: 10_000,
+      httpMaxBytes: 262_144,
+      webhookTimeoutMs: 15_000,
+      webhookSecret: null,
+      allowPrivate: false,
+    });
+    expect(readToolSettings({ ...tools, ALLOW_PRIVATE_NETWORK: " True ", WEBHOOK_SECRET: " whsec " })).toMatchObject({
+      allowPrivate: true,
+      webhookSecret: "whsec",
+    });
   });
 
   it.each([

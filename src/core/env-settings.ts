@@ -123,7 +123,11 @@ const toSecretError = (name: string, format: string): string => `${name} must be
  */
 export function parseGatewayConfig(text: string | undefined, defaultBaseUrl: string): Result<GatewayConfig, string> {
   if (text === undefined || isBlank(text)) {
-    return checkJsonSetting("GATEWAY_CONFIG", { upstreams: { default: { base_url: defaultBaseUrl, keys: [{ id: "default" }] } }, default_upstream: "default" }, GatewayConfigSchema);
+    return checkJsonSetting(
+      "GATEWAY_CONFIG",
+      { upstreams: { default: { base_url: defaultBaseUrl, keys: [{ id: "default" }] } }, default_upstream: "default" },
+      GatewayConfigSchema,
+    );
   }
   return parseJsonSetting("GATEWAY_CONFIG", text, GatewayConfigSchema);
 }
@@ -161,7 +165,7 @@ function requireSettings(consumer: string, results: readonly Result<unknown, str
 }
 
 /** The value of a result that requireSettings has passed. */
-function valueOf<T>(result: Result<T, string>): T {
+function passedValue<T>(result: Result<T, string>): T {
   if (!result.ok) throw new Error(result.error);
   return result.value;
 }
@@ -193,17 +197,24 @@ export function readRoomSettings(env: SettingsEnv<RoomSettingName>): RoomSetting
   const flushMs = readIntSetting(env, "LEDGER_FLUSH_MS", { min: 0, fallback: 1_000 });
   requireSettings("SwarmRoom", [laneSlots, prices, gateway, tenantBudgets, leaseGraceS, toolTurnLeaseS, flushMs]);
   return {
-    laneSlots: valueOf(laneSlots),
-    prices: valueOf(prices),
-    gateway: valueOf(gateway),
-    tenantBudgets: valueOf(tenantBudgets),
-    leaseGraceMs: valueOf(leaseGraceS) * 1_000,
-    toolTurnLeaseMs: valueOf(toolTurnLeaseS) * 1_000,
-    flushMs: valueOf(flushMs),
+    laneSlots: passedValue(laneSlots),
+    prices: passedValue(prices),
+    gateway: passedValue(gateway),
+    tenantBudgets: passedValue(tenantBudgets),
+    leaseGraceMs: passedValue(leaseGraceS) * 1_000,
+    toolTurnLeaseMs: passedValue(toolTurnLeaseS) * 1_000,
+    flushMs: passedValue(flushMs),
   };
 }
 
-export type OrchestratorSettingName = "MAX_BODY_BYTES" | "API_TOKENS" | "ALLOW_PRIVATE_NETWORK" | "WEBHOOK_SECRET" | "MODEL_PRICES" | "GATEWAY_CONFIG" | "TENANT_BUDGETS";
+export type OrchestratorSettingName =
+  | "MAX_BODY_BYTES"
+  | "API_TOKENS"
+  | "ALLOW_PRIVATE_NETWORK"
+  | "WEBHOOK_SECRET"
+  | "MODEL_PRICES"
+  | "GATEWAY_CONFIG"
+  | "TENANT_BUDGETS";
 
 export interface OrchestratorConfig {
   /** Largest request body accepted on /v1/*, in bytes. */
@@ -232,9 +243,9 @@ export function readOrchestratorSettings(env: SettingsEnv<OrchestratorSettingNam
   requireSettings("orchestrator", [maxBodyBytes, allowPrivateNetwork]);
   return {
     config: {
-      maxBodyBytes: valueOf(maxBodyBytes),
+      maxBodyBytes: passedValue(maxBodyBytes),
       apiTokens: readListSetting(env, "API_TOKENS"),
-      allowPrivateNetwork: valueOf(allowPrivateNetwork),
+      allowPrivateNetwork: passedValue(allowPrivateNetwork),
       webhookSecret: readSecretSetting(env, "WEBHOOK_SECRET"),
     },
     prices: parseEffectivePrices(env.MODEL_PRICES, env.GATEWAY_CONFIG),
@@ -279,12 +290,12 @@ export function readAgentSettings(env: SettingsEnv<AgentSettingName>): AgentSett
   const maxTasks = readIntSetting(env, "AGENT_MAX_TASKS_PER_INVOCATION", { min: 1, max: 1_000_000, fallback: 10_000 });
   requireSettings("agent", [concurrency, inlineRetryMaxS, permitWaitMaxS, headerSlots, pullForS, maxTasks]);
   return {
-    concurrency: valueOf(concurrency),
-    inlineRetryMaxS: valueOf(inlineRetryMaxS),
-    permitWaitMaxS: valueOf(permitWaitMaxS),
-    headerSlots: valueOf(headerSlots),
-    pullForS: valueOf(pullForS),
-    maxTasksPerInvocation: valueOf(maxTasks),
+    concurrency: passedValue(concurrency),
+    inlineRetryMaxS: passedValue(inlineRetryMaxS),
+    permitWaitMaxS: passedValue(permitWaitMaxS),
+    headerSlots: passedValue(headerSlots),
+    pullForS: passedValue(pullForS),
+    maxTasksPerInvocation: passedValue(maxTasks),
   };
 }
 
@@ -306,10 +317,10 @@ export function readToolSettings(
   const allowPrivate = readBooleanSetting(env, "ALLOW_PRIVATE_NETWORK", { fallback: false });
   requireSettings("agent tool", [httpTimeoutS, httpMaxBytes, webhookTimeoutS, allowPrivate]);
   return {
-    httpTimeoutMs: valueOf(httpTimeoutS) * 1_000,
-    httpMaxBytes: valueOf(httpMaxBytes),
-    webhookTimeoutMs: valueOf(webhookTimeoutS) * 1_000,
+    httpTimeoutMs: passedValue(httpTimeoutS) * 1_000,
+    httpMaxBytes: passedValue(httpMaxBytes),
+    webhookTimeoutMs: passedValue(webhookTimeoutS) * 1_000,
     webhookSecret: readSecretSetting(env, "WEBHOOK_SECRET"),
-    allowPrivate: valueOf(allowPrivate),
+    allowPrivate: passedValue(allowPrivate),
   };
 }

@@ -99,12 +99,22 @@ describe("estimateCalls: one model", () => {
 
 describe("estimateCalls: a weighted mix", () => {
   // deepseek-v3.2 ($0.28 / $0.42) weight 3, kimi-k2.5 ($0.15 / $0.6) weight 1.
-  const estimate = estimateCalls(input({ mix: [{ model: "deepseek-v3.2", weight: 3 }, { model: "kimi-k2.5", weight: 1 }] }));
+  const estimate = estimateCalls(
+    input({
+      mix: [
+        { model: "deepseek-v3.2", weight: 3 },
+        { model: "kimi-k2.5", weight: 1 },
+      ],
+    }),
+  );
 
   it("prices each model's share of the tasks and sums them", () => {
     const deepseek = { min: (35 * 280_000 + 2 * 420_000) * 0.75, max: (105 * 280_000 + 600 * 420_000) * 0.75 };
     const kimi = { min: (35 * 150_000 + 2 * 600_000) * 0.25, max: (105 * 150_000 + 600 * 600_000) * 0.25 };
-    expect([deepseek, kimi]).toEqual([{ min: 7_980_000, max: 211_050_000 }, { min: 1_612_500, max: 93_937_500 }]);
+    expect([deepseek, kimi]).toEqual([
+      { min: 7_980_000, max: 211_050_000 },
+      { min: 1_612_500, max: 93_937_500 },
+    ]);
     expect(estimate.by_model.map((m) => [m.model, m.share, m.cost_usd])).toEqual([
       ["deepseek-v3.2", 0.75, { min: usd(7_980_000), max: usd(211_050_000) }],
       ["kimi-k2.5", 0.25, { min: usd(1_612_500), max: usd(93_937_500) }],
@@ -116,7 +126,15 @@ describe("estimateCalls: a weighted mix", () => {
   });
 
   it("projects a month per model and for the mix", () => {
-    const projected = estimateCalls(input({ mix: [{ model: "deepseek-v3.2", weight: 3 }, { model: "kimi-k2.5", weight: 1 }], projection: { jobs_per_day: 24, days_per_month: 30 } }));
+    const projected = estimateCalls(
+      input({
+        mix: [
+          { model: "deepseek-v3.2", weight: 3 },
+          { model: "kimi-k2.5", weight: 1 },
+        ],
+        projection: { jobs_per_day: 24, days_per_month: 30 },
+      }),
+    );
     expect(projected.projection).toEqual({
       jobs_per_day: 24,
       days_per_month: 30,
@@ -140,7 +158,15 @@ describe("estimateCalls: a weighted mix", () => {
 
 describe("estimateCalls: an unpriced model", () => {
   it("leaves its cost null, and the swarm's and the month's, and says so", () => {
-    const estimate = estimateCalls(input({ mix: [{ model: "mock-1", weight: 1 }, { model: "in-house-llm", weight: 1 }], projection: { jobs_per_day: 1, days_per_month: 30 } }));
+    const estimate = estimateCalls(
+      input({
+        mix: [
+          { model: "mock-1", weight: 1 },
+          { model: "in-house-llm", weight: 1 },
+        ],
+        projection: { jobs_per_day: 1, days_per_month: 30 },
+      }),
+    );
     expect(estimate.cost_usd).toBeNull();
     expect(estimate.by_model).toEqual([
       { model: "mock-1", weight: 1, share: 0.5, price: DEFAULT_PRICES["mock-1"], cost_usd: { min: usd(2_150_000), max: usd(125_250_000) } },
@@ -198,14 +224,21 @@ describe("estimateSwarm (from a validated spec)", () => {
     const planned = parseSwarmSpec({
       name: "mix",
       system: SYSTEM,
-      model: [{ model: "deepseek-v3.2", weight: 2 }, { model: "kimi-k2.5", weight: 1 }, { model: "deepseek-v3.2", weight: 1 }],
+      model: [
+        { model: "deepseek-v3.2", weight: 2 },
+        { model: "kimi-k2.5", weight: 1 },
+        { model: "deepseek-v3.2", weight: 1 },
+      ],
       fallback: ["gpt-4.1"],
       tasks: PROMPTS.map((prompt) => ({ prompt })),
       limits: { max_output_tokens: 100, max_attempts: 3 },
     });
     if (!planned.ok) throw new Error(JSON.stringify(planned.error));
     const estimate = estimateSwarm(planned.value, DEFAULT_PRICES, null);
-    expect(estimate.by_model.map((m) => [m.model, m.weight, m.share])).toEqual([["deepseek-v3.2", 3, 0.75], ["kimi-k2.5", 1, 0.25]]);
+    expect(estimate.by_model.map((m) => [m.model, m.weight, m.share])).toEqual([
+      ["deepseek-v3.2", 3, 0.75],
+      ["kimi-k2.5", 1, 0.25],
+    ]);
     expect(estimate.cost_usd).toEqual({ min: usd(9_592_500), max: usd(304_987_500) });
     expect(estimate.assumptions.join("\n")).toMatch(/fall back to gpt-4\.1/);
   });

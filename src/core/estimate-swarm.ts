@@ -119,7 +119,10 @@ const toUsdRange = (pico: Range): Range => ({ min: toUsd(pico.min), max: toUsd(p
 const scale = (pico: Range, factor: number): Range => ({ min: Math.round(pico.min * factor), max: Math.round(pico.max * factor) });
 
 function picoOf(prompt: number, completion: number, price: ModelPrice): number {
-  const usd = costOfUsage({ prompt_tokens: prompt, cached_tokens: 0, completion_tokens: completion, reasoning_tokens: 0, total_tokens: prompt + completion }, price);
+  const usd = costOfUsage(
+    { prompt_tokens: prompt, cached_tokens: 0, completion_tokens: completion, reasoning_tokens: 0, total_tokens: prompt + completion },
+    price,
+  );
   return Math.round(usd * PICO_PER_USD);
 }
 
@@ -145,10 +148,10 @@ export function estimateCalls(input: EstimateInput): SwarmEstimate {
     const share = entry.weight / totalWeight;
     return { entry, share, price, pico: price === null ? null : scale(picoOn(price), share) };
   });
-  const mixPico = mix.reduce<Range | null>(
-    (sum, m) => (sum === null || m.pico === null ? null : { min: sum.min + m.pico.min, max: sum.max + m.pico.max }),
-    { min: 0, max: 0 },
-  );
+  const mixPico = mix.reduce<Range | null>((sum, m) => (sum === null || m.pico === null ? null : { min: sum.min + m.pico.min, max: sum.max + m.pico.max }), {
+    min: 0,
+    max: 0,
+  });
 
   const jobsPerMonth = input.projection === null ? null : input.projection.jobs_per_day * input.projection.days_per_month;
   const monthly = (pico: Range | null): Range | null => (pico === null || jobsPerMonth === null ? null : toUsdRange(scale(pico, jobsPerMonth)));
@@ -174,7 +177,10 @@ export function estimateCalls(input: EstimateInput): SwarmEstimate {
       cost_usd: pico === null ? null : toUsdRange(pico),
     })),
     compare_models: compare,
-    assumptions: toAssumptions(input, mix.filter((m) => m.price === null).map((m) => m.entry.model)),
+    assumptions: toAssumptions(
+      input,
+      mix.filter((m) => m.price === null).map((m) => m.entry.model),
+    ),
   };
 
   if (input.budget !== null) estimate.budget = toBudgetVerdict(input, { total, cost: mixPico });
@@ -256,7 +262,9 @@ function toAssumptions(input: EstimateInput, unpriced: readonly string[]): strin
     assumptions.push("the llm reducer's calls (one per chunk of results, per level) are not included");
   }
   if (input.budget !== null) {
-    assumptions.push("budget.fits compares the budget with the SwarmRoom's reservation bound (every prompt byte a token, plus framing) and with the min estimate");
+    assumptions.push(
+      "budget.fits compares the budget with the SwarmRoom's reservation bound (every prompt byte a token, plus framing) and with the min estimate",
+    );
   }
   return assumptions;
 }

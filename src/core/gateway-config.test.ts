@@ -5,7 +5,13 @@ import { resolveModelRoute } from "./gateway-config.ts";
 const multiVendor = {
   upstreams: {
     openai: { base_url: "https://api.openai.com/v1", keys: [{ id: "openai-a", rpm: 500, tpm: 200_000, max_in_flight: 64 }] },
-    deepseek: { base_url: "https://api.deepseek.com/v1", keys: [{ id: "ds-a", rpm: 300 }, { id: "ds-b", rpm: 300 }] },
+    deepseek: {
+      base_url: "https://api.deepseek.com/v1",
+      keys: [
+        { id: "ds-a", rpm: 300 },
+        { id: "ds-b", rpm: 300 },
+      ],
+    },
     moonshot: { base_url: "https://api.moonshot.ai/v1", keys: [{ id: "kimi-a" }] },
   },
   models: {
@@ -23,7 +29,10 @@ describe("resolveModelRoute", () => {
       upstream: "deepseek",
       baseUrl: "https://api.deepseek.com/v1",
       upstreamModel: "deepseek-chat",
-      keys: [{ id: "ds-a", rpm: 300 }, { id: "ds-b", rpm: 300 }],
+      keys: [
+        { id: "ds-a", rpm: 300 },
+        { id: "ds-b", rpm: 300 },
+      ],
     });
     expect(resolveModelRoute(parsed.value, "gpt-4.1")?.upstreamModel).toBe("gpt-4.1");
     expect(resolveModelRoute(parsed.value, "llama-3")).toBeNull();

@@ -46,13 +46,18 @@ export const GatewayConfigSchema = z
     for (const [name, upstream] of Object.entries(config.upstreams)) {
       upstream.keys.forEach((key, i) => {
         const other = seen.get(key.id);
-        if (other !== undefined) ctx.addIssue({ code: "custom", path: ["upstreams", name, "keys", i, "id"], message: `key id "${key.id}" is already used by upstream "${other}"` });
+        if (other !== undefined)
+          ctx.addIssue({ code: "custom", path: ["upstreams", name, "keys", i, "id"], message: `key id "${key.id}" is already used by upstream "${other}"` });
         seen.set(key.id, name);
       });
     }
     for (const [name, model] of Object.entries(config.models)) {
       if (!(model.upstream in config.upstreams)) {
-        ctx.addIssue({ code: "custom", path: ["models", name, "upstream"], message: `unknown upstream "${model.upstream}" (configured: ${Object.keys(config.upstreams).join(", ")})` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["models", name, "upstream"],
+          message: `unknown upstream "${model.upstream}" (configured: ${Object.keys(config.upstreams).join(", ")})`,
+        });
       }
     }
     if (config.default_upstream !== undefined && !(config.default_upstream in config.upstreams)) {

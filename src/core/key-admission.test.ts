@@ -11,14 +11,28 @@ describe("key admission", () => {
     ["quarantined", unlimited, { ...healthy, quarantined: true }, at(), 10, { granted: false, retryAfterMs: null, reason: "quarantined" }],
     ["cooling down", unlimited, { ...healthy, cooldownUntil: 61_000 }, at(), 10, { granted: false, retryAfterMs: 1_000, reason: "cooldown" }],
     ["cooldown over", unlimited, { ...healthy, cooldownUntil: 59_000 }, at(), 10, { admit: true }],
-    ["in flight full", { ...unlimited, maxInFlight: 2 }, { ...healthy, inFlight: 2 }, at(), 10, { granted: false, retryAfterMs: IN_FLIGHT_RETRY_MS, reason: "in_flight" }],
+    [
+      "in flight full",
+      { ...unlimited, maxInFlight: 2 },
+      { ...healthy, inFlight: 2 },
+      at(),
+      10,
+      { granted: false, retryAfterMs: IN_FLIGHT_RETRY_MS, reason: "in_flight" },
+    ],
     ["under rpm", { ...unlimited, rpm: 3 }, healthy, at(10_000, 20_000), 10, { admit: true }],
     // the window is 61 s (60 s + 1 s margin): the admission at 10 s leaves at 71 s, 11 s from now
     ["at rpm", { ...unlimited, rpm: 3 }, healthy, at(10_000, 20_000, 30_000), 10, { granted: false, retryAfterMs: 11_000, reason: "rpm" }],
     ["old admissions slid out", { ...unlimited, rpm: 2 }, healthy, at(-1_000, 30_000), 10, { admit: true }],
     ["the margin keeps an admission 60.5 s old", { ...unlimited, rpm: 2 }, healthy, at(-500, 30_000), 10, { granted: false, retryAfterMs: 500, reason: "rpm" }],
     ["under tpm", { ...unlimited, tpm: 300 }, healthy, at(10_000, 20_000), 100, { admit: true }],
-    ["over tpm: wait until enough tokens leave", { ...unlimited, tpm: 300 }, healthy, at(10_000, 20_000), 200, { granted: false, retryAfterMs: 11_000, reason: "tpm" }],
+    [
+      "over tpm: wait until enough tokens leave",
+      { ...unlimited, tpm: 300 },
+      healthy,
+      at(10_000, 20_000),
+      200,
+      { granted: false, retryAfterMs: 11_000, reason: "tpm" },
+    ],
     ["bigger than the whole tpm", { ...unlimited, tpm: 300 }, healthy, at(), 301, { granted: false, retryAfterMs: null, reason: "too_large" }],
   ] as const)("%s", (_label, limits, health, window, tokens, expected) => {
     expect(decideAdmission(limits, health, window, tokens, 60_000)).toEqual(expected);

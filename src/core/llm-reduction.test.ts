@@ -31,12 +31,32 @@ describe("chunkForContext", () => {
   it.each([
     ["no items", [], 1_000, []],
     ["items that all fit, in one chunk", ["a", "b", "c"], 1_000, [["a", "b", "c"]]],
-    ["consecutive groups in order", ["a", "b", "c", "d", "e", "f"], 340, [["a", "b", "c"], ["d", "e", "f"]]],
+    [
+      "consecutive groups in order",
+      ["a", "b", "c", "d", "e", "f"],
+      340,
+      [
+        ["a", "b", "c"],
+        ["d", "e", "f"],
+      ],
+    ],
     ["a last item alone when no group can spare one", ["a", "b", "c", "d", "e"], 250, [["a", "b"], ["c", "d"], ["e"]]],
-    ["a last item paired with one taken from a group of three", ["a", "b", "c", "d", "e", "f", "g"], 340, [["a", "b", "c"], ["d", "e"], ["f", "g"]]],
+    [
+      "a last item paired with one taken from a group of three",
+      ["a", "b", "c", "d", "e", "f", "g"],
+      340,
+      [
+        ["a", "b", "c"],
+        ["d", "e"],
+        ["f", "g"],
+      ],
+    ],
     ["a single item", ["a"], 1_000, [["a"]]],
   ])("cuts %s", (_label, names, budget, chunks) => {
-    const result = chunkForContext(names.map((name) => item(name)), budget);
+    const result = chunkForContext(
+      names.map((name) => item(name)),
+      budget,
+    );
     expect(ids(result.chunks)).toEqual(chunks);
     expect(result.truncated).toEqual([]);
   });
@@ -58,7 +78,10 @@ describe("chunkForContext", () => {
     const instructions = next() < 0.5 ? null : "Answer as a table.";
     const goal = next() < 0.5 ? null : "Find the bugs";
     const budget = reducerInputBudget(context, output, fixedReducerPromptTokens(instructions, goal));
-    const items = Array.from({ length: 1 + Math.floor(next() * 60) }, (_, i) => ({ id: `task-${i}`, text: "z".repeat(Math.floor(next() * next() * context * 6)) }));
+    const items = Array.from({ length: 1 + Math.floor(next() * 60) }, (_, i) => ({
+      id: `task-${i}`,
+      text: "z".repeat(Math.floor(next() * next() * context * 6)),
+    }));
 
     const { chunks } = chunkForContext(items, budget);
     expect(chunks.flat().map((i) => i.id)).toEqual(items.map((i) => i.id));

@@ -93,11 +93,9 @@ export function toReducerRequest(input: ReducerRequestInput): { system: string; 
       ? ["", input.final ? "Instructions from the user:" : "The user's instructions for the final answer (keep what it will need):", input.instructions.trim()]
       : []),
   ].join("\n");
-  const prompt = [
-    ...(hasText(input.goal) ? [`Goal:\n${input.goal.trim()}`] : []),
-    `items: ${input.items.length}`,
-    ...input.items.map(toResultBlock),
-  ].join(ITEM_SEPARATOR);
+  const prompt = [...(hasText(input.goal) ? [`Goal:\n${input.goal.trim()}`] : []), `items: ${input.items.length}`, ...input.items.map(toResultBlock)].join(
+    ITEM_SEPARATOR,
+  );
   return { system, prompt };
 }
 

@@ -8,11 +8,7 @@
  * items are started; calls already running are not cancelled and their results are dropped.
  * Callers that must see every outcome pass an `fn` that never throws (returning a Result instead).
  */
-export async function mapWithConcurrency<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
+export async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
   const width = Math.min(items.length, Number.isNaN(limit) ? 1 : Math.max(1, Math.floor(limit)));
   let next = 0;

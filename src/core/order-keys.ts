@@ -13,4 +13,3 @@ export function orderKeys<K>(keys: readonly K[], swarmId: string, taskId: string
   const offset = (hash32(`${swarmId}\u0000${taskId}`) + (step % keys.length)) % keys.length;
   return [...keys.slice(offset), ...keys.slice(0, offset)];
 }
-

@@ -13,7 +13,10 @@ describe("parseEstimateRequest", () => {
 
   it.each<[unknown, { jobs_per_day: number; days_per_month: number }]>([
     [{ jobs_per_day: 24 }, { jobs_per_day: 24, days_per_month: 30 }],
-    [{ jobs_per_day: 0.5, days_per_month: 22 }, { jobs_per_day: 0.5, days_per_month: 22 }],
+    [
+      { jobs_per_day: 0.5, days_per_month: 22 },
+      { jobs_per_day: 0.5, days_per_month: 22 },
+    ],
   ])("splits off projection %j", (projection, expected) => {
     const parsed = parseEstimateRequest({ ...spec, projection });
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.error));

@@ -22,11 +22,33 @@ describe("parseSwarmSpec", () => {
     ["empty prompt", { ...valid, tasks: [{ prompt: "x" }, { prompt: "" }] }, [], "tasks.1.prompt"],
     ["unknown key", { ...valid, colour: "red" }, [], "(root)"],
     ["bad concurrency", { ...valid, limits: { concurrency: 0 } }, [], "limits.concurrency"],
-    ["duplicate ids", { ...valid, tasks: [{ id: "x", prompt: "1" }, { id: "x", prompt: "2" }] }, [], "tasks.1.id"],
+    [
+      "duplicate ids",
+      {
+        ...valid,
+        tasks: [
+          { id: "x", prompt: "1" },
+          { id: "x", prompt: "2" },
+        ],
+      },
+      [],
+      "tasks.1.id",
+    ],
     ["not an object", "nope", [], "(root)"],
     ["nested: missing name", { model: "m", tasks: [{ prompt: "x" }] }, ["spec"], "spec.name"],
     ["nested: not an object", undefined, ["spec"], "spec"],
-    ["nested: duplicate ids", { ...valid, tasks: [{ id: "x", prompt: "1" }, { id: "x", prompt: "2" }] }, ["spec"], "spec.tasks.1.id"],
+    [
+      "nested: duplicate ids",
+      {
+        ...valid,
+        tasks: [
+          { id: "x", prompt: "1" },
+          { id: "x", prompt: "2" },
+        ],
+      },
+      ["spec"],
+      "spec.tasks.1.id",
+    ],
   ])("%s → issue at %s", (_case, input, at, path) => {
     const result = parseSwarmSpec(input, at);
     expect(result.ok).toBe(false);

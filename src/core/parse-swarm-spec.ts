@@ -52,6 +52,8 @@ function checkSpecSemantics(spec: Omit<SwarmSpec, "tasks">): { path: PropertyKey
 export function toSwarmSpec(planned: PlannedSwarm): SwarmSpec {
   return {
     ...planned.spec,
-    ...(planned.spec.goal !== undefined ? {} : { tasks: planned.tasks.map((task) => ({ id: task.id, prompt: task.prompt, ...(task.long ? { long: true } : {}) })) }),
+    ...(planned.spec.goal !== undefined
+      ? {}
+      : { tasks: planned.tasks.map((task) => ({ id: task.id, prompt: task.prompt, ...(task.long ? { long: true } : {}) })) }),
   };
 }

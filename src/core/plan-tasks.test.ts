@@ -19,7 +19,13 @@ describe("planTasks", () => {
 
   it("keeps prompts and order", () => {
     const r = planTasks([{ prompt: "first" }, { id: "b", prompt: "second" }]);
-    expect(r).toEqual({ ok: true, value: [{ id: "t00001", prompt: "first" }, { id: "b", prompt: "second" }] });
+    expect(r).toEqual({
+      ok: true,
+      value: [
+        { id: "t00001", prompt: "first" },
+        { id: "b", prompt: "second" },
+      ],
+    });
   });
 
   it("widens generated ids past 99,999 tasks", () => {

@@ -25,7 +25,5 @@ export function planTasks(tasks: readonly TaskInput[]): Result<PlannedTask[], Er
       if (!firstIndexOf.has(id)) return id;
     }
   };
-  return ok(
-    tasks.map((task) => ({ id: task.id ?? nextGeneratedId(), prompt: task.prompt, ...(task.long ? { long: true } : {}) })),
-  );
+  return ok(tasks.map((task) => ({ id: task.id ?? nextGeneratedId(), prompt: task.prompt, ...(task.long ? { long: true } : {}) })));
 }

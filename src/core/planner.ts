@@ -56,7 +56,7 @@ export function parsePlan(text: string, maxTasks: number): PlanResult {
   } catch (error) {
     return { ok: false, errors: [`the plan is not valid JSON (${error instanceof Error ? error.message : String(error)})`] };
   }
-  const list = Array.isArray(parsed) ? parsed : isPlainObject(parsed) ? parsed["tasks"] : undefined;
+  const list = Array.isArray(parsed) ? parsed : isPlainObject(parsed) ? parsed.tasks : undefined;
   if (list === undefined) return { ok: false, errors: ['the plan must be a JSON object {"tasks":[…]} or an array of tasks'] };
   if (!Array.isArray(list)) return { ok: false, errors: ["tasks: must be an array"] };
   if (list.length === 0) return { ok: false, errors: ["tasks: the plan has no tasks"] };
@@ -71,8 +71,8 @@ export function parsePlan(text: string, maxTasks: number): PlanResult {
       errors.push(`${at}: must be an object with a prompt, or a string`);
       return { id: undefined, prompt: "" };
     }
-    const id = typeof raw === "string" ? undefined : raw["id"];
-    const prompt = typeof raw === "string" ? raw : raw["prompt"];
+    const id = typeof raw === "string" ? undefined : raw.id;
+    const prompt = typeof raw === "string" ? raw : raw.prompt;
     let validId: string | undefined;
     if (id !== undefined && id !== null) {
       const checked = checkId(id);

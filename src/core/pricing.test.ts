@@ -15,9 +15,7 @@ describe("DEFAULT_PRICES", () => {
   });
 
   it("holds exactly those six models", () => {
-    expect(Object.keys(DEFAULT_PRICES).sort()).toEqual(
-      ["claude-sonnet-4.5", "deepseek-v3.2", "gemini-2.5-flash", "gpt-4.1", "kimi-k2.5", "mock-1"].sort(),
-    );
+    expect(Object.keys(DEFAULT_PRICES).sort()).toEqual(["claude-sonnet-4.5", "deepseek-v3.2", "gemini-2.5-flash", "gpt-4.1", "kimi-k2.5", "mock-1"].sort());
   });
 });
 

@@ -14,8 +14,7 @@ export type ModelPrice = z.infer<typeof ModelPriceSchema>;
 export const PriceTableSchema = z.record(z.string(), ModelPriceSchema);
 export type PriceTable = z.infer<typeof PriceTableSchema>;
 
-const price = (input: number, cached_input: number, output: number): ModelPrice =>
-  Object.freeze({ input, cached_input, output });
+const price = (input: number, cached_input: number, output: number): ModelPrice => Object.freeze({ input, cached_input, output });
 
 /** Built-in prices; MODEL_PRICES is merged over them. Frozen: copy before changing. */
 export const DEFAULT_PRICES: PriceTable = Object.freeze({
@@ -119,11 +118,9 @@ function tokens(n: number): bigint {
 export function costOfUsage(usage: Usage, price: ModelPrice): number {
   const prompt = tokens(usage.prompt_tokens);
   const cachedRaw = tokens(usage.cached_tokens);
+  // bigint: Math.min does not take them.
   const cached = cachedRaw > prompt ? prompt : cachedRaw;
   const completion = tokens(usage.completion_tokens);
-  const pico =
-    (prompt - cached) * picoPerToken(price.input) +
-    cached * picoPerToken(price.cached_input) +
-    completion * picoPerToken(price.output);
+  const pico = (prompt - cached) * picoPerToken(price.input) + cached * picoPerToken(price.cached_input) + completion * picoPerToken(price.output);
   return Number(pico) / 1e12;
 }

@@ -5,7 +5,11 @@ const out = (...pairs: [string, string][]): TaskOutput[] => pairs.map(([task_id,
 
 describe("reducers", () => {
   it("collect keeps the outputs in task order", () => {
-    expect(reduceOutputs({ kind: "collect" }, out(["a", "1"], ["b", "2"]))).toEqual({ kind: "collect", results: out(["a", "1"], ["b", "2"]), truncated: false });
+    expect(reduceOutputs({ kind: "collect" }, out(["a", "1"], ["b", "2"]))).toEqual({
+      kind: "collect",
+      results: out(["a", "1"], ["b", "2"]),
+      truncated: false,
+    });
   });
 
   it.each([
@@ -34,7 +38,16 @@ describe("reducers", () => {
     expect(merged).toEqual({
       kind: "json_merge",
       value: { findings: [{ id: 1 }, { id: 2 }], meta: { repo: "x", files: 1 }, extra: true },
-      conflicts: [{ path: "meta.files", values: [{ task_id: "a", value: 1 }, { task_id: "b", value: 2 }, { task_id: "d", value: 3 }] }],
+      conflicts: [
+        {
+          path: "meta.files",
+          values: [
+            { task_id: "a", value: 1 },
+            { task_id: "b", value: 2 },
+            { task_id: "d", value: 3 },
+          ],
+        },
+      ],
       invalid: ["c"],
     });
   });

@@ -21,7 +21,12 @@ export const ReduceSpecSchema = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("llm"),
     /** The reducer's model (default: the swarm's model; the first of a mix). */
-    model: z.string().min(1).max(200).regex(/^[\w.\-/:@]+$/, "model name has characters a model id never has").optional(),
+    model: z
+      .string()
+      .min(1)
+      .max(200)
+      .regex(/^[\w.\-/:@]+$/, "model name has characters a model id never has")
+      .optional(),
     instructions: z.string().min(1).max(10_000).optional(),
     /**
      * The reducer model's context window in tokens (default: the gateway's `context` for the model,
@@ -101,7 +106,9 @@ function concat(outputs: readonly TaskOutput[], template: string, separator: str
   let chars = 0;
   for (const [i, o] of outputs.entries()) {
     // One pass over the template, so an output that contains "{task_id}" is not expanded again.
-    const part = template.replace(/\{(task_id|output|index)\}/g, (_m, key: string) => (key === "task_id" ? o.task_id : key === "output" ? o.output : String(i + 1)));
+    const part = template.replace(/\{(task_id|output|index)\}/g, (_m, key: string) =>
+      key === "task_id" ? o.task_id : key === "output" ? o.output : String(i + 1),
+    );
     chars += part.length + separator.length;
     if (chars > MAX_REDUCED_CHARS) return { kind: "concat", text: parts.join(separator), truncated: true };
     parts.push(part);
@@ -110,7 +117,9 @@ function concat(outputs: readonly TaskOutput[], template: string, separator: str
 }
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-const JsonSchema: z.ZodType<Json> = z.lazy(() => z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(JsonSchema), z.record(z.string(), JsonSchema)]));
+const JsonSchema: z.ZodType<Json> = z.lazy(() =>
+  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(JsonSchema), z.record(z.string(), JsonSchema)]),
+);
 
 function parseJson(text: string): Json | undefined {
   try {
@@ -170,7 +179,13 @@ function mergeValues(a: Json, b: Json, path: string, firstId: string, taskId: st
 function vote(outputs: readonly TaskOutput[], normalize: "exact" | "loose"): ReducedOutput {
   const counts = new Map<string, number>();
   for (const o of outputs) {
-    const answer = normalize === "exact" ? o.output : o.output.trim().toLowerCase().replace(/[.!?\s]+$/u, "");
+    const answer =
+      normalize === "exact"
+        ? o.output
+        : o.output
+            .trim()
+            .toLowerCase()
+            .replace(/[.!?\s]+$/u, "");
     counts.set(answer, (counts.get(answer) ?? 0) + 1);
   }
   const ranked = [...counts].map(([answer, votes]) => ({ answer, votes })).sort((x, y) => y.votes - x.votes);

@@ -19,7 +19,21 @@ describe("parseScheduleInput", () => {
     ["empty cron", { name: "n", cron: "", spec }, ["cron"]],
     ["missing spec", { name: "n", cron: "* * * * *" }, ["spec"]],
     ["bad spec field", { name: "n", cron: "* * * * *", spec: { ...spec, tasks: [] } }, ["spec.tasks"]],
-    ["duplicate task ids", { name: "n", cron: "* * * * *", spec: { ...spec, tasks: [{ id: "a", prompt: "1" }, { id: "a", prompt: "2" }] } }, ["spec.tasks.1.id"]],
+    [
+      "duplicate task ids",
+      {
+        name: "n",
+        cron: "* * * * *",
+        spec: {
+          ...spec,
+          tasks: [
+            { id: "a", prompt: "1" },
+            { id: "a", prompt: "2" },
+          ],
+        },
+      },
+      ["spec.tasks.1.id"],
+    ],
     ["unknown key", { name: "n", cron: "* * * * *", spec, when: "now" }, ["(root)"]],
     ["enabled not boolean", { name: "n", cron: "* * * * *", spec, enabled: "yes" }, ["enabled"]],
     ["everything wrong at once", { cron: "nope", spec: {} }, ["name", "cron", "spec.name", "spec.model", "spec.tasks"]],

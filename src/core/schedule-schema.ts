@@ -30,12 +30,12 @@ export function parseScheduleInput(input: unknown): Result<ScheduleInput, ErrorD
   const fields: Record<string, unknown> = typeof input === "object" && input !== null && !Array.isArray(input) ? { ...input } : {};
 
   // The envelope already reports a cron that is not a string of sane length; the parser reports the rest.
-  const cronText = fields["cron"];
+  const cronText = fields.cron;
   const cron = typeof cronText === "string" && cronText.length > 0 && cronText.length <= 200 ? parseCron(cronText) : null;
   if (cron !== null && !cron.ok) details.push({ path: "cron", message: cron.error });
 
   // A missing spec is the envelope's issue (zod 4 requires a z.unknown() key); a present one is checked here.
-  const swarm = "spec" in fields ? parseSwarmSpec(fields["spec"], ["spec"]) : null;
+  const swarm = "spec" in fields ? parseSwarmSpec(fields.spec, ["spec"]) : null;
   if (swarm !== null && !swarm.ok) details.push(...swarm.error);
 
   if (!envelope.success || cron === null || !cron.ok || swarm === null || !swarm.ok) return err(details);

@@ -11,8 +11,12 @@ describe("scratchpad tool definitions", () => {
   it.each(SCRATCHPAD_TOOLS.map((tool) => [tool.function.name, tool] as const))("%s is a function tool with an object schema", (_name, tool) => {
     expect(tool.type).toBe("function");
     expect(tool.function.description.length).toBeGreaterThan(20);
-    const parameters: { type: string; properties: Record<string, { type: string; description: string }>; required?: readonly string[]; additionalProperties: boolean } =
-      tool.function.parameters;
+    const parameters: {
+      type: string;
+      properties: Record<string, { type: string; description: string }>;
+      required?: readonly string[];
+      additionalProperties: boolean;
+    } = tool.function.parameters;
     expect(parameters.type).toBe("object");
     expect(parameters.additionalProperties).toBe(false);
     for (const property of Object.values(parameters.properties)) {
@@ -81,7 +85,13 @@ describe("toScratchpadRequest", () => {
   it.each([
     { case: "get without key", name: "scratchpad_get", args: {}, field: "key" },
     { case: "get with an empty key", name: "scratchpad_get", args: { key: "" }, field: "key", says: "key must not be empty" },
-    { case: "get with a key too long", name: "scratchpad_get", args: { key: long(SCRATCHPAD_LIMITS.keyChars + 1) }, field: "key", says: "key is longer than 200 characters" },
+    {
+      case: "get with a key too long",
+      name: "scratchpad_get",
+      args: { key: long(SCRATCHPAD_LIMITS.keyChars + 1) },
+      field: "key",
+      says: "key is longer than 200 characters",
+    },
     { case: "get with a number key", name: "scratchpad_get", args: { key: 7 }, field: "key" },
     { case: "put without key", name: "scratchpad_put", args: { value: "v" }, field: "key" },
     { case: "put with an empty key", name: "scratchpad_put", args: { key: "", value: "v" }, field: "key", says: "key must not be empty" },

@@ -56,7 +56,11 @@ export const ResponseFormatSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("json_schema"),
     json_schema: z.strictObject({
-      name: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/),
+      name: z
+        .string()
+        .min(1)
+        .max(64)
+        .regex(/^[A-Za-z0-9_-]+$/),
       description: z.string().max(1_000).optional(),
       schema: z.record(z.string(), z.unknown()),
       strict: z.boolean().optional(),
@@ -108,7 +112,9 @@ export const WebhookToolSchema = z.strictObject({
     .refine((name) => !BUILTIN_TOOL_NAMES.includes(name), "this name belongs to a built-in tool"),
   description: z.string().min(1).max(1_024),
   /** JSON Schema of the arguments object. */
-  parameters: z.record(z.string(), z.unknown()).refine((p) => p.type === undefined || p.type === "object", 'parameters must be an object schema ("type": "object")'),
+  parameters: z
+    .record(z.string(), z.unknown())
+    .refine((p) => p.type === undefined || p.type === "object", 'parameters must be an object schema ("type": "object")'),
   url: z.url({ protocol: /^https?$/, error: "url must be an http(s) URL" }).max(2_048),
 });
 export type WebhookTool = z.infer<typeof WebhookToolSchema>;
@@ -137,29 +143,30 @@ export const SwarmMetadataSchema = z
   .record(z.string().max(100), z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]))
   .refine((m) => Object.keys(m).length <= 50, "metadata holds at most 50 keys");
 
-export const SwarmSpecSchema = z.strictObject({
-  name: z.string().min(1).max(100),
-  model: ModelChoiceSchema,
-  /** Tried in order while the primary model's circuit is open. */
-  fallback: z.array(ModelNameSchema).max(5).optional(),
-  system: z.string().max(MAX_PROMPT_CHARS).optional(),
-  /** The sub-tasks, or (instead) a `goal` the planner splits. */
-  tasks: z.array(TaskInputSchema).min(1, "a swarm needs at least one task").max(MAX_TASKS).optional(),
-  goal: z.string().min(1).max(MAX_GOAL_CHARS).optional(),
-  planner: PlannerSpecSchema.optional(),
-  /** Tools every sub-agent may call: built-ins by name, webhook tools by definition. */
-  tools: z.array(ToolSpecSchema).max(32).optional(),
-  /** Hosts `http_fetch` may reach. */
-  http_allowlist: z.array(AllowlistEntrySchema).max(100).optional(),
-  /** Passed to the upstream: may the model ask for several tool calls in one turn (default: the upstream's). */
-  parallel_tool_calls: z.boolean().optional(),
-  limits: LimitsSchema.prefault({}),
-  response_format: ResponseFormatSchema.optional(),
-  budget: BudgetSchema.optional(),
-  /** How the results become one answer (default: collect, the outputs in task order). */
-  reduce: ReduceSpecSchema.optional(),
-  metadata: SwarmMetadataSchema.optional(),
-})
+export const SwarmSpecSchema = z
+  .strictObject({
+    name: z.string().min(1).max(100),
+    model: ModelChoiceSchema,
+    /** Tried in order while the primary model's circuit is open. */
+    fallback: z.array(ModelNameSchema).max(5).optional(),
+    system: z.string().max(MAX_PROMPT_CHARS).optional(),
+    /** The sub-tasks, or (instead) a `goal` the planner splits. */
+    tasks: z.array(TaskInputSchema).min(1, "a swarm needs at least one task").max(MAX_TASKS).optional(),
+    goal: z.string().min(1).max(MAX_GOAL_CHARS).optional(),
+    planner: PlannerSpecSchema.optional(),
+    /** Tools every sub-agent may call: built-ins by name, webhook tools by definition. */
+    tools: z.array(ToolSpecSchema).max(32).optional(),
+    /** Hosts `http_fetch` may reach. */
+    http_allowlist: z.array(AllowlistEntrySchema).max(100).optional(),
+    /** Passed to the upstream: may the model ask for several tool calls in one turn (default: the upstream's). */
+    parallel_tool_calls: z.boolean().optional(),
+    limits: LimitsSchema.prefault({}),
+    response_format: ResponseFormatSchema.optional(),
+    budget: BudgetSchema.optional(),
+    /** How the results become one answer (default: collect, the outputs in task order). */
+    reduce: ReduceSpecSchema.optional(),
+    metadata: SwarmMetadataSchema.optional(),
+  })
   // Also when other fields are wrong (a refinement normally waits for a valid object), so an empty
   // spec hears about its tasks along with its name and model.
   .refine((spec) => spec.tasks !== undefined || spec.goal !== undefined, {
@@ -168,24 +175,24 @@ export const SwarmSpecSchema = z.strictObject({
     when: (payload) => typeof payload.value === "object" && payload.value !== null && !Array.isArray(payload.value),
   })
   .superRefine((spec, ctx) => {
-  if (spec.tasks !== undefined && spec.goal !== undefined) {
-    ctx.addIssue({ code: "custom", path: ["goal"], message: "give tasks or a goal, not both" });
-  }
-  if (spec.planner !== undefined && spec.goal === undefined) {
-    ctx.addIssue({ code: "custom", path: ["planner"], message: "planner needs a goal" });
-  }
-  const tools = spec.tools ?? [];
-  const names = new Map<string, number>();
-  tools.forEach((tool, i) => {
-    const name = typeof tool === "string" ? tool : tool.name;
-    const first = names.get(name);
-    if (first !== undefined) ctx.addIssue({ code: "custom", path: ["tools", i], message: `duplicate tool "${name}" (first at tools.${first})` });
-    else names.set(name, i);
+    if (spec.tasks !== undefined && spec.goal !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["goal"], message: "give tasks or a goal, not both" });
+    }
+    if (spec.planner !== undefined && spec.goal === undefined) {
+      ctx.addIssue({ code: "custom", path: ["planner"], message: "planner needs a goal" });
+    }
+    const tools = spec.tools ?? [];
+    const names = new Map<string, number>();
+    tools.forEach((tool, i) => {
+      const name = typeof tool === "string" ? tool : tool.name;
+      const first = names.get(name);
+      if (first !== undefined) ctx.addIssue({ code: "custom", path: ["tools", i], message: `duplicate tool "${name}" (first at tools.${first})` });
+      else names.set(name, i);
+    });
+    if (tools.includes("http_fetch") && (spec.http_allowlist ?? []).length === 0) {
+      ctx.addIssue({ code: "custom", path: ["http_allowlist"], message: "http_fetch needs an http_allowlist of the hosts it may reach" });
+    }
   });
-  if (tools.includes("http_fetch") && (spec.http_allowlist ?? []).length === 0) {
-    ctx.addIssue({ code: "custom", path: ["http_allowlist"], message: "http_fetch needs an http_allowlist of the hosts it may reach" });
-  }
-});
 export type SwarmSpec = z.infer<typeof SwarmSpecSchema>;
 
 /** A task after planning: its id is always set and unique within the swarm. */

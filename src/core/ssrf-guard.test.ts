@@ -58,7 +58,12 @@ describe("checkFetchTarget", () => {
 
   it.each([
     // The allowlist: only the hosts the user named.
-    ["a host not on the allowlist", "https://evil.com/", PUBLIC, "host evil.com is not on the swarm's http_allowlist (api.example.com, *.docs.rs, internal.example.com:8080, [2606:4700::1111])"],
+    [
+      "a host not on the allowlist",
+      "https://evil.com/",
+      PUBLIC,
+      "host evil.com is not on the swarm's http_allowlist (api.example.com, *.docs.rs, internal.example.com:8080, [2606:4700::1111])",
+    ],
     ["a wildcard does not admit its apex", "https://docs.rs/", PUBLIC, "host docs.rs is not on the swarm's http_allowlist"],
     ["a suffix that is not a subdomain", "https://evildocs.rs/", PUBLIC, "host evildocs.rs is not on"],
     ["an allowlisted name as a prefix of another host", "https://api.example.com.evil.com/", PUBLIC, "host api.example.com.evil.com is not on"],
@@ -107,7 +112,12 @@ describe("checkFetchTarget", () => {
     ["localhost", "http://localhost:8787/", PRIVATE_LISTED, "host localhost is a loopback name (refused)"],
     ["localhost with a trailing dot", "http://LOCALHOST./", PRIVATE_LISTED, "host localhost is a loopback name (refused)"],
     ["a *.localhost name", "http://app.localhost/", PRIVATE_LISTED, "host app.localhost is a loopback name (refused)"],
-    ["the GCP metadata name", "http://metadata.google.internal/computeMetadata/v1/", PRIVATE_LISTED, "host metadata.google.internal is a cloud metadata name (refused)"],
+    [
+      "the GCP metadata name",
+      "http://metadata.google.internal/computeMetadata/v1/",
+      PRIVATE_LISTED,
+      "host metadata.google.internal is a cloud metadata name (refused)",
+    ],
     ["the bare metadata name", "http://metadata/", PRIVATE_LISTED, "host metadata is a cloud metadata name (refused)"],
     ["the AWS metadata name", "http://instance-data/latest/", PRIVATE_LISTED, "host instance-data is a cloud metadata name (refused)"],
     ["a *.internal name", "http://db.corp.internal/", PRIVATE_LISTED, "host db.corp.internal is an internal name (refused)"],

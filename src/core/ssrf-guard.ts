@@ -73,7 +73,8 @@ export function checkWebhookTarget(url: string, allowPrivate: boolean): TargetCh
   if (!parsed.ok) return parsed;
   const target = parsed.url;
   if (allowPrivate) return { ok: true, url: target };
-  if (target.protocol !== "https:") return refuse(`webhook URL ${clip(target.href)} must use https (plain http is accepted only when private targets are allowed, for local development)`);
+  if (target.protocol !== "https:")
+    return refuse(`webhook URL ${clip(target.href)} must use https (plain http is accepted only when private targets are allowed, for local development)`);
   const why = whyPrivate(withoutTrailingDot(target.hostname));
   return why === null ? { ok: true, url: target } : refuse(`host ${why} (refused)`);
 }
@@ -238,7 +239,7 @@ function classifyIpv4(address: number): AddressKind | null {
   for (const [network, prefix, kind] of IPV4_RANGES) {
     const base = parseIpv4(network) ?? 0;
     const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
-    if (((address & mask) >>> 0) === ((base & mask) >>> 0)) return kind;
+    if ((address & mask) >>> 0 === (base & mask) >>> 0) return kind;
   }
   return null;
 }

@@ -129,9 +129,17 @@ describe("checkSchemaDefinition", () => {
   });
 
   it.each([
-    ["a $ref to another document", { properties: { a: { $ref: "https://example.com/a.json" } } }, ['#/properties/a/$ref: only references inside the schema ("#/$defs/…") are allowed, got "https://example.com/a.json"']],
+    [
+      "a $ref to another document",
+      { properties: { a: { $ref: "https://example.com/a.json" } } },
+      ['#/properties/a/$ref: only references inside the schema ("#/$defs/…") are allowed, got "https://example.com/a.json"'],
+    ],
     ["a $ref to nothing", { items: { $ref: "#/$defs/nope" } }, ['#/items/$ref: "#/$defs/nope" points to nothing in the schema']],
-    ["an unknown type", { type: "object", properties: { n: { type: "float" } } }, ['#/properties/n/type: "float" is not a JSON Schema type (array, boolean, integer, null, number, object, string)']],
+    [
+      "an unknown type",
+      { type: "object", properties: { n: { type: "float" } } },
+      ['#/properties/n/type: "float" is not a JSON Schema type (array, boolean, integer, null, number, object, string)'],
+    ],
     ["a pattern that is not a regular expression", { type: "string", pattern: "([a-z]" }, ['#/pattern: "([a-z]" is not a valid regular expression']],
     ["required that is not a list", { type: "object", required: "name" }, ["#/required: must be an array of property names"]],
     ["an unsupported $dynamicRef", { $dynamicRef: "#node" }, ["#/$dynamicRef: not supported, use $ref"]],
@@ -143,7 +151,7 @@ describe("checkSchemaDefinition", () => {
 
 describe("toRepairPrompt", () => {
   it("opens with the repair marker, lists the errors and asks for only the corrected JSON", () => {
-    const prompt = toRepairPrompt(['#/summary: Instance type "number" is invalid. Expected "string"', "#/extra: Property \"extra\" is not allowed"]);
+    const prompt = toRepairPrompt(['#/summary: Instance type "number" is invalid. Expected "string"', '#/extra: Property "extra" is not allowed']);
     expect(prompt.split("\n")[0]).toBe(REPAIR_MARKER);
     expect(prompt).toContain('- #/summary: Instance type "number" is invalid. Expected "string"\n- #/extra: Property "extra" is not allowed');
     expect(prompt).toMatch(/ONLY the corrected JSON/);

@@ -72,30 +72,31 @@ export function checkSchemaDefinition(schema: Record<string, unknown>): string[]
     return [`the schema cannot be loaded: ${error instanceof Error ? firstLine(error.message) : String(error)}`];
   }
   walkSchema(copy, "#", (node, at) => {
-    const ref = node["$ref"];
+    const ref = node.$ref;
     if (ref !== undefined) {
       if (typeof ref !== "string") problems.push(`${at}/$ref: must be a string`);
       // No network at run time: a reference must point inside this schema.
       else if (!ref.startsWith("#")) problems.push(`${at}/$ref: only references inside the schema ("#/$defs/…") are allowed, got "${ref}"`);
-      else if (lookup[String(node["__absolute_ref__"] ?? ref)] === undefined) problems.push(`${at}/$ref: "${ref}" points to nothing in the schema`);
+      else if (lookup[String(node.__absolute_ref__ ?? ref)] === undefined) problems.push(`${at}/$ref: "${ref}" points to nothing in the schema`);
     }
-    if (node["$dynamicRef"] !== undefined) problems.push(`${at}/$dynamicRef: not supported, use $ref`);
-    if (node["$recursiveRef"] !== undefined && node["$recursiveRef"] !== "#") problems.push(`${at}/$recursiveRef: must be "#"`);
-    const type = node["type"];
+    if (node.$dynamicRef !== undefined) problems.push(`${at}/$dynamicRef: not supported, use $ref`);
+    if (node.$recursiveRef !== undefined && node.$recursiveRef !== "#") problems.push(`${at}/$recursiveRef: must be "#"`);
+    const type = node.type;
     if (type !== undefined) {
       const types = Array.isArray(type) ? type : [type];
       for (const t of types) {
-        if (typeof t !== "string" || !INSTANCE_TYPES.has(t)) problems.push(`${at}/type: ${JSON.stringify(t)} is not a JSON Schema type (${[...INSTANCE_TYPES].join(", ")})`);
+        if (typeof t !== "string" || !INSTANCE_TYPES.has(t))
+          problems.push(`${at}/type: ${JSON.stringify(t)} is not a JSON Schema type (${[...INSTANCE_TYPES].join(", ")})`);
       }
     }
-    const required = node["required"];
+    const required = node.required;
     if (required !== undefined && !(Array.isArray(required) && required.every((key) => typeof key === "string"))) {
       problems.push(`${at}/required: must be an array of property names`);
     }
-    if (node["enum"] !== undefined && !Array.isArray(node["enum"])) problems.push(`${at}/enum: must be an array`);
+    if (node.enum !== undefined && !Array.isArray(node.enum)) problems.push(`${at}/enum: must be an array`);
     const patterns = [
-      ...(typeof node["pattern"] === "string" ? [{ where: `${at}/pattern`, pattern: node["pattern"] }] : []),
-      ...(isPlainObject(node["patternProperties"]) ? Object.keys(node["patternProperties"]).map((pattern) => ({ where: `${at}/patternProperties`, pattern })) : []),
+      ...(typeof node.pattern === "string" ? [{ where: `${at}/pattern`, pattern: node.pattern }] : []),
+      ...(isPlainObject(node.patternProperties) ? Object.keys(node.patternProperties).map((pattern) => ({ where: `${at}/patternProperties`, pattern })) : []),
     ];
     for (const { where, pattern } of patterns) {
       // The validator compiles patterns with the `u` flag, at validation time.
@@ -200,7 +201,7 @@ function walkSchema(node: unknown, at: string, visit: (node: Record<string, unkn
     if (SCHEMA_MAP_KEYWORDS.has(key) && isPlainObject(child)) {
       for (const [name, sub] of Object.entries(child)) walkSchema(sub, `${here}/${encodePointerToken(name)}`, visit);
     } else if (SCHEMA_ARRAY_KEYWORDS.has(key) && Array.isArray(child)) {
-      child.forEach((sub, i) => walkSchema(sub, `${here}/${i}`, visit));
+      for (const [i, sub] of child.entries()) walkSchema(sub, `${here}/${i}`, visit);
     } else if (SCHEMA_KEYWORDS.has(key)) {
       walkSchema(child, here, visit);
     }

@@ -12,28 +12,13 @@ import type { Usage } from "./usage.ts";
  *                └ retry_wait ┘ (retryable failure, attempts left)
  * Any non-terminal task can end cancelled or skipped_budget.
  */
-export type TaskState =
-  | "pending"
-  | "dispatched"
-  | "running"
-  | "retry_wait"
-  | "succeeded"
-  | "failed"
-  | "cancelled"
-  | "skipped_budget";
+export type TaskState = "pending" | "dispatched" | "running" | "retry_wait" | "succeeded" | "failed" | "cancelled" | "skipped_budget";
 
 export const TERMINAL_TASK_STATES: readonly TaskState[] = ["succeeded", "failed", "cancelled", "skipped_budget"];
 /** Tasks that occupy a place in the swarm's window. */
 export const IN_FLIGHT_TASK_STATES: readonly TaskState[] = ["dispatched", "running", "retry_wait"];
 
-export type SwarmState =
-  | "planning"
-  | "running"
-  | "reducing"
-  | "completed"
-  | "completed_with_failures"
-  | "failed"
-  | "cancelled";
+export type SwarmState = "planning" | "running" | "reducing" | "completed" | "completed_with_failures" | "failed" | "cancelled";
 
 export type CircuitState = "closed" | "open" | "half_open";
 
@@ -214,10 +199,7 @@ export interface CallsReport {
   checkpoint?: AgentCheckpoint;
 }
 
-export type ScratchpadRequest =
-  | { op: "get"; key: string }
-  | { op: "put"; key: string; value: string; taskId: string }
-  | { op: "list"; prefix: string };
+export type ScratchpadRequest = { op: "get"; key: string } | { op: "put"; key: string; value: string; taskId: string } | { op: "list"; prefix: string };
 
 export type ScratchpadResponse =
   | { ok: true; op: "get"; key: string; value: string | null }
@@ -343,7 +325,6 @@ export interface BudgetView {
 }
 
 export type SwarmMetadata = Record<string, string | number | boolean | null>;
-
 
 /** SwarmStatus as the SwarmRoom returns it over RPC (see ReducedOutputWire). */
 export type SwarmStatusWire = Omit<SwarmStatus, "output"> & { output: ReducedOutputWire | null };

@@ -9,7 +9,9 @@ declare class TextEncoder {
 }
 
 export function toTenantIdFromDigest(digest: ArrayBuffer): string {
-  return `tk_${Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("").slice(0, 16)}`;
+  return `tk_${Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0"))
+    .join("")
+    .slice(0, 16)}`;
 }
 
 export async function toTenantId(token: string): Promise<string> {

@@ -4,7 +4,11 @@ import { SEND_BATCH_MAX_MESSAGES, toSendBatches, toTicket } from "./ticket.ts";
 describe("ticket messages", () => {
   it.each([
     ["a ticket", { v: 2, swarm_id: "sw_a", ticket: "t1" }, { ok: true, value: { v: 2, swarm_id: "sw_a", ticket: "t1" } }],
-    ["a v1 packet is a ticket named after its message", { v: 1, swarm_id: "sw_a", task_ids: ["x"] }, { ok: true, value: { v: 2, swarm_id: "sw_a", ticket: "m:msg-1" } }],
+    [
+      "a v1 packet is a ticket named after its message",
+      { v: 1, swarm_id: "sw_a", task_ids: ["x"] },
+      { ok: true, value: { v: 2, swarm_id: "sw_a", ticket: "m:msg-1" } },
+    ],
   ])("reads %s", (_label, body, expected) => {
     expect(toTicket(body, "msg-1")).toEqual(expected);
   });

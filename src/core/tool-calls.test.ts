@@ -35,10 +35,7 @@ describe("tool-call normalization", () => {
     ],
     [
       "Anthropic-compatible: the first tool call has index 1",
-      [
-        [{ index: 1, id: "toolu_01", type: "function", function: { name: "lookup", arguments: "" } }],
-        [{ index: 1, function: { arguments: '{"n":1}' } }],
-      ],
+      [[{ index: 1, id: "toolu_01", type: "function", function: { name: "lookup", arguments: "" } }], [{ index: 1, function: { arguments: '{"n":1}' } }]],
       [{ id: "toolu_01", name: "lookup", arguments: { ok: true, value: { n: 1 } } }],
     ],
     [

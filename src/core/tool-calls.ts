@@ -12,7 +12,10 @@ const DeltaSchema = z.looseObject({
   function: z
     .looseObject({
       name: z.string().nullable().optional(),
-      arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullable().optional(),
+      arguments: z
+        .union([z.string(), z.record(z.string(), z.unknown())])
+        .nullable()
+        .optional(),
     })
     .optional(),
 });
@@ -93,5 +96,7 @@ function parseArguments(text: string): ToolCall["arguments"] {
     return { ok: false, error: `the arguments are not valid JSON (${error instanceof Error ? error.message : String(error)}): ${text.slice(0, 200)}` };
   }
   const object = z.record(z.string(), z.unknown()).safeParse(value);
-  return object.success ? { ok: true, value: object.data } : { ok: false, error: `the arguments must be a JSON object, got ${JSON.stringify(value).slice(0, 200)}` };
+  return object.success
+    ? { ok: true, value: object.data }
+    : { ok: false, error: `the arguments must be a JSON object, got ${JSON.stringify(value).slice(0, 200)}` };
 }

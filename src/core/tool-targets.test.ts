@@ -10,7 +10,11 @@ describe("checkToolTargets", () => {
     ["a loopback webhook", { tools: ["scratchpad" as const, webhook("https://127.0.0.1/hook")] }, ["tools.1.url"]],
     ["the metadata address as a webhook", { tools: [webhook("https://169.254.169.254/latest")] }, ["tools.0.url"]],
     ["public allowlist entries", { http_allowlist: ["api.example.com", "*.docs.rs", "cdn.example.net:8443"] }, []],
-    ["private and loopback allowlist entries", { http_allowlist: ["10.0.0.1", "api.example.com", "localhost:8788", "[::1]"] }, ["http_allowlist.0", "http_allowlist.2", "http_allowlist.3"]],
+    [
+      "private and loopback allowlist entries",
+      { http_allowlist: ["10.0.0.1", "api.example.com", "localhost:8788", "[::1]"] },
+      ["http_allowlist.0", "http_allowlist.2", "http_allowlist.3"],
+    ],
     ["a wildcard over internal names", { http_allowlist: ["*.internal"] }, ["http_allowlist.0"]],
   ])("%s", (_label, spec, paths) => {
     expect(checkToolTargets(spec, false).map((p) => p.path)).toEqual(paths);

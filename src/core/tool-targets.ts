@@ -6,7 +6,10 @@ import type { ErrorDetail } from "./errors.ts";
 import type { ToolSpec } from "./spec-schema.ts";
 import { checkFetchTarget, checkWebhookTarget } from "./ssrf-guard.ts";
 
-export function checkToolTargets(spec: { tools?: readonly ToolSpec[] | undefined; http_allowlist?: readonly string[] | undefined }, allowPrivate: boolean): ErrorDetail[] {
+export function checkToolTargets(
+  spec: { tools?: readonly ToolSpec[] | undefined; http_allowlist?: readonly string[] | undefined },
+  allowPrivate: boolean,
+): ErrorDetail[] {
   const problems: ErrorDetail[] = [];
   (spec.tools ?? []).forEach((tool, i) => {
     if (typeof tool === "string") return;

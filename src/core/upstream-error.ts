@@ -82,8 +82,7 @@ export function classifyUpstreamError(failure: UpstreamFailure, now?: number): C
   }
   if (status === 408 || status === 409 || status >= 500) return result("upstream_error", true);
   if (status === 400) {
-    const isContextLength =
-      hasErrorTag(failure.body, "context_length_exceeded") || (detail !== null && CONTEXT_LENGTH_MESSAGE.test(detail));
+    const isContextLength = hasErrorTag(failure.body, "context_length_exceeded") || (detail !== null && CONTEXT_LENGTH_MESSAGE.test(detail));
     return result(isContextLength ? "context_length" : "bad_request", false);
   }
   if (status === 401 || status === 403) return result("auth", false);

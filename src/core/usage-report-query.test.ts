@@ -44,13 +44,19 @@ describe("parseUsageReportQuery", () => {
   });
 
   it.each<[Record<string, string>, { from: string; to: string; groupBy: string }]>([
-    [{ from: "2026-06-01", to: "2026-06-02", group_by: "day" }, { from: "2026-06-01T00:00:00.000Z", to: "2026-06-02T00:00:00.000Z", groupBy: "day" }],
+    [
+      { from: "2026-06-01", to: "2026-06-02", group_by: "day" },
+      { from: "2026-06-01T00:00:00.000Z", to: "2026-06-02T00:00:00.000Z", groupBy: "day" },
+    ],
     [{ from: "2026-06-01" }, { from: "2026-06-01T00:00:00.000Z", to: "2026-06-15T10:00:00.000Z", groupBy: "model" }],
     [{ to: "2026-06-10" }, { from: "2026-05-11T00:00:00.000Z", to: "2026-06-10T00:00:00.000Z", groupBy: "model" }],
     [{ group_by: "swarm" }, { from: "2026-05-16T10:00:00.000Z", to: "2026-06-15T10:00:00.000Z", groupBy: "swarm" }],
     [{ group_by: "token" }, { from: "2026-05-16T10:00:00.000Z", to: "2026-06-15T10:00:00.000Z", groupBy: "token" }],
     // Exactly 366 days is allowed.
-    [{ from: "2024-01-01", to: "2025-01-01" }, { from: "2024-01-01T00:00:00.000Z", to: "2025-01-01T00:00:00.000Z", groupBy: "model" }],
+    [
+      { from: "2024-01-01", to: "2025-01-01" },
+      { from: "2024-01-01T00:00:00.000Z", to: "2025-01-01T00:00:00.000Z", groupBy: "model" },
+    ],
   ])("%j → %j", (query, expected) => {
     const parsed = parseUsageReportQuery(query, now);
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.error));

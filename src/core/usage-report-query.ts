@@ -22,8 +22,7 @@ export interface UsageReportQuery {
 
 const KNOWN_PARAMS = new Set(["from", "to", "group_by"]);
 
-const INSTANT =
-  /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?(Z|[+-]\d{2}:\d{2})?)?$/;
 
 const INSTANT_HINT = "expected YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS[.mmm]][Z|±HH:MM] (UTC when no offset is given)";
 

@@ -25,11 +25,23 @@ describe("toUsageFigures", () => {
     // Every call without usage: the sums stay null (not 0) and the count says why.
     [
       "no usage at all",
-      { prompt_tokens: null, cached_tokens: null, completion_tokens: null, reasoning_tokens: null, total_tokens: null, cost_pico: null, missing_usage_calls: 4 },
+      {
+        prompt_tokens: null,
+        cached_tokens: null,
+        completion_tokens: null,
+        reasoning_tokens: null,
+        total_tokens: null,
+        cost_pico: null,
+        missing_usage_calls: 4,
+      },
       { prompt_tokens: null, total_tokens: null, cost_usd: null, missing_usage_calls: 4, calls: 4 },
     ],
     ["usage but no price", { cost_pico: null, unpriced_calls: 3 }, { cost_usd: null, unpriced_calls: 3, prompt_tokens: 300 }],
-    ["no calls (an empty range's totals)", { key: null, calls: 0, errors: 0, p50_latency_ms: null, prompt_tokens: null, cost_pico: null, missing_usage_calls: 0 }, { calls: 0, error_rate: null, p50_latency_ms: null, cost_usd: null }],
+    [
+      "no calls (an empty range's totals)",
+      { key: null, calls: 0, errors: 0, p50_latency_ms: null, prompt_tokens: null, cost_pico: null, missing_usage_calls: 0 },
+      { calls: 0, error_rate: null, p50_latency_ms: null, cost_usd: null },
+    ],
   ])("%s", (_case, overrides, expected) => {
     expect(toUsageFigures(row(overrides))).toMatchObject(expected);
   });
@@ -52,7 +64,10 @@ describe("toUsageReport", () => {
     expect(report.from).toBe("2026-06-01T00:00:00.000Z");
     expect(report.to).toBe("2026-06-08T00:00:00.000Z");
     expect(report.group_by).toBe("day");
-    expect(report.rows.map((r) => [r.key, r.calls])).toEqual([["2026-06-01", 1], ["2026-06-02", 3]]);
+    expect(report.rows.map((r) => [r.key, r.calls])).toEqual([
+      ["2026-06-01", 1],
+      ["2026-06-02", 3],
+    ]);
     expect(report.totals.calls).toBe(4);
     expect(report.totals).not.toHaveProperty("key");
     expect(report.scan).toEqual({ max_calls: 1_000, capped: false });

@@ -47,11 +47,7 @@ describe("normalizeUsage: vendor shapes", () => {
       { prompt_tokens: 2_000, completion_tokens: 150, total_tokens: 2_150, prompt_tokens_details: { cached_tokens: 1_800 } },
       u(2_000, 1_800, 150, 0, 2_150),
     ],
-    [
-      "Gemini, no thinking",
-      { prompt_tokens: 20, completion_tokens: 198, total_tokens: 218 },
-      u(20, 0, 198, 0, 218),
-    ],
+    ["Gemini, no thinking", { prompt_tokens: 20, completion_tokens: 198, total_tokens: 218 }, u(20, 0, 198, 0, 218)],
     [
       // thinking tokens appear only in total_tokens: they are output, so they join completion as reasoning
       "Gemini, thinking only in total",
@@ -85,7 +81,11 @@ describe("normalizeUsage: totals and invariants", () => {
     ["vendor total smaller than the parts → computed", { prompt_tokens: 3, completion_tokens: 4, total_tokens: 5 }, u(3, 0, 4, 0, 7)],
     ["vendor total not a number → computed", { prompt_tokens: 3, completion_tokens: 4, total_tokens: "7" }, u(3, 0, 4, 0, 7)],
     ["cached above prompt → clamped", { prompt_tokens: 10, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 50 } }, u(10, 10, 1, 0, 11)],
-    ["reasoning above completion → clamped", { prompt_tokens: 10, completion_tokens: 5, completion_tokens_details: { reasoning_tokens: 9 } }, u(10, 0, 5, 5, 15)],
+    [
+      "reasoning above completion → clamped",
+      { prompt_tokens: 10, completion_tokens: 5, completion_tokens_details: { reasoning_tokens: 9 } },
+      u(10, 0, 5, 5, 15),
+    ],
     ["negative detail → 0", { prompt_tokens: 10, completion_tokens: 5, prompt_tokens_details: { cached_tokens: -1 } }, u(10, 0, 5, 0, 15)],
     ["zeros are real zeros", { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, u(0, 0, 0, 0, 0)],
     ["DeepSeek hit + miss stand in for prompt", { completion_tokens: 5, prompt_cache_hit_tokens: 7, prompt_cache_miss_tokens: 3 }, u(10, 7, 5, 0, 15)],

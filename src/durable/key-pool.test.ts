@@ -32,7 +32,11 @@ describe("KeyPool", () => {
     await key.release({ permitId: first, tokens: 150, outcome: "ok", retryAfterMs: null });
     granted(await key.acquire({ limits: limits({ tpm: 1_000 }), tokens: 300, leaseMs: 30_000 }));
     expect((await key.status()).tokensLastMinute).toBe(450);
-    expect(await key.acquire({ limits: limits({ tpm: 1_000 }), tokens: 1_001, leaseMs: 30_000 })).toEqual({ granted: false, retryAfterMs: null, reason: "too_large" });
+    expect(await key.acquire({ limits: limits({ tpm: 1_000 }), tokens: 1_001, leaseMs: 30_000 })).toEqual({
+      granted: false,
+      retryAfterMs: null,
+      reason: "too_large",
+    });
   });
 
   it("limits calls in flight; a release frees the slot, twice is the same as once", async () => {

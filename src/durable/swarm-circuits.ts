@@ -70,7 +70,10 @@ export class SwarmCircuits {
       this.sql
         .exec<CircuitRow>("SELECT * FROM circuits")
         .toArray()
-        .map((row) => [row.model, { state: row.state, failures: row.failures, firstFailureAt: row.first_failure_at, openedAt: row.opened_at, probes: row.probes }]),
+        .map((row) => [
+          row.model,
+          { state: row.state, failures: row.failures, firstFailureAt: row.first_failure_at, openedAt: row.opened_at, probes: row.probes },
+        ]),
     );
     return this.circuits;
   }

@@ -91,10 +91,17 @@ export class SwarmMeters {
 
   private load(): Meters {
     if (this.values !== null) return this.values;
-    const row = this.raw
-      .exec<Meters & { id: number }>("SELECT * FROM meters WHERE id = 1")
-      .toArray()[0];
-    this.values = row === undefined ? { ...ZERO } : { queue_sent: row.queue_sent, queue_received: row.queue_received, do_requests: row.do_requests, do_rows_written: row.do_rows_written, d1_rows_written: row.d1_rows_written };
+    const row = this.raw.exec<Meters & { id: number }>("SELECT * FROM meters WHERE id = 1").toArray()[0];
+    this.values =
+      row === undefined
+        ? { ...ZERO }
+        : {
+            queue_sent: row.queue_sent,
+            queue_received: row.queue_received,
+            do_requests: row.do_requests,
+            do_rows_written: row.do_rows_written,
+            d1_rows_written: row.d1_rows_written,
+          };
     return this.values;
   }
 }

@@ -51,7 +51,14 @@ export function insertTasks(sql: SqlStorage, tasks: readonly PlannedTask[]): voi
 
 /** An engine task (planner or reducer call): one call on its own model with its own system prompt. */
 function insertEngineTask(sql: SqlStorage, id: string, kind: TaskKind, prompt: string, model: string, override: TaskOverride): void {
-  sql.exec("INSERT INTO tasks (id, prompt, state, kind, model_hint, override) VALUES (?, ?, 'pending', ?, ?, ?)", id, prompt, kind, model, JSON.stringify(override));
+  sql.exec(
+    "INSERT INTO tasks (id, prompt, state, kind, model_hint, override) VALUES (?, ?, 'pending', ?, ?, ?)",
+    id,
+    prompt,
+    kind,
+    model,
+    JSON.stringify(override),
+  );
 }
 
 /** The first model of the swarm's mix: the planner's and the reducer's default. */
@@ -60,7 +67,10 @@ export function firstModel(swarm: Pick<SwarmRow, "model" | "model_mix">): string
 }
 
 /** The planner's and the llm reducer's models (their own, or the first model of the mix). */
-export function engineModels(phases: { goal: string | null | undefined; plannerModel: string | undefined; reduce: ReduceSpec | undefined }, first: string): string[] {
+export function engineModels(
+  phases: { goal: string | null | undefined; plannerModel: string | undefined; reduce: ReduceSpec | undefined },
+  first: string,
+): string[] {
   return [
     ...(phases.goal !== null && phases.goal !== undefined ? [phases.plannerModel ?? first] : []),
     ...(phases.reduce?.kind === "llm" ? [reducerModel(phases.reduce, first)] : []),
@@ -94,7 +104,13 @@ export function plannerOutputTokens(planner: PlannerSpec, maxOutputTokens: numbe
 }
 
 /** The planner's call for the goal: attempt 1, or the retry that is told why the last plan was refused. */
-export function insertPlanTask(sql: SqlStorage, swarm: Pick<SwarmRow, "plan_attempts" | "goal" | "model" | "model_mix">, planner: PlannerSpec, limits: Limits, previousErrors: string[] | null): void {
+export function insertPlanTask(
+  sql: SqlStorage,
+  swarm: Pick<SwarmRow, "plan_attempts" | "goal" | "model" | "model_mix">,
+  planner: PlannerSpec,
+  limits: Limits,
+  previousErrors: string[] | null,
+): void {
   if (swarm.goal === null) return;
   const attempt = swarm.plan_attempts + 1;
   const request = toPlannerRequest({ goal: swarm.goal, instructions: planner.instructions ?? null, maxTasks: planner.max_tasks }, previousErrors);
@@ -137,7 +153,10 @@ function advancePlanning(room: PhaseRoom, swarm: SwarmRow): void {
     if (swarm.plan_attempts < PLAN_ATTEMPTS) {
       insertPlanTask(sql, swarm, planner, room.limits(swarm), parsed.errors);
     } else {
-      sql.exec("UPDATE swarm SET reason = ?", `planning failed: the planner's plan was invalid ${swarm.plan_attempts} time(s): ${parsed.errors.slice(0, 5).join("; ")}`);
+      sql.exec(
+        "UPDATE swarm SET reason = ?",
+        `planning failed: the planner's plan was invalid ${swarm.plan_attempts} time(s): ${parsed.errors.slice(0, 5).join("; ")}`,
+      );
     }
     return;
   }
@@ -167,7 +186,13 @@ function startReductionWhenDone(room: PhaseRoom, swarm: SwarmRow): void {
     room.sql.exec("UPDATE swarm SET reason = COALESCE(reason, 'no task succeeded: nothing to reduce')");
     return;
   }
-  insertReduceLevel(room.sql, swarm, reduce, reduction, outputs.map((o) => ({ id: o.task_id, text: o.output })));
+  insertReduceLevel(
+    room.sql,
+    swarm,
+    reduce,
+    reduction,
+    outputs.map((o) => ({ id: o.task_id, text: o.output })),
+  );
 }
 
 /** Cuts the inputs into chunks that fit the reducer's context and queues one reduce task per chunk. */
@@ -200,7 +225,11 @@ function advanceReduction(sql: SqlStorage, swarm: SwarmRow): void {
   const prefix = `__reduce.${current.level}.`;
   const rows = sql
     // A prefix test, not LIKE: "_" is a LIKE wildcard.
-    .exec<{ id: string; state: TaskState; output: string | null }>("SELECT id, state, output FROM tasks WHERE kind = 'reduce' AND substr(id, 1, ?) = ? ORDER BY seq", prefix.length, prefix)
+    .exec<{ id: string; state: TaskState; output: string | null }>(
+      "SELECT id, state, output FROM tasks WHERE kind = 'reduce' AND substr(id, 1, ?) = ? ORDER BY seq",
+      prefix.length,
+      prefix,
+    )
     .toArray();
   if (rows.some((row) => !isTerminal(row.state))) return;
   const outputs = rows.filter((row) => row.state === "succeeded" && row.output !== null);
@@ -211,13 +240,21 @@ function advanceReduction(sql: SqlStorage, swarm: SwarmRow): void {
     reduction.done = true;
     sql.exec("UPDATE swarm SET reduction = ?, index_dirty = 1", JSON.stringify(reduction));
     if (reduction.text === null) {
-      const why = sql.exec<{ m: string | null }>("SELECT error_message AS m FROM tasks WHERE kind = 'reduce' AND state != 'succeeded' ORDER BY seq DESC LIMIT 1").toArray()[0]?.m;
+      const why = sql
+        .exec<{ m: string | null }>("SELECT error_message AS m FROM tasks WHERE kind = 'reduce' AND state != 'succeeded' ORDER BY seq DESC LIMIT 1")
+        .toArray()[0]?.m;
       sql.exec("UPDATE swarm SET reason = COALESCE(reason, ?)", `the llm reduction failed at level ${current.level}${why ? `: ${why}` : ""}`);
     }
     return;
   }
   sql.exec("UPDATE swarm SET reduction = ?", JSON.stringify(reduction));
-  insertReduceLevel(sql, swarm, reduce, reduction, outputs.map((row) => ({ id: row.id, text: row.output ?? "" })));
+  insertReduceLevel(
+    sql,
+    swarm,
+    reduce,
+    reduction,
+    outputs.map((row) => ({ id: row.id, text: row.output ?? "" })),
+  );
 }
 
 function reductionOf(swarm: Pick<SwarmRow, "reduction">): Reduction | null {

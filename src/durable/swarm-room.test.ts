@@ -374,7 +374,13 @@ describe("SwarmRoom reports", () => {
 });
 
 describe("SwarmRoom agent checkpoints", () => {
-  const checkpoint = (turns: number) => ({ step: 1 + 2 * turns, turns, toolCalls: turns, repairs: 0, messages_json: JSON.stringify([{ role: "user", content: `after ${turns}` }]) });
+  const checkpoint = (turns: number) => ({
+    step: 1 + 2 * turns,
+    turns,
+    toolCalls: turns,
+    repairs: 0,
+    messages_json: JSON.stringify([{ role: "user", content: `after ${turns}` }]),
+  });
   const turnCall = (turn: number) => ({ turn, model: "mock-1", usage, latencyMs: 10, status: "ok" as const, errorClass: null, startedAt: Date.now() });
 
   it("a retried attempt hands its checkpoint to the next grant; an older one never overwrites a newer one", async () => {
@@ -386,7 +392,15 @@ describe("SwarmRoom agent checkpoints", () => {
     // A late flush of an older checkpoint of the same attempt changes nothing.
     await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [], checkpoint: checkpoint(1) }]);
     await pull(stub, {
-      reports: [{ taskId: "task-001", attempt: 1, outcome: rateLimited, calls: [{ ...turnCall(3), status: "error", errorClass: "rate_limited", usage: null }], checkpoint: checkpoint(2) }],
+      reports: [
+        {
+          taskId: "task-001",
+          attempt: 1,
+          outcome: rateLimited,
+          calls: [{ ...turnCall(3), status: "error", errorClass: "rate_limited", usage: null }],
+          checkpoint: checkpoint(2),
+        },
+      ],
       want: 0,
     });
     await makeRetriesDue(stub);
@@ -394,7 +408,11 @@ describe("SwarmRoom agent checkpoints", () => {
     expect(second.granted[0]).toMatchObject({ attempt: 2, checkpoint: checkpoint(2) });
     // A checkpoint from the superseded attempt 1 is refused.
     await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [], checkpoint: checkpoint(5) }]);
-    await pull(stub, { ticket: "lane-2", reports: [{ taskId: "task-001", attempt: 2, outcome: ok("done"), calls: [turnCall(3), turnCall(4)], toolCalls: 3 }], want: 0 });
+    await pull(stub, {
+      ticket: "lane-2",
+      reports: [{ taskId: "task-001", attempt: 2, outcome: ok("done"), calls: [turnCall(3), turnCall(4)], toolCalls: 3 }],
+      want: 0,
+    });
     const page = await stub.getResults(TENANT, null, 10);
     expect(page?.results[0]).toMatchObject({ state: "succeeded", attempts: 2, tool_calls: 3, usage: { calls: 5 } });
   });
@@ -461,7 +479,11 @@ describe("SwarmRoom alarm", () => {
     const { swarmId, input, stub } = newSwarm(3);
     await stub.start(input);
     await pull(stub, { want: 3 });
-    await pull(stub, { reports: [report("task-001", 1, ok("a")), report("task-002", 1, ok("b"), false), report("task-003", 1, unauthorized)], want: 0, final: true });
+    await pull(stub, {
+      reports: [report("task-001", 1, ok("a")), report("task-002", 1, ok("b"), false), report("task-003", 1, unauthorized)],
+      want: 0,
+      final: true,
+    });
     await runAlarmNow(stub);
     const ledger = await env.LEDGER_DB.prepare(
       "SELECT call_id, status, error_class, prompt_tokens, total_tokens, cost_usd FROM ledger WHERE swarm_id = ? ORDER BY call_id",
@@ -485,9 +507,7 @@ describe("SwarmRoom alarm", () => {
     expect(count?.n).toBe(3);
     expect((await billable(stub)).d1_rows_written).toBe(written);
 
-    const index = await env.LEDGER_DB.prepare("SELECT state, succeeded, failed, calls, total_tokens FROM swarms WHERE id = ?")
-      .bind(swarmId)
-      .first();
+    const index = await env.LEDGER_DB.prepare("SELECT state, succeeded, failed, calls, total_tokens FROM swarms WHERE id = ?").bind(swarmId).first();
     expect(index).toEqual({ state: "completed_with_failures", succeeded: 2, failed: 1, calls: 3, total_tokens: 60 });
   });
 });
@@ -522,7 +542,14 @@ describe("SwarmRoom reading", () => {
       counts: { queued: 0, running: 0, succeeded: 3, failed: 0, cancelled: 0, skipped_budget: 0 },
       usage: { calls: 3, prompt_tokens: 60, cached_tokens: 15, completion_tokens: 30, total_tokens: 90 },
       latency_ms: { p50: 101, p95: 101 },
-      output: { results: [{ task_id: "task-001", output: "a" }, { task_id: "task-002", output: "b" }, { task_id: "task-003", output: "c" }], truncated: false },
+      output: {
+        results: [
+          { task_id: "task-001", output: "a" },
+          { task_id: "task-002", output: "b" },
+          { task_id: "task-003", output: "c" },
+        ],
+        truncated: false,
+      },
     });
     expect(status?.finished_at).not.toBeNull();
   });
@@ -700,7 +727,13 @@ describe("SwarmRoom economics", () => {
 
   it("routes each task of a weighted mix to its model", async () => {
     const { input, stub } = newSwarm(30, { concurrency: 30 });
-    input.spec = { ...input.spec, model: [{ model: "deepseek-v3.2", weight: 2 }, { model: "kimi-k2.5", weight: 1 }] };
+    input.spec = {
+      ...input.spec,
+      model: [
+        { model: "deepseek-v3.2", weight: 2 },
+        { model: "kimi-k2.5", weight: 1 },
+      ],
+    };
     await stub.start(input);
     const pulled = await pull(stub, { want: 30 });
     expect(pulled.granted).toHaveLength(30);
@@ -776,7 +809,10 @@ describe("SwarmRoom economics", () => {
       const { input, stub } = newSwarm(1);
       input.spec = { ...input.spec, budget: { max_usd: 1, fallback_tier: "bargain", fallback_at: 0.2 } };
       const result = await stub.start(input);
-      expect(result).toMatchObject({ created: false, refused: [{ path: "budget.fallback_tier", message: expect.stringContaining("tiers: premium, economy") }] });
+      expect(result).toMatchObject({
+        created: false,
+        refused: [{ path: "budget.fallback_tier", message: expect.stringContaining("tiers: premium, economy") }],
+      });
     });
   });
 });
@@ -811,7 +847,9 @@ describe("SwarmRoom pull: duplicate tickets and repeated pulls", () => {
     expect(await callRows(stub)).toBe(3);
     expect((await stub.getStatus(TENANT))?.counts).toMatchObject({ succeeded: 3, running: 3, queued: 0 });
     await runAlarmNow(stub);
-    const ledger = await env.LEDGER_DB.prepare("SELECT call_id, COUNT(*) AS n FROM ledger WHERE swarm_id = ? GROUP BY call_id ORDER BY call_id").bind(swarmId).all();
+    const ledger = await env.LEDGER_DB.prepare("SELECT call_id, COUNT(*) AS n FROM ledger WHERE swarm_id = ? GROUP BY call_id ORDER BY call_id")
+      .bind(swarmId)
+      .all();
     expect(ledger.results).toEqual(["task-001", "task-002", "task-003"].map((id) => ({ call_id: `${swarmId}:${id}:1:1`, n: 1 })));
   });
 
@@ -1079,7 +1117,10 @@ describe("SwarmRoom billable meters", () => {
     await runAlarmNow(stub);
     expect((await stub.getStatus(TENANT))?.state).toBe("completed");
     // The alarm the completion asked for has run (and asked for no other): nothing else will run.
-    await waitFor(() => runInDurableObject(stub, (_i, state) => state.storage.getAlarm()), (at) => at === null);
+    await waitFor(
+      () => runInDurableObject(stub, (_i, state) => state.storage.getAlarm()),
+      (at) => at === null,
+    );
 
     const before = await billable(stub);
     expect(before.queue_messages_received).toBe(2);
@@ -1112,9 +1153,11 @@ describe("SwarmRoom billable meters", () => {
     await pull(stub, { want: 2 });
     const shown = await billable(stub);
     const stored = await runInDurableObject(stub, (_i, state) =>
-      state.storage.sql.exec<{ queue_sent: number; queue_received: number; do_rows_written: number; d1_rows_written: number }>(
-        "SELECT queue_sent, queue_received, do_rows_written, d1_rows_written FROM meters",
-      ).one(),
+      state.storage.sql
+        .exec<{ queue_sent: number; queue_received: number; do_rows_written: number; d1_rows_written: number }>(
+          "SELECT queue_sent, queue_received, do_rows_written, d1_rows_written FROM meters",
+        )
+        .one(),
     );
     expect(stored).toEqual({
       queue_sent: shown.queue_messages_sent,
@@ -1134,9 +1177,13 @@ describe("SwarmRoom running totals", () => {
     const stored = await runInDurableObject(stub, (_i, state) => ({
       charged: state.storage.sql.exec<{ usd: number | null }>("SELECT SUM(charged_usd) AS usd FROM calls").one().usd ?? 0,
       reserved:
-        state.storage.sql.exec<{ usd: number | null }>("SELECT SUM(reserved_usd) AS usd FROM tasks WHERE state IN ('dispatched', 'running', 'retry_wait')").one().usd ?? 0,
+        state.storage.sql
+          .exec<{ usd: number | null }>("SELECT SUM(reserved_usd) AS usd FROM tasks WHERE state IN ('dispatched', 'running', 'retry_wait')")
+          .one().usd ?? 0,
       terminalReserved:
-        state.storage.sql.exec<{ usd: number | null }>("SELECT SUM(reserved_usd) AS usd FROM tasks WHERE state IN ('succeeded', 'failed', 'cancelled', 'skipped_budget')").one().usd ?? 0,
+        state.storage.sql
+          .exec<{ usd: number | null }>("SELECT SUM(reserved_usd) AS usd FROM tasks WHERE state IN ('succeeded', 'failed', 'cancelled', 'skipped_budget')")
+          .one().usd ?? 0,
     }));
     expect(stored.terminalReserved).toBe(0);
     if (status?.budget) {
@@ -1181,9 +1228,16 @@ describe("SwarmRoom running totals", () => {
       await expectTotalsTrue(stub);
     }
     // Whatever is still leased (the first lane's) finishes; then the budget has ended the rest.
-    const stillRunning = Object.entries(await taskStates(stub)).filter(([, s]) => s === "running").map(([id]) => id);
+    const stillRunning = Object.entries(await taskStates(stub))
+      .filter(([, s]) => s === "running")
+      .map(([id]) => id);
     const attempts = await runInDurableObject(stub, (_i, state) =>
-      Object.fromEntries(state.storage.sql.exec<{ id: string; attempts: number }>("SELECT id, attempts FROM tasks").toArray().map((r) => [r.id, r.attempts])),
+      Object.fromEntries(
+        state.storage.sql
+          .exec<{ id: string; attempts: number }>("SELECT id, attempts FROM tasks")
+          .toArray()
+          .map((r) => [r.id, r.attempts]),
+      ),
     );
     await pull(stub, { reports: stillRunning.map((id) => report(id, attempts[id] ?? 1, ok("x"))), want: 0, final: true });
     await expectTotalsTrue(stub);

@@ -131,7 +131,10 @@ const toCallTimeoutS = (task: { long: number } | null, limits: Limits): number =
 const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 const toCapText = (cap: { max_usd_per_month?: number | undefined; max_tokens_per_month?: number | undefined }): string =>
-  [cap.max_usd_per_month !== undefined ? `$${cap.max_usd_per_month}` : null, cap.max_tokens_per_month !== undefined ? `${cap.max_tokens_per_month} tokens` : null]
+  [
+    cap.max_usd_per_month !== undefined ? `$${cap.max_usd_per_month}` : null,
+    cap.max_tokens_per_month !== undefined ? `${cap.max_tokens_per_month} tokens` : null,
+  ]
     .filter((s) => s !== null)
     .join(" / ");
 
@@ -208,7 +211,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       // Reserve the swarm's worst case against its tenant's month; what was granted becomes (or
       // tightens) the swarm's own budget, which the window then enforces call by call.
       tenantMonth = toBudgetMonth(input.createdAt);
-      const worst = this.worstCaseOfSwarm(input, mix.map((m) => m.model));
+      const worst = this.worstCaseOfSwarm(
+        input,
+        mix.map((m) => m.model),
+      );
       const grant = await this.tenantBudget(input.tenant, tenantMonth).reserve({
         swarmId: input.swarmId,
         usd: Math.min(spec.budget?.max_usd ?? Number.POSITIVE_INFINITY, worst.usd),
@@ -228,7 +234,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       budget = {
         fallback_at: budget?.fallback_at ?? 0.2,
         ...(budget?.fallback_tier !== undefined ? { fallback_tier: budget.fallback_tier } : {}),
-        ...(grant.usd !== null || budget?.max_usd !== undefined ? { max_usd: Math.min(grant.usd ?? Number.POSITIVE_INFINITY, budget?.max_usd ?? Number.POSITIVE_INFINITY) } : {}),
+        ...(grant.usd !== null || budget?.max_usd !== undefined
+          ? { max_usd: Math.min(grant.usd ?? Number.POSITIVE_INFINITY, budget?.max_usd ?? Number.POSITIVE_INFINITY) }
+          : {}),
         ...(grant.tokens !== null || budget?.max_tokens !== undefined
           ? { max_tokens: Math.min(grant.tokens ?? Number.POSITIVE_INFINITY, budget?.max_tokens ?? Number.POSITIVE_INFINITY) }
           : {}),
@@ -362,14 +370,23 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     try {
       const swarm = this.swarm();
       if (swarm === null) {
-        return { config: null, granted: [], actions: request.reports.map((r) => ({ taskId: r.taskId, action: "ack", delaySeconds: 0 })), stop: true, retryInMs: null };
+        return {
+          config: null,
+          granted: [],
+          actions: request.reports.map((r) => ({ taskId: r.taskId, action: "ack", delaySeconds: 0 })),
+          stop: true,
+          retryInMs: null,
+        };
       }
       const now = Date.now();
       const actions = request.reports.length > 0 ? this.recordReports(swarm, request.reports, now) : [];
       let ended = request.reports.length > 0;
       const current = this.swarm() ?? swarm;
       const pool: TaskPool = request.pool ?? "short";
-      const grant = request.final || request.want <= 0 ? { granted: [], ended: false, blocked: false } : this.grantTasks(current, request.want, now, pool, request.endBy ?? null);
+      const grant =
+        request.final || request.want <= 0
+          ? { granted: [], ended: false, blocked: false }
+          : this.grantTasks(current, request.want, now, pool, request.endBy ?? null);
       ended ||= grant.ended;
       if (ended) this.afterTasksEnded();
       const after = this.swarm() ?? current;
@@ -392,7 +409,13 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * reserved. `blocked`: nothing can be granted until something changes (every circuit open, the
    * budget waiting for reservations to settle, or no task fits the lane's remaining time).
    */
-  private grantTasks(swarm: SwarmRow, want: number, now: number, pool: TaskPool, endBy: number | null): { granted: ClaimedTask[]; ended: boolean; blocked: boolean } {
+  private grantTasks(
+    swarm: SwarmRow,
+    want: number,
+    now: number,
+    pool: TaskPool,
+    endBy: number | null,
+  ): { granted: ClaimedTask[]; ended: boolean; blocked: boolean } {
     const result = { granted: [] as ClaimedTask[], ended: false, blocked: false };
     if (swarm.finished_at !== null || (swarm.state !== "running" && swarm.state !== "planning" && swarm.state !== "reducing")) return result;
     const config = this.toRunConfig(swarm);
@@ -533,7 +556,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         // report of this attempt could otherwise pass for the next holder's, and its call ids clash).
         // One that made no call gives its place in max_attempts back instead; one that did resumes
         // from its checkpoint under the next number.
-        const called = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE task_id = ? AND attempt = ?", report.taskId, report.attempt).one().n > 0;
+        const called =
+          this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE task_id = ? AND attempt = ?", report.taskId, report.attempt).one().n > 0;
         if (!called) {
           this.sql.exec("INSERT INTO free_attempts (task_id, n) VALUES (?, 1) ON CONFLICT (task_id) DO UPDATE SET n = n + 1", report.taskId);
           this.anyFreeAttempts = true;
@@ -553,15 +577,20 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         } else {
           if (task.state !== "retry_wait") retriesUsed += 1;
           const retryAt =
-            task.state === "retry_wait" && task.retry_at !== null
-              ? task.retry_at
-              : now + backoffDelayMs(report.attempt - free, outcome.retryAfterMs);
+            task.state === "retry_wait" && task.retry_at !== null ? task.retry_at : now + backoffDelayMs(report.attempt - free, outcome.retryAfterMs);
           this.toRetryWait(task, retryAt, { errorClass: outcome.class, message: outcome.message });
           actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
           continue;
         }
       }
-      if (task !== null && decision.kind === "ignore" && outcome.kind === "deferred" && task.state === "retry_wait" && report.attempt === task.attempts && task.retry_at !== null) {
+      if (
+        task !== null &&
+        decision.kind === "ignore" &&
+        outcome.kind === "deferred" &&
+        task.state === "retry_wait" &&
+        report.attempt === task.attempts &&
+        task.retry_at !== null
+      ) {
         // A repeated deferral of the attempt that waits gets the same answer, as a repeated failure does.
         actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(task.retry_at - now) });
         continue;
@@ -760,7 +789,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           this.meters.add("queue_sent", batch.length);
         }
       } catch (error) {
-        console.error(JSON.stringify({ event: "ticket_send_failed", swarm_id: swarm.id, tickets: ids.length - sent.length, error: error instanceof Error ? error.message : String(error) }));
+        console.error(
+          JSON.stringify({
+            event: "ticket_send_failed",
+            swarm_id: swarm.id,
+            tickets: ids.length - sent.length,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        );
         this.tickets.unissue(ids.filter((id) => !sent.includes(id)));
         await this.setAlarmNoLaterThan(Date.now() + 1_000);
       }
@@ -783,7 +819,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private demand(swarm: SwarmRow, pool: TaskPool, now: number): number {
     const long = pool === "long" ? 1 : 0;
     const open = this.hasLongTasks
-      ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE long = ? AND state IN ('pending', 'dispatched', 'running', 'retry_wait')", long).one().n
+      ? this.sql
+          .exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE long = ? AND state IN ('pending', 'dispatched', 'running', 'retry_wait')", long)
+          .one().n
       : this.totals.open();
     const later =
       this.totals.inState("retry_wait") === 0
@@ -825,9 +863,19 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const mix = this.mix(swarm);
     const tier = this.tierModels(swarm);
     const lowBudget = tier.length > 0 && this.budgetRunningLow(swarm);
-    const hint = taskId === undefined ? null : (knownHint === undefined ? this.modelHint(taskId) : knownHint);
+    const hint = taskId === undefined ? null : knownHint === undefined ? this.modelHint(taskId) : knownHint;
     const primary =
-      taskId === undefined ? [...mix.map((m) => m.model), ...engineModels({ goal: swarm.goal, plannerModel: plannerOf(swarm)?.model, reduce: reduceSpecOf(swarm) }, firstModel(swarm)), ...tier] : hint !== null ? [hint] : lowBudget ? tier : [this.primaryModel(swarm, taskId, null)];
+      taskId === undefined
+        ? [
+            ...mix.map((m) => m.model),
+            ...engineModels({ goal: swarm.goal, plannerModel: plannerOf(swarm)?.model, reduce: reduceSpecOf(swarm) }, firstModel(swarm)),
+            ...tier,
+          ]
+        : hint !== null
+          ? [hint]
+          : lowBudget
+            ? tier
+            : [this.primaryModel(swarm, taskId, null)];
     return [...new Set([...primary, ...fallback])];
   }
 
@@ -917,19 +965,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     });
   }
 
-  /** A task waiting to retry whose message has not come back by then is sent again by the alarm. */
-  private retryDeadline(retryAt: number, task: TaskRow | null, limits: Limits): number {
-    return retryAt + toCallTimeoutS(task, limits) * 1_000 + this.settings.leaseGraceMs;
-  }
-
   private swarm(): SwarmRow | null {
     return this.sql.exec<SwarmRow>("SELECT * FROM swarm LIMIT 1").toArray()[0] ?? null;
   }
 
   private task(taskId: string): TaskRow | null {
-    return (
-      this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, taskId).toArray()[0] ?? null
-    );
+    return this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, taskId).toArray()[0] ?? null;
   }
 
   /**
@@ -953,9 +994,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   /** The swarm's run settings. They are fixed when it starts, so they are parsed once per instance. */
   private toRunConfig(swarm: SwarmRow): TaskRunConfig {
     if (this.runConfig !== null) return this.runConfig;
-    const responseFormat: ResponseFormat | null =
-      swarm.response_format === null ? null : ResponseFormatSchema.parse(JSON.parse(swarm.response_format));
-    return (this.runConfig = {
+    const responseFormat: ResponseFormat | null = swarm.response_format === null ? null : ResponseFormatSchema.parse(JSON.parse(swarm.response_format));
+    this.runConfig = {
       swarmId: swarm.id,
       tenant: swarm.tenant,
       model: swarm.model,
@@ -965,7 +1005,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       tools: swarm.tools === null ? [] : toToolWires(z.array(ToolSpecSchema).parse(JSON.parse(swarm.tools))),
       httpAllowlist: swarm.http_allowlist === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.http_allowlist)),
       parallelToolCalls: swarm.parallel_tool_calls === null ? null : swarm.parallel_tool_calls === 1,
-    });
+    };
+    return this.runConfig;
   }
 
   /** Model calls one attempt of a sub-task may make: its agent loop's turns and a repair turn. */
@@ -978,7 +1019,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * Inserts the reports' call rows. Only a call seen for the first time moves its model's breaker
    * and counts for the window; returns those counts.
    */
-  private insertCalls(swarm: SwarmRow, reports: readonly { taskId: string; attempt: number; calls: CallRecord[] }[], now: number): { successes: number; rateLimited: boolean } {
+  private insertCalls(
+    swarm: SwarmRow,
+    reports: readonly { taskId: string; attempt: number; calls: CallRecord[] }[],
+    now: number,
+  ): { successes: number; rateLimited: boolean } {
     let successes = 0;
     let rateLimited = false;
     // A sub-task reserves its whole attempt (every turn); one call is charged at most its share.
@@ -1015,7 +1060,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const price = resolvePrice(this.settings.prices, call.model);
     const cost = usage !== null && price !== null ? costOfUsage(usage, price) : null;
     const row = this.sql
-      .exec<{ usd: number; tokens: number; kind: TaskKind }>("SELECT reserved_usd AS usd, reserved_tokens AS tokens, kind FROM tasks WHERE id = ?", report.taskId)
+      .exec<{ usd: number; tokens: number; kind: TaskKind }>(
+        "SELECT reserved_usd AS usd, reserved_tokens AS tokens, kind FROM tasks WHERE id = ?",
+        report.taskId,
+      )
       .toArray()[0];
     const share = row?.kind === "task" ? callsPerTask : 1;
     const reservation = row === undefined ? { usd: 0, tokens: 0 } : { usd: row.usd / share, tokens: Math.ceil(row.tokens / share) };
@@ -1056,7 +1104,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     // the turns since, which is paid again but never wrong.
     if (json.length * 3 > CHECKPOINT_MAX_BYTES && new TextEncoder().encode(json).length > CHECKPOINT_MAX_BYTES) {
       console.warn(JSON.stringify({ event: "checkpoint_too_large", task_id: taskId, attempt, turns: checkpoint.turns, chars: json.length }));
-      this.sql.exec("UPDATE tasks SET tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?", checkpoint.toolCalls, taskId, attempt);
+      this.sql.exec(
+        "UPDATE tasks SET tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?",
+        checkpoint.toolCalls,
+        taskId,
+        attempt,
+      );
       return;
     }
     this.sql.exec(
@@ -1171,7 +1224,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * times), and the worst case of its first call.
    */
   private worstCaseOfSwarm(input: StartSwarmInput, mixModels: string[]): Amount & { oneCall: Amount } {
-    const models = [...mixModels, ...(input.spec.fallback ?? []), ...engineModels({ goal: input.spec.goal, plannerModel: input.spec.planner?.model, reduce: input.spec.reduce }, mixModels[0] ?? "")];
+    const models = [
+      ...mixModels,
+      ...(input.spec.fallback ?? []),
+      ...engineModels({ goal: input.spec.goal, plannerModel: input.spec.planner?.model, reduce: input.spec.reduce }, mixModels[0] ?? ""),
+    ];
     const prices = models.map((m) => resolvePrice(this.settings.prices, m)).filter((p): p is ModelPrice => p !== null);
     const priciest = prices.reduce<ModelPrice | null>((top, p) => (top === null || p.output + p.input > top.output + top.input ? p : top), null);
     const encoder = new TextEncoder();
@@ -1452,7 +1509,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       .exec<{ task_id: string; output: string }>("SELECT id AS task_id, output FROM tasks WHERE kind = 'task' AND state = 'succeeded' ORDER BY seq")
       .toArray();
   }
-
 
   /** Notes a lease or deadline the alarm must look at. */
   private noteDeadline(at: number): void {

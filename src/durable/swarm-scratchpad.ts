@@ -10,7 +10,8 @@ export function runScratchpad(sql: SqlStorage, request: ScratchpadRequest, now: 
       return { ok: true, op: "get", key: request.key, value: row?.value ?? null };
     }
     case "put": {
-      if (request.key.length === 0 || request.key.length > SCRATCHPAD_LIMITS.keyChars) return { ok: false, error: `keys are 1-${SCRATCHPAD_LIMITS.keyChars} characters` };
+      if (request.key.length === 0 || request.key.length > SCRATCHPAD_LIMITS.keyChars)
+        return { ok: false, error: `keys are 1-${SCRATCHPAD_LIMITS.keyChars} characters` };
       if (request.value.length > SCRATCHPAD_LIMITS.valueChars) return { ok: false, error: `values are at most ${SCRATCHPAD_LIMITS.valueChars} characters` };
       const exists = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM scratchpad WHERE key = ?", request.key).one().n > 0;
       if (!exists && sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM scratchpad").one().n >= SCRATCHPAD_LIMITS.keys) {

@@ -152,7 +152,12 @@ export class SwarmTickets {
 
   private load(): Map<string, TicketRow> {
     if (this.open !== null) return this.open;
-    this.open = new Map(this.sql.exec<TicketRow>("SELECT id, state, pool, slots, expires_at FROM tickets").toArray().map((row) => [row.id, row]));
+    this.open = new Map(
+      this.sql
+        .exec<TicketRow>("SELECT id, state, pool, slots, expires_at FROM tickets")
+        .toArray()
+        .map((row) => [row.id, row]),
+    );
     return this.open;
   }
 }

@@ -47,15 +47,46 @@ export type SwarmIndexRow = {
 };
 
 const LEDGER_COLUMNS = [
-  "call_id", "swarm_id", "task_id", "attempt", "turn", "tenant", "model", "status", "error_class",
-  "prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens", "total_tokens",
-  "cost_usd", "latency_ms", "created_at",
+  "call_id",
+  "swarm_id",
+  "task_id",
+  "attempt",
+  "turn",
+  "tenant",
+  "model",
+  "status",
+  "error_class",
+  "prompt_tokens",
+  "cached_tokens",
+  "completion_tokens",
+  "reasoning_tokens",
+  "total_tokens",
+  "cost_usd",
+  "latency_ms",
+  "created_at",
 ] as const satisfies readonly (keyof LedgerRow)[];
 
 const INDEX_COLUMNS = [
-  "id", "tenant", "name", "model", "state", "task_count", "origin", "metadata", "created_at", "finished_at",
-  "succeeded", "failed", "cancelled", "skipped_budget", "calls", "prompt_tokens", "cached_tokens",
-  "completion_tokens", "total_tokens", "cost_usd",
+  "id",
+  "tenant",
+  "name",
+  "model",
+  "state",
+  "task_count",
+  "origin",
+  "metadata",
+  "created_at",
+  "finished_at",
+  "succeeded",
+  "failed",
+  "cancelled",
+  "skipped_budget",
+  "calls",
+  "prompt_tokens",
+  "cached_tokens",
+  "completion_tokens",
+  "total_tokens",
+  "cost_usd",
 ] as const satisfies readonly (keyof SwarmIndexRow)[];
 
 /** D1 binds at most 100 parameters per statement. */

@@ -149,7 +149,10 @@ describe("model client: successful streams", () => {
   it("reads Kimi's usage inside choices[0]", async () => {
     const body = sse([
       chunk({ content: "ok" }),
-      { ...chunk({}, "stop"), choices: [{ index: 0, delta: {}, finish_reason: "stop", usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9, cached_tokens: 3 } }] },
+      {
+        ...chunk({}, "stop"),
+        choices: [{ index: 0, delta: {}, finish_reason: "stop", usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9, cached_tokens: 3 } }],
+      },
     ]);
     const result = await call(() => streamResponse(body));
     expect(result).toMatchObject({ ok: true, text: "ok", usage: { prompt_tokens: 7, cached_tokens: 3, completion_tokens: 2, total_tokens: 9 } });
@@ -227,7 +230,12 @@ const neverAnswers = (init: RequestInit | undefined): Promise<Response> =>
 const FAULTS: FaultCase[] = [
   {
     name: "429 with retry-after-ms",
-    respond: () => jsonResponse(429, { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } }, { "retry-after-ms": "1500", "retry-after": "2" }),
+    respond: () =>
+      jsonResponse(
+        429,
+        { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } },
+        { "retry-after-ms": "1500", "retry-after": "2" },
+      ),
     class: "rate_limited",
     retryable: true,
     retryAfterMs: 1500,
@@ -245,19 +253,52 @@ const FAULTS: FaultCase[] = [
     retryable: true,
     retryAfterMs: 2_000,
   },
-  { name: "429 without retry-after", respond: () => jsonResponse(429, { error: { message: "slow down" } }), class: "rate_limited", retryable: true, retryAfterMs: null },
+  {
+    name: "429 without retry-after",
+    respond: () => jsonResponse(429, { error: { message: "slow down" } }),
+    class: "rate_limited",
+    retryable: true,
+    retryAfterMs: null,
+  },
   { name: "408", respond: () => jsonResponse(408, { error: { message: "request timeout" } }), class: "upstream_error", retryable: true },
   { name: "409", respond: () => jsonResponse(409, { error: { message: "conflict" } }), class: "upstream_error", retryable: true },
   { name: "500", respond: () => jsonResponse(500, { error: { message: "server error", type: "server_error" } }), class: "upstream_error", retryable: true },
-  { name: "500 whose JSON body does not parse", respond: () => jsonResponse(500, "{\"error\": {\"mess"), class: "upstream_error", retryable: true },
+  { name: "500 whose JSON body does not parse", respond: () => jsonResponse(500, '{"error": {"mess'), class: "upstream_error", retryable: true },
   { name: "504", respond: () => jsonResponse(504, { error: { message: "gateway timeout" } }), class: "upstream_error", retryable: true },
   { name: "422", respond: () => jsonResponse(422, { error: { message: "Unprocessable Entity" } }), class: "bad_request", retryable: false },
-  { name: "502 HTML page", respond: () => jsonResponse(502, "<html><head><title>502 Bad Gateway</title></head></html>"), class: "upstream_error", retryable: true, messageIncludes: "Bad Gateway" },
-  { name: "503", respond: () => jsonResponse(503, { error: { message: "overloaded" } }), class: "upstream_error", retryable: true, messageIncludes: "overloaded" },
-  { name: "401", respond: () => jsonResponse(401, { error: { message: "Incorrect API key provided", code: "invalid_api_key" } }), class: "auth", retryable: false },
+  {
+    name: "502 HTML page",
+    respond: () => jsonResponse(502, "<html><head><title>502 Bad Gateway</title></head></html>"),
+    class: "upstream_error",
+    retryable: true,
+    messageIncludes: "Bad Gateway",
+  },
+  {
+    name: "503",
+    respond: () => jsonResponse(503, { error: { message: "overloaded" } }),
+    class: "upstream_error",
+    retryable: true,
+    messageIncludes: "overloaded",
+  },
+  {
+    name: "401",
+    respond: () => jsonResponse(401, { error: { message: "Incorrect API key provided", code: "invalid_api_key" } }),
+    class: "auth",
+    retryable: false,
+  },
   { name: "403", respond: () => jsonResponse(403, { error: { message: "forbidden" } }), class: "auth", retryable: false },
-  { name: "404 model", respond: () => jsonResponse(404, { error: { message: "The model does not exist", code: "model_not_found" } }), class: "not_found", retryable: false },
-  { name: "400", respond: () => jsonResponse(400, { error: { message: "Invalid request", type: "invalid_request_error" } }), class: "bad_request", retryable: false },
+  {
+    name: "404 model",
+    respond: () => jsonResponse(404, { error: { message: "The model does not exist", code: "model_not_found" } }),
+    class: "not_found",
+    retryable: false,
+  },
+  {
+    name: "400",
+    respond: () => jsonResponse(400, { error: { message: "Invalid request", type: "invalid_request_error" } }),
+    class: "bad_request",
+    retryable: false,
+  },
   {
     name: "400 context length",
     respond: () => jsonResponse(400, { error: { message: "This model's maximum context length is 128000 tokens", code: "context_length_exceeded" } }),
@@ -278,7 +319,8 @@ const FAULTS: FaultCase[] = [
   },
   {
     name: "200 JSON error object",
-    respond: () => new Response(JSON.stringify({ error: { message: "model overloaded, try later" } }), { status: 200, headers: { "content-type": "application/json" } }),
+    respond: () =>
+      new Response(JSON.stringify({ error: { message: "model overloaded, try later" } }), { status: 200, headers: { "content-type": "application/json" } }),
     class: "upstream_error",
     retryable: true,
     messageIncludes: "model overloaded",

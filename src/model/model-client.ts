@@ -216,10 +216,7 @@ function timeoutFailure(timeoutMs: number): UpstreamFailure {
 }
 
 /** Maps what the SDK (or the stream under it) threw to the classifier's input. */
-function toUpstreamFailure(
-  error: unknown,
-  context: { timedOut: boolean; streaming: boolean; timeoutMs: number },
-): UpstreamFailure {
+function toUpstreamFailure(error: unknown, context: { timedOut: boolean; streaming: boolean; timeoutMs: number }): UpstreamFailure {
   // Our deadline surfaces as APIUserAbortError before the headers; the SDK's own as a timeout error.
   if (context.timedOut || error instanceof OpenAI.APIConnectionTimeoutError) return timeoutFailure(context.timeoutMs);
   if (error instanceof OpenAI.APIConnectionError) return { kind: "connection", message: error.message };

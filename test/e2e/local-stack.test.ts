@@ -79,9 +79,10 @@ describe("the local stack", () => {
 
     const ledger = await until(
       "ledger rows in D1",
-      () => z.array(z.object({ n: z.number(), tokens: z.number().nullable() })).parse(
-        queryLedger(`SELECT COUNT(*) AS n, SUM(total_tokens) AS tokens FROM ledger WHERE swarm_id = '${id}'`),
-      )[0],
+      () =>
+        z
+          .array(z.object({ n: z.number(), tokens: z.number().nullable() }))
+          .parse(queryLedger(`SELECT COUNT(*) AS n, SUM(total_tokens) AS tokens FROM ledger WHERE swarm_id = '${id}'`))[0],
       (row) => row?.n === 24,
     );
     expect(ledger).toEqual({ n: upstreamCalls, tokens: upstreamTokens });
@@ -127,7 +128,9 @@ describe("the examples, on the local stack", () => {
     expect(output.levels).toHaveLength(1);
     // 1 planner call + 5 agents × (2 tool turns + 1 answer) + 1 reducer call.
     expect(status).toMatchObject({ usage: { calls: 17 }, tool_calls: 10 });
-    const plan = z.object({ tasks: z.array(z.object({ id: z.string(), prompt: z.string() })) }).parse(await getJson(stack.url, stack.token, `/v1/swarms/${id}/plan`));
+    const plan = z
+      .object({ tasks: z.array(z.object({ id: z.string(), prompt: z.string() })) })
+      .parse(await getJson(stack.url, stack.token, `/v1/swarms/${id}/plan`));
     expect(plan.tasks.map((t) => t.prompt.includes("heat pumps in Poland") || t.prompt.includes("rooftop solar in Spain")).filter(Boolean)).toHaveLength(2);
     const results = await getAllResults(stack.url, stack.token, id);
     expect(results.map((r) => r.task_id)).toEqual(plan.tasks.map((t) => t.id));
@@ -136,7 +139,14 @@ describe("the examples, on the local stack", () => {
   it("extract-json: every answer validates against the schema, json_merge concatenates the invoices", async () => {
     const { status } = await runExample("extract-json.json");
     expect(status).toMatchObject({ state: "completed", counts: { succeeded: 5 }, tool_calls: 0 });
-    const output = z.object({ kind: z.literal("json_merge"), value: z.object({ invoices: z.array(z.unknown()) }), conflicts: z.array(z.unknown()), invalid: z.array(z.string()) }).parse(status.output);
+    const output = z
+      .object({
+        kind: z.literal("json_merge"),
+        value: z.object({ invoices: z.array(z.unknown()) }),
+        conflicts: z.array(z.unknown()),
+        invalid: z.array(z.string()),
+      })
+      .parse(status.output);
     expect(output.invalid).toEqual([]);
     expect(output.value.invoices.length).toBeGreaterThanOrEqual(5);
   });

@@ -141,7 +141,12 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
   async function send(journal: SwarmJournal, calls: [string, PendingCall][], checkpoints: PendingCheckpoint[]): Promise<void> {
     try {
-      await journal.room.recordCalls(toReports(calls.map(([, pending]) => pending), checkpoints));
+      await journal.room.recordCalls(
+        toReports(
+          calls.map(([, pending]) => pending),
+          checkpoints,
+        ),
+      );
       deps.tally.callFlushes += 1;
       for (const [key] of calls) journal.sent.add(key);
     } catch (error) {

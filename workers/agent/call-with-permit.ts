@@ -291,7 +291,11 @@ function deferred(retryAfterMs: number, reason: string): PermitAttempt {
  * task's lease while the room hands the task to another lane. Nothing was sent, so the task is
  * handed back at once (a deferral spends no attempt) for a lane with room.
  */
-const NO_HEADER_SLOT: TaskOutcome = { kind: "deferred", retryAfterMs: 0, reason: "no connection slot for the call before its latest start (the lane's header gate was full)" };
+const NO_HEADER_SLOT: TaskOutcome = {
+  kind: "deferred",
+  retryAfterMs: 0,
+  reason: "no connection slot for the call before its latest start (the lane's header gate was full)",
+};
 
 /** The request with a header slot of the lane's gate taken for it; null when none came in time. */
 async function withHeaderSlot(request: ModelRequest, ctx: PermitContext): Promise<ModelRequest | null> {

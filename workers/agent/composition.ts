@@ -99,7 +99,7 @@ let cachedGateway: GatewayCache | null = null;
 
 function gatewayFor(env: GatewayEnv): GatewayCache {
   const source = [env.GATEWAY_CONFIG ?? "", env.MODEL_BASE_URL ?? "", env.MODEL_API_KEY ?? "", env.UPSTREAM_KEYS ?? ""];
-  if (cachedGateway !== null && cachedGateway.source.every((text, i) => text === source[i])) return cachedGateway;
+  if (cachedGateway?.source.every((text, i) => text === source[i])) return cachedGateway;
   const setup = readGateway(env);
   const byCredential = new Map<string, ModelClient>();
   const clients = new Map<string, ModelClient>();
@@ -144,7 +144,6 @@ export function createTaskDeps(env: Env): ConsumeTasksDeps {
     tools: toToolEnvironment(tools, fetch),
   };
 }
-
 
 export function createDeadLetterRooms(env: Env): SwarmRooms {
   return toSwarmRooms(env.SWARM_ROOM);

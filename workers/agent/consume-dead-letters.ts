@@ -23,7 +23,12 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, rooms: Sw
         acked += 1;
       } catch (error) {
         console.error(
-          JSON.stringify({ event: "swarm_room_rpc_failed", rpc: "recordDeadTicket", swarm_id: parsed.value.swarm_id, error: error instanceof Error ? error.message : String(error) }),
+          JSON.stringify({
+            event: "swarm_room_rpc_failed",
+            rpc: "recordDeadTicket",
+            swarm_id: parsed.value.swarm_id,
+            error: error instanceof Error ? error.message : String(error),
+          }),
         );
         message.retry({ delaySeconds: toQueueDelaySeconds(backoffDelayMs(message.attempts, null)) });
         retried += 1;

@@ -45,7 +45,15 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
   const now = deps.now ?? Date.now;
   const started = now();
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const tally: LaneTally & { tickets: number; duplicate: number; unreadable: number; acked: number; retried: number; callFlushes: number; callFlushErrors: number } = {
+  const tally: LaneTally & {
+    tickets: number;
+    duplicate: number;
+    unreadable: number;
+    acked: number;
+    retried: number;
+    callFlushes: number;
+    callFlushErrors: number;
+  } = {
     tickets: 0,
     duplicate: 0,
     unreadable: 0,
@@ -123,7 +131,14 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
           ({ reached } = await runLane(ticket, context));
         } catch (error) {
           // A bug, not an upstream failure: leases bring back whatever it had started.
-          console.error(JSON.stringify({ event: "lane_threw", swarm_id: ticket.swarm_id, ticket: ticket.ticket, error: error instanceof Error ? error.message : String(error) }));
+          console.error(
+            JSON.stringify({
+              event: "lane_threw",
+              swarm_id: ticket.swarm_id,
+              ticket: ticket.ticket,
+              error: error instanceof Error ? error.message : String(error),
+            }),
+          );
         }
         for (const message of messages) {
           if (reached) {

@@ -66,10 +66,13 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
   const runTools = async (toolCalls: readonly ToolCall[]): Promise<void> => {
     const { run: admitted, refused } = admitToolCalls(toolCalls, state.toolCalls, config.limits.max_tool_calls);
     const results = await Promise.all(admitted.map((call) => ctx.tools.run(call, { swarmId: config.swarmId, taskId: task.taskId })));
-    admitted.forEach((call, i) => state.messages.push(toToolMessage(call.id, results[i]?.content ?? toToolError("no result"))));
+    for (const [i, call] of admitted.entries()) state.messages.push(toToolMessage(call.id, results[i]?.content ?? toToolError("no result")));
     for (const call of refused) {
       state.messages.push(
-        toToolMessage(call.id, toToolError(`not run: this task may make ${config.limits.max_tool_calls} tool calls (limits.max_tool_calls); give your final answer`)),
+        toToolMessage(
+          call.id,
+          toToolError(`not run: this task may make ${config.limits.max_tool_calls} tool calls (limits.max_tool_calls); give your final answer`),
+        ),
       );
     }
     state.toolCalls += admitted.length;
@@ -119,7 +122,10 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
     // were all it sent, it gave no answer.
     if (result.toolCalls.length > 0 && result.text.trim() === "") {
       return report(
-        permanentFailure("turn_limit", `the model asked for tools on its last allowed turn (${next.turn}, limits.max_turns ${limits.max_turns}) instead of answering`),
+        permanentFailure(
+          "turn_limit",
+          `the model asked for tools on its last allowed turn (${next.turn}, limits.max_turns ${limits.max_turns}) instead of answering`,
+        ),
       );
     }
     const check = checkOutput(result.text, responseFormat);

@@ -113,7 +113,9 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
           // Its outcome is unknown, so it is not recorded: its lease brings the task back, resuming
           // after its last journaled turn.
           ctx.tally.threw += 1;
-          console.error(JSON.stringify({ event: "task_run_threw", swarm_id: run.swarmId, task_id: task.taskId, attempt: task.attempt, error: messageOf(error) }));
+          console.error(
+            JSON.stringify({ event: "task_run_threw", swarm_id: run.swarmId, task_id: task.taskId, attempt: task.attempt, error: messageOf(error) }),
+          );
         },
       )
       .finally(() => {

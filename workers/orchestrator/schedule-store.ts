@@ -112,10 +112,7 @@ export function createScheduleStore(db: D1Database): ScheduleStore {
 
     async claimMinute(id, minute) {
       const { meta } = await db
-        .prepare(
-          "UPDATE schedules SET last_run_minute = ?1 " +
-            "WHERE id = ?2 AND enabled = 1 AND (last_run_minute IS NULL OR last_run_minute < ?1)",
-        )
+        .prepare("UPDATE schedules SET last_run_minute = ?1 " + "WHERE id = ?2 AND enabled = 1 AND (last_run_minute IS NULL OR last_run_minute < ?1)")
         .bind(minute, id)
         .run();
       return meta.changes === 1;

@@ -9,12 +9,7 @@ import type { OrchestratorDeps } from "./composition.ts";
 
 export type StartSwarmDeps = Pick<OrchestratorDeps, "swarmRooms" | "newSwarmId" | "now" | "config" | "admission">;
 
-export async function startSwarm(
-  deps: StartSwarmDeps,
-  tenant: string,
-  swarm: PlannedSwarm,
-  origin: StartSwarmInput["origin"],
-): Promise<{ swarmId: string }> {
+export async function startSwarm(deps: StartSwarmDeps, tenant: string, swarm: PlannedSwarm, origin: StartSwarmInput["origin"]): Promise<{ swarmId: string }> {
   requireReachableTools(swarm, deps.config);
   requireAdmission(swarm, deps, tenant);
   const swarmId = deps.newSwarmId();
@@ -38,7 +33,11 @@ export async function startSwarm(
 export function requireReachableTools(swarm: PlannedSwarm, config: Pick<OrchestratorDeps["config"], "allowPrivateNetwork">, at = ""): void {
   const targets = checkToolTargets(swarm.spec, config.allowPrivateNetwork);
   if (targets.length > 0) {
-    throw new ApiError("invalid_spec", "the swarm's tools target addresses they may not reach", targets.map((p) => ({ ...p, path: `${at}${p.path}` })));
+    throw new ApiError(
+      "invalid_spec",
+      "the swarm's tools target addresses they may not reach",
+      targets.map((p) => ({ ...p, path: `${at}${p.path}` })),
+    );
   }
 }
 
@@ -50,6 +49,10 @@ export function requireReachableTools(swarm: PlannedSwarm, config: Pick<Orchestr
 export function requireAdmission(swarm: PlannedSwarm, deps: Pick<OrchestratorDeps, "admission">, tenant: string, at = ""): void {
   const admitted = admitSwarm(swarm.spec, deps.admission(tenant));
   if (!admitted.ok) {
-    throw new ApiError("invalid_spec", "the swarm spec cannot be run as given", admitted.error.map((d) => ({ ...d, path: `${at}${d.path}` })));
+    throw new ApiError(
+      "invalid_spec",
+      "the swarm spec cannot be run as given",
+      admitted.error.map((d) => ({ ...d, path: `${at}${d.path}` })),
+    );
   }
 }

@@ -5,12 +5,7 @@ import type { SSEStreamingApi } from "hono/streaming";
 import { toErrorBody } from "../../src/core/errors.ts";
 import type { SwarmState, SwarmStatus } from "../../src/core/swarm-contract.ts";
 
-export const TERMINAL_SWARM_STATES: ReadonlySet<SwarmState> = new Set<SwarmState>([
-  "completed",
-  "completed_with_failures",
-  "failed",
-  "cancelled",
-]);
+export const TERMINAL_SWARM_STATES: ReadonlySet<SwarmState> = new Set<SwarmState>(["completed", "completed_with_failures", "failed", "cancelled"]);
 
 export interface SwarmEventsOptions {
   /** The status already read (the route reads it first, to answer 404 before streaming). */

@@ -98,4 +98,3 @@ export function createUsageReportStore(db: D1Database, maxCalls: number = DEFAUL
     },
   };
 }
-

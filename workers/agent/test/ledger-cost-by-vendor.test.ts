@@ -125,8 +125,7 @@ async function ledgerRows(swarmId: string, count: number): Promise<LedgerRow[]> 
   }
 }
 
-const sum = (rows: LedgerRow[], field: keyof Omit<LedgerRow, "call_id" | "model" | "status">): number =>
-  rows.reduce((total, row) => total + row[field], 0);
+const sum = (rows: LedgerRow[], field: keyof Omit<LedgerRow, "call_id" | "model" | "status">): number => rows.reduce((total, row) => total + row[field], 0);
 
 afterEach(async () => {
   await postMock("/admin/scenario", {});

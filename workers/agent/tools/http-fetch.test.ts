@@ -36,7 +36,8 @@ function fakeFetch(routes: Record<string, Route>) {
   return { fetch, calls };
 }
 
-const text = (body: string, status = 200, contentType = "text/plain; charset=utf-8"): Response => new Response(body, { status, headers: { "content-type": contentType } });
+const text = (body: string, status = 200, contentType = "text/plain; charset=utf-8"): Response =>
+  new Response(body, { status, headers: { "content-type": contentType } });
 const redirect = (status: number, location: string): Response => new Response("moved", { status, headers: { location, "content-type": "text/plain" } });
 
 function settings(fetch: typeof globalThis.fetch, overrides: Partial<HttpFetchSettings> = {}): HttpFetchSettings {
@@ -99,7 +100,9 @@ describe("http_fetch: requests", () => {
       settings(fetch),
     );
     expect(calls[0]?.headers).toEqual({ accept: "text/plain", "x-api-version": "2", "user-agent": "edgeswarm-http-fetch/1" });
-    expect(result.content).toContain("[request headers not sent: host, cookie, authorization, proxy-authorization, x-forwarded-for, x-forwarded-host, cf-connecting-ip, cf-worker]");
+    expect(result.content).toContain(
+      "[request headers not sent: host, cookie, authorization, proxy-authorization, x-forwarded-for, x-forwarded-host, cf-connecting-ip, cf-worker]",
+    );
   });
 
   it("decodes the body in its declared charset", async () => {
@@ -171,7 +174,10 @@ describe("http_fetch: redirects", () => {
       "https://api.example.com/new?x=1": () => text("moved here"),
     });
     const result = await runHttpFetch({ url: "https://api.example.com/old" }, settings(fetch));
-    expect(result).toEqual({ ok: true, content: "HTTP 200 text/plain; charset=utf-8\n\nmoved here\n\n[followed 1 redirect; final URL https://api.example.com/new?x=1]" });
+    expect(result).toEqual({
+      ok: true,
+      content: "HTTP 200 text/plain; charset=utf-8\n\nmoved here\n\n[followed 1 redirect; final URL https://api.example.com/new?x=1]",
+    });
     expect(calls.map((call) => call.url)).toEqual(["https://api.example.com/old", "https://api.example.com/new?x=1"]);
   });
 
@@ -216,7 +222,10 @@ describe("http_fetch: redirects", () => {
 
   it("shows a 3xx without Location as an answer", async () => {
     const { fetch } = fakeFetch({ "https://api.example.com/": () => text("not modified", 300) });
-    expect(await runHttpFetch({ url: "https://api.example.com/" }, settings(fetch))).toEqual({ ok: true, content: "HTTP 300 text/plain; charset=utf-8\n\nnot modified" });
+    expect(await runHttpFetch({ url: "https://api.example.com/" }, settings(fetch))).toEqual({
+      ok: true,
+      content: "HTTP 300 text/plain; charset=utf-8\n\nnot modified",
+    });
   });
 });
 
@@ -236,7 +245,9 @@ describe("http_fetch: limits", () => {
     const { fetch } = fakeFetch({ "https://api.example.com/big": () => new Response(endless, { headers: { "content-type": "text/plain" } }) });
     const result = await runHttpFetch({ url: "https://api.example.com/big" }, settings(fetch, { maxResponseBytes: 2_500 }));
     expect(result.ok).toBe(true);
-    expect(result.content).toBe(`HTTP 200 text/plain\n\n${"a".repeat(2_500)}\n\n[truncated: the body is longer than 2500 bytes; only the first 2500 are shown]`);
+    expect(result.content).toBe(
+      `HTTP 200 text/plain\n\n${"a".repeat(2_500)}\n\n[truncated: the body is longer than 2500 bytes; only the first 2500 are shown]`,
+    );
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect(cancelled).toBe(true);
     expect(pulls).toBeLessThan(10);
@@ -244,7 +255,8 @@ describe("http_fetch: limits", () => {
 
   it("does not show a binary body", async () => {
     const { fetch } = fakeFetch({
-      "https://api.example.com/logo.png": () => new Response(new Uint8Array([0x89, 0x50, 0x4e, 0x47]), { headers: { "content-type": "image/png", "content-length": "4" } }),
+      "https://api.example.com/logo.png": () =>
+        new Response(new Uint8Array([0x89, 0x50, 0x4e, 0x47]), { headers: { "content-type": "image/png", "content-length": "4" } }),
     });
     expect(await runHttpFetch({ url: "https://api.example.com/logo.png" }, settings(fetch))).toEqual({
       ok: true,

@@ -32,7 +32,8 @@ export const HTTP_FETCH_TOOL = {
         headers: {
           type: "object",
           additionalProperties: { type: "string" },
-          description: "Extra request headers, e.g. {\"accept\": \"application/json\"}. Cookie, Authorization, Host, Proxy-*, X-Forwarded-* and CF-* headers are dropped.",
+          description:
+            'Extra request headers, e.g. {"accept": "application/json"}. Cookie, Authorization, Host, Proxy-*, X-Forwarded-* and CF-* headers are dropped.',
         },
       },
       required: ["url"],
@@ -116,7 +117,9 @@ export async function runHttpFetch(args: Record<string, unknown>, settings: Http
         return fail(`http_fetch: ${current} answered HTTP ${response.status} with an unusable Location header ${JSON.stringify(clip(location))}`);
       }
       if (hops.length >= settings.maxRedirects) {
-        return fail(`http_fetch: too many redirects (more than ${settings.maxRedirects}); the last one, from ${current}, pointed to ${clip(next)}: fetch that URL directly if it is allowed`);
+        return fail(
+          `http_fetch: too many redirects (more than ${settings.maxRedirects}); the last one, from ${current}, pointed to ${clip(next)}: fetch that URL directly if it is allowed`,
+        );
       }
       const check = checkFetchTarget(next, settings.policy);
       if (!check.ok) return fail(`http_fetch refused the redirect from ${current} to ${clip(next)}: ${check.reason}`);
@@ -132,7 +135,9 @@ export async function runHttpFetch(args: Record<string, unknown>, settings: Http
     }
   } catch (error) {
     if (controller.signal.aborted) {
-      return fail(`http_fetch timed out after ${settings.timeoutMs} ms (${method} ${current}): the server did not answer in time; try again later or ask for something smaller`);
+      return fail(
+        `http_fetch timed out after ${settings.timeoutMs} ms (${method} ${current}): the server did not answer in time; try again later or ask for something smaller`,
+      );
     }
     return fail(`http_fetch could not reach ${current}: ${messageOf(error)}`);
   } finally {

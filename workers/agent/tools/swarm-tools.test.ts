@@ -38,7 +38,12 @@ function strictFetch(routes: Record<string, () => Response>) {
   const fetch = async function (this: unknown, input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
     if (this !== undefined && this !== globalThis) throw new TypeError("Illegal invocation: fetch called as a method of another object");
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-    calls.push({ url, method: init?.method ?? "GET", headers: Object.fromEntries(new Headers(init?.headers).entries()), body: typeof init?.body === "string" ? init.body : null });
+    calls.push({
+      url,
+      method: init?.method ?? "GET",
+      headers: Object.fromEntries(new Headers(init?.headers).entries()),
+      body: typeof init?.body === "string" ? init.body : null,
+    });
     const route = routes[url];
     if (route === undefined) throw new TypeError(`Network connection lost (no route for ${url})`);
     return route();
@@ -97,7 +102,10 @@ describe("createSwarmTools: definitions", () => {
     const { definitions } = createSwarmTools(["scratchpad", "http_fetch", lookup], [], TENANT, environment());
     expect(definitions.slice(0, 3)).toEqual(SCRATCHPAD_TOOLS);
     expect(definitions[3]).toEqual(HTTP_FETCH_TOOL);
-    expect(definitions[4]).toEqual({ type: "function", function: { name: "lookup", description: lookup.description, parameters: JSON.parse(lookup.parameters_json) } });
+    expect(definitions[4]).toEqual({
+      type: "function",
+      function: { name: "lookup", description: lookup.description, parameters: JSON.parse(lookup.parameters_json) },
+    });
   });
 
   it("hands out copies: changing a definition changes no other swarm's", () => {
@@ -111,14 +119,19 @@ describe("createSwarmTools: definitions", () => {
 
 describe("createSwarmTools: run", () => {
   it.each([
-    { name: "lookup", want: "lookup: the arguments are not valid JSON (Unexpected end): {\"sku\":" },
-    { name: "scratchpad_put", want: "scratchpad_put: the arguments are not valid JSON (Unexpected end): {\"sku\":" },
-    { name: "", want: "tool call: the arguments are not valid JSON (Unexpected end): {\"sku\":" },
+    { name: "lookup", want: 'lookup: the arguments are not valid JSON (Unexpected end): {"sku":' },
+    { name: "scratchpad_put", want: 'scratchpad_put: the arguments are not valid JSON (Unexpected end): {"sku":' },
+    { name: "", want: 'tool call: the arguments are not valid JSON (Unexpected end): {"sku":' },
   ])("answers broken arguments to $name with a tool error naming the tool, running nothing", async ({ name, want }) => {
     const network = strictFetch({});
     const pad = memoryScratchpad();
     const tools = createSwarmTools(["scratchpad", lookup], [], TENANT, environment({ fetch: network.fetch, scratchpad: pad.scratchpad }));
-    const broken: ToolCall = { id: "call_1", name, rawArguments: '{"sku":', arguments: { ok: false, error: 'the arguments are not valid JSON (Unexpected end): {"sku":' } };
+    const broken: ToolCall = {
+      id: "call_1",
+      name,
+      rawArguments: '{"sku":',
+      arguments: { ok: false, error: 'the arguments are not valid JSON (Unexpected end): {"sku":' },
+    };
     const result = await tools.run(broken, CONTEXT);
     expect(result.ok).toBe(false);
     expect(errorOf(result.content)).toBe(want);
@@ -134,15 +147,18 @@ describe("createSwarmTools: run", () => {
     { specs: ["http_fetch"], name: "scratchpad_get", offered: "http_fetch" },
     { specs: ["http_fetch"], name: "scratchpad_put", offered: "http_fetch" },
     { specs: ["scratchpad", "http_fetch"], name: "lookup", offered: "scratchpad_get, scratchpad_put, scratchpad_list, http_fetch" },
-  ] satisfies { specs: ToolSpecWire[]; name: string; offered: string }[])("refuses $name when offered [$offered], listing the offered tools", async ({ specs, name, offered }) => {
-    const network = strictFetch({ "https://api.example.com/x": () => new Response("x"), [lookup.url]: () => new Response("x") });
-    const pad = memoryScratchpad();
-    const tools = createSwarmTools(specs, ["api.example.com"], TENANT, environment({ fetch: network.fetch, scratchpad: pad.scratchpad }));
-    const result = await tools.run(call(name, { url: "https://api.example.com/x", key: "k", value: "v", sku: "A" }), CONTEXT);
-    expect(result).toEqual({ ok: false, content: JSON.stringify({ error: `there is no tool named "${name}" (tools: ${offered})` }) });
-    expect(network.calls).toEqual([]);
-    expect(pad.requests).toEqual([]);
-  });
+  ] satisfies { specs: ToolSpecWire[]; name: string; offered: string }[])(
+    "refuses $name when offered [$offered], listing the offered tools",
+    async ({ specs, name, offered }) => {
+      const network = strictFetch({ "https://api.example.com/x": () => new Response("x"), [lookup.url]: () => new Response("x") });
+      const pad = memoryScratchpad();
+      const tools = createSwarmTools(specs, ["api.example.com"], TENANT, environment({ fetch: network.fetch, scratchpad: pad.scratchpad }));
+      const result = await tools.run(call(name, { url: "https://api.example.com/x", key: "k", value: "v", sku: "A" }), CONTEXT);
+      expect(result).toEqual({ ok: false, content: JSON.stringify({ error: `there is no tool named "${name}" (tools: ${offered})` }) });
+      expect(network.calls).toEqual([]);
+      expect(pad.requests).toEqual([]);
+    },
+  );
 });
 
 describe("createSwarmTools: scratchpad", () => {
@@ -185,12 +201,21 @@ describe("createSwarmTools: scratchpad", () => {
 
   it("passes a refusal from the SwarmRoom on as a tool error", async () => {
     const full = async (): Promise<ScratchpadResponse> => ({ ok: false, error: "the scratchpad is full (10000 keys): overwrite an existing key instead" });
-    const result = await createSwarmTools(["scratchpad"], [], TENANT, environment({ scratchpad: full })).run(call("scratchpad_put", { key: "k", value: "v" }), CONTEXT);
-    expect(result).toEqual({ ok: false, content: JSON.stringify({ error: "scratchpad_put: the scratchpad is full (10000 keys): overwrite an existing key instead" }) });
+    const result = await createSwarmTools(["scratchpad"], [], TENANT, environment({ scratchpad: full })).run(
+      call("scratchpad_put", { key: "k", value: "v" }),
+      CONTEXT,
+    );
+    expect(result).toEqual({
+      ok: false,
+      content: JSON.stringify({ error: "scratchpad_put: the scratchpad is full (10000 keys): overwrite an existing key instead" }),
+    });
   });
 
   it.each([
-    { thrown: new Error("Durable Object reset because its code was updated."), want: "scratchpad_get failed: Durable Object reset because its code was updated." },
+    {
+      thrown: new Error("Durable Object reset because its code was updated."),
+      want: "scratchpad_get failed: Durable Object reset because its code was updated.",
+    },
     { thrown: "a string", want: "scratchpad_get failed: a string" },
   ])("turns a scratchpad RPC that throws ($thrown) into a tool error", async ({ thrown, want }) => {
     const failing = async (): Promise<ScratchpadResponse> => {
@@ -211,7 +236,12 @@ describe("createSwarmTools: http_fetch and webhooks", () => {
   });
 
   it.each([
-    { case: "a host off the swarm's allowlist", allowlist: ["api.example.com"], url: "https://evil.example.org/", want: /^http_fetch refused https:\/\/evil\.example\.org\/: host evil\.example\.org/ },
+    {
+      case: "a host off the swarm's allowlist",
+      allowlist: ["api.example.com"],
+      url: "https://evil.example.org/",
+      want: /^http_fetch refused https:\/\/evil\.example\.org\/: host evil\.example\.org/,
+    },
     { case: "an empty allowlist", allowlist: [], url: "https://api.example.com/items", want: /is not on the swarm's http_allowlist \(it is empty\)/ },
     { case: "bad arguments", allowlist: ["api.example.com"], url: "", want: /^http_fetch: invalid arguments: url: url must not be empty/ },
   ])("refuses $case as a tool error, without fetching", async ({ allowlist, url, want }) => {
@@ -255,8 +285,20 @@ describe("createSwarmTools: http_fetch and webhooks", () => {
   });
 
   it.each([
-    { case: "answers HTTP 500", settings: {}, routes: { [lookup.url]: () => new Response("boom", { status: 500 }) }, want: "webhook lookup answered HTTP 500: boom", fetched: 1 },
-    { case: "has no secret to sign with", settings: { webhookSecret: null }, routes: {}, want: /^webhook lookup cannot be called: the agent Worker has no WEBHOOK_SECRET/, fetched: 0 },
+    {
+      case: "answers HTTP 500",
+      settings: {},
+      routes: { [lookup.url]: () => new Response("boom", { status: 500 }) },
+      want: "webhook lookup answered HTTP 500: boom",
+      fetched: 1,
+    },
+    {
+      case: "has no secret to sign with",
+      settings: { webhookSecret: null },
+      routes: {},
+      want: /^webhook lookup cannot be called: the agent Worker has no WEBHOOK_SECRET/,
+      fetched: 0,
+    },
   ])("returns a tool error when the webhook $case", async ({ settings, routes, want, fetched }) => {
     const network = strictFetch(routes);
     const result = await createSwarmTools([lookup], [], TENANT, environment({ fetch: network.fetch, settings })).run(call("lookup", { sku: "A" }), CONTEXT);

@@ -126,7 +126,8 @@ describe("webhook tool: answers", () => {
     const result = await runWebhook(call, settings(fetch));
     expect(result).toEqual({
       ok: false,
-      content: "webhook lookup answered HTTP 302, a redirect to http://169.254.169.254/latest/; webhook calls do not follow redirects (the tool's url should be the final address)",
+      content:
+        "webhook lookup answered HTTP 302, a redirect to http://169.254.169.254/latest/; webhook calls do not follow redirects (the tool's url should be the final address)",
     });
     expect(calls).toHaveLength(1);
   });

@@ -84,7 +84,9 @@ export async function runWebhook(call: WebhookCall, settings: WebhookSettings): 
       return fail(`webhook ${name} answered HTTP ${response.status}${excerpt.trim() === "" ? " with an empty body" : `: ${excerpt}`}`);
     }
     if (text === "") return { ok: true, content: `(webhook ${name} answered HTTP ${response.status} with an empty body)` };
-    const note = read.truncated ? `\n\n[truncated: the answer is longer than ${settings.maxResponseBytes} bytes; only the first ${settings.maxResponseBytes} are shown]` : "";
+    const note = read.truncated
+      ? `\n\n[truncated: the answer is longer than ${settings.maxResponseBytes} bytes; only the first ${settings.maxResponseBytes} are shown]`
+      : "";
     return { ok: true, content: `${text}${note}` };
   } catch (error) {
     if (controller.signal.aborted) {

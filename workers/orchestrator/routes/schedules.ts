@@ -23,7 +23,12 @@ export const scheduleRoutes = new Hono<AppEnv>()
     const schedule = { id: deps.newScheduleId(), tenant, name, cron: cron.expression, enabled, createdAt: deps.now() };
     // The planned spec is stored (generated task ids included), so every run gets the same task ids.
     await deps.schedules.insert({ ...schedule, spec: JSON.stringify(toSwarmSpec(swarm)) });
-    const row = { ...schedule, lastRunMinute: null, lastSwarmId: null, swarm: { name: swarm.spec.name, model: toModelLabel(swarm.spec.model), tasks: swarm.tasks.length, goal: swarm.spec.goal ?? null } };
+    const row = {
+      ...schedule,
+      lastRunMinute: null,
+      lastSwarmId: null,
+      swarm: { name: swarm.spec.name, model: toModelLabel(swarm.spec.model), tasks: swarm.tasks.length, goal: swarm.spec.goal ?? null },
+    };
     return c.json(toScheduleView(row, deps.now()), 201);
   })
 

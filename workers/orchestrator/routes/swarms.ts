@@ -40,7 +40,10 @@ const ListSwarmsQuery = z.object({
 const ResultsQuery = z.object({
   limit: limitParam(1, 1_000, 100),
   // The SwarmRoom's next_cursor is a decimal position; anything else never came from it.
-  cursor: z.string().regex(/^\d{1,12}$/, "not a cursor returned by this API").optional(),
+  cursor: z
+    .string()
+    .regex(/^\d{1,12}$/, "not a cursor returned by this API")
+    .optional(),
 });
 
 /** A malformed id names no swarm: answer as for an unknown one, without waking a Durable Object for it. */
@@ -122,9 +125,7 @@ export const swarmRoutes = new Hono<AppEnv>()
     if (result === null) throw swarmNotFound();
     const { status, changed } = result;
     if (!changed && status.state !== "cancelled") {
-      throw new ApiError("conflict", `the swarm already ended (${status.state}); there is nothing to cancel`, [
-        { path: "state", message: status.state },
-      ]);
+      throw new ApiError("conflict", `the swarm already ended (${status.state}); there is nothing to cancel`, [{ path: "state", message: status.state }]);
     }
     return c.json(status);
   })

@@ -9,11 +9,12 @@ import type { AppEnv } from "../app-env.ts";
 export const webhookRoutes = new Hono<AppEnv>().get("/signing-key", async (c) => {
   const { deps, tenant } = c.var;
   const secret = deps.config.webhookSecret;
-  if (secret === null) throw new ApiError("not_found", "webhook signing is not configured on this deployment (WEBHOOK_SECRET is unset), so webhook tools cannot be called");
+  if (secret === null)
+    throw new ApiError("not_found", "webhook signing is not configured on this deployment (WEBHOOK_SECRET is unset), so webhook tools cannot be called");
   return c.json({
     tenant,
     key: await deriveWebhookKey(secret, tenant),
     header: SIGNATURE_HEADER,
-    scheme: "t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(key, \"<t>.<raw body>\")>",
+    scheme: 't=<unix seconds>,v1=<lowercase hex HMAC-SHA256(key, "<t>.<raw body>")>',
   });
 });

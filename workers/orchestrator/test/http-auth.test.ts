@@ -42,11 +42,7 @@ describe("bearer auth on /v1/*", () => {
 
   it("answers 500 internal (never accepts everything) when no token is configured", async () => {
     for (const API_TOKENS of ["", " , ,"]) {
-      const response = await createApp().request(
-        "/v1/swarms",
-        { headers: { authorization: `Bearer ${TOKEN_A}` } },
-        { ...env, API_TOKENS },
-      );
+      const response = await createApp().request("/v1/swarms", { headers: { authorization: `Bearer ${TOKEN_A}` } }, { ...env, API_TOKENS });
       expect(response.status).toBe(500);
       const error = await readErrorBody(response);
       expect(error.code).toBe("internal");

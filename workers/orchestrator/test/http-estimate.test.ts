@@ -14,7 +14,9 @@ const EstimateSchema = z.strictObject({
   calls: RangeSchema,
   tokens: z.strictObject({ prompt: RangeSchema, completion: RangeSchema, total: RangeSchema }),
   cost_usd: RangeSchema.nullable(),
-  by_model: z.array(z.strictObject({ model: z.string(), weight: z.number(), share: z.number(), price: PriceSchema.nullable(), cost_usd: RangeSchema.nullable() })),
+  by_model: z.array(
+    z.strictObject({ model: z.string(), weight: z.number(), share: z.number(), price: PriceSchema.nullable(), cost_usd: RangeSchema.nullable() }),
+  ),
   compare_models: z.array(z.strictObject({ model: z.string(), price: PriceSchema, cost_usd: RangeSchema, monthly_cost_usd: RangeSchema.optional() })),
   budget: z.strictObject({ max_usd: z.number().optional(), max_tokens: z.number().optional(), fits: z.enum(["always", "maybe", "unlikely"]) }).optional(),
   assumptions: z.array(z.string()).min(1),
@@ -43,7 +45,10 @@ const KNOWN_SPEC = {
   name: "known",
   model: "mock-1",
   system: "You review code.",
-  tasks: [{ id: "auth", prompt: "Audit auth.py." }, { id: "db", prompt: "Audit db.py, then api.py." }],
+  tasks: [
+    { id: "auth", prompt: "Audit auth.py." },
+    { id: "db", prompt: "Audit db.py, then api.py." },
+  ],
   limits: { max_output_tokens: 100, max_attempts: 3 },
 };
 const KNOWN_COST = { min: usd(35 * 100_000 + 2 * 400_000), max: usd(105 * 100_000 + 600 * 400_000) };
@@ -57,7 +62,10 @@ async function estimate(body: unknown, path = "/v1/swarms/estimate"): Promise<Es
 async function listSwarmIds(): Promise<string[]> {
   const response = await callApi("/v1/swarms?limit=100");
   expect(response.status).toBe(200);
-  return z.object({ swarms: z.array(z.object({ id: z.string() })) }).parse(await response.json()).swarms.map((s) => s.id);
+  return z
+    .object({ swarms: z.array(z.object({ id: z.string() })) })
+    .parse(await response.json())
+    .swarms.map((s) => s.id);
 }
 
 async function countSwarmRows(): Promise<number> {
@@ -111,12 +119,23 @@ describe("POST /v1/swarms/estimate", () => {
   });
 
   it("prices each model's share of a weighted mix", async () => {
-    const body = await estimate({ ...KNOWN_SPEC, model: [{ model: "deepseek-v3.2", weight: 60 }, { model: "kimi-k2.5", weight: 30 }, { model: "claude-sonnet-4.5", weight: 10 }] });
+    const body = await estimate({
+      ...KNOWN_SPEC,
+      model: [
+        { model: "deepseek-v3.2", weight: 60 },
+        { model: "kimi-k2.5", weight: 30 },
+        { model: "claude-sonnet-4.5", weight: 10 },
+      ],
+    });
     // Whole-spec picodollars per model × share; shares 0.6, 0.3, 0.1.
     const deepseek = { min: (35 * 280_000 + 2 * 420_000) * 0.6, max: (105 * 280_000 + 600 * 420_000) * 0.6 };
     const kimi = { min: (35 * 150_000 + 2 * 600_000) * 0.3, max: (105 * 150_000 + 600 * 600_000) * 0.3 };
     const claude = { min: (35 * 3_000_000 + 2 * 15_000_000) * 0.1, max: (105 * 3_000_000 + 600 * 15_000_000) * 0.1 };
-    expect([deepseek, kimi, claude]).toEqual([{ min: 6_384_000, max: 168_840_000 }, { min: 1_935_000, max: 112_725_000 }, { min: 13_500_000, max: 931_500_000 }]);
+    expect([deepseek, kimi, claude]).toEqual([
+      { min: 6_384_000, max: 168_840_000 },
+      { min: 1_935_000, max: 112_725_000 },
+      { min: 13_500_000, max: 931_500_000 },
+    ]);
     expect(body.by_model.map((m) => [m.model, m.share, m.cost_usd])).toEqual([
       ["deepseek-v3.2", 0.6, { min: usd(6_384_000), max: usd(168_840_000) }],
       ["kimi-k2.5", 0.3, { min: usd(1_935_000), max: usd(112_725_000) }],
@@ -144,7 +163,11 @@ describe("POST /v1/swarms/estimate", () => {
   it("uses MODEL_PRICES from the Worker's configuration", async () => {
     const response = await createApp().request(
       "/v1/swarms/estimate",
-      { method: "POST", headers: { authorization: `Bearer ${TOKEN_A}`, "content-type": "application/json" }, body: JSON.stringify({ ...KNOWN_SPEC, model: "in-house-llm" }) },
+      {
+        method: "POST",
+        headers: { authorization: `Bearer ${TOKEN_A}`, "content-type": "application/json" },
+        body: JSON.stringify({ ...KNOWN_SPEC, model: "in-house-llm" }),
+      },
       { ...env, MODEL_PRICES: '{"in-house-llm": {"input": 1, "cached_input": 0.1, "output": 2}}' },
     );
     expect(response.status).toBe(200);

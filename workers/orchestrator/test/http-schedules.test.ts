@@ -68,13 +68,34 @@ describe("POST /v1/schedules", () => {
     ["a missing spec", { name: "n", cron: "* * * * *" }, ["spec"]],
     ["a spec without tasks", { name: "n", cron: "* * * * *", spec: validSpec({ tasks: [] }) }, ["spec.tasks"]],
     ["an empty prompt", { name: "n", cron: "* * * * *", spec: validSpec({ tasks: [{ prompt: "" }] }) }, ["spec.tasks.0.prompt"]],
-    ["duplicate task ids", { name: "n", cron: "* * * * *", spec: validSpec({ tasks: [{ id: "a", prompt: "1" }, { id: "a", prompt: "2" }] }) }, ["spec.tasks.1.id"]],
+    [
+      "duplicate task ids",
+      {
+        name: "n",
+        cron: "* * * * *",
+        spec: validSpec({
+          tasks: [
+            { id: "a", prompt: "1" },
+            { id: "a", prompt: "2" },
+          ],
+        }),
+      },
+      ["spec.tasks.1.id"],
+    ],
     ["bad concurrency", { name: "n", cron: "* * * * *", spec: validSpec({ limits: { concurrency: 99_999 } }) }, ["spec.limits.concurrency"]],
     ["enabled as a string", { name: "n", cron: "* * * * *", spec: validSpec(), enabled: "yes" }, ["enabled"]],
     ["an unknown key", { name: "n", cron: "* * * * *", spec: validSpec(), timezone: "UTC" }, ["(root)"]],
     // Admitted as POST /v1/swarms admits it (vitest.config.ts: tiers premium and economy).
-    ["a USD budget over a model without a price", { name: "n", cron: "* * * * *", spec: validSpec({ model: "unpriced-model", budget: { max_usd: 1 } }) }, ["spec.budget.max_usd"]],
-    ["a fallback tier no gateway model has", { name: "n", cron: "* * * * *", spec: validSpec({ budget: { max_tokens: 10_000, fallback_tier: "bargain" } }) }, ["spec.budget.fallback_tier"]],
+    [
+      "a USD budget over a model without a price",
+      { name: "n", cron: "* * * * *", spec: validSpec({ model: "unpriced-model", budget: { max_usd: 1 } }) },
+      ["spec.budget.max_usd"],
+    ],
+    [
+      "a fallback tier no gateway model has",
+      { name: "n", cron: "* * * * *", spec: validSpec({ budget: { max_tokens: 10_000, fallback_tier: "bargain" } }) },
+      ["spec.budget.fallback_tier"],
+    ],
   ])("%s → 400 naming %j", async (_case, body, paths) => {
     const response = await callApi("/v1/schedules", { json: body });
     expect(response.status).toBe(400);

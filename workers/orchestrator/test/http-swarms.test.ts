@@ -72,7 +72,17 @@ describe("POST /v1/swarms validation", () => {
     ["fractional concurrency", validSpec({ limits: { concurrency: 1.5 } }), "limits.concurrency"],
     ["an unknown limit", validSpec({ limits: { concurency: 4 } }), "limits"],
     ["an unknown top-level key", validSpec({ colour: "red" }), "(root)"],
-    ["duplicate task ids", validSpec({ tasks: [{ id: "a", prompt: "1" }, { id: "b", prompt: "2" }, { id: "a", prompt: "3" }] }), "tasks.2.id"],
+    [
+      "duplicate task ids",
+      validSpec({
+        tasks: [
+          { id: "a", prompt: "1" },
+          { id: "b", prompt: "2" },
+          { id: "a", prompt: "3" },
+        ],
+      }),
+      "tasks.2.id",
+    ],
     ["an unknown response_format type", validSpec({ response_format: { type: "yaml" } }), "response_format.type"],
     ["json_schema without a schema", validSpec({ response_format: { type: "json_schema", json_schema: { name: "x" } } }), "response_format.json_schema.schema"],
     ["a spec that is an array", [validSpec()], "(root)"],
@@ -265,10 +275,17 @@ describe("budgets and model mixes", () => {
   });
 
   it("starts a weighted mix and shows its models", async () => {
-    const created = await createSwarm(validSpec({ model: [{ model: "deepseek-v3.2", weight: 60 }, { model: "kimi-k2.5", weight: 40 }] }));
-    const status = z.object({ model: z.string(), models: z.array(z.object({ model: z.string(), weight: z.number() })) }).parse(
-      await (await callApi(`/v1/swarms/${created.id}`)).json(),
+    const created = await createSwarm(
+      validSpec({
+        model: [
+          { model: "deepseek-v3.2", weight: 60 },
+          { model: "kimi-k2.5", weight: 40 },
+        ],
+      }),
     );
+    const status = z
+      .object({ model: z.string(), models: z.array(z.object({ model: z.string(), weight: z.number() })) })
+      .parse(await (await callApi(`/v1/swarms/${created.id}`)).json());
     expect(status.model).toBe("deepseek-v3.2:60,kimi-k2.5:40");
     expect(status.models).toHaveLength(2);
   });
@@ -281,16 +298,27 @@ describe("reducers", () => {
   ])("a finished swarm with reduce %s answers the reduced output", async (_label, reduce, expected) => {
     const created = await createSwarm(validSpec({ reduce }));
     const page = ResultsSchema.parse(await (await callApi(`/v1/swarms/${created.id}/results`)).json());
-    await finishAllTasks(created.id, page.results.map((r) => r.task_id));
-    const status = z.object({ reduce: z.object({ kind: z.string() }), output: z.record(z.string(), z.unknown()) }).parse(
-      await (await callApi(`/v1/swarms/${created.id}`)).json(),
+    await finishAllTasks(
+      created.id,
+      page.results.map((r) => r.task_id),
     );
+    const status = z
+      .object({ reduce: z.object({ kind: z.string() }), output: z.record(z.string(), z.unknown()) })
+      .parse(await (await callApi(`/v1/swarms/${created.id}`)).json());
     expect(status.reduce.kind).toBe(reduce.kind);
     expect(status.output).toMatchObject(expected);
   });
 
   it("merges JSON results into one value over the RPC boundary", async () => {
-    const created = await createSwarm(validSpec({ reduce: { kind: "json_merge" }, tasks: [{ id: "a", prompt: "x" }, { id: "b", prompt: "y" }] }));
+    const created = await createSwarm(
+      validSpec({
+        reduce: { kind: "json_merge" },
+        tasks: [
+          { id: "a", prompt: "x" },
+          { id: "b", prompt: "y" },
+        ],
+      }),
+    );
     const room = env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(created.id));
     const lane = { ticket: "test-lane", slots: 2 };
     const pulled = await room.pull({ ...lane, reports: [], want: 2, final: false });
@@ -309,7 +337,15 @@ describe("reducers", () => {
     expect(status.output).toEqual({
       kind: "json_merge",
       value: { files: ["a", "b"], meta: { n: 1 } },
-      conflicts: [{ path: "meta.n", values: [{ task_id: "a", value: 1 }, { task_id: "b", value: 2 }] }],
+      conflicts: [
+        {
+          path: "meta.n",
+          values: [
+            { task_id: "a", value: 1 },
+            { task_id: "b", value: 2 },
+          ],
+        },
+      ],
       invalid: [],
     });
   });
@@ -323,14 +359,23 @@ describe("reducers", () => {
 });
 
 describe("agents: goal, tools, structured output", () => {
-  const lint = { name: "lint", description: "Lint a file", parameters: { type: "object", properties: { path: { type: "string" } } }, url: "https://ci.example.com/lint" };
+  const lint = {
+    name: "lint",
+    description: "Lint a file",
+    parameters: { type: "object", properties: { path: { type: "string" } } },
+    url: "https://ci.example.com/lint",
+  };
 
   it("a goal starts the swarm planning; its plan is readable at urls.plan", async () => {
     const response = await callApi("/v1/swarms", { json: { name: "research", model: "mock-1", goal: "Research:\n- a\n- b", planner: { max_tasks: 5 } } });
     expect(response.status).toBe(202);
     const body = z.object({ id: z.string(), state: z.literal("planning"), urls: z.object({ plan: z.string() }) }).parse(await response.json());
     const status = await callApi(`/v1/swarms/${body.id}`);
-    expect(await status.json()).toMatchObject({ state: "planning", tasks: 0, plan: { goal: "Research:\n- a\n- b", model: "mock-1", state: "planning", attempts: 1, task_count: 0 } });
+    expect(await status.json()).toMatchObject({
+      state: "planning",
+      tasks: 0,
+      plan: { goal: "Research:\n- a\n- b", model: "mock-1", state: "planning", attempts: 1, task_count: 0 },
+    });
     const plan = await callApi(new URL(body.urls.plan).pathname);
     expect(plan.status).toBe(200);
     expect(await plan.json()).toMatchObject({ state: "planning", tasks: [] });
@@ -352,7 +397,11 @@ describe("agents: goal, tools, structured output", () => {
     ["a webhook tool named like a built-in", validSpec({ tools: [{ ...lint, name: "http_fetch" }] }), "tools.0.name"],
     ["a webhook tool twice", validSpec({ tools: [lint, lint] }), "tools.1"],
     ["a webhook url that is not http(s)", validSpec({ tools: [{ ...lint, url: "file:///etc/passwd" }] }), "tools.0.url"],
-    ["webhook parameters that are no usable JSON Schema", validSpec({ tools: [{ ...lint, parameters: { type: "object", properties: { path: { type: "strng" } } } }] }), "tools.0.parameters"],
+    [
+      "webhook parameters that are no usable JSON Schema",
+      validSpec({ tools: [{ ...lint, parameters: { type: "object", properties: { path: { type: "strng" } } } }] }),
+      "tools.0.parameters",
+    ],
     ["an allowlist entry with a path", validSpec({ tools: ["http_fetch"], http_allowlist: ["example.com/x"] }), "http_allowlist.0"],
     ["max_turns 0", validSpec({ limits: { max_turns: 0 } }), "limits.max_turns"],
     ["a task id reserved for the engine", validSpec({ tasks: [{ id: "__plan.1", prompt: "x" }] }), "tasks.0.id"],
@@ -374,12 +423,20 @@ describe("agents: goal, tools, structured output", () => {
   });
 
   it("accepts tools, an allowlist, parallel_tool_calls and agent limits", async () => {
-    const spec = validSpec({ tools: ["scratchpad", "http_fetch", lint], http_allowlist: ["api.example.com", "*.docs.rs", "cdn.example.net:8443"], parallel_tool_calls: false, limits: { max_turns: 4, max_tool_calls: 6 } });
+    const spec = validSpec({
+      tools: ["scratchpad", "http_fetch", lint],
+      http_allowlist: ["api.example.com", "*.docs.rs", "cdn.example.net:8443"],
+      parallel_tool_calls: false,
+      limits: { max_turns: 4, max_tool_calls: 6 },
+    });
     expect((await callApi("/v1/swarms", { json: spec })).status).toBe(202);
   });
 
   it("refuses tools that could only reach private addresses (ALLOW_PRIVATE_NETWORK is off): 400 naming each", async () => {
-    const spec = validSpec({ tools: ["http_fetch", { ...lint, url: "https://10.0.0.1/lint" }], http_allowlist: ["api.example.com", "127.0.0.1:8788", "169.254.169.254"] });
+    const spec = validSpec({
+      tools: ["http_fetch", { ...lint, url: "https://10.0.0.1/lint" }],
+      http_allowlist: ["api.example.com", "127.0.0.1:8788", "169.254.169.254"],
+    });
     const response = await callApi("/v1/swarms", { json: spec });
     expect(response.status).toBe(400);
     const body = await readErrorBody(response);
@@ -407,7 +464,10 @@ describe("POST /v1/swarms/:id/cancel", () => {
   it("answers 409 for a swarm that already ended, and 404 for another tenant's swarm", async () => {
     const created = await createSwarm(validSpec({ name: "done-before-cancel" }));
     const page = ResultsSchema.parse(await (await callApi(`/v1/swarms/${created.id}/results`)).json());
-    await finishAllTasks(created.id, page.results.map((r) => r.task_id));
+    await finishAllTasks(
+      created.id,
+      page.results.map((r) => r.task_id),
+    );
     const conflict = await callApi(`/v1/swarms/${created.id}/cancel`, { method: "POST" });
     expect(conflict.status).toBe(409);
     expect((await readErrorBody(conflict)).code).toBe("conflict");
@@ -513,8 +573,7 @@ async function readEvents(response: Response, stopAfter: string): Promise<{ even
     const { done, value } = await reader.read();
     if (done) break;
     buffer += value;
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) !== -1) {
+    for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n")) {
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
       const event = /^event: (.*)$/m.exec(block)?.[1];

@@ -65,21 +65,130 @@ const usage = (prompt: number, cached: number, completion: number, reasoning: nu
  * Rows 6 and 7 sit just outside [2025-03-01, 2025-03-03); tenant V's row sits inside it.
  */
 const MARCH: SeedRow[] = [
-  { call_id: "sw_r1:a:1:1", tenant: TENANT_U, swarm_id: "sw_r1", model: "m-alpha", created_at: at("2025-03-01T10:00:00Z"), ...usage(100, 20, 50, 5), cost_usd: 0.25, latency_ms: 100 },
-  { call_id: "sw_r1:b:1:1", tenant: TENANT_U, swarm_id: "sw_r1", model: "m-alpha", created_at: at("2025-03-01T11:00:00Z"), status: "error", error_class: "upstream_timeout", latency_ms: 3_000 },
-  { call_id: "sw_r1:c:1:1", tenant: TENANT_U, swarm_id: "sw_r1", model: "m-beta", created_at: at("2025-03-02T09:00:00Z"), ...usage(200, 0, 80, 0), cost_usd: 0.5, latency_ms: 200 },
-  { call_id: "sw_r2:a:1:1", tenant: TENANT_U, swarm_id: "sw_r2", model: "m-alpha", created_at: at("2025-03-02T23:59:59.999Z"), ...usage(10, 0, 5, 0), cost_usd: 0.125, latency_ms: 50 },
+  {
+    call_id: "sw_r1:a:1:1",
+    tenant: TENANT_U,
+    swarm_id: "sw_r1",
+    model: "m-alpha",
+    created_at: at("2025-03-01T10:00:00Z"),
+    ...usage(100, 20, 50, 5),
+    cost_usd: 0.25,
+    latency_ms: 100,
+  },
+  {
+    call_id: "sw_r1:b:1:1",
+    tenant: TENANT_U,
+    swarm_id: "sw_r1",
+    model: "m-alpha",
+    created_at: at("2025-03-01T11:00:00Z"),
+    status: "error",
+    error_class: "upstream_timeout",
+    latency_ms: 3_000,
+  },
+  {
+    call_id: "sw_r1:c:1:1",
+    tenant: TENANT_U,
+    swarm_id: "sw_r1",
+    model: "m-beta",
+    created_at: at("2025-03-02T09:00:00Z"),
+    ...usage(200, 0, 80, 0),
+    cost_usd: 0.5,
+    latency_ms: 200,
+  },
+  {
+    call_id: "sw_r2:a:1:1",
+    tenant: TENANT_U,
+    swarm_id: "sw_r2",
+    model: "m-alpha",
+    created_at: at("2025-03-02T23:59:59.999Z"),
+    ...usage(10, 0, 5, 0),
+    cost_usd: 0.125,
+    latency_ms: 50,
+  },
   // Usage reported, but the model had no price: in the token sums, not in the cost.
-  { call_id: "sw_r2:b:1:1", tenant: TENANT_U, swarm_id: "sw_r2", model: "m-beta", created_at: at("2025-03-02T12:00:00Z"), ...usage(40, 10, 10, 2), latency_ms: 400 },
-  { call_id: "sw_r2:c:1:1", tenant: TENANT_U, swarm_id: "sw_r2", model: "m-alpha", created_at: at("2025-03-03T00:00:00Z"), ...usage(1, 0, 1, 0), cost_usd: 1, latency_ms: 1 },
-  { call_id: "sw_r0:a:1:1", tenant: TENANT_U, swarm_id: "sw_r0", model: "m-alpha", created_at: at("2025-02-28T23:59:59.999Z"), ...usage(1, 0, 1, 0), cost_usd: 1, latency_ms: 1 },
-  { call_id: "sw_v1:a:1:1", tenant: TENANT_V, swarm_id: "sw_v1", model: "m-alpha", created_at: at("2025-03-01T12:00:00Z"), ...usage(9_000, 0, 9_000, 0), cost_usd: 64, latency_ms: 9_999 },
+  {
+    call_id: "sw_r2:b:1:1",
+    tenant: TENANT_U,
+    swarm_id: "sw_r2",
+    model: "m-beta",
+    created_at: at("2025-03-02T12:00:00Z"),
+    ...usage(40, 10, 10, 2),
+    latency_ms: 400,
+  },
+  {
+    call_id: "sw_r2:c:1:1",
+    tenant: TENANT_U,
+    swarm_id: "sw_r2",
+    model: "m-alpha",
+    created_at: at("2025-03-03T00:00:00Z"),
+    ...usage(1, 0, 1, 0),
+    cost_usd: 1,
+    latency_ms: 1,
+  },
+  {
+    call_id: "sw_r0:a:1:1",
+    tenant: TENANT_U,
+    swarm_id: "sw_r0",
+    model: "m-alpha",
+    created_at: at("2025-02-28T23:59:59.999Z"),
+    ...usage(1, 0, 1, 0),
+    cost_usd: 1,
+    latency_ms: 1,
+  },
+  {
+    call_id: "sw_v1:a:1:1",
+    tenant: TENANT_V,
+    swarm_id: "sw_v1",
+    model: "m-alpha",
+    created_at: at("2025-03-01T12:00:00Z"),
+    ...usage(9_000, 0, 9_000, 0),
+    cost_usd: 64,
+    latency_ms: 9_999,
+  },
 ];
 const MARCH_RANGE = "from=2025-03-01&to=2025-03-03";
 
-const ALPHA = { key: "m-alpha", calls: 3, prompt_tokens: 110, cached_tokens: 20, completion_tokens: 55, reasoning_tokens: 5, total_tokens: 165, cost_usd: 0.375, error_rate: 1 / 3, p50_latency_ms: 100, missing_usage_calls: 1, unpriced_calls: 0 };
-const BETA = { key: "m-beta", calls: 2, prompt_tokens: 240, cached_tokens: 10, completion_tokens: 90, reasoning_tokens: 2, total_tokens: 330, cost_usd: 0.5, error_rate: 0, p50_latency_ms: 200, missing_usage_calls: 0, unpriced_calls: 1 };
-const MARCH_TOTALS = { calls: 5, prompt_tokens: 350, cached_tokens: 30, completion_tokens: 145, reasoning_tokens: 7, total_tokens: 495, cost_usd: 0.875, error_rate: 0.2, p50_latency_ms: 200, missing_usage_calls: 1, unpriced_calls: 1 };
+const ALPHA = {
+  key: "m-alpha",
+  calls: 3,
+  prompt_tokens: 110,
+  cached_tokens: 20,
+  completion_tokens: 55,
+  reasoning_tokens: 5,
+  total_tokens: 165,
+  cost_usd: 0.375,
+  error_rate: 1 / 3,
+  p50_latency_ms: 100,
+  missing_usage_calls: 1,
+  unpriced_calls: 0,
+};
+const BETA = {
+  key: "m-beta",
+  calls: 2,
+  prompt_tokens: 240,
+  cached_tokens: 10,
+  completion_tokens: 90,
+  reasoning_tokens: 2,
+  total_tokens: 330,
+  cost_usd: 0.5,
+  error_rate: 0,
+  p50_latency_ms: 200,
+  missing_usage_calls: 0,
+  unpriced_calls: 1,
+};
+const MARCH_TOTALS = {
+  calls: 5,
+  prompt_tokens: 350,
+  cached_tokens: 30,
+  completion_tokens: 145,
+  reasoning_tokens: 7,
+  total_tokens: 495,
+  cost_usd: 0.875,
+  error_rate: 0.2,
+  p50_latency_ms: 200,
+  missing_usage_calls: 1,
+  unpriced_calls: 1,
+};
 
 // Ledger storage persists across the tests of this file: the March rows are seeded once.
 beforeAll(async () => {
@@ -102,8 +211,34 @@ describe("GET /v1/usage groups", () => {
   it("sums per UTC day (YYYY-MM-DD), to exclusive", async () => {
     const report = await readReport(`?${MARCH_RANGE}&group_by=day`);
     expect(report.rows).toEqual([
-      { key: "2025-03-01", calls: 2, prompt_tokens: 100, cached_tokens: 20, completion_tokens: 50, reasoning_tokens: 5, total_tokens: 150, cost_usd: 0.25, error_rate: 0.5, p50_latency_ms: 100, missing_usage_calls: 1, unpriced_calls: 0 },
-      { key: "2025-03-02", calls: 3, prompt_tokens: 250, cached_tokens: 10, completion_tokens: 95, reasoning_tokens: 2, total_tokens: 345, cost_usd: 0.625, error_rate: 0, p50_latency_ms: 200, missing_usage_calls: 0, unpriced_calls: 1 },
+      {
+        key: "2025-03-01",
+        calls: 2,
+        prompt_tokens: 100,
+        cached_tokens: 20,
+        completion_tokens: 50,
+        reasoning_tokens: 5,
+        total_tokens: 150,
+        cost_usd: 0.25,
+        error_rate: 0.5,
+        p50_latency_ms: 100,
+        missing_usage_calls: 1,
+        unpriced_calls: 0,
+      },
+      {
+        key: "2025-03-02",
+        calls: 3,
+        prompt_tokens: 250,
+        cached_tokens: 10,
+        completion_tokens: 95,
+        reasoning_tokens: 2,
+        total_tokens: 345,
+        cost_usd: 0.625,
+        error_rate: 0,
+        p50_latency_ms: 200,
+        missing_usage_calls: 0,
+        unpriced_calls: 1,
+      },
     ]);
     expect(report.totals).toEqual(MARCH_TOTALS);
   });
@@ -111,8 +246,34 @@ describe("GET /v1/usage groups", () => {
   it("sums per swarm", async () => {
     const report = await readReport(`?${MARCH_RANGE}&group_by=swarm`);
     expect(report.rows).toEqual([
-      { key: "sw_r1", calls: 3, prompt_tokens: 300, cached_tokens: 20, completion_tokens: 130, reasoning_tokens: 5, total_tokens: 430, cost_usd: 0.75, error_rate: 1 / 3, p50_latency_ms: 200, missing_usage_calls: 1, unpriced_calls: 0 },
-      { key: "sw_r2", calls: 2, prompt_tokens: 50, cached_tokens: 10, completion_tokens: 15, reasoning_tokens: 2, total_tokens: 65, cost_usd: 0.125, error_rate: 0, p50_latency_ms: 50, missing_usage_calls: 0, unpriced_calls: 1 },
+      {
+        key: "sw_r1",
+        calls: 3,
+        prompt_tokens: 300,
+        cached_tokens: 20,
+        completion_tokens: 130,
+        reasoning_tokens: 5,
+        total_tokens: 430,
+        cost_usd: 0.75,
+        error_rate: 1 / 3,
+        p50_latency_ms: 200,
+        missing_usage_calls: 1,
+        unpriced_calls: 0,
+      },
+      {
+        key: "sw_r2",
+        calls: 2,
+        prompt_tokens: 50,
+        cached_tokens: 10,
+        completion_tokens: 15,
+        reasoning_tokens: 2,
+        total_tokens: 65,
+        cost_usd: 0.125,
+        error_rate: 0,
+        p50_latency_ms: 50,
+        missing_usage_calls: 0,
+        unpriced_calls: 1,
+      },
     ]);
   });
 
@@ -130,11 +291,31 @@ describe("GET /v1/usage groups", () => {
   });
 
   it("reports a group whose calls all lack usage with null sums, never zeros", async () => {
-    const noUsage = (n: number): SeedRow => ({ call_id: `sw_nu:t${n}:1:1`, tenant: TENANT_U, swarm_id: "sw_nu", model: "m-silent", created_at: at(`2025-04-0${n}T00:00:00Z`), latency_ms: n * 10 });
+    const noUsage = (n: number): SeedRow => ({
+      call_id: `sw_nu:t${n}:1:1`,
+      tenant: TENANT_U,
+      swarm_id: "sw_nu",
+      model: "m-silent",
+      created_at: at(`2025-04-0${n}T00:00:00Z`),
+      latency_ms: n * 10,
+    });
     await seedLedger([noUsage(1), noUsage(2), noUsage(3), noUsage(4)]);
     const report = await readReport("?from=2025-04-01&to=2025-04-30");
     expect(report.rows).toEqual([
-      { key: "m-silent", calls: 4, prompt_tokens: null, cached_tokens: null, completion_tokens: null, reasoning_tokens: null, total_tokens: null, cost_usd: null, error_rate: 0, p50_latency_ms: 20, missing_usage_calls: 4, unpriced_calls: 0 },
+      {
+        key: "m-silent",
+        calls: 4,
+        prompt_tokens: null,
+        cached_tokens: null,
+        completion_tokens: null,
+        reasoning_tokens: null,
+        total_tokens: null,
+        cost_usd: null,
+        error_rate: 0,
+        p50_latency_ms: 20,
+        missing_usage_calls: 4,
+        unpriced_calls: 0,
+      },
     ]);
   });
 
@@ -151,7 +332,19 @@ describe("GET /v1/usage groups", () => {
   it("answers an empty range with no rows and zero calls", async () => {
     const report = await readReport("?from=2001-01-01&to=2001-02-01");
     expect(report.rows).toEqual([]);
-    expect(report.totals).toEqual({ calls: 0, prompt_tokens: null, cached_tokens: null, completion_tokens: null, reasoning_tokens: null, total_tokens: null, cost_usd: null, error_rate: null, p50_latency_ms: null, missing_usage_calls: 0, unpriced_calls: 0 });
+    expect(report.totals).toEqual({
+      calls: 0,
+      prompt_tokens: null,
+      cached_tokens: null,
+      completion_tokens: null,
+      reasoning_tokens: null,
+      total_tokens: null,
+      cost_usd: null,
+      error_rate: null,
+      p50_latency_ms: null,
+      missing_usage_calls: 0,
+      unpriced_calls: 0,
+    });
   });
 });
 

@@ -10,7 +10,12 @@ import { createApp } from "../app.ts";
 import { callApi, TOKEN_A, TOKEN_B } from "./call-api.ts";
 import { readErrorBody } from "./error-body.ts";
 
-const KeySchema = z.strictObject({ tenant: z.string(), key: z.string().regex(/^[0-9a-f]{64}$/), header: z.literal("x-edgeswarm-signature"), scheme: z.string() });
+const KeySchema = z.strictObject({
+  tenant: z.string(),
+  key: z.string().regex(/^[0-9a-f]{64}$/),
+  header: z.literal("x-edgeswarm-signature"),
+  scheme: z.string(),
+});
 
 describe("GET /v1/webhooks/signing-key", () => {
   it("answers the caller's own key: HMAC(WEBHOOK_SECRET, context + tenant), different for each token", async () => {

@@ -5,9 +5,23 @@ import type { LedgerRow } from "../../../src/ledger/d1-ledger.ts";
 export type SeedRow = Partial<LedgerRow> & Pick<LedgerRow, "call_id" | "tenant" | "created_at">;
 
 const COLUMNS = [
-  "call_id", "swarm_id", "task_id", "attempt", "turn", "tenant", "model", "status", "error_class",
-  "prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens", "total_tokens",
-  "cost_usd", "latency_ms", "created_at",
+  "call_id",
+  "swarm_id",
+  "task_id",
+  "attempt",
+  "turn",
+  "tenant",
+  "model",
+  "status",
+  "error_class",
+  "prompt_tokens",
+  "cached_tokens",
+  "completion_tokens",
+  "reasoning_tokens",
+  "total_tokens",
+  "cost_usd",
+  "latency_ms",
+  "created_at",
 ] as const satisfies readonly (keyof LedgerRow)[];
 
 export function toLedgerRow(row: SeedRow): LedgerRow {
@@ -33,8 +47,10 @@ export function toLedgerRow(row: SeedRow): LedgerRow {
 export async function seedLedger(rows: readonly SeedRow[]): Promise<void> {
   const sql = `INSERT INTO ledger (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map((_, i) => `?${i + 1}`).join(", ")})`;
   const statement = env.LEDGER_DB.prepare(sql);
-  await env.LEDGER_DB.batch(rows.map((row) => {
-    const full = toLedgerRow(row);
-    return statement.bind(...COLUMNS.map((column) => full[column]));
-  }));
+  await env.LEDGER_DB.batch(
+    rows.map((row) => {
+      const full = toLedgerRow(row);
+      return statement.bind(...COLUMNS.map((column) => full[column]));
+    }),
+  );
 }
