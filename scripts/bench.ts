@@ -41,9 +41,16 @@ const FAULT_PROFILES: Readonly<Record<string, Partial<Record<FaultKind, number>>
   none: {},
   mixed: { "429": 0.2, "500": 0.05, malformed: 0.02, hang: 0.01, truncated: 0.01 },
 };
-// The swarm status may carry a `billable` object (queue messages, Durable Object RPCs, rows
-// written…); its fields are read loosely, whatever their names: every number becomes a per-task figure.
-const BillableStatusSchema = z.looseObject({ billable: z.record(z.string(), z.unknown()).optional() });
+// The swarm status's `billable` operations (queue messages, Durable Object requests, rows written),
+// in all and per task; absent from a status of an earlier version.
+const BillableOps = z.object({
+  queue_messages_sent: z.number(),
+  queue_messages_received: z.number(),
+  do_requests: z.number(),
+  do_rows_written: z.number(),
+  d1_rows_written: z.number(),
+});
+const BillableStatusSchema = z.looseObject({ billable: BillableOps.extend({ per_task: BillableOps.nullable() }).optional() });
 
 /** Production's limit of connections waiting for response headers per invocation, which wrangler dev does not enforce. */
 const HEADER_SLOTS_PER_INVOCATION = 6;
@@ -279,15 +286,14 @@ function workerdUsage(before: ProcessUsage[], after: ProcessUsage[]): { cpuMs: n
 function formatBillable(status: SwarmStatusBody, taskCount: number): string | null {
   const billable = BillableStatusSchema.parse(status).billable;
   if (billable === undefined) return null;
-  const figures: string[] = [];
-  const visit = (value: unknown, key: string): void => {
-    if (typeof value === "number" && Number.isFinite(value)) {
-      const perTask = key.endsWith("_per_task") ? value : value / taskCount;
-      figures.push(`${key.replace(/_per_task$/, "")}/task=${Number(perTask.toPrecision(3))}`);
-    } else if (typeof value === "object" && value !== null && !Array.isArray(value)) {
-      for (const [k, v] of Object.entries(value)) visit(v, key === "" ? k : `${key}.${k}`);
-    }
-  };
-  visit(billable, "");
-  return figures.length > 0 ? `billable: ${figures.join(" ")}` : null;
+  const per = (n: number) => Number((n / taskCount).toPrecision(3));
+  return [
+    "billable per task:",
+    `queue_msgs_sent=${per(billable.queue_messages_sent)}`,
+    `queue_msgs_received=${per(billable.queue_messages_received)}`,
+    `do_requests=${per(billable.do_requests)}`,
+    `do_rows_written=${per(billable.do_rows_written)}`,
+    `d1_rows_written=${per(billable.d1_rows_written)}`,
+    `(in all: ${billable.queue_messages_sent} + ${billable.queue_messages_received} queue msgs, ${billable.do_requests} DO requests, ${billable.do_rows_written} DO rows, ${billable.d1_rows_written} D1 rows)`,
+  ].join(" ");
 }

@@ -163,7 +163,8 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
         await ctx.sleep(waitMs);
         continue;
       }
-      if (answer.stop && answer.granted.length === 0) stopping = true;
+      // A `stop` while this lane still runs tasks is not final: one of them may fail and be retried,
+      // and this lane, with free slots, is the one to run it (its next pull asks again).
       // Free slots a retry will fill soon: pull again when it is due, even if no task ends first.
       // (A late wake only makes one extra pull.)
       if (!stopping && answer.granted.length < free && answer.retryInMs !== null && answer.retryInMs <= ctx.idleWaitMaxMs) {
