@@ -6,6 +6,7 @@
 //   --tasks N (≤ 10,000)   --concurrency W (≤ 1,500)   --latency SPEC (200, uniform:100:300,
 //   normal:200:50, lognormal:MEDIAN:P95)   --ttfb MS   --faults none|mixed   --no-gate
 //   --no-baseline   --tool-turns T   --max-output-tokens N   --timeout-s S
+import { readdirSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -15,6 +16,7 @@ import type { FaultKind, MockModelHandle, Scenario, StatsSnapshot } from "../dev
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
+import { summarizeCpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild, type PoolResult } from "./lib/promise-pool-baseline.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
@@ -30,6 +32,7 @@ const { values } = parseArgs({
     baseline: { type: "boolean", default: true },
     "max-output-tokens": { type: "string", default: "32" },
     "tool-turns": { type: "string", default: "0" },
+    "pool-cpu-prof": { type: "boolean", default: false },
     "timeout-s": { type: "string" },
     seed: { type: "string", default: "1" },
   },
@@ -86,6 +89,8 @@ const meanMs = meanLatencyMs(latency.value, ttfb);
 // The throughput bound: each task holds its window slot for its T+1 calls, one after another.
 const idealS = (tasks * callsPerTask * meanMs) / concurrency / 1_000;
 const runBaseline = values.baseline && toolTurns === 0;
+// --pool-cpu-prof: the baseline runs under Node's --cpu-prof, and the bench prints where its CPU went.
+const profileDir = values["pool-cpu-prof"] ? path.join(ROOT, ".tmp", "pool-cpu-prof") : undefined;
 
 const scenario: Scenario = { latency: latency.value, ttfb_ms: ttfb, seed, retry_after_s: 1, ...(faulty ? { rates } : {}) };
 const prompts = Array.from({ length: tasks }, (_, i) =>
@@ -120,17 +125,21 @@ try {
   let baseline: { result: PoolResult; upstream: StatsSnapshot; meanInFlight: number } | null = null;
   if (runBaseline) {
     const sampler = startRun(mock);
-    const result = await runPoolChild({
-      baseURL: stack.modelBaseUrl,
-      apiKey: "mock-key-baseline",
-      model: "mock-1",
-      prompts,
-      concurrency,
-      maxTokens: maxOutputTokens,
-      timeoutMs: timeoutS * 1000,
-      maxAttempts: MAX_ATTEMPTS,
-    });
+    const result = await runPoolChild(
+      {
+        baseURL: stack.modelBaseUrl,
+        apiKey: "mock-key-baseline",
+        model: "mock-1",
+        prompts,
+        concurrency,
+        maxTokens: maxOutputTokens,
+        timeoutMs: timeoutS * 1000,
+        maxAttempts: MAX_ATTEMPTS,
+      },
+      profileDir,
+    );
     baseline = { result, upstream: mock.stats(), meanInFlight: sampler.stop(result.started_at, result.ended_at) };
+    if (profileDir !== undefined) printPoolProfile(profileDir, tasks);
   }
 
   const sampler = startRun(mock);
@@ -296,4 +305,18 @@ function formatBillable(status: SwarmStatusBody, taskCount: number): string | nu
     `d1_rows_written=${per(billable.d1_rows_written)}`,
     `(in all: ${billable.queue_messages_sent} + ${billable.queue_messages_received} queue msgs, ${billable.do_requests} DO requests, ${billable.do_rows_written} DO rows, ${billable.d1_rows_written} D1 rows)`,
   ].join(" ");
+}
+
+/** Where the baseline's CPU went, by package or Node internal module (self time, per task). */
+function printPoolProfile(dir: string, taskCount: number): void {
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith(".cpuprofile"))
+    .map((f) => path.join(dir, f));
+  const newest = files.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+  if (newest === undefined) return;
+  const owners = summarizeCpuProfile(newest);
+  const total = owners.reduce((sum, o) => sum + o.ms, 0);
+  console.log(`baseline CPU profile (${newest}): ${(total / taskCount).toFixed(3)} ms/task sampled, by owner (self time per task):`);
+  for (const { owner, ms } of owners.slice(0, 12))
+    console.log(`  ${(ms / taskCount).toFixed(3).padStart(7)} ms  ${((100 * ms) / total).toFixed(1).padStart(5)}%  ${owner}`);
 }

@@ -177,8 +177,10 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
 }
 
 /** Runs the pool as a child process: PoolOptions as JSON on stdin, PoolResult as JSON on stdout. */
-export async function runPoolChild(options: PoolOptions): Promise<PoolResult> {
-  const child = spawn(process.execPath, [import.meta.filename], { stdio: ["pipe", "pipe", "inherit"] });
+/** Runs the pool in a child process; with `cpuProfileDir`, Node writes its CPU profile there (`--cpu-prof`). */
+export async function runPoolChild(options: PoolOptions, cpuProfileDir?: string): Promise<PoolResult> {
+  const profile = cpuProfileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`];
+  const child = spawn(process.execPath, [...profile, import.meta.filename], { stdio: ["pipe", "pipe", "inherit"] });
   let out = "";
   child.stdout.on("data", (chunk: Buffer) => {
     out += chunk.toString();
