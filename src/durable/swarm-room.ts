@@ -2,7 +2,6 @@
 // It owns task states, leases, results, per-call usage, the dispatch window and completion; it
 // never calls a model (a Durable Object is single-threaded and billed for wall time).
 import { DurableObject } from "cloudflare:workers";
-import { z } from "zod";
 import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
 import { admitSwarm } from "../core/admit-swarm.ts";
 import { chargeOfCall, fitsBudget, toBudgetReason, worstCaseAttempt, worstCaseCall, type Amount } from "../core/budget.ts";
@@ -10,7 +9,7 @@ import { callsPerAttempt } from "../core/agent-limits.ts";
 import type { ErrorDetail } from "../core/errors.ts";
 import { reduceOutputs, toWire, type TaskOutput } from "../core/reducers.ts";
 import { PLAN_MAX_PROMPT_CHARS } from "../core/planner.ts";
-import { assignModel, toModelLabel, toModelMix, type WeightedModel } from "../core/route-model.ts";
+import { assignModel, toModelMix } from "../core/route-model.ts";
 import { isUpstreamHealthFailure, toHalfOpenAt } from "../core/circuit-breaker.ts";
 import type { ErrorClass } from "../core/error-class.ts";
 import { toCallId } from "../core/ids.ts";
@@ -20,18 +19,7 @@ import { costOfUsage, resolvePrice, type ModelPrice } from "../core/pricing.ts";
 import { capOfTenant, toBudgetMonth } from "../core/tenant-budget.ts";
 import type { TenantBudget } from "./tenant-budget.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
-import {
-  BudgetSchema,
-  LimitsSchema,
-  PlannerSpecSchema,
-  ResponseFormatSchema,
-  SwarmMetadataSchema,
-  ToolSpecSchema,
-  type Budget,
-  type Limits,
-  type ResponseFormat,
-  type ToolSpec,
-} from "../core/spec-schema.ts";
+import { PlannerSpecSchema, SwarmMetadataSchema, type Limits } from "../core/spec-schema.ts";
 import type {
   AgentCheckpoint,
   BillableView,
@@ -42,7 +30,6 @@ import type {
   ScratchpadRequest,
   ScratchpadResponse,
   TaskKind,
-  ToolSpecWire,
   CircuitView,
   ClaimedTask,
   PullRequest,
@@ -55,16 +42,15 @@ import type {
   TaskCounts,
   TaskReport,
   TaskResult,
-  TaskRunConfig,
   TaskState,
   UsageTotals,
 } from "../core/swarm-contract.ts";
 import { IN_FLIGHT_TASK_STATES } from "../core/swarm-contract.ts";
-import { decideCompletion, decideGrant, decideRecord, type TaskLifeRow } from "../core/task-transitions.ts";
+import { decideCompletion, decideGrant, decideRecord } from "../core/task-transitions.ts";
 import { toSendBatches, type Ticket } from "../core/ticket.ts";
 import { flushToLedger, type LedgerRow, type SwarmIndexRow } from "../ledger/d1-ledger.ts";
 import { migrateSwarmRoom } from "./swarm-room-schema.ts";
-import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, WeightedModelsSchema, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
+import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
 import {
   advancePhase,
   engineModels,
@@ -87,6 +73,7 @@ import { runScratchpad } from "./swarm-scratchpad.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
 import { SwarmTickets } from "./swarm-tickets.ts";
+import { SwarmStore, toLifeRow } from "./swarm-store.ts";
 import { SwarmTotals } from "./swarm-totals.ts";
 
 /** The bindings and settings the SwarmRoom reads; the orchestrator's Env provides them. */
@@ -119,12 +106,6 @@ const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
 /** A checkpoint shares its task's row (2 MB in all) with the prompt (≤ 200,000 chars) and output. */
 const CHECKPOINT_MAX_BYTES = 1_000_000;
 
-function toToolWires(tools: readonly ToolSpec[]): ToolSpecWire[] {
-  return tools.map((tool) =>
-    typeof tool === "string" ? tool : { name: tool.name, description: tool.description, url: tool.url, parameters_json: JSON.stringify(tool.parameters) },
-  );
-}
-
 /** Per model call: `long_timeout_s` for a task flagged long, else `timeout_s`. */
 const toCallTimeoutS = (task: { long: number } | null, limits: Limits): number => (task?.long === 1 ? limits.long_timeout_s : limits.timeout_s);
 
@@ -138,14 +119,6 @@ const toCapText = (cap: { max_usd_per_month?: number | undefined; max_tokens_per
     .filter((s) => s !== null)
     .join(" / ");
 
-interface FixedSettings {
-  id: string;
-  limits: Limits;
-  budget: Budget | null;
-  mix: WeightedModel[];
-  fallback: string[];
-}
-
 type StartResult = { created: boolean; refused?: ErrorDetail[]; code?: "invalid_spec" | "budget_exceeded" };
 
 export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
@@ -153,32 +126,27 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly settings: RoomSettings;
   /** The alarm time this instance last set; null = unknown (read it from storage). */
   private alarmAt: number | null = null;
-  /** Memo of toRunConfig. */
-  private runConfig: TaskRunConfig | null = null;
   /** p50/p95 over the calls recorded so far, recomputed only when a call was added (status is polled). */
   private latencyCache: { calls: number; p50: number | null; p95: number | null } | null = null;
   /** The earliest lease set since the alarm last looked (the alarm reads the exact one). */
   private nextDeadline: number | null = null;
   /** Whether any task is flagged long (its own pool of tickets); null = not looked yet. */
   private hasLongTasks: boolean | null = null;
-  /** Whether any task has an attempt that was deferred before its first call; null = not looked yet. */
-  private anyFreeAttempts: boolean | null = null;
   private readonly meters: SwarmMeters;
+  private readonly store: SwarmStore;
   private readonly totals: SwarmTotals;
   private readonly tickets: SwarmTickets;
   private readonly circuits: SwarmCircuits;
-  /** Memo of fixed(). */
-  private parsed: FixedSettings | null = null;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
     migrateSwarmRoom(ctx.storage.sql);
     SwarmTickets.migrate(ctx.storage.sql);
     SwarmMeters.migrate(ctx.storage.sql);
-    // Attempts deferred before any call, per task: each gives its place in max_attempts back (see freeAttempts).
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS free_attempts (task_id TEXT PRIMARY KEY, n INTEGER NOT NULL)");
+    SwarmStore.migrate(ctx.storage.sql);
     this.meters = new SwarmMeters(ctx.storage.sql);
     this.sql = this.meters.sql;
+    this.store = new SwarmStore(this.sql);
     this.settings = readRoomSettings(env);
     this.totals = new SwarmTotals(this.sql);
     this.tickets = new SwarmTickets(this.sql, this.settings.laneSlots);
@@ -198,7 +166,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   private async startSwarm(input: StartSwarmInput): Promise<StartResult> {
-    if (this.swarm() !== null) return { created: false };
+    if (this.store.swarm() !== null) return { created: false };
     const { spec } = input;
     const mix = toModelMix(spec.model);
     const cap = capOfTenant(this.settings.tenantBudgets, input.tenant);
@@ -243,38 +211,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       };
     }
     // The tenant reservation awaited: a concurrent start of the same id may have won meanwhile.
-    if (this.swarm() !== null) return { created: false };
-    const origin = input.origin.kind === "api" ? "api" : `schedule:${input.origin.scheduleId}`;
+    if (this.store.swarm() !== null) return { created: false };
     const planner = spec.goal === undefined ? null : PlannerSpecSchema.parse(spec.planner ?? {});
-    this.sql.exec(
-      `INSERT INTO swarm (id, tenant, name, model, model_mix, budget, tenant_month, reduce, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at,
-         tools, http_allowlist, parallel_tool_calls, goal, planner)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      input.swarmId,
-      input.tenant,
-      spec.name,
-      toModelLabel(spec.model),
-      JSON.stringify(mix),
-      budget ? JSON.stringify(budget) : null,
-      tenantMonth,
-      spec.reduce ? JSON.stringify(spec.reduce) : null,
-      spec.fallback && spec.fallback.length > 0 ? JSON.stringify(spec.fallback) : null,
-      spec.system ?? null,
-      JSON.stringify(spec.limits),
-      spec.response_format ? JSON.stringify(spec.response_format) : null,
-      spec.metadata ? JSON.stringify(spec.metadata) : null,
-      origin,
-      planner === null ? "running" : "planning",
-      spec.limits.concurrency,
-      input.tasks.length,
-      input.createdAt,
-      spec.tools && spec.tools.length > 0 ? JSON.stringify(spec.tools) : null,
-      spec.http_allowlist && spec.http_allowlist.length > 0 ? JSON.stringify(spec.http_allowlist) : null,
-      spec.parallel_tool_calls === undefined ? null : spec.parallel_tool_calls ? 1 : 0,
-      spec.goal ?? null,
-      planner === null ? null : JSON.stringify(planner),
-    );
-    const stored = this.swarm();
+    this.store.insertSwarm(input, { mix, budget, tenantMonth, planner });
+    const stored = this.store.swarm();
     if (planner !== null && stored !== null) {
       insertPlanTask(this.sql, stored, planner, spec.limits, null);
     } else {
@@ -289,7 +229,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     } catch (error) {
       console.error(`swarm ${input.swarmId}: index write failed, retrying from the alarm`, error);
     }
-    const started = this.swarm();
+    const started = this.store.swarm();
     if (started !== null) await this.planAlarm(started, Date.now());
     return { created: true };
   }
@@ -297,14 +237,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   async getStatus(tenant: string): Promise<SwarmStatusWire | null> {
     // Read-only requests are counted in memory and stored with the next write.
     this.meters.add("do_requests");
-    const swarm = this.swarm();
+    const swarm = this.store.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     return this.toStatus(swarm);
   }
 
   async getResults(tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null> {
     this.meters.add("do_requests");
-    const swarm = this.swarm();
+    const swarm = this.store.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     const after = cursor === null ? 0 : Number(cursor);
     const pageSize = Math.min(Math.max(1, Math.floor(limit)), 1_000);
@@ -368,7 +308,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   async pull(request: PullRequest): Promise<PullResponse> {
     this.meters.add("do_requests");
     try {
-      const swarm = this.swarm();
+      const swarm = this.store.swarm();
       if (swarm === null) {
         return {
           config: null,
@@ -381,7 +321,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const now = Date.now();
       const actions = request.reports.length > 0 ? this.recordReports(swarm, request.reports, now) : [];
       let ended = request.reports.length > 0;
-      const current = this.swarm() ?? swarm;
+      const current = this.store.swarm() ?? swarm;
       const pool: TaskPool = request.pool ?? "short";
       const grant =
         request.final || request.want <= 0
@@ -389,7 +329,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           : this.grantTasks(current, request.want, now, pool, request.endBy ?? null);
       ended ||= grant.ended;
       if (ended) this.afterTasksEnded();
-      const after = this.swarm() ?? current;
+      const after = this.store.swarm() ?? current;
       const leaseUntil = grant.granted.reduce((max, t) => Math.max(max, t.leaseUntil), 0);
       const finished = after.finished_at !== null || after.state === "cancelled";
       if (this.tickets.pulled(request.ticket, request.slots, now, leaseUntil, request.final || finished, pool).delivered) this.meters.add("queue_received");
@@ -397,7 +337,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
       const stop = grant.granted.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
       await this.planAlarm(after, now);
-      return { config: this.toRunConfig(after), granted: grant.granted, actions, stop, retryInMs };
+      return { config: this.store.toRunConfig(after), granted: grant.granted, actions, stop, retryInMs };
     } finally {
       this.meters.save();
     }
@@ -418,7 +358,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   ): { granted: ClaimedTask[]; ended: boolean; blocked: boolean } {
     const result = { granted: [] as ClaimedTask[], ended: false, blocked: false };
     if (swarm.finished_at !== null || (swarm.state !== "running" && swarm.state !== "planning" && swarm.state !== "reducing")) return result;
-    const config = this.toRunConfig(swarm);
+    const config = this.store.toRunConfig(swarm);
     const long = pool === "long" ? 1 : 0;
     const limit = Math.min(want, 1_000);
     const candidates = this.sql
@@ -443,10 +383,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           .toArray(),
       );
     }
-    const budget = this.budget(swarm);
+    const budget = this.store.budget(swarm);
     let promptChars = 0;
     for (const task of candidates) {
-      const decision = decideGrant({ ...this.toLifeRow(task), retryAt: task.retry_at }, now, config.limits.max_attempts + this.freeAttempts(task.id));
+      const decision = decideGrant({ ...toLifeRow(task), retryAt: task.retry_at }, now, config.limits.max_attempts + this.store.freeAttempts(task.id));
       if (decision.kind === "skip") continue;
       if (decision.kind === "fail") {
         this.endTask(task, "failed", now, { errorClass: decision.errorClass, message: decision.message });
@@ -463,7 +403,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       }
       const timeoutS = toCallTimeoutS(task, config.limits);
       // A sub-agent's lease covers every turn of its loop, each with its tool calls.
-      const turns = task.kind === "task" ? this.callsPerTask(swarm) : 1;
+      const turns = task.kind === "task" ? this.store.callsPerTask(swarm) : 1;
       const toolMs = task.kind === "task" && config.tools.length > 0 ? this.settings.toolTurnLeaseMs : 0;
       const runMs = turns * (timeoutS * 1_000 + toolMs);
       if (endBy !== null && now + runMs > endBy) {
@@ -524,7 +464,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   /** Records outcomes and usage; idempotent by task and attempt (and by call id for usage). */
   private recordReports(swarm: SwarmRow, reports: TaskReport[], now: number): TaskAction[] {
-    const limits = this.limits(swarm);
+    const limits = this.store.limits(swarm);
     const actions: TaskAction[] = [];
     const budget = limits.retry_budget ?? defaultRetryBudget(swarm.task_count);
     let retriesUsed = swarm.retries_used;
@@ -537,9 +477,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       }
     }
     for (const report of reports) {
-      const task = this.task(report.taskId);
-      const free = task === null ? 0 : this.freeAttempts(task.id);
-      const decision = decideRecord(task && this.toLifeRow(task), report.attempt, report.outcome, limits.max_attempts + free);
+      const task = this.store.task(report.taskId);
+      const free = task === null ? 0 : this.store.freeAttempts(task.id);
+      const decision = decideRecord(task && toLifeRow(task), report.attempt, report.outcome, limits.max_attempts + free);
       const { outcome } = report;
       if (task !== null && decision.kind === "succeed" && outcome.kind === "succeeded") {
         this.endTask(task, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
@@ -558,10 +498,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         // from its checkpoint under the next number.
         const called =
           this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE task_id = ? AND attempt = ?", report.taskId, report.attempt).one().n > 0;
-        if (!called) {
-          this.sql.exec("INSERT INTO free_attempts (task_id, n) VALUES (?, 1) ON CONFLICT (task_id) DO UPDATE SET n = n + 1", report.taskId);
-          this.anyFreeAttempts = true;
-        }
+        if (!called) this.store.addFreeAttempt(report.taskId);
         const retryAt = now + Math.max(0, outcome.retryAfterMs);
         this.toRetryWait(task, retryAt);
         actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
@@ -632,14 +569,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   async recordCalls(reports: CallsReport[]): Promise<void> {
     this.meters.add("do_requests");
     try {
-      const swarm = this.swarm();
+      const swarm = this.store.swarm();
       if (swarm === null) return;
       const now = Date.now();
       this.adaptWindow(swarm, { ...this.insertCalls(swarm, reports, now), now });
       for (const report of reports) {
         if (report.checkpoint !== undefined) this.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
       }
-      await this.planAlarm(this.swarm() ?? swarm, now);
+      await this.planAlarm(this.store.swarm() ?? swarm, now);
     } finally {
       this.meters.save();
     }
@@ -652,7 +589,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   async scratchpad(request: ScratchpadRequest): Promise<ScratchpadResponse> {
     this.meters.add("do_requests");
     try {
-      if (this.swarm() === null) return { ok: false, error: "the swarm does not exist" };
+      if (this.store.swarm() === null) return { ok: false, error: "the swarm does not exist" };
       return runScratchpad(this.sql, request, Date.now());
     } finally {
       this.meters.save();
@@ -662,7 +599,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   /** A goal's plan in full (status shows its size only). null when the swarm is not the tenant's. */
   async getPlan(tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null> {
     this.meters.add("do_requests");
-    const swarm = this.swarm();
+    const swarm = this.store.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     const view = planView(swarm);
     if (view === null) return null;
@@ -677,7 +614,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   async recordDeadTicket(ticket: string): Promise<void> {
     this.meters.add("do_requests");
     try {
-      const swarm = this.swarm();
+      const swarm = this.store.swarm();
       if (swarm === null) return;
       this.tickets.pulled(ticket, 0, Date.now(), 0, true, "short");
       await this.setAlarmNoLaterThan(Date.now());
@@ -700,7 +637,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   private async cancelSwarm(tenant: string): Promise<{ status: SwarmStatusWire; changed: boolean } | null> {
-    const swarm = this.swarm();
+    const swarm = this.store.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     if (swarm.finished_at !== null || swarm.state === "cancelled") return { status: this.toStatus(swarm), changed: false };
     const now = Date.now();
@@ -714,7 +651,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     // Lanes get nothing more; their running tasks still record (and are paid for).
     this.tickets.closeAll();
     this.afterTasksEnded();
-    const after = this.swarm();
+    const after = this.store.swarm();
     if (after !== null) await this.planAlarm(after, now);
     return after === null ? null : { status: this.toStatus(after), changed: true };
   }
@@ -726,7 +663,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.nextDeadline = null;
     this.meters.add("do_requests");
     try {
-      const swarm = this.swarm();
+      const swarm = this.store.swarm();
       if (swarm === null) return;
       const now = Date.now();
       this.expireLeases(swarm, now);
@@ -739,7 +676,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         console.error(`swarm ${swarm.id}: ledger flush failed, retrying in ${FLUSH_RETRY_MS} ms`, error);
         await this.setAlarmNoLaterThan(Date.now() + FLUSH_RETRY_MS);
       }
-      const after = this.swarm();
+      const after = this.store.swarm();
       if (after !== null) await this.planAlarm(after, Date.now(), { exactDeadline: true });
     } finally {
       this.meters.save();
@@ -751,15 +688,15 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * once, or fails on its last attempt, or ends cancelled in a cancelled swarm.
    */
   private expireLeases(swarm: SwarmRow, now: number): void {
-    const limits = this.limits(swarm);
+    const limits = this.store.limits(swarm);
     const overdue = this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE deadline IS NOT NULL AND deadline <= ? ORDER BY seq`, now).toArray();
     for (const task of overdue) {
       if (swarm.state === "cancelled") {
         this.endTask(task, "cancelled", now, { errorClass: "lease_expired", message: "the swarm was cancelled and no outcome arrived within the lease" });
-      } else if (task.state === "running" && task.attempts >= limits.max_attempts + this.freeAttempts(task.id)) {
+      } else if (task.state === "running" && task.attempts >= limits.max_attempts + this.store.freeAttempts(task.id)) {
         this.endTask(task, "failed", now, {
           errorClass: "lease_expired",
-          message: `no outcome was reported within the lease of attempt ${task.attempts} of ${limits.max_attempts + this.freeAttempts(task.id)}`,
+          message: `no outcome was reported within the lease of attempt ${task.attempts} of ${limits.max_attempts + this.store.freeAttempts(task.id)}`,
         });
       } else {
         this.toRetryWait(task, now);
@@ -773,7 +710,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * its tickets and tries again in a second.
    */
   private async issueTickets(now: number): Promise<void> {
-    const swarm = this.swarm();
+    const swarm = this.store.swarm();
     if (swarm === null || swarm.finished_at !== null || swarm.state === "cancelled") return;
     if (this.pickModel(swarm, now, { probe: false }) === null) return;
     for (const pool of this.pools()) {
@@ -834,33 +771,13 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────
 
-  private mix(swarm: SwarmRow): WeightedModel[] {
-    return this.fixed(swarm).mix;
-  }
-
-  /**
-   * The swarm's settings that never change after it starts (limits, budget, models), parsed once
-   * per instance instead of on every grant and record.
-   */
-  private fixed(swarm: SwarmRow): FixedSettings {
-    if (this.parsed !== null && this.parsed.id === swarm.id) return this.parsed;
-    this.parsed = {
-      id: swarm.id,
-      limits: LimitsSchema.parse(JSON.parse(swarm.limits)),
-      budget: swarm.budget === null ? null : BudgetSchema.parse(JSON.parse(swarm.budget)),
-      mix: swarm.model_mix === null ? [{ model: swarm.model, weight: 1 }] : WeightedModelsSchema.parse(JSON.parse(swarm.model_mix)),
-      fallback: swarm.fallback === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.fallback)),
-    };
-    return this.parsed;
-  }
-
   /**
    * The models a task may call, in order: its model of the mix (or, once the budget runs low, the
    * cheapest models of the budget's fallback tier), then the fallbacks. Without a task: all of them.
    */
   private models(swarm: SwarmRow, taskId?: string, knownHint?: string | null): string[] {
-    const { fallback } = this.fixed(swarm);
-    const mix = this.mix(swarm);
+    const { fallback } = this.store.fixed(swarm);
+    const mix = this.store.mix(swarm);
     const tier = this.tierModels(swarm);
     const lowBudget = tier.length > 0 && this.budgetRunningLow(swarm);
     const hint = taskId === undefined ? null : knownHint === undefined ? this.modelHint(taskId) : knownHint;
@@ -885,7 +802,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (hint !== null) return hint;
     const tier = this.tierModels(swarm);
     if (tier.length > 0 && tier[0] !== undefined && this.budgetRunningLow(swarm)) return tier[0];
-    return assignModel(this.mix(swarm), swarm.id, taskId);
+    return assignModel(this.store.mix(swarm), swarm.id, taskId);
   }
 
   /** An engine task's own model (the planner's, the reducer's); null for a sub-task. */
@@ -895,7 +812,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   /** The gateway's models of the budget's fallback tier, cheapest output first. */
   private tierModels(swarm: SwarmRow): string[] {
-    const tier = this.budget(swarm)?.fallback_tier;
+    const tier = this.store.budget(swarm)?.fallback_tier;
     const gateway = this.settings.gateway;
     if (tier === undefined || gateway === null) return [];
     const price = (m: string) => resolvePrice(this.settings.prices, m)?.output ?? Number.POSITIVE_INFINITY;
@@ -911,7 +828,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * at once, which says nothing about the spend.
    */
   private budgetRunningLow(swarm: SwarmRow): boolean {
-    const budget = this.budget(swarm);
+    const budget = this.store.budget(swarm);
     if (budget === null) return false;
     const charged = this.totals.charged();
     if (budget.max_usd !== undefined) return budget.max_usd - charged.usd < budget.fallback_at * budget.max_usd;
@@ -938,7 +855,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   /** When the first open circuit half-opens, if every circuit is open now; else null. */
   private parkedUntil(): number | null {
-    const swarm = this.swarm();
+    const swarm = this.store.swarm();
     if (swarm === null || swarm.finished_at !== null || swarm.state === "cancelled") return null;
     const now = Date.now();
     if (this.pickModel(swarm, now, { probe: false }) !== null) return null;
@@ -965,56 +882,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     });
   }
 
-  private swarm(): SwarmRow | null {
-    return this.sql.exec<SwarmRow>("SELECT * FROM swarm LIMIT 1").toArray()[0] ?? null;
-  }
-
-  private task(taskId: string): TaskRow | null {
-    return this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, taskId).toArray()[0] ?? null;
-  }
-
-  /**
-   * Attempts of a task that were deferred before any call (no upstream key had a permit): each
-   * gives its place in max_attempts back, so a task's attempts allowed are max_attempts plus these.
-   */
-  private freeAttempts(taskId: string): number {
-    this.anyFreeAttempts ??= this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM (SELECT 1 FROM free_attempts LIMIT 1)").one().n > 0;
-    if (!this.anyFreeAttempts) return 0;
-    return this.sql.exec<{ n: number }>("SELECT n FROM free_attempts WHERE task_id = ?", taskId).toArray()[0]?.n ?? 0;
-  }
-
-  private toLifeRow(task: TaskRow): TaskLifeRow {
-    return { state: task.state, attempts: task.attempts, leaseUntil: task.state === "running" ? task.deadline : null };
-  }
-
-  private limits(swarm: SwarmRow): Limits {
-    return this.fixed(swarm).limits;
-  }
-
-  /** The swarm's run settings. They are fixed when it starts, so they are parsed once per instance. */
-  private toRunConfig(swarm: SwarmRow): TaskRunConfig {
-    if (this.runConfig !== null) return this.runConfig;
-    const responseFormat: ResponseFormat | null = swarm.response_format === null ? null : ResponseFormatSchema.parse(JSON.parse(swarm.response_format));
-    this.runConfig = {
-      swarmId: swarm.id,
-      tenant: swarm.tenant,
-      model: swarm.model,
-      system: swarm.system,
-      limits: this.limits(swarm),
-      responseFormat,
-      tools: swarm.tools === null ? [] : toToolWires(z.array(ToolSpecSchema).parse(JSON.parse(swarm.tools))),
-      httpAllowlist: swarm.http_allowlist === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.http_allowlist)),
-      parallelToolCalls: swarm.parallel_tool_calls === null ? null : swarm.parallel_tool_calls === 1,
-    };
-    return this.runConfig;
-  }
-
-  /** Model calls one attempt of a sub-task may make: its agent loop's turns and a repair turn. */
-  private callsPerTask(swarm: SwarmRow): number {
-    const config = this.toRunConfig(swarm);
-    return callsPerAttempt({ tools: config.tools, response_format: config.responseFormat, limits: config.limits });
-  }
-
   /**
    * Inserts the reports' call rows. Only a call seen for the first time moves its model's breaker
    * and counts for the window; returns those counts.
@@ -1027,7 +894,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     let successes = 0;
     let rateLimited = false;
     // A sub-task reserves its whole attempt (every turn); one call is charged at most its share.
-    const callsPerTask = this.callsPerTask(swarm);
+    const callsPerTask = this.store.callsPerTask(swarm);
     for (const report of reports) {
       for (const call of report.calls) {
         if (!this.insertCall(swarm, report, call, callsPerTask)) continue;
@@ -1049,7 +916,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const window = adjustWindow(
       { window: swarm.window, credit: swarm.window_credit, decreasedAt: swarm.window_decreased_at },
       events,
-      this.limits(swarm).concurrency,
+      this.store.limits(swarm).concurrency,
     );
     this.sql.exec("UPDATE swarm SET window = ?, window_credit = ?, window_decreased_at = ?", window.window, window.credit, window.decreasedAt);
   }
@@ -1165,10 +1032,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * finish it when nothing is left open. Dispatch is pulled by lanes; tickets go out from the alarm.
    */
   private afterTasksEnded(): void {
-    const before = this.swarm();
+    const before = this.store.swarm();
     if (before === null || before.finished_at !== null) return;
     advancePhase(this.phaseRoom(), before);
-    const swarm = this.swarm();
+    const swarm = this.store.swarm();
     if (swarm === null) return;
     // A phase that moved inserted its engine tasks (or the plan's): count them.
     if (swarm.state !== before.state || swarm.plan_attempts !== before.plan_attempts || swarm.reduction !== before.reduction) {
@@ -1196,7 +1063,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   private budgetView(swarm: SwarmRow): BudgetView | null {
-    const budget = this.budget(swarm);
+    const budget = this.store.budget(swarm);
     if (budget === null) return null;
     const charged = this.totals.charged();
     const reserved = this.totals.reserved();
@@ -1272,10 +1139,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return total;
   }
 
-  private budget(swarm: SwarmRow): Budget | null {
-    return this.fixed(swarm).budget;
-  }
-
   /**
    * The most one attempt of this task can cost on `model`: one call for an engine task; for a
    * sub-agent, every turn of its loop, each with the context grown by the turns before it.
@@ -1293,7 +1156,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       }
     }
     const systemBytes = swarm.system === null ? 0 : this.systemBytes(swarm.system);
-    return worstCaseAttempt(promptBytes + systemBytes, this.toRunConfig(swarm).limits.max_output_tokens, this.callsPerTask(swarm), price);
+    return worstCaseAttempt(promptBytes + systemBytes, this.store.toRunConfig(swarm).limits.max_output_tokens, this.store.callsPerTask(swarm), price);
   }
 
   private systemBytesMemo: { text: string; bytes: number } | null = null;
@@ -1325,7 +1188,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   /** Writes unflushed ledger rows and, when changed, the swarm's index row to D1. */
   private async flush(): Promise<void> {
-    const swarm = this.swarm();
+    const swarm = this.store.swarm();
     if (swarm === null) return;
     if (swarm.finished_at !== null && swarm.tenant_month !== null && swarm.tenant_settled === 0) {
       // The swarm's tenant reservation becomes what it was charged (retried by the alarm on failure).
@@ -1343,7 +1206,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         )
         .toArray()
         .map((row) => ({ ...row, swarm_id: swarm.id, tenant: swarm.tenant }));
-      const current = this.swarm();
+      const current = this.store.swarm();
       const index = current !== null && current.index_dirty === 1 ? this.toIndexRow(current) : null;
       if (rows.length === 0 && index === null) return;
       const written = await flushToLedger(
@@ -1359,7 +1222,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       }
       // Only clear the flag if nothing changed the swarm while the write was in flight.
       if (index !== null) {
-        const after = this.swarm();
+        const after = this.store.swarm();
         if (after !== null && JSON.stringify(this.toIndexRow(after)) === JSON.stringify(index)) {
           this.sql.exec("UPDATE swarm SET index_dirty = 0");
         }
@@ -1414,7 +1277,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   private toStatus(swarm: SwarmRow): SwarmStatusWire {
     const { cost_usd, ...usage } = this.usageTotals();
-    const limits = this.limits(swarm);
+    const limits = this.store.limits(swarm);
     const finished = swarm.finished_at !== null;
     const metadata = swarm.metadata === null ? {} : SwarmMetadataSchema.parse(JSON.parse(swarm.metadata));
     return {
@@ -1438,7 +1301,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       retries: { used: swarm.retries_used, budget: limits.retry_budget ?? defaultRetryBudget(swarm.task_count) },
       circuits: this.circuitViews(swarm),
       reason: this.reason(swarm),
-      models: this.mix(swarm),
+      models: this.store.mix(swarm),
       budget: this.budgetView(swarm),
       metadata,
       billable: this.billableView(swarm.task_count),
@@ -1484,7 +1347,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       sql: this.sql,
       counts: () => this.counts(),
       succeededOutputs: () => this.succeededOutputs(),
-      limits: (swarm) => this.limits(swarm),
+      limits: (swarm) => this.store.limits(swarm),
       gatewayContext: this.gatewayContext,
     };
   }
