@@ -9,8 +9,8 @@ import { callsPerAttempt } from "../core/agent-limits.ts";
 import type { ErrorDetail } from "../core/errors.ts";
 import { reduceOutputs, toWire, type TaskOutput } from "../core/reducers.ts";
 import { PLAN_MAX_PROMPT_CHARS } from "../core/planner.ts";
-import { assignModel, toModelMix } from "../core/route-model.ts";
-import { isUpstreamHealthFailure, toHalfOpenAt } from "../core/circuit-breaker.ts";
+import { toModelMix } from "../core/route-model.ts";
+import { isUpstreamHealthFailure } from "../core/circuit-breaker.ts";
 import type { ErrorClass } from "../core/error-class.ts";
 import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
@@ -30,7 +30,6 @@ import type {
   ScratchpadRequest,
   ScratchpadResponse,
   TaskKind,
-  CircuitView,
   ClaimedTask,
   PullRequest,
   PullResponse,
@@ -54,13 +53,11 @@ import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, type SwarmRow, type Tas
 import {
   advancePhase,
   engineModels,
-  firstModel,
   insertPlanTask,
   insertTasks,
   llmOutput,
   phaseFailure,
   PLAN_ATTEMPTS,
-  plannerOf,
   plannerOutputTokens,
   planView,
   reduceSpecOf,
@@ -73,6 +70,7 @@ import { runScratchpad } from "./swarm-scratchpad.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
 import { SwarmTickets } from "./swarm-tickets.ts";
+import { SwarmRouting } from "./swarm-routing.ts";
 import { SwarmStore, toLifeRow } from "./swarm-store.ts";
 import { SwarmTotals } from "./swarm-totals.ts";
 
@@ -137,6 +135,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly totals: SwarmTotals;
   private readonly tickets: SwarmTickets;
   private readonly circuits: SwarmCircuits;
+  private readonly routing: SwarmRouting;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
@@ -151,6 +150,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.totals = new SwarmTotals(this.sql);
     this.tickets = new SwarmTickets(this.sql, this.settings.laneSlots);
     this.circuits = new SwarmCircuits(this.sql);
+    this.routing = new SwarmRouting(this.sql, this.store, this.totals, this.circuits, this.settings);
   }
 
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
@@ -395,7 +395,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       }
       // A grant's answer crosses an RPC boundary (32 MiB): the rest waits for the next pull.
       if (result.granted.length > 0 && promptChars + task.size > CLAIM_MAX_PROMPT_CHARS) break;
-      const model = this.pickModel(swarm, now, { probe: true, taskId: task.id, hint: task.model_hint });
+      const model = this.routing.pickModel(swarm, now, { probe: true, taskId: task.id, hint: task.model_hint });
       if (model === null) {
         // Every circuit is open: nothing runs until one half-opens (the alarm issues tickets then).
         result.blocked = true;
@@ -712,7 +712,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private async issueTickets(now: number): Promise<void> {
     const swarm = this.store.swarm();
     if (swarm === null || swarm.finished_at !== null || swarm.state === "cancelled") return;
-    if (this.pickModel(swarm, now, { probe: false }) === null) return;
+    if (this.routing.pickModel(swarm, now, { probe: false }) === null) return;
     for (const pool of this.pools()) {
       const count = this.tickets.toIssue(this.demand(swarm, pool, now), pool);
       if (count === 0) continue;
@@ -772,117 +772,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   // ── internals ─────────────────────────────────────────────────────────────────────────────
 
   /**
-   * The models a task may call, in order: its model of the mix (or, once the budget runs low, the
-   * cheapest models of the budget's fallback tier), then the fallbacks. Without a task: all of them.
-   */
-  private models(swarm: SwarmRow, taskId?: string, knownHint?: string | null): string[] {
-    const { fallback } = this.store.fixed(swarm);
-    const mix = this.store.mix(swarm);
-    const tier = this.tierModels(swarm);
-    const lowBudget = tier.length > 0 && this.budgetRunningLow(swarm);
-    const hint = taskId === undefined ? null : knownHint === undefined ? this.modelHint(taskId) : knownHint;
-    const primary =
-      taskId === undefined
-        ? [
-            ...mix.map((m) => m.model),
-            ...engineModels({ goal: swarm.goal, plannerModel: plannerOf(swarm)?.model, reduce: reduceSpecOf(swarm) }, firstModel(swarm)),
-            ...tier,
-          ]
-        : hint !== null
-          ? [hint]
-          : lowBudget
-            ? tier
-            : [this.primaryModel(swarm, taskId, null)];
-    return [...new Set([...primary, ...fallback])];
-  }
-
-  /** The model a task is routed to first: its model of the mix, or the cheapest of the fallback tier on a low budget. */
-  private primaryModel(swarm: SwarmRow, taskId: string, knownHint?: string | null): string {
-    const hint = knownHint === undefined ? this.modelHint(taskId) : knownHint;
-    if (hint !== null) return hint;
-    const tier = this.tierModels(swarm);
-    if (tier.length > 0 && tier[0] !== undefined && this.budgetRunningLow(swarm)) return tier[0];
-    return assignModel(this.store.mix(swarm), swarm.id, taskId);
-  }
-
-  /** An engine task's own model (the planner's, the reducer's); null for a sub-task. */
-  private modelHint(taskId: string): string | null {
-    return this.sql.exec<{ m: string | null }>("SELECT model_hint AS m FROM tasks WHERE id = ?", taskId).toArray()[0]?.m ?? null;
-  }
-
-  /** The gateway's models of the budget's fallback tier, cheapest output first. */
-  private tierModels(swarm: SwarmRow): string[] {
-    const tier = this.store.budget(swarm)?.fallback_tier;
-    const gateway = this.settings.gateway;
-    if (tier === undefined || gateway === null) return [];
-    const price = (m: string) => resolvePrice(this.settings.prices, m)?.output ?? Number.POSITIVE_INFINITY;
-    return Object.entries(gateway.models)
-      .filter(([, model]) => model.tier === tier)
-      .map(([name]) => name)
-      .sort((a, b) => price(a) - price(b));
-  }
-
-  /**
-   * Less than `fallback_at` of the budget is left after what was really spent (USD when capped in
-   * USD, else tokens). Reservations don't count here: a full window reserves most of a small budget
-   * at once, which says nothing about the spend.
-   */
-  private budgetRunningLow(swarm: SwarmRow): boolean {
-    const budget = this.store.budget(swarm);
-    if (budget === null) return false;
-    const charged = this.totals.charged();
-    if (budget.max_usd !== undefined) return budget.max_usd - charged.usd < budget.fallback_at * budget.max_usd;
-    if (budget.max_tokens !== undefined) return budget.max_tokens - charged.tokens < budget.fallback_at * budget.max_tokens;
-    return false;
-  }
-
-  private updateCircuit(model: string, outcome: "success" | "failure", now: number): void {
-    if (this.circuits.record(model, outcome, now)) {
-      console.warn(JSON.stringify({ event: "circuit_open", model, failures: this.circuits.get(model).failures }));
-    }
-  }
-
-  /**
-   * The first model, in the spec's order (model, then fallback), whose circuit lets a call through
-   * now; null when every circuit is open. With `probe` (a claim) a half-open circuit's probe is used up.
-   */
-  private pickModel(swarm: SwarmRow, now: number, options: { probe: boolean; taskId?: string; hint?: string | null } = { probe: true }): string | null {
-    for (const model of this.models(swarm, options.taskId, options.hint)) {
-      if (this.circuits.allows(model, now, options.probe)) return model;
-    }
-    return null;
-  }
-
-  /** When the first open circuit half-opens, if every circuit is open now; else null. */
-  private parkedUntil(): number | null {
-    const swarm = this.store.swarm();
-    if (swarm === null || swarm.finished_at !== null || swarm.state === "cancelled") return null;
-    const now = Date.now();
-    if (this.pickModel(swarm, now, { probe: false }) !== null) return null;
-    const times = this.models(swarm)
-      .map((model) => this.circuits.halfOpenAt(model, now))
-      .filter((t): t is number => t !== null);
-    return times.length === 0 ? null : Math.min(...times);
-  }
-
-  /** Why the swarm is where it is: its stored end reason, or that it waits for a circuit to half-open. */
-  private reason(swarm: SwarmRow): string | null {
-    if (swarm.reason !== null) return swarm.reason;
-    const until = this.parkedUntil();
-    if (until === null) return null;
-    return `every model's circuit is open (${this.models(swarm).join(", ")}): tasks wait until ${new Date(until).toISOString()}`;
-  }
-
-  private circuitViews(swarm: SwarmRow): CircuitView[] {
-    const now = Date.now();
-    return this.models(swarm).map((model) => {
-      const circuit = this.circuits.current(model, now);
-      const at = toHalfOpenAt(circuit);
-      return { model, state: circuit.state, failures: circuit.failures, retry_at: at === null ? null : new Date(at).toISOString() };
-    });
-  }
-
-  /**
    * Inserts the reports' call rows. Only a call seen for the first time moves its model's breaker
    * and counts for the window; returns those counts.
    */
@@ -900,9 +789,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         if (!this.insertCall(swarm, report, call, callsPerTask)) continue;
         if (call.status === "ok") {
           successes += 1;
-          this.updateCircuit(call.model, "success", now);
+          this.routing.updateCircuit(call.model, "success", now);
         } else if (call.errorClass !== null && isUpstreamHealthFailure(call.errorClass)) {
-          this.updateCircuit(call.model, "failure", now);
+          this.routing.updateCircuit(call.model, "failure", now);
         }
         if (call.errorClass === "rate_limited") rateLimited = true;
       }
@@ -1076,7 +965,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       reserved_usd: committed.usd - charged.usd,
       reserved_tokens: committed.tokens - charged.tokens,
       fallback_tier: budget.fallback_tier ?? null,
-      routing_to_fallback_tier: this.tierModels(swarm).length > 0 && this.budgetRunningLow(swarm),
+      routing_to_fallback_tier: this.routing.tierModels(swarm).length > 0 && this.routing.budgetRunningLow(swarm),
     };
   }
 
@@ -1133,7 +1022,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     });
     if (input.spec.reduce?.kind === "llm") {
       // Each level at least halves the inputs, so all levels together take fewer calls than the tasks.
-      const context = reducerContextTokens(input.spec.reduce, reducerModel(input.spec.reduce, mixModels[0] ?? ""), this.gatewayContext);
+      const context = reducerContextTokens(input.spec.reduce, reducerModel(input.spec.reduce, mixModels[0] ?? ""), this.routing.gatewayContext);
       add(context, input.spec.reduce.max_output_tokens, Math.max(1, prompts.length) * max_attempts);
     }
     return total;
@@ -1299,8 +1188,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       reduce: { kind: reduceSpecOf(swarm).kind },
       max_window: limits.concurrency,
       retries: { used: swarm.retries_used, budget: limits.retry_budget ?? defaultRetryBudget(swarm.task_count) },
-      circuits: this.circuitViews(swarm),
-      reason: this.reason(swarm),
+      circuits: this.routing.circuitViews(swarm),
+      reason: this.routing.reason(swarm),
       models: this.store.mix(swarm),
       budget: this.budgetView(swarm),
       metadata,
@@ -1348,12 +1237,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       counts: () => this.counts(),
       succeededOutputs: () => this.succeededOutputs(),
       limits: (swarm) => this.store.limits(swarm),
-      gatewayContext: this.gatewayContext,
+      gatewayContext: this.routing.gatewayContext,
     };
   }
-
-  /** The gateway's context size of a model, when configured. */
-  private readonly gatewayContext = (model: string): number | undefined => this.settings.gateway?.models[model]?.context;
 
   private latencyPercentiles(calls: number): { p50: number | null; p95: number | null } {
     if (this.latencyCache?.calls !== calls) {
@@ -1398,7 +1284,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (active) {
       // More lanes wanted (the window grew, a lane stopped): the alarm sends their tickets now.
       if (this.pools().some((pool) => this.tickets.toIssue(this.demand(swarm, pool, now), pool) > 0)) {
-        const parked = this.parkedUntil();
+        const parked = this.routing.parkedUntil();
         candidates.push(parked ?? now);
       } else if (this.tickets.openCount() === 0 && this.totals.inState("retry_wait") > 0) {
         const at = this.sql.exec<{ at: number | null }>("SELECT MIN(retry_at) AS at FROM tasks WHERE state = 'retry_wait'").one().at;
