@@ -19,7 +19,6 @@ import type { TenantBudget } from "./tenant-budget.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import { PlannerSpecSchema, SwarmMetadataSchema, type Limits } from "../core/spec-schema.ts";
 import type {
-  AgentCheckpoint,
   BillableView,
   CallRecord,
   CallsReport,
@@ -52,6 +51,7 @@ import { runScratchpad } from "./swarm-scratchpad.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
+import { SwarmTasks } from "./swarm-tasks.ts";
 import { SwarmTickets } from "./swarm-tickets.ts";
 import { SwarmRouting } from "./swarm-routing.ts";
 import { SwarmStore, toLifeRow } from "./swarm-store.ts";
@@ -84,9 +84,6 @@ const FLUSH_CHUNK = 500;
  */
 const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
 
-/** A checkpoint shares its task's row (2 MB in all) with the prompt (≤ 200,000 chars) and output. */
-const CHECKPOINT_MAX_BYTES = 1_000_000;
-
 /** Per model call: `long_timeout_s` for a task flagged long, else `timeout_s`. */
 const toCallTimeoutS = (task: { long: number } | null, limits: Limits): number => (task?.long === 1 ? limits.long_timeout_s : limits.timeout_s);
 
@@ -101,8 +98,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private alarmAt: number | null = null;
   /** p50/p95 over the calls recorded so far, recomputed only when a call was added (status is polled). */
   private latencyCache: { calls: number; p50: number | null; p95: number | null } | null = null;
-  /** The earliest lease set since the alarm last looked (the alarm reads the exact one). */
-  private nextDeadline: number | null = null;
   /** Whether any task is flagged long (its own pool of tickets); null = not looked yet. */
   private hasLongTasks: boolean | null = null;
   private readonly meters: SwarmMeters;
@@ -112,6 +107,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly circuits: SwarmCircuits;
   private readonly routing: SwarmRouting;
   private readonly budget: SwarmBudget;
+  private readonly tasks: SwarmTasks;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
@@ -128,6 +124,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.circuits = new SwarmCircuits(this.sql);
     this.routing = new SwarmRouting(this.sql, this.store, this.totals, this.circuits, this.settings);
     this.budget = new SwarmBudget(this.sql, this.store, this.totals, this.routing, this.settings.prices, env.TENANT_BUDGET);
+    this.tasks = new SwarmTasks(this.sql, this.store, this.totals);
   }
 
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
@@ -276,7 +273,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const leaseUntil = grant.granted.reduce((max, t) => Math.max(max, t.leaseUntil), 0);
       const finished = after.finished_at !== null || after.state === "cancelled";
       if (this.tickets.pulled(request.ticket, request.slots, now, leaseUntil, request.final || finished, pool).delivered) this.meters.add("queue_received");
-      const retryInMs = grant.granted.length === 0 && !finished ? this.nextRetryIn(now, pool) : null;
+      const retryInMs = grant.granted.length === 0 && !finished ? this.tasks.nextRetryIn(now, pool) : null;
       const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
       const stop = grant.granted.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
       await this.planAlarm(after, now);
@@ -332,7 +329,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const decision = decideGrant({ ...toLifeRow(task), retryAt: task.retry_at }, now, config.limits.max_attempts + this.store.freeAttempts(task.id));
       if (decision.kind === "skip") continue;
       if (decision.kind === "fail") {
-        this.endTask(task, "failed", now, { errorClass: decision.errorClass, message: decision.message });
+        this.tasks.endTask(task, "failed", now, { errorClass: decision.errorClass, message: decision.message });
         result.ended = true;
         continue;
       }
@@ -388,7 +385,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.totals.move(task.kind, task.state, "running");
       const held = IN_FLIGHT_TASK_STATES.includes(task.state) ? { usd: task.reserved_usd, tokens: task.reserved_tokens } : { usd: 0, tokens: 0 };
       this.totals.reserve({ usd: reservation.usd - held.usd, tokens: reservation.tokens - held.tokens });
-      this.noteDeadline(leaseUntil);
+      this.tasks.noteDeadline(leaseUntil);
       result.granted.push({
         taskId: task.id,
         attempt: decision.attempt,
@@ -414,7 +411,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     let { successes, rateLimited } = this.insertCalls(swarm, reports, now);
     // Before the outcomes: a retried or deferred attempt hands its checkpoint to the next one.
     for (const report of reports) {
-      if (report.checkpoint !== undefined) this.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
+      if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
       if (report.toolCalls !== undefined && report.toolCalls > 0) {
         this.sql.exec("UPDATE tasks SET tool_calls = MAX(tool_calls, ?) WHERE id = ?", report.toolCalls, report.taskId);
       }
@@ -425,12 +422,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const decision = decideRecord(task && toLifeRow(task), report.attempt, report.outcome, limits.max_attempts + free);
       const { outcome } = report;
       if (task !== null && decision.kind === "succeed" && outcome.kind === "succeeded") {
-        this.endTask(task, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
+        this.tasks.endTask(task, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
       } else if (task !== null && decision.kind === "fail" && outcome.kind === "failed") {
-        this.endTask(task, "failed", now, { errorClass: outcome.class, message: outcome.message, output: outcome.output ?? null });
+        this.tasks.endTask(task, "failed", now, { errorClass: outcome.class, message: outcome.message, output: outcome.output ?? null });
       } else if (task !== null && decision.kind === "defer" && outcome.kind === "deferred" && swarm.state === "cancelled") {
         // Nothing is handed out in a cancelled swarm: waiting to be would leave the task open for ever.
-        this.endTask(task, "cancelled", now, { errorClass: null, message: `cancelled while deferred: ${outcome.reason}` });
+        this.tasks.endTask(task, "cancelled", now, { errorClass: null, message: `cancelled while deferred: ${outcome.reason}` });
       } else if (task !== null && decision.kind === "defer" && outcome.kind === "deferred") {
         // No key had room (or, mid-loop, no time was left): like a 429, the upstream allows fewer
         // calls than the window sends.
@@ -443,14 +440,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE task_id = ? AND attempt = ?", report.taskId, report.attempt).one().n > 0;
         if (!called) this.store.addFreeAttempt(report.taskId);
         const retryAt = now + Math.max(0, outcome.retryAfterMs);
-        this.toRetryWait(task, retryAt);
+        this.tasks.toRetryWait(task, retryAt);
         actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
         continue;
       } else if (decision.kind === "retry" && outcome.kind === "failed" && task !== null) {
         if (swarm.state === "cancelled") {
-          this.endTask(task, "cancelled", now, { errorClass: outcome.class, message: `cancelled while waiting to retry: ${outcome.message}` });
+          this.tasks.endTask(task, "cancelled", now, { errorClass: outcome.class, message: `cancelled while waiting to retry: ${outcome.message}` });
         } else if (task.state !== "retry_wait" && retriesUsed >= budget) {
-          this.endTask(task, "failed", now, {
+          this.tasks.endTask(task, "failed", now, {
             errorClass: outcome.class,
             message: `${outcome.message} (not retried: the swarm's retry budget of ${budget} is spent)`,
           });
@@ -458,7 +455,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           if (task.state !== "retry_wait") retriesUsed += 1;
           const retryAt =
             task.state === "retry_wait" && task.retry_at !== null ? task.retry_at : now + backoffDelayMs(report.attempt - free, outcome.retryAfterMs);
-          this.toRetryWait(task, retryAt, { errorClass: outcome.class, message: outcome.message });
+          this.tasks.toRetryWait(task, retryAt, { errorClass: outcome.class, message: outcome.message });
           actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
           continue;
         }
@@ -482,28 +479,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return actions;
   }
 
-  /** The task waits to be handed out again at `retryAt`, holding its place in the window. */
-  private toRetryWait(task: TaskRow, retryAt: number, error?: { errorClass: ErrorClass; message: string }): void {
-    this.sql.exec(
-      `UPDATE tasks SET state = 'retry_wait', retry_at = ?, deadline = NULL,
-         error_class = COALESCE(?, error_class), error_message = COALESCE(?, error_message) WHERE id = ?`,
-      retryAt,
-      error?.errorClass ?? null,
-      error?.message ?? null,
-      task.id,
-    );
-    this.totals.move(task.kind, task.state, "retry_wait");
-  }
-
-  /** When the earliest retry of the pool is due, from now; null when none waits. */
-  private nextRetryIn(now: number, pool: TaskPool): number | null {
-    if (this.totals.inState("retry_wait") === 0) return null;
-    const at = this.sql
-      .exec<{ at: number | null }>("SELECT MIN(retry_at) AS at FROM tasks WHERE state = 'retry_wait' AND long = ?", pool === "long" ? 1 : 0)
-      .one().at;
-    return at === null ? null : Math.max(0, at - now);
-  }
-
   /**
    * Records calls as soon as they end, before their task's outcome is known, so a consumer that dies
    * mid-batch loses no usage the upstream billed. Idempotent by call id; changes no task state (the
@@ -517,7 +492,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const now = Date.now();
       this.adaptWindow(swarm, { ...this.insertCalls(swarm, reports, now), now });
       for (const report of reports) {
-        if (report.checkpoint !== undefined) this.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
+        if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
       }
       await this.planAlarm(this.store.swarm() ?? swarm, now);
     } finally {
@@ -603,13 +578,13 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   override async alarm(): Promise<void> {
     this.alarmAt = null;
-    this.nextDeadline = null;
+    this.tasks.forgetNoted();
     this.meters.add("do_requests");
     try {
       const swarm = this.store.swarm();
       if (swarm === null) return;
       const now = Date.now();
-      this.expireLeases(swarm, now);
+      this.tasks.expireLeases(swarm, now);
       this.tickets.expire(now);
       this.afterTasksEnded();
       await this.issueTickets(now);
@@ -623,27 +598,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       if (after !== null) await this.planAlarm(after, Date.now(), { exactDeadline: true });
     } finally {
       this.meters.save();
-    }
-  }
-
-  /**
-   * Leases that ran out (a lane died, or lost its outcome): the task waits to be handed out again at
-   * once, or fails on its last attempt, or ends cancelled in a cancelled swarm.
-   */
-  private expireLeases(swarm: SwarmRow, now: number): void {
-    const limits = this.store.limits(swarm);
-    const overdue = this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE deadline IS NOT NULL AND deadline <= ? ORDER BY seq`, now).toArray();
-    for (const task of overdue) {
-      if (swarm.state === "cancelled") {
-        this.endTask(task, "cancelled", now, { errorClass: "lease_expired", message: "the swarm was cancelled and no outcome arrived within the lease" });
-      } else if (task.state === "running" && task.attempts >= limits.max_attempts + this.store.freeAttempts(task.id)) {
-        this.endTask(task, "failed", now, {
-          errorClass: "lease_expired",
-          message: `no outcome was reported within the lease of attempt ${task.attempts} of ${limits.max_attempts + this.store.freeAttempts(task.id)}`,
-        });
-      } else {
-        this.toRetryWait(task, now);
-      }
     }
   }
 
@@ -794,67 +748,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return true;
   }
 
-  /** Keeps a multi-turn task's latest checkpoint, from the attempt that holds it only. */
-  private saveCheckpoint(taskId: string, attempt: number, checkpoint: AgentCheckpoint): void {
-    const json = JSON.stringify(checkpoint);
-    // A row holds at most 2 MB in Durable Object SQLite ("Maximum string, BLOB or table row size",
-    // developers.cloudflare.com/durable-objects/platform/limits), with the task's prompt and output
-    // beside it. A larger conversation keeps its previous checkpoint: a redelivery then repeats
-    // the turns since, which is paid again but never wrong.
-    if (json.length * 3 > CHECKPOINT_MAX_BYTES && new TextEncoder().encode(json).length > CHECKPOINT_MAX_BYTES) {
-      console.warn(JSON.stringify({ event: "checkpoint_too_large", task_id: taskId, attempt, turns: checkpoint.turns, chars: json.length }));
-      this.sql.exec(
-        "UPDATE tasks SET tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?",
-        checkpoint.toolCalls,
-        taskId,
-        attempt,
-      );
-      return;
-    }
-    this.sql.exec(
-      `UPDATE tasks SET checkpoint = ?, tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?
-         AND (checkpoint IS NULL OR json_extract(checkpoint, '$.step') < ?)`,
-      json,
-      checkpoint.toolCalls,
-      taskId,
-      attempt,
-      checkpoint.step,
-    );
-  }
-
-  private endTask(
-    task: TaskRow,
-    state: "succeeded" | "failed" | "cancelled",
-    now: number,
-    detail: { output: string; finishReason: string | null } | { errorClass: ErrorClass | null; message: string; output?: string | null },
-  ): void {
-    if ("finishReason" in detail) {
-      this.sql.exec(
-        `UPDATE tasks SET state = ?, output = ?, finish_reason = ?, error_class = NULL, error_message = NULL,
-           deadline = NULL, retry_at = NULL, reserved_usd = 0, reserved_tokens = 0, checkpoint = NULL, finished_at = ? WHERE id = ?`,
-        state,
-        detail.output,
-        detail.finishReason,
-        now,
-        task.id,
-      );
-    } else {
-      // A failed task keeps its raw answer when it had one (invalid_output).
-      this.sql.exec(
-        `UPDATE tasks SET state = ?, error_class = ?, error_message = ?, output = COALESCE(?, output), deadline = NULL, retry_at = NULL,
-           reserved_usd = 0, reserved_tokens = 0, checkpoint = NULL, finished_at = ? WHERE id = ?`,
-        state,
-        detail.errorClass,
-        detail.message,
-        detail.output ?? null,
-        now,
-        task.id,
-      );
-    }
-    this.totals.move(task.kind, task.state, state);
-    if (IN_FLIGHT_TASK_STATES.includes(task.state)) this.totals.reserve({ usd: -task.reserved_usd, tokens: -task.reserved_tokens });
-  }
-
   private counts(): TaskCounts {
     return this.totals.counts();
   }
@@ -891,7 +784,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.sql.exec("UPDATE swarm SET state = ?, finished_at = ?, reason = ?, index_dirty = 1", state, Date.now(), reason);
     this.tickets.closeAll();
     // The final row reaches D1 on the next alarm, right away.
-    this.nextDeadline = Date.now();
+    this.tasks.noteDeadline(Date.now());
   }
 
   /** Writes unflushed ledger rows and, when changed, the swarm's index row to D1. */
@@ -1073,11 +966,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       .toArray();
   }
 
-  /** Notes a lease or deadline the alarm must look at. */
-  private noteDeadline(at: number): void {
-    if (this.nextDeadline === null || at < this.nextDeadline) this.nextDeadline = at;
-  }
-
   /**
    * Keeps one alarm at the earliest moment something is due: a lease, a ticket's deadline, a ledger
    * flush, a retry nobody is there to pull, the window needing more tickets, a circuit half-opening.
@@ -1086,11 +974,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    */
   private async planAlarm(swarm: SwarmRow, now: number, options: { exactDeadline?: boolean } = {}): Promise<void> {
     const candidates: number[] = [];
-    if (options.exactDeadline) {
-      const next = this.sql.exec<{ at: number | null }>("SELECT MIN(deadline) AS at FROM tasks WHERE deadline IS NOT NULL").one().at;
-      if (next !== null) this.noteDeadline(next);
-    }
-    if (this.nextDeadline !== null) candidates.push(this.nextDeadline);
+    const leaseAt = this.tasks.nextAlarm({ exact: options.exactDeadline === true });
+    if (leaseAt !== null) candidates.push(leaseAt);
     const ticketAt = this.tickets.nextAlarm();
     if (ticketAt !== null) candidates.push(ticketAt);
     if (this.totals.unflushed() > 0 || swarm.index_dirty === 1) candidates.push(now + this.settings.flushMs);

@@ -1,0 +1,148 @@
+// The life of a task once granted: its end (succeeded, failed, cancelled), its wait for a retry,
+// its checkpoints, and its lease — which leases ran out, and when the alarm must next look at one.
+// It never grants a task (SwarmDispatch does) and never decides an outcome (core/task-transitions.ts).
+import type { ErrorClass } from "../core/error-class.ts";
+import { IN_FLIGHT_TASK_STATES, type AgentCheckpoint, type TaskPool } from "../core/swarm-contract.ts";
+import { TASK_COLUMNS, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
+import type { SwarmStore } from "./swarm-store.ts";
+import type { SwarmTotals } from "./swarm-totals.ts";
+
+/** A checkpoint shares its task's row (2 MB in all) with the prompt (≤ 200,000 chars) and output. */
+const CHECKPOINT_MAX_BYTES = 1_000_000;
+
+export class SwarmTasks {
+  /** The earliest lease set since the alarm last looked (the alarm reads the exact one). */
+  private nextDeadline: number | null = null;
+
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly store: SwarmStore,
+    private readonly totals: SwarmTotals,
+  ) {}
+
+  /** The task waits to be handed out again at `retryAt`, holding its place in the window. */
+  toRetryWait(task: TaskRow, retryAt: number, error?: { errorClass: ErrorClass; message: string }): void {
+    this.sql.exec(
+      `UPDATE tasks SET state = 'retry_wait', retry_at = ?, deadline = NULL,
+         error_class = COALESCE(?, error_class), error_message = COALESCE(?, error_message) WHERE id = ?`,
+      retryAt,
+      error?.errorClass ?? null,
+      error?.message ?? null,
+      task.id,
+    );
+    this.totals.move(task.kind, task.state, "retry_wait");
+  }
+
+  /** When the earliest retry of the pool is due, from now; null when none waits. */
+  nextRetryIn(now: number, pool: TaskPool): number | null {
+    if (this.totals.inState("retry_wait") === 0) return null;
+    const at = this.sql
+      .exec<{ at: number | null }>("SELECT MIN(retry_at) AS at FROM tasks WHERE state = 'retry_wait' AND long = ?", pool === "long" ? 1 : 0)
+      .one().at;
+    return at === null ? null : Math.max(0, at - now);
+  }
+
+  /**
+   * Leases that ran out (a lane died, or lost its outcome): the task waits to be handed out again at
+   * once, or fails on its last attempt, or ends cancelled in a cancelled swarm.
+   */
+  expireLeases(swarm: SwarmRow, now: number): void {
+    const limits = this.store.limits(swarm);
+    const overdue = this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE deadline IS NOT NULL AND deadline <= ? ORDER BY seq`, now).toArray();
+    for (const task of overdue) {
+      if (swarm.state === "cancelled") {
+        this.endTask(task, "cancelled", now, { errorClass: "lease_expired", message: "the swarm was cancelled and no outcome arrived within the lease" });
+      } else if (task.state === "running" && task.attempts >= limits.max_attempts + this.store.freeAttempts(task.id)) {
+        this.endTask(task, "failed", now, {
+          errorClass: "lease_expired",
+          message: `no outcome was reported within the lease of attempt ${task.attempts} of ${limits.max_attempts + this.store.freeAttempts(task.id)}`,
+        });
+      } else {
+        this.toRetryWait(task, now);
+      }
+    }
+  }
+
+  /** Keeps a multi-turn task's latest checkpoint, from the attempt that holds it only. */
+  saveCheckpoint(taskId: string, attempt: number, checkpoint: AgentCheckpoint): void {
+    const json = JSON.stringify(checkpoint);
+    // A row holds at most 2 MB in Durable Object SQLite ("Maximum string, BLOB or table row size",
+    // developers.cloudflare.com/durable-objects/platform/limits), with the task's prompt and output
+    // beside it. A larger conversation keeps its previous checkpoint: a redelivery then repeats
+    // the turns since, which is paid again but never wrong.
+    if (json.length * 3 > CHECKPOINT_MAX_BYTES && new TextEncoder().encode(json).length > CHECKPOINT_MAX_BYTES) {
+      console.warn(JSON.stringify({ event: "checkpoint_too_large", task_id: taskId, attempt, turns: checkpoint.turns, chars: json.length }));
+      this.sql.exec(
+        "UPDATE tasks SET tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?",
+        checkpoint.toolCalls,
+        taskId,
+        attempt,
+      );
+      return;
+    }
+    this.sql.exec(
+      `UPDATE tasks SET checkpoint = ?, tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?
+         AND (checkpoint IS NULL OR json_extract(checkpoint, '$.step') < ?)`,
+      json,
+      checkpoint.toolCalls,
+      taskId,
+      attempt,
+      checkpoint.step,
+    );
+  }
+
+  endTask(
+    task: TaskRow,
+    state: "succeeded" | "failed" | "cancelled",
+    now: number,
+    detail: { output: string; finishReason: string | null } | { errorClass: ErrorClass | null; message: string; output?: string | null },
+  ): void {
+    if ("finishReason" in detail) {
+      this.sql.exec(
+        `UPDATE tasks SET state = ?, output = ?, finish_reason = ?, error_class = NULL, error_message = NULL,
+           deadline = NULL, retry_at = NULL, reserved_usd = 0, reserved_tokens = 0, checkpoint = NULL, finished_at = ? WHERE id = ?`,
+        state,
+        detail.output,
+        detail.finishReason,
+        now,
+        task.id,
+      );
+    } else {
+      // A failed task keeps its raw answer when it had one (invalid_output).
+      this.sql.exec(
+        `UPDATE tasks SET state = ?, error_class = ?, error_message = ?, output = COALESCE(?, output), deadline = NULL, retry_at = NULL,
+           reserved_usd = 0, reserved_tokens = 0, checkpoint = NULL, finished_at = ? WHERE id = ?`,
+        state,
+        detail.errorClass,
+        detail.message,
+        detail.output ?? null,
+        now,
+        task.id,
+      );
+    }
+    this.totals.move(task.kind, task.state, state);
+    if (IN_FLIGHT_TASK_STATES.includes(task.state)) this.totals.reserve({ usd: -task.reserved_usd, tokens: -task.reserved_tokens });
+  }
+
+  /** Notes a lease or deadline the alarm must look at. */
+  noteDeadline(at: number): void {
+    if (this.nextDeadline === null || at < this.nextDeadline) this.nextDeadline = at;
+  }
+
+  /** The alarm runs: it looks at every lease, so what was noted for it is done with. */
+  forgetNoted(): void {
+    this.nextDeadline = null;
+  }
+
+  /**
+   * When the alarm must next look at a lease: the earliest noted since it last ran; with `exact`
+   * (the alarm planning its next run) the earliest stored, read once.
+   */
+  nextAlarm(options: { exact: boolean }): number | null {
+    if (options.exact) {
+      const next = this.sql.exec<{ at: number | null }>("SELECT MIN(deadline) AS at FROM tasks WHERE deadline IS NOT NULL").one().at;
+      if (next !== null) this.noteDeadline(next);
+    }
+    return this.nextDeadline;
+  }
+}
