@@ -4,28 +4,22 @@
 import { DurableObject } from "cloudflare:workers";
 import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
 import { admitSwarm } from "../core/admit-swarm.ts";
-import { chargeOfCall, fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
+import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { ErrorDetail } from "../core/errors.ts";
 import { reduceOutputs, toWire, type TaskOutput } from "../core/reducers.ts";
 import { toModelMix } from "../core/route-model.ts";
-import { isUpstreamHealthFailure } from "../core/circuit-breaker.ts";
 import type { ErrorClass } from "../core/error-class.ts";
-import { toCallId } from "../core/ids.ts";
-import { percentile } from "../core/percentile.ts";
 import { readRoomSettings, type RoomSettings } from "../core/env-settings.ts";
-import { costOfUsage, resolvePrice } from "../core/pricing.ts";
 import { capOfTenant } from "../core/tenant-budget.ts";
 import type { TenantBudget } from "./tenant-budget.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import { PlannerSpecSchema, SwarmMetadataSchema, type Limits } from "../core/spec-schema.ts";
 import type {
   BillableView,
-  CallRecord,
   CallsReport,
   PlanView,
   ScratchpadRequest,
   ScratchpadResponse,
-  TaskKind,
   ClaimedTask,
   PullRequest,
   PullResponse,
@@ -38,18 +32,17 @@ import type {
   TaskReport,
   TaskResult,
   TaskState,
-  UsageTotals,
 } from "../core/swarm-contract.ts";
 import { IN_FLIGHT_TASK_STATES } from "../core/swarm-contract.ts";
 import { decideCompletion, decideGrant, decideRecord } from "../core/task-transitions.ts";
 import { toSendBatches, type Ticket } from "../core/ticket.ts";
-import { flushToLedger, type LedgerRow, type SwarmIndexRow } from "../ledger/d1-ledger.ts";
 import { migrateSwarmRoom } from "./swarm-room-schema.ts";
 import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
 import { advancePhase, insertPlanTask, insertTasks, llmOutput, phaseFailure, planView, reduceSpecOf, reductionView, type PhaseRoom } from "./swarm-phases.ts";
 import { runScratchpad } from "./swarm-scratchpad.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
+import { SwarmLedger } from "./swarm-ledger.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
 import { SwarmTasks } from "./swarm-tasks.ts";
 import { SwarmTickets } from "./swarm-tickets.ts";
@@ -76,8 +69,6 @@ export interface SwarmRoomEnv {
 
 /** After a failed D1 flush, the next try waits this long. */
 const FLUSH_RETRY_MS = 5_000;
-/** Ledger rows per D1 transaction. */
-const FLUSH_CHUNK = 500;
 /**
  * A pull's answer crosses an RPC boundary (32 MiB limit): past this many characters of prompts and checkpoints the
  * remaining tasks are deferred to a redelivery instead of granted.
@@ -96,8 +87,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly settings: RoomSettings;
   /** The alarm time this instance last set; null = unknown (read it from storage). */
   private alarmAt: number | null = null;
-  /** p50/p95 over the calls recorded so far, recomputed only when a call was added (status is polled). */
-  private latencyCache: { calls: number; p50: number | null; p95: number | null } | null = null;
   /** Whether any task is flagged long (its own pool of tickets); null = not looked yet. */
   private hasLongTasks: boolean | null = null;
   private readonly meters: SwarmMeters;
@@ -108,6 +97,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly routing: SwarmRouting;
   private readonly budget: SwarmBudget;
   private readonly tasks: SwarmTasks;
+  private readonly ledger: SwarmLedger;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
@@ -125,6 +115,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.routing = new SwarmRouting(this.sql, this.store, this.totals, this.circuits, this.settings);
     this.budget = new SwarmBudget(this.sql, this.store, this.totals, this.routing, this.settings.prices, env.TENANT_BUDGET);
     this.tasks = new SwarmTasks(this.sql, this.store, this.totals);
+    this.ledger = new SwarmLedger(this.sql, this.store, this.totals, this.routing, this.meters, this.settings, env.LEDGER_DB);
   }
 
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
@@ -408,7 +399,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const actions: TaskAction[] = [];
     const budget = limits.retry_budget ?? defaultRetryBudget(swarm.task_count);
     let retriesUsed = swarm.retries_used;
-    let { successes, rateLimited } = this.insertCalls(swarm, reports, now);
+    let { successes, rateLimited } = this.ledger.insertCalls(swarm, reports, now);
     // Before the outcomes: a retried or deferred attempt hands its checkpoint to the next one.
     for (const report of reports) {
       if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
@@ -436,9 +427,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         // report of this attempt could otherwise pass for the next holder's, and its call ids clash).
         // One that made no call gives its place in max_attempts back instead; one that did resumes
         // from its checkpoint under the next number.
-        const called =
-          this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE task_id = ? AND attempt = ?", report.taskId, report.attempt).one().n > 0;
-        if (!called) this.store.addFreeAttempt(report.taskId);
+        if (!this.ledger.madeCalls(report.taskId, report.attempt)) this.store.addFreeAttempt(report.taskId);
         const retryAt = now + Math.max(0, outcome.retryAfterMs);
         this.tasks.toRetryWait(task, retryAt);
         actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
@@ -490,7 +479,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const swarm = this.store.swarm();
       if (swarm === null) return;
       const now = Date.now();
-      this.adaptWindow(swarm, { ...this.insertCalls(swarm, reports, now), now });
+      this.adaptWindow(swarm, { ...this.ledger.insertCalls(swarm, reports, now), now });
       for (const report of reports) {
         if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
       }
@@ -579,6 +568,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     this.tasks.forgetNoted();
+    this.ledger.forgetNoted();
     this.meters.add("do_requests");
     try {
       const swarm = this.store.swarm();
@@ -668,34 +658,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────
 
-  /**
-   * Inserts the reports' call rows. Only a call seen for the first time moves its model's breaker
-   * and counts for the window; returns those counts.
-   */
-  private insertCalls(
-    swarm: SwarmRow,
-    reports: readonly { taskId: string; attempt: number; calls: CallRecord[] }[],
-    now: number,
-  ): { successes: number; rateLimited: boolean } {
-    let successes = 0;
-    let rateLimited = false;
-    // A sub-task reserves its whole attempt (every turn); one call is charged at most its share.
-    const callsPerTask = this.store.callsPerTask(swarm);
-    for (const report of reports) {
-      for (const call of report.calls) {
-        if (!this.insertCall(swarm, report, call, callsPerTask)) continue;
-        if (call.status === "ok") {
-          successes += 1;
-          this.routing.updateCircuit(call.model, "success", now);
-        } else if (call.errorClass !== null && isUpstreamHealthFailure(call.errorClass)) {
-          this.routing.updateCircuit(call.model, "failure", now);
-        }
-        if (call.errorClass === "rate_limited") rateLimited = true;
-      }
-    }
-    return { successes, rateLimited };
-  }
-
   /** One pull's outcomes move the adaptive window. */
   private adaptWindow(swarm: SwarmRow, events: { successes: number; rateLimited: boolean; now: number }): void {
     if (events.successes === 0 && !events.rateLimited) return;
@@ -705,47 +667,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.store.limits(swarm).concurrency,
     );
     this.sql.exec("UPDATE swarm SET window = ?, window_credit = ?, window_decreased_at = ?", window.window, window.credit, window.decreasedAt);
-  }
-
-  /** Inserts the call's ledger row; false when its call id was already recorded. */
-  private insertCall(swarm: SwarmRow, report: { taskId: string; attempt: number }, call: CallRecord, callsPerTask: number): boolean {
-    const usage = call.usage;
-    const price = resolvePrice(this.settings.prices, call.model);
-    const cost = usage !== null && price !== null ? costOfUsage(usage, price) : null;
-    const row = this.sql
-      .exec<{ usd: number; tokens: number; kind: TaskKind }>(
-        "SELECT reserved_usd AS usd, reserved_tokens AS tokens, kind FROM tasks WHERE id = ?",
-        report.taskId,
-      )
-      .toArray()[0];
-    const share = row?.kind === "task" ? callsPerTask : 1;
-    const reservation = row === undefined ? { usd: 0, tokens: 0 } : { usd: row.usd / share, tokens: Math.ceil(row.tokens / share) };
-    const charge = chargeOfCall(call, price, reservation);
-    const cursor = this.sql.exec(
-      `INSERT OR IGNORE INTO calls (call_id, task_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens,
-         completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at, charged_usd, charged_tokens)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      toCallId(swarm.id, report.taskId, report.attempt, call.turn),
-      report.taskId,
-      report.attempt,
-      call.turn,
-      call.model,
-      call.status,
-      call.errorClass,
-      usage?.prompt_tokens ?? null,
-      usage?.cached_tokens ?? null,
-      usage?.completion_tokens ?? null,
-      usage?.reasoning_tokens ?? null,
-      usage?.total_tokens ?? null,
-      cost,
-      Math.max(0, Math.round(call.latencyMs)),
-      call.startedAt,
-      charge.usd,
-      charge.tokens,
-    );
-    if (cursor.rowsWritten === 0) return false;
-    this.totals.charge(charge);
-    return true;
   }
 
   private counts(): TaskCounts {
@@ -783,96 +704,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         : null);
     this.sql.exec("UPDATE swarm SET state = ?, finished_at = ?, reason = ?, index_dirty = 1", state, Date.now(), reason);
     this.tickets.closeAll();
-    // The final row reaches D1 on the next alarm, right away.
-    this.tasks.noteDeadline(Date.now());
-  }
-
-  /** Writes unflushed ledger rows and, when changed, the swarm's index row to D1. */
-  private async flush(): Promise<void> {
-    const swarm = this.store.swarm();
-    if (swarm === null) return;
-    await this.budget.settleTenant(swarm);
-    for (;;) {
-      const rows = this.sql
-        .exec<LedgerRow & { rowid: number }>(
-          `SELECT rowid, call_id, task_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens,
-                  completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at
-           FROM calls WHERE flushed = 0 ORDER BY rowid LIMIT ?`,
-          FLUSH_CHUNK,
-        )
-        .toArray()
-        .map((row) => ({ ...row, swarm_id: swarm.id, tenant: swarm.tenant }));
-      const current = this.store.swarm();
-      const index = current !== null && current.index_dirty === 1 ? this.toIndexRow(current) : null;
-      if (rows.length === 0 && index === null) return;
-      const written = await flushToLedger(
-        this.env.LEDGER_DB,
-        rows.map(({ rowid: _rowid, ...row }) => row),
-        index,
-      );
-      this.meters.add("d1_rows_written", written);
-      const last = rows[rows.length - 1];
-      if (last) {
-        this.sql.exec("UPDATE calls SET flushed = 1 WHERE flushed = 0 AND rowid <= ?", last.rowid);
-        this.totals.flushed(rows.length);
-      }
-      // Only clear the flag if nothing changed the swarm while the write was in flight.
-      if (index !== null) {
-        const after = this.store.swarm();
-        if (after !== null && JSON.stringify(this.toIndexRow(after)) === JSON.stringify(index)) {
-          this.sql.exec("UPDATE swarm SET index_dirty = 0");
-        }
-      }
-      if (rows.length < FLUSH_CHUNK) return;
-    }
-  }
-
-  private usageTotals(): UsageTotals & { cost_usd: number } {
-    const row = this.sql
-      .exec<{ calls: number; p: number | null; c: number | null; o: number | null; t: number | null; cost: number | null }>(
-        `SELECT COUNT(*) AS calls, SUM(prompt_tokens) AS p, SUM(cached_tokens) AS c, SUM(completion_tokens) AS o,
-                SUM(total_tokens) AS t, SUM(cost_usd) AS cost FROM calls`,
-      )
-      .one();
-    return {
-      calls: row.calls,
-      prompt_tokens: row.p ?? 0,
-      cached_tokens: row.c ?? 0,
-      completion_tokens: row.o ?? 0,
-      total_tokens: row.t ?? 0,
-      cost_usd: row.cost ?? 0,
-    };
-  }
-
-  private toIndexRow(swarm: SwarmRow): SwarmIndexRow {
-    const counts = this.counts();
-    const usage = this.usageTotals();
-    return {
-      id: swarm.id,
-      tenant: swarm.tenant,
-      name: swarm.name,
-      model: swarm.model,
-      state: swarm.state,
-      task_count: swarm.task_count,
-      origin: swarm.origin,
-      metadata: swarm.metadata,
-      created_at: swarm.created_at,
-      finished_at: swarm.finished_at,
-      succeeded: counts.succeeded,
-      failed: counts.failed,
-      cancelled: counts.cancelled,
-      skipped_budget: counts.skipped_budget,
-      calls: usage.calls,
-      prompt_tokens: usage.prompt_tokens,
-      cached_tokens: usage.cached_tokens,
-      completion_tokens: usage.completion_tokens,
-      total_tokens: usage.total_tokens,
-      cost_usd: usage.cost_usd,
-    };
+    this.ledger.flushSoon(Date.now());
   }
 
   private toStatus(swarm: SwarmRow): SwarmStatusWire {
-    const { cost_usd, ...usage } = this.usageTotals();
+    const { cost_usd, ...usage } = this.ledger.usageTotals();
     const limits = this.store.limits(swarm);
     const finished = swarm.finished_at !== null;
     const metadata = swarm.metadata === null ? {} : SwarmMetadataSchema.parse(JSON.parse(swarm.metadata));
@@ -888,7 +724,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       tool_calls: this.sql.exec<{ n: number | null }>("SELECT SUM(tool_calls) AS n FROM tasks").one().n ?? 0,
       cost_usd,
       wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,
-      latency_ms: this.latencyPercentiles(usage.calls),
+      latency_ms: this.ledger.latencyPercentiles(usage.calls),
       output: finished ? this.output(swarm) : null,
       plan: planView(swarm),
       reduction: reductionView(swarm),
@@ -948,22 +784,19 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     };
   }
 
-  private latencyPercentiles(calls: number): { p50: number | null; p95: number | null } {
-    if (this.latencyCache?.calls !== calls) {
-      const latencies = this.sql
-        .exec<{ latency_ms: number }>("SELECT latency_ms FROM calls")
-        .toArray()
-        .map((row) => row.latency_ms);
-      this.latencyCache = { calls, p50: percentile(latencies, 50), p95: percentile(latencies, 95) };
-    }
-    return { p50: this.latencyCache.p50, p95: this.latencyCache.p95 };
-  }
-
   /** Succeeded outputs in task order: what the reducers merge. */
   private succeededOutputs(): TaskOutput[] {
     return this.sql
       .exec<{ task_id: string; output: string }>("SELECT id AS task_id, output FROM tasks WHERE kind = 'task' AND state = 'succeeded' ORDER BY seq")
       .toArray();
+  }
+
+  /** What D1 and the tenant's month must hear: a finished swarm's settlement, then the ledger rows and the index row. */
+  private async flush(): Promise<void> {
+    const swarm = this.store.swarm();
+    if (swarm === null) return;
+    await this.budget.settleTenant(swarm);
+    await this.ledger.flush(swarm);
   }
 
   /**
@@ -978,7 +811,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (leaseAt !== null) candidates.push(leaseAt);
     const ticketAt = this.tickets.nextAlarm();
     if (ticketAt !== null) candidates.push(ticketAt);
-    if (this.totals.unflushed() > 0 || swarm.index_dirty === 1) candidates.push(now + this.settings.flushMs);
+    const flushAt = this.ledger.nextAlarm(swarm, now);
+    if (flushAt !== null) candidates.push(flushAt);
     const active = swarm.finished_at === null && swarm.state !== "cancelled";
     if (active) {
       // More lanes wanted (the window grew, a lane stopped): the alarm sends their tickets now.
