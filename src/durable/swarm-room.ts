@@ -2,9 +2,8 @@
 // It owns task states, leases, results, per-call usage, the dispatch window and completion; it
 // never calls a model (a Durable Object is single-threaded and billed for wall time).
 import { DurableObject } from "cloudflare:workers";
-import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
+import { defaultRetryBudget } from "../core/adaptive-window.ts";
 import { admitSwarm } from "../core/admit-swarm.ts";
-import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { ErrorDetail } from "../core/errors.ts";
 import { reduceOutputs, toWire, type TaskOutput } from "../core/reducers.ts";
 import { toModelMix } from "../core/route-model.ts";
@@ -12,42 +11,37 @@ import type { ErrorClass } from "../core/error-class.ts";
 import { readRoomSettings, type RoomSettings } from "../core/env-settings.ts";
 import { capOfTenant } from "../core/tenant-budget.ts";
 import type { TenantBudget } from "./tenant-budget.ts";
-import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
-import { PlannerSpecSchema, SwarmMetadataSchema, type Limits } from "../core/spec-schema.ts";
+import { PlannerSpecSchema, SwarmMetadataSchema } from "../core/spec-schema.ts";
 import type {
   BillableView,
   CallsReport,
   PlanView,
   ScratchpadRequest,
   ScratchpadResponse,
-  ClaimedTask,
   PullRequest,
   PullResponse,
   TaskPool,
   ResultsPage,
   StartSwarmInput,
   SwarmStatusWire,
-  TaskAction,
   TaskCounts,
-  TaskReport,
   TaskResult,
   TaskState,
 } from "../core/swarm-contract.ts";
-import { IN_FLIGHT_TASK_STATES } from "../core/swarm-contract.ts";
-import { decideCompletion, decideGrant, decideRecord } from "../core/task-transitions.ts";
-import { toSendBatches, type Ticket } from "../core/ticket.ts";
+import { decideCompletion } from "../core/task-transitions.ts";
 import { migrateSwarmRoom } from "./swarm-room-schema.ts";
-import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
+import type { SwarmRow } from "./swarm-room-rows.ts";
 import { advancePhase, insertPlanTask, insertTasks, llmOutput, phaseFailure, planView, reduceSpecOf, reductionView, type PhaseRoom } from "./swarm-phases.ts";
 import { runScratchpad } from "./swarm-scratchpad.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
+import { SwarmDispatch } from "./swarm-dispatch.ts";
 import { SwarmLedger } from "./swarm-ledger.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
 import { SwarmTasks } from "./swarm-tasks.ts";
 import { SwarmTickets } from "./swarm-tickets.ts";
 import { SwarmRouting } from "./swarm-routing.ts";
-import { SwarmStore, toLifeRow } from "./swarm-store.ts";
+import { SwarmStore } from "./swarm-store.ts";
 import { SwarmTotals } from "./swarm-totals.ts";
 
 /** The bindings and settings the SwarmRoom reads; the orchestrator's Env provides them. */
@@ -69,15 +63,6 @@ export interface SwarmRoomEnv {
 
 /** After a failed D1 flush, the next try waits this long. */
 const FLUSH_RETRY_MS = 5_000;
-/**
- * A pull's answer crosses an RPC boundary (32 MiB limit): past this many characters of prompts and checkpoints the
- * remaining tasks are deferred to a redelivery instead of granted.
- */
-const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
-
-/** Per model call: `long_timeout_s` for a task flagged long, else `timeout_s`. */
-const toCallTimeoutS = (task: { long: number } | null, limits: Limits): number => (task?.long === 1 ? limits.long_timeout_s : limits.timeout_s);
-
 const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 type StartResult = { created: boolean; refused?: ErrorDetail[]; code?: "invalid_spec" | "budget_exceeded" };
@@ -87,8 +72,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly settings: RoomSettings;
   /** The alarm time this instance last set; null = unknown (read it from storage). */
   private alarmAt: number | null = null;
-  /** Whether any task is flagged long (its own pool of tickets); null = not looked yet. */
-  private hasLongTasks: boolean | null = null;
   private readonly meters: SwarmMeters;
   private readonly store: SwarmStore;
   private readonly totals: SwarmTotals;
@@ -98,6 +81,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly budget: SwarmBudget;
   private readonly tasks: SwarmTasks;
   private readonly ledger: SwarmLedger;
+  private readonly dispatch: SwarmDispatch;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
@@ -116,6 +100,19 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.budget = new SwarmBudget(this.sql, this.store, this.totals, this.routing, this.settings.prices, env.TENANT_BUDGET);
     this.tasks = new SwarmTasks(this.sql, this.store, this.totals);
     this.ledger = new SwarmLedger(this.sql, this.store, this.totals, this.routing, this.meters, this.settings, env.LEDGER_DB);
+    this.dispatch = new SwarmDispatch({
+      sql: this.sql,
+      store: this.store,
+      totals: this.totals,
+      tickets: this.tickets,
+      routing: this.routing,
+      budget: this.budget,
+      tasks: this.tasks,
+      ledger: this.ledger,
+      meters: this.meters,
+      leases: this.settings,
+      queues: { short: env.TASK_QUEUE, long: env.LONG_TASK_QUEUE ?? env.TASK_QUEUE },
+    });
   }
 
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
@@ -154,7 +151,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.totals.invalidate();
     // Tickets first (the first lanes start while D1 is written); then the index row, so the swarm
     // is listed at once; if D1 is down the alarm retries.
-    await this.issueTickets(Date.now());
+    await this.dispatch.issueTickets(Date.now());
     try {
       await this.flush();
     } catch (error) {
@@ -250,14 +247,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         };
       }
       const now = Date.now();
-      const actions = request.reports.length > 0 ? this.recordReports(swarm, request.reports, now) : [];
+      const actions = request.reports.length > 0 ? this.dispatch.recordReports(swarm, request.reports, now) : [];
       let ended = request.reports.length > 0;
       const current = this.store.swarm() ?? swarm;
       const pool: TaskPool = request.pool ?? "short";
       const grant =
         request.final || request.want <= 0
           ? { granted: [], ended: false, blocked: false }
-          : this.grantTasks(current, request.want, now, pool, request.endBy ?? null);
+          : this.dispatch.grantTasks(current, request.want, now, pool, request.endBy ?? null);
       ended ||= grant.ended;
       if (ended) this.afterTasksEnded();
       const after = this.store.swarm() ?? current;
@@ -275,200 +272,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   /**
-   * Up to `want` tasks of the pool, due retries first (they hold their place in the window), then
-   * pending tasks while the window has room. Each is leased as its next attempt, with its budget
-   * reserved. `blocked`: nothing can be granted until something changes (every circuit open, the
-   * budget waiting for reservations to settle, or no task fits the lane's remaining time).
-   */
-  private grantTasks(
-    swarm: SwarmRow,
-    want: number,
-    now: number,
-    pool: TaskPool,
-    endBy: number | null,
-  ): { granted: ClaimedTask[]; ended: boolean; blocked: boolean } {
-    const result = { granted: [] as ClaimedTask[], ended: false, blocked: false };
-    if (swarm.finished_at !== null || (swarm.state !== "running" && swarm.state !== "planning" && swarm.state !== "reducing")) return result;
-    const config = this.store.toRunConfig(swarm);
-    const long = pool === "long" ? 1 : 0;
-    const limit = Math.min(want, 1_000);
-    const candidates = this.sql
-      .exec<TaskRow & { size: number }>(
-        `SELECT ${TASK_COLUMNS}, LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS size FROM tasks
-         WHERE state IN ('retry_wait', 'dispatched') AND COALESCE(retry_at, 0) <= ? AND long = ? ORDER BY retry_at, seq LIMIT ?`,
-        now,
-        long,
-        limit,
-      )
-      .toArray();
-    const room = swarm.window - this.totals.inFlight();
-    if (candidates.length < limit && room > 0) {
-      candidates.push(
-        ...this.sql
-          .exec<TaskRow & { size: number }>(
-            `SELECT ${TASK_COLUMNS}, LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS size FROM tasks
-             WHERE state = 'pending' AND long = ? ORDER BY seq LIMIT ?`,
-            long,
-            Math.min(limit - candidates.length, room),
-          )
-          .toArray(),
-      );
-    }
-    const budget = this.store.budget(swarm);
-    let promptChars = 0;
-    for (const task of candidates) {
-      const decision = decideGrant({ ...toLifeRow(task), retryAt: task.retry_at }, now, config.limits.max_attempts + this.store.freeAttempts(task.id));
-      if (decision.kind === "skip") continue;
-      if (decision.kind === "fail") {
-        this.tasks.endTask(task, "failed", now, { errorClass: decision.errorClass, message: decision.message });
-        result.ended = true;
-        continue;
-      }
-      // A grant's answer crosses an RPC boundary (32 MiB): the rest waits for the next pull.
-      if (result.granted.length > 0 && promptChars + task.size > CLAIM_MAX_PROMPT_CHARS) break;
-      const model = this.routing.pickModel(swarm, now, { probe: true, taskId: task.id, hint: task.model_hint });
-      if (model === null) {
-        // Every circuit is open: nothing runs until one half-opens (the alarm issues tickets then).
-        result.blocked = true;
-        break;
-      }
-      const timeoutS = toCallTimeoutS(task, config.limits);
-      // A sub-agent's lease covers every turn of its loop, each with its tool calls.
-      const turns = task.kind === "task" ? this.store.callsPerTask(swarm) : 1;
-      const toolMs = task.kind === "task" && config.tools.length > 0 ? this.settings.toolTurnLeaseMs : 0;
-      const runMs = turns * (timeoutS * 1_000 + toolMs);
-      if (endBy !== null && now + runMs > endBy) {
-        // The lane must end before this task could: another lane (a fresh ticket) takes it.
-        result.blocked = true;
-        break;
-      }
-      let reservation: Amount = { usd: 0, tokens: 0 };
-      if (budget !== null) {
-        const worst = this.budget.worstCase(swarm, task, model);
-        const others = this.budget.committedExcept(task);
-        if (!fitsBudget(budget, others, worst)) {
-          if (others.usd > this.totals.charged().usd || others.tokens > this.totals.charged().tokens) {
-            // Others' reservations may settle below their worst case: this task waits for them.
-            result.blocked = true;
-          } else {
-            this.budget.exhaustBudget(toBudgetReason(budget, this.totals.charged(), worst), now, task.id);
-            result.ended = true;
-          }
-          break;
-        }
-        reservation = worst;
-      }
-      promptChars += task.size;
-      const leaseUntil = now + runMs + this.settings.leaseGraceMs;
-      const row = this.sql
-        .exec<{ prompt: string; checkpoint: string | null; override: string | null }>(
-          `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL, model = ?, reserved_usd = ?, reserved_tokens = ?,
-             started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt, checkpoint, override`,
-          decision.attempt,
-          leaseUntil,
-          model,
-          reservation.usd,
-          reservation.tokens,
-          now,
-          task.id,
-        )
-        .one();
-      this.totals.move(task.kind, task.state, "running");
-      const held = IN_FLIGHT_TASK_STATES.includes(task.state) ? { usd: task.reserved_usd, tokens: task.reserved_tokens } : { usd: 0, tokens: 0 };
-      this.totals.reserve({ usd: reservation.usd - held.usd, tokens: reservation.tokens - held.tokens });
-      this.tasks.noteDeadline(leaseUntil);
-      result.granted.push({
-        taskId: task.id,
-        attempt: decision.attempt,
-        prompt: row.prompt,
-        leaseUntil,
-        model,
-        timeoutS,
-        kind: task.kind,
-        override: row.override === null ? null : OverrideSchema.parse(JSON.parse(row.override)),
-        checkpoint: row.checkpoint === null ? null : CheckpointSchema.parse(JSON.parse(row.checkpoint)),
-      });
-      if (result.granted.length >= want) break;
-    }
-    return result;
-  }
-
-  /** Records outcomes and usage; idempotent by task and attempt (and by call id for usage). */
-  private recordReports(swarm: SwarmRow, reports: TaskReport[], now: number): TaskAction[] {
-    const limits = this.store.limits(swarm);
-    const actions: TaskAction[] = [];
-    const budget = limits.retry_budget ?? defaultRetryBudget(swarm.task_count);
-    let retriesUsed = swarm.retries_used;
-    let { successes, rateLimited } = this.ledger.insertCalls(swarm, reports, now);
-    // Before the outcomes: a retried or deferred attempt hands its checkpoint to the next one.
-    for (const report of reports) {
-      if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
-      if (report.toolCalls !== undefined && report.toolCalls > 0) {
-        this.sql.exec("UPDATE tasks SET tool_calls = MAX(tool_calls, ?) WHERE id = ?", report.toolCalls, report.taskId);
-      }
-    }
-    for (const report of reports) {
-      const task = this.store.task(report.taskId);
-      const free = task === null ? 0 : this.store.freeAttempts(task.id);
-      const decision = decideRecord(task && toLifeRow(task), report.attempt, report.outcome, limits.max_attempts + free);
-      const { outcome } = report;
-      if (task !== null && decision.kind === "succeed" && outcome.kind === "succeeded") {
-        this.tasks.endTask(task, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
-      } else if (task !== null && decision.kind === "fail" && outcome.kind === "failed") {
-        this.tasks.endTask(task, "failed", now, { errorClass: outcome.class, message: outcome.message, output: outcome.output ?? null });
-      } else if (task !== null && decision.kind === "defer" && outcome.kind === "deferred" && swarm.state === "cancelled") {
-        // Nothing is handed out in a cancelled swarm: waiting to be would leave the task open for ever.
-        this.tasks.endTask(task, "cancelled", now, { errorClass: null, message: `cancelled while deferred: ${outcome.reason}` });
-      } else if (task !== null && decision.kind === "defer" && outcome.kind === "deferred") {
-        // No key had room (or, mid-loop, no time was left): like a 429, the upstream allows fewer
-        // calls than the window sends.
-        rateLimited = true;
-        // The attempt keeps its number, so no number is ever handed out twice (a late or repeated
-        // report of this attempt could otherwise pass for the next holder's, and its call ids clash).
-        // One that made no call gives its place in max_attempts back instead; one that did resumes
-        // from its checkpoint under the next number.
-        if (!this.ledger.madeCalls(report.taskId, report.attempt)) this.store.addFreeAttempt(report.taskId);
-        const retryAt = now + Math.max(0, outcome.retryAfterMs);
-        this.tasks.toRetryWait(task, retryAt);
-        actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
-        continue;
-      } else if (decision.kind === "retry" && outcome.kind === "failed" && task !== null) {
-        if (swarm.state === "cancelled") {
-          this.tasks.endTask(task, "cancelled", now, { errorClass: outcome.class, message: `cancelled while waiting to retry: ${outcome.message}` });
-        } else if (task.state !== "retry_wait" && retriesUsed >= budget) {
-          this.tasks.endTask(task, "failed", now, {
-            errorClass: outcome.class,
-            message: `${outcome.message} (not retried: the swarm's retry budget of ${budget} is spent)`,
-          });
-        } else {
-          if (task.state !== "retry_wait") retriesUsed += 1;
-          const retryAt =
-            task.state === "retry_wait" && task.retry_at !== null ? task.retry_at : now + backoffDelayMs(report.attempt - free, outcome.retryAfterMs);
-          this.tasks.toRetryWait(task, retryAt, { errorClass: outcome.class, message: outcome.message });
-          actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
-          continue;
-        }
-      }
-      if (
-        task !== null &&
-        decision.kind === "ignore" &&
-        outcome.kind === "deferred" &&
-        task.state === "retry_wait" &&
-        report.attempt === task.attempts &&
-        task.retry_at !== null
-      ) {
-        // A repeated deferral of the attempt that waits gets the same answer, as a repeated failure does.
-        actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(task.retry_at - now) });
-        continue;
-      }
-      actions.push({ taskId: report.taskId, action: "ack", delaySeconds: 0 });
-    }
-    if (retriesUsed !== swarm.retries_used) this.sql.exec("UPDATE swarm SET retries_used = ?", retriesUsed);
-    this.adaptWindow(swarm, { successes, rateLimited, now });
-    return actions;
-  }
-
-  /**
    * Records calls as soon as they end, before their task's outcome is known, so a consumer that dies
    * mid-batch loses no usage the upstream billed. Idempotent by call id; changes no task state (the
    * outcome comes later with recordResults, whose repeated call rows are then ignored).
@@ -479,7 +282,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const swarm = this.store.swarm();
       if (swarm === null) return;
       const now = Date.now();
-      this.adaptWindow(swarm, { ...this.ledger.insertCalls(swarm, reports, now), now });
+      this.dispatch.adaptWindow(swarm, { ...this.ledger.insertCalls(swarm, reports, now), now });
       for (const report of reports) {
         if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
       }
@@ -577,7 +380,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.tasks.expireLeases(swarm, now);
       this.tickets.expire(now);
       this.afterTasksEnded();
-      await this.issueTickets(now);
+      await this.dispatch.issueTickets(now);
       try {
         await this.flush();
       } catch (error) {
@@ -591,83 +394,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     }
   }
 
-  /**
-   * Sends the tickets the window needs: lanes whose slots cover the tasks the swarm could run at
-   * once. Called from start and the alarm only, never on an agent's path. A failed send forgets
-   * its tickets and tries again in a second.
-   */
-  private async issueTickets(now: number): Promise<void> {
-    const swarm = this.store.swarm();
-    if (swarm === null || swarm.finished_at !== null || swarm.state === "cancelled") return;
-    if (this.routing.pickModel(swarm, now, { probe: false }) === null) return;
-    for (const pool of this.pools()) {
-      const count = this.tickets.toIssue(this.demand(swarm, pool, now), pool);
-      if (count === 0) continue;
-      const ids = this.tickets.issue(count, now, swarm.id, pool);
-      const queue = pool === "long" ? (this.env.LONG_TASK_QUEUE ?? this.env.TASK_QUEUE) : this.env.TASK_QUEUE;
-      const sent: string[] = [];
-      try {
-        for (const batch of toSendBatches(ids)) {
-          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket } satisfies Ticket })));
-          sent.push(...batch);
-          this.meters.add("queue_sent", batch.length);
-        }
-      } catch (error) {
-        console.error(
-          JSON.stringify({
-            event: "ticket_send_failed",
-            swarm_id: swarm.id,
-            tickets: ids.length - sent.length,
-            error: error instanceof Error ? error.message : String(error),
-          }),
-        );
-        this.tickets.unissue(ids.filter((id) => !sent.includes(id)));
-        await this.setAlarmNoLaterThan(Date.now() + 1_000);
-      }
-    }
-  }
-
-  /** The pools the swarm has tasks in: long tasks run on their own queue (and lanes). */
-  private pools(): TaskPool[] {
-    if (this.hasLongTasks === null) {
-      this.hasLongTasks = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM (SELECT 1 FROM tasks WHERE long = 1 LIMIT 1)").one().n > 0;
-    }
-    return this.hasLongTasks ? ["short", "long"] : ["short"];
-  }
-
-  /**
-   * Tasks of a pool the swarm could run at once now: its open tasks, at most the window. A retry
-   * that is not due yet needs no lane now (it holds its place in the window, so nothing else does
-   * either): the alarm wakes when it is due, instead of a ticket whose lane finds nothing and ends.
-   */
-  private demand(swarm: SwarmRow, pool: TaskPool, now: number): number {
-    const long = pool === "long" ? 1 : 0;
-    const open = this.hasLongTasks
-      ? this.sql
-          .exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE long = ? AND state IN ('pending', 'dispatched', 'running', 'retry_wait')", long)
-          .one().n
-      : this.totals.open();
-    const later =
-      this.totals.inState("retry_wait") === 0
-        ? 0
-        : this.hasLongTasks
-          ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'retry_wait' AND retry_at > ? AND long = ?", now, long).one().n
-          : this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'retry_wait' AND retry_at > ?", now).one().n;
-    return Math.max(0, Math.min(swarm.window, open) - later);
-  }
-
   // ── internals ─────────────────────────────────────────────────────────────────────────────
-
-  /** One pull's outcomes move the adaptive window. */
-  private adaptWindow(swarm: SwarmRow, events: { successes: number; rateLimited: boolean; now: number }): void {
-    if (events.successes === 0 && !events.rateLimited) return;
-    const window = adjustWindow(
-      { window: swarm.window, credit: swarm.window_credit, decreasedAt: swarm.window_decreased_at },
-      events,
-      this.store.limits(swarm).concurrency,
-    );
-    this.sql.exec("UPDATE swarm SET window = ?, window_credit = ?, window_decreased_at = ?", window.window, window.credit, window.decreasedAt);
-  }
 
   private counts(): TaskCounts {
     return this.totals.counts();
@@ -686,7 +413,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     // A phase that moved inserted its engine tasks (or the plan's): count them.
     if (swarm.state !== before.state || swarm.plan_attempts !== before.plan_attempts || swarm.reduction !== before.reduction) {
       this.totals.invalidate();
-      this.hasLongTasks = null;
+      this.dispatch.tasksInserted();
     }
     let state = this.totals.open() > 0 ? null : decideCompletion(this.counts(), swarm.state === "cancelled");
     if (state === null) {
@@ -809,21 +536,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const candidates: number[] = [];
     const leaseAt = this.tasks.nextAlarm({ exact: options.exactDeadline === true });
     if (leaseAt !== null) candidates.push(leaseAt);
-    const ticketAt = this.tickets.nextAlarm();
-    if (ticketAt !== null) candidates.push(ticketAt);
     const flushAt = this.ledger.nextAlarm(swarm, now);
     if (flushAt !== null) candidates.push(flushAt);
-    const active = swarm.finished_at === null && swarm.state !== "cancelled";
-    if (active) {
-      // More lanes wanted (the window grew, a lane stopped): the alarm sends their tickets now.
-      if (this.pools().some((pool) => this.tickets.toIssue(this.demand(swarm, pool, now), pool) > 0)) {
-        const parked = this.routing.parkedUntil();
-        candidates.push(parked ?? now);
-      } else if (this.tickets.openCount() === 0 && this.totals.inState("retry_wait") > 0) {
-        const at = this.sql.exec<{ at: number | null }>("SELECT MIN(retry_at) AS at FROM tasks WHERE state = 'retry_wait'").one().at;
-        if (at !== null) candidates.push(at);
-      }
-    }
+    const dispatchAt = this.dispatch.nextAlarm(swarm, now);
+    if (dispatchAt !== null) candidates.push(dispatchAt);
     if (candidates.length === 0) return;
     await this.setAlarmNoLaterThan(Math.min(...candidates));
   }

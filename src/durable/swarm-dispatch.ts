@@ -1,0 +1,375 @@
+// Dispatch and the window: what a pull records (outcomes, retries, the retry budget) and grants
+// (due retries, then pending tasks while the window has room, each leased with its budget reserved
+// and its model picked), how the adaptive window moves, and the tickets that bring lanes
+// (SwarmTickets owns their table) — and when the alarm must next send some. It awaits nothing on
+// an agent's path: tickets are sent from start and the alarm only.
+import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
+import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
+import type { RoomSettings } from "../core/env-settings.ts";
+import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
+import type { Limits } from "../core/spec-schema.ts";
+import { IN_FLIGHT_TASK_STATES, type ClaimedTask, type TaskAction, type TaskPool, type TaskReport } from "../core/swarm-contract.ts";
+import { decideGrant, decideRecord } from "../core/task-transitions.ts";
+import { toSendBatches, type Ticket } from "../core/ticket.ts";
+import type { SwarmBudget } from "./swarm-budget.ts";
+import type { SwarmLedger } from "./swarm-ledger.ts";
+import type { SwarmMeters } from "./swarm-meters.ts";
+import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
+import type { SwarmRouting } from "./swarm-routing.ts";
+import { toLifeRow, type SwarmStore } from "./swarm-store.ts";
+import type { SwarmTasks } from "./swarm-tasks.ts";
+import type { SwarmTickets } from "./swarm-tickets.ts";
+import type { SwarmTotals } from "./swarm-totals.ts";
+
+/**
+ * A pull's answer crosses an RPC boundary (32 MiB limit): past this many characters of prompts and checkpoints the
+ * remaining tasks are deferred to a redelivery instead of granted.
+ */
+const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
+
+/** Per model call: `long_timeout_s` for a task flagged long, else `timeout_s`. */
+const toCallTimeoutS = (task: { long: number } | null, limits: Limits): number => (task?.long === 1 ? limits.long_timeout_s : limits.timeout_s);
+
+/** After a failed ticket send, the next try waits this long. */
+const SEND_RETRY_MS = 1_000;
+
+/** What dispatch works with: the room's SQL, its other modules, its lease settings and its queues. */
+export interface DispatchParts {
+  sql: SqlStorage;
+  store: SwarmStore;
+  totals: SwarmTotals;
+  tickets: SwarmTickets;
+  routing: SwarmRouting;
+  budget: SwarmBudget;
+  tasks: SwarmTasks;
+  ledger: SwarmLedger;
+  meters: SwarmMeters;
+  leases: Pick<RoomSettings, "leaseGraceMs" | "toolTurnLeaseMs">;
+  /** The short pool's queue, and the long-chain pool's (the short one when unbound). */
+  queues: { short: Queue; long: Queue };
+}
+
+export class SwarmDispatch {
+  private readonly sql: SqlStorage;
+  private readonly store: SwarmStore;
+  private readonly totals: SwarmTotals;
+  private readonly tickets: SwarmTickets;
+  private readonly routing: SwarmRouting;
+  private readonly budget: SwarmBudget;
+  private readonly tasks: SwarmTasks;
+  private readonly ledger: SwarmLedger;
+  private readonly meters: SwarmMeters;
+  private readonly leases: DispatchParts["leases"];
+  private readonly queues: DispatchParts["queues"];
+  /** When a failed ticket send is tried again; null when the last send went through. */
+  private sendRetryAt: number | null = null;
+  /** Whether any task is flagged long (its own pool of tickets); null = not looked yet. */
+  private hasLongTasks: boolean | null = null;
+
+  constructor(parts: DispatchParts) {
+    this.sql = parts.sql;
+    this.store = parts.store;
+    this.totals = parts.totals;
+    this.tickets = parts.tickets;
+    this.routing = parts.routing;
+    this.budget = parts.budget;
+    this.tasks = parts.tasks;
+    this.ledger = parts.ledger;
+    this.meters = parts.meters;
+    this.leases = parts.leases;
+    this.queues = parts.queues;
+  }
+
+  /**
+   * Up to `want` tasks of the pool, due retries first (they hold their place in the window), then
+   * pending tasks while the window has room. Each is leased as its next attempt, with its budget
+   * reserved. `blocked`: nothing can be granted until something changes (every circuit open, the
+   * budget waiting for reservations to settle, or no task fits the lane's remaining time).
+   */
+  grantTasks(swarm: SwarmRow, want: number, now: number, pool: TaskPool, endBy: number | null): { granted: ClaimedTask[]; ended: boolean; blocked: boolean } {
+    const result = { granted: [] as ClaimedTask[], ended: false, blocked: false };
+    if (swarm.finished_at !== null || (swarm.state !== "running" && swarm.state !== "planning" && swarm.state !== "reducing")) return result;
+    const config = this.store.toRunConfig(swarm);
+    const long = pool === "long" ? 1 : 0;
+    const limit = Math.min(want, 1_000);
+    const candidates = this.sql
+      .exec<TaskRow & { size: number }>(
+        `SELECT ${TASK_COLUMNS}, LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS size FROM tasks
+         WHERE state IN ('retry_wait', 'dispatched') AND COALESCE(retry_at, 0) <= ? AND long = ? ORDER BY retry_at, seq LIMIT ?`,
+        now,
+        long,
+        limit,
+      )
+      .toArray();
+    const room = swarm.window - this.totals.inFlight();
+    if (candidates.length < limit && room > 0) {
+      candidates.push(
+        ...this.sql
+          .exec<TaskRow & { size: number }>(
+            `SELECT ${TASK_COLUMNS}, LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS size FROM tasks
+             WHERE state = 'pending' AND long = ? ORDER BY seq LIMIT ?`,
+            long,
+            Math.min(limit - candidates.length, room),
+          )
+          .toArray(),
+      );
+    }
+    const budget = this.store.budget(swarm);
+    let promptChars = 0;
+    for (const task of candidates) {
+      const decision = decideGrant({ ...toLifeRow(task), retryAt: task.retry_at }, now, config.limits.max_attempts + this.store.freeAttempts(task.id));
+      if (decision.kind === "skip") continue;
+      if (decision.kind === "fail") {
+        this.tasks.endTask(task, "failed", now, { errorClass: decision.errorClass, message: decision.message });
+        result.ended = true;
+        continue;
+      }
+      // A grant's answer crosses an RPC boundary (32 MiB): the rest waits for the next pull.
+      if (result.granted.length > 0 && promptChars + task.size > CLAIM_MAX_PROMPT_CHARS) break;
+      const model = this.routing.pickModel(swarm, now, { probe: true, taskId: task.id, hint: task.model_hint });
+      if (model === null) {
+        // Every circuit is open: nothing runs until one half-opens (the alarm issues tickets then).
+        result.blocked = true;
+        break;
+      }
+      const timeoutS = toCallTimeoutS(task, config.limits);
+      // A sub-agent's lease covers every turn of its loop, each with its tool calls.
+      const turns = task.kind === "task" ? this.store.callsPerTask(swarm) : 1;
+      const toolMs = task.kind === "task" && config.tools.length > 0 ? this.leases.toolTurnLeaseMs : 0;
+      const runMs = turns * (timeoutS * 1_000 + toolMs);
+      if (endBy !== null && now + runMs > endBy) {
+        // The lane must end before this task could: another lane (a fresh ticket) takes it.
+        result.blocked = true;
+        break;
+      }
+      let reservation: Amount = { usd: 0, tokens: 0 };
+      if (budget !== null) {
+        const worst = this.budget.worstCase(swarm, task, model);
+        const others = this.budget.committedExcept(task);
+        if (!fitsBudget(budget, others, worst)) {
+          if (others.usd > this.totals.charged().usd || others.tokens > this.totals.charged().tokens) {
+            // Others' reservations may settle below their worst case: this task waits for them.
+            result.blocked = true;
+          } else {
+            this.budget.exhaustBudget(toBudgetReason(budget, this.totals.charged(), worst), now, task.id);
+            result.ended = true;
+          }
+          break;
+        }
+        reservation = worst;
+      }
+      promptChars += task.size;
+      const leaseUntil = now + runMs + this.leases.leaseGraceMs;
+      const row = this.sql
+        .exec<{ prompt: string; checkpoint: string | null; override: string | null }>(
+          `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL, model = ?, reserved_usd = ?, reserved_tokens = ?,
+             started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt, checkpoint, override`,
+          decision.attempt,
+          leaseUntil,
+          model,
+          reservation.usd,
+          reservation.tokens,
+          now,
+          task.id,
+        )
+        .one();
+      this.totals.move(task.kind, task.state, "running");
+      const held = IN_FLIGHT_TASK_STATES.includes(task.state) ? { usd: task.reserved_usd, tokens: task.reserved_tokens } : { usd: 0, tokens: 0 };
+      this.totals.reserve({ usd: reservation.usd - held.usd, tokens: reservation.tokens - held.tokens });
+      this.tasks.noteDeadline(leaseUntil);
+      result.granted.push({
+        taskId: task.id,
+        attempt: decision.attempt,
+        prompt: row.prompt,
+        leaseUntil,
+        model,
+        timeoutS,
+        kind: task.kind,
+        override: row.override === null ? null : OverrideSchema.parse(JSON.parse(row.override)),
+        checkpoint: row.checkpoint === null ? null : CheckpointSchema.parse(JSON.parse(row.checkpoint)),
+      });
+      if (result.granted.length >= want) break;
+    }
+    return result;
+  }
+
+  /** Records outcomes and usage; idempotent by task and attempt (and by call id for usage). */
+  recordReports(swarm: SwarmRow, reports: TaskReport[], now: number): TaskAction[] {
+    const limits = this.store.limits(swarm);
+    const actions: TaskAction[] = [];
+    const budget = limits.retry_budget ?? defaultRetryBudget(swarm.task_count);
+    let retriesUsed = swarm.retries_used;
+    let { successes, rateLimited } = this.ledger.insertCalls(swarm, reports, now);
+    // Before the outcomes: a retried or deferred attempt hands its checkpoint to the next one.
+    for (const report of reports) {
+      if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
+      if (report.toolCalls !== undefined && report.toolCalls > 0) {
+        this.sql.exec("UPDATE tasks SET tool_calls = MAX(tool_calls, ?) WHERE id = ?", report.toolCalls, report.taskId);
+      }
+    }
+    for (const report of reports) {
+      const task = this.store.task(report.taskId);
+      const free = task === null ? 0 : this.store.freeAttempts(task.id);
+      const decision = decideRecord(task && toLifeRow(task), report.attempt, report.outcome, limits.max_attempts + free);
+      const { outcome } = report;
+      if (task !== null && decision.kind === "succeed" && outcome.kind === "succeeded") {
+        this.tasks.endTask(task, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
+      } else if (task !== null && decision.kind === "fail" && outcome.kind === "failed") {
+        this.tasks.endTask(task, "failed", now, { errorClass: outcome.class, message: outcome.message, output: outcome.output ?? null });
+      } else if (task !== null && decision.kind === "defer" && outcome.kind === "deferred" && swarm.state === "cancelled") {
+        // Nothing is handed out in a cancelled swarm: waiting to be would leave the task open for ever.
+        this.tasks.endTask(task, "cancelled", now, { errorClass: null, message: `cancelled while deferred: ${outcome.reason}` });
+      } else if (task !== null && decision.kind === "defer" && outcome.kind === "deferred") {
+        // No key had room (or, mid-loop, no time was left): like a 429, the upstream allows fewer
+        // calls than the window sends.
+        rateLimited = true;
+        // The attempt keeps its number, so no number is ever handed out twice (a late or repeated
+        // report of this attempt could otherwise pass for the next holder's, and its call ids clash).
+        // One that made no call gives its place in max_attempts back instead; one that did resumes
+        // from its checkpoint under the next number.
+        if (!this.ledger.madeCalls(report.taskId, report.attempt)) this.store.addFreeAttempt(report.taskId);
+        const retryAt = now + Math.max(0, outcome.retryAfterMs);
+        this.tasks.toRetryWait(task, retryAt);
+        actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
+        continue;
+      } else if (decision.kind === "retry" && outcome.kind === "failed" && task !== null) {
+        if (swarm.state === "cancelled") {
+          this.tasks.endTask(task, "cancelled", now, { errorClass: outcome.class, message: `cancelled while waiting to retry: ${outcome.message}` });
+        } else if (task.state !== "retry_wait" && retriesUsed >= budget) {
+          this.tasks.endTask(task, "failed", now, {
+            errorClass: outcome.class,
+            message: `${outcome.message} (not retried: the swarm's retry budget of ${budget} is spent)`,
+          });
+        } else {
+          if (task.state !== "retry_wait") retriesUsed += 1;
+          const retryAt =
+            task.state === "retry_wait" && task.retry_at !== null ? task.retry_at : now + backoffDelayMs(report.attempt - free, outcome.retryAfterMs);
+          this.tasks.toRetryWait(task, retryAt, { errorClass: outcome.class, message: outcome.message });
+          actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
+          continue;
+        }
+      }
+      if (
+        task !== null &&
+        decision.kind === "ignore" &&
+        outcome.kind === "deferred" &&
+        task.state === "retry_wait" &&
+        report.attempt === task.attempts &&
+        task.retry_at !== null
+      ) {
+        // A repeated deferral of the attempt that waits gets the same answer, as a repeated failure does.
+        actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(task.retry_at - now) });
+        continue;
+      }
+      actions.push({ taskId: report.taskId, action: "ack", delaySeconds: 0 });
+    }
+    if (retriesUsed !== swarm.retries_used) this.sql.exec("UPDATE swarm SET retries_used = ?", retriesUsed);
+    this.adaptWindow(swarm, { successes, rateLimited, now });
+    return actions;
+  }
+
+  /**
+   * Sends the tickets the window needs: lanes whose slots cover the tasks the swarm could run at
+   * once. Called from start and the alarm only, never on an agent's path. A failed send forgets
+   * its tickets and tries again in a second.
+   */
+  async issueTickets(now: number): Promise<void> {
+    this.sendRetryAt = null;
+    const swarm = this.store.swarm();
+    if (swarm === null || swarm.finished_at !== null || swarm.state === "cancelled") return;
+    if (this.routing.pickModel(swarm, now, { probe: false }) === null) return;
+    for (const pool of this.pools()) {
+      const count = this.tickets.toIssue(this.demand(swarm, pool, now), pool);
+      if (count === 0) continue;
+      const ids = this.tickets.issue(count, now, swarm.id, pool);
+      const queue = pool === "long" ? this.queues.long : this.queues.short;
+      const sent: string[] = [];
+      try {
+        for (const batch of toSendBatches(ids)) {
+          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket } satisfies Ticket })));
+          sent.push(...batch);
+          this.meters.add("queue_sent", batch.length);
+        }
+      } catch (error) {
+        console.error(
+          JSON.stringify({
+            event: "ticket_send_failed",
+            swarm_id: swarm.id,
+            tickets: ids.length - sent.length,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        );
+        this.tickets.unissue(ids.filter((id) => !sent.includes(id)));
+        this.sendRetryAt = Date.now() + SEND_RETRY_MS;
+      }
+    }
+  }
+
+  /** The pools the swarm has tasks in: long tasks run on their own queue (and lanes). */
+  private pools(): TaskPool[] {
+    if (this.hasLongTasks === null) {
+      this.hasLongTasks = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM (SELECT 1 FROM tasks WHERE long = 1 LIMIT 1)").one().n > 0;
+    }
+    return this.hasLongTasks ? ["short", "long"] : ["short"];
+  }
+
+  /**
+   * Tasks of a pool the swarm could run at once now: its open tasks, at most the window. A retry
+   * that is not due yet needs no lane now (it holds its place in the window, so nothing else does
+   * either): the alarm wakes when it is due, instead of a ticket whose lane finds nothing and ends.
+   */
+  private demand(swarm: SwarmRow, pool: TaskPool, now: number): number {
+    const long = pool === "long" ? 1 : 0;
+    const open = this.hasLongTasks
+      ? this.sql
+          .exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE long = ? AND state IN ('pending', 'dispatched', 'running', 'retry_wait')", long)
+          .one().n
+      : this.totals.open();
+    const later =
+      this.totals.inState("retry_wait") === 0
+        ? 0
+        : this.hasLongTasks
+          ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'retry_wait' AND retry_at > ? AND long = ?", now, long).one().n
+          : this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'retry_wait' AND retry_at > ?", now).one().n;
+    return Math.max(0, Math.min(swarm.window, open) - later);
+  }
+
+  /** One pull's outcomes move the adaptive window. */
+  adaptWindow(swarm: SwarmRow, events: { successes: number; rateLimited: boolean; now: number }): void {
+    if (events.successes === 0 && !events.rateLimited) return;
+    const window = adjustWindow(
+      { window: swarm.window, credit: swarm.window_credit, decreasedAt: swarm.window_decreased_at },
+      events,
+      this.store.limits(swarm).concurrency,
+    );
+    this.sql.exec("UPDATE swarm SET window = ?, window_credit = ?, window_decreased_at = ?", window.window, window.credit, window.decreasedAt);
+  }
+
+  /** A phase inserted tasks: whether any is long is looked at again. */
+  tasksInserted(): void {
+    this.hasLongTasks = null;
+  }
+
+  /**
+   * When the alarm must next act for dispatch: a ticket's deadline, a failed send's retry, more
+   * lanes wanted (the window grew, a lane stopped: now, or when a circuit half-opens if every one
+   * is open), or a retry nobody is there to pull.
+   */
+  nextAlarm(swarm: SwarmRow, now: number): number | null {
+    const candidates: number[] = [];
+    const ticketAt = this.tickets.nextAlarm();
+    if (ticketAt !== null) candidates.push(ticketAt);
+    if (this.sendRetryAt !== null) candidates.push(this.sendRetryAt);
+    const active = swarm.finished_at === null && swarm.state !== "cancelled";
+    if (active) {
+      if (this.pools().some((pool) => this.tickets.toIssue(this.demand(swarm, pool, now), pool) > 0)) {
+        const parked = this.routing.parkedUntil();
+        candidates.push(parked ?? now);
+      } else if (this.tickets.openCount() === 0 && this.totals.inState("retry_wait") > 0) {
+        const at = this.sql.exec<{ at: number | null }>("SELECT MIN(retry_at) AS at FROM tasks WHERE state = 'retry_wait'").one().at;
+        if (at !== null) candidates.push(at);
+      }
+    }
+    return candidates.length === 0 ? null : Math.min(...candidates);
+  }
+}
