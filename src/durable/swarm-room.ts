@@ -2,18 +2,14 @@
 // It owns task states, leases, results, per-call usage, the dispatch window and completion; it
 // never calls a model (a Durable Object is single-threaded and billed for wall time).
 import { DurableObject } from "cloudflare:workers";
-import { defaultRetryBudget } from "../core/adaptive-window.ts";
 import { admitSwarm } from "../core/admit-swarm.ts";
 import type { ErrorDetail } from "../core/errors.ts";
-import { reduceOutputs, toWire, type TaskOutput } from "../core/reducers.ts";
 import { toModelMix } from "../core/route-model.ts";
-import type { ErrorClass } from "../core/error-class.ts";
 import { readRoomSettings, type RoomSettings } from "../core/env-settings.ts";
 import { capOfTenant } from "../core/tenant-budget.ts";
 import type { TenantBudget } from "./tenant-budget.ts";
-import { PlannerSpecSchema, SwarmMetadataSchema } from "../core/spec-schema.ts";
+import { PlannerSpecSchema } from "../core/spec-schema.ts";
 import type {
-  BillableView,
   CallsReport,
   PlanView,
   ScratchpadRequest,
@@ -24,14 +20,11 @@ import type {
   ResultsPage,
   StartSwarmInput,
   SwarmStatusWire,
-  TaskCounts,
-  TaskResult,
-  TaskState,
 } from "../core/swarm-contract.ts";
 import { decideCompletion } from "../core/task-transitions.ts";
 import { migrateSwarmRoom } from "./swarm-room-schema.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
-import { advancePhase, insertPlanTask, insertTasks, llmOutput, phaseFailure, planView, reduceSpecOf, reductionView, type PhaseRoom } from "./swarm-phases.ts";
+import { advancePhase, insertPlanTask, insertTasks, phaseFailure, type PhaseRoom } from "./swarm-phases.ts";
 import { runScratchpad } from "./swarm-scratchpad.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
@@ -43,6 +36,7 @@ import { SwarmTickets } from "./swarm-tickets.ts";
 import { SwarmRouting } from "./swarm-routing.ts";
 import { SwarmStore } from "./swarm-store.ts";
 import { SwarmTotals } from "./swarm-totals.ts";
+import { SwarmViews } from "./swarm-views.ts";
 
 /** The bindings and settings the SwarmRoom reads; the orchestrator's Env provides them. */
 export interface SwarmRoomEnv {
@@ -63,7 +57,6 @@ export interface SwarmRoomEnv {
 
 /** After a failed D1 flush, the next try waits this long. */
 const FLUSH_RETRY_MS = 5_000;
-const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 type StartResult = { created: boolean; refused?: ErrorDetail[]; code?: "invalid_spec" | "budget_exceeded" };
 
@@ -82,6 +75,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly tasks: SwarmTasks;
   private readonly ledger: SwarmLedger;
   private readonly dispatch: SwarmDispatch;
+  private readonly views: SwarmViews;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
@@ -113,6 +107,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       leases: this.settings,
       queues: { short: env.TASK_QUEUE, long: env.LONG_TASK_QUEUE ?? env.TASK_QUEUE },
     });
+    this.views = new SwarmViews(this.sql, this.store, this.totals, this.routing, this.budget, this.ledger, this.meters);
   }
 
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
@@ -167,63 +162,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.meters.add("do_requests");
     const swarm = this.store.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
-    return this.toStatus(swarm);
+    return this.views.toStatus(swarm);
   }
 
   async getResults(tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null> {
     this.meters.add("do_requests");
     const swarm = this.store.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
-    const after = cursor === null ? 0 : Number(cursor);
-    const pageSize = Math.min(Math.max(1, Math.floor(limit)), 1_000);
-    const rows = this.sql
-      .exec<{
-        seq: number;
-        id: string;
-        state: TaskState;
-        tool_calls: number;
-        output: string | null;
-        error_class: ErrorClass | null;
-        error_message: string | null;
-        attempts: number;
-        calls: number;
-        prompt_tokens: number | null;
-        cached_tokens: number | null;
-        completion_tokens: number | null;
-        total_tokens: number | null;
-        cost_usd: number | null;
-        latency_ms: number | null;
-      }>(
-        `SELECT t.seq, t.id, t.state, t.tool_calls, t.output, t.error_class, t.error_message, t.attempts,
-                COUNT(c.call_id) AS calls, SUM(c.prompt_tokens) AS prompt_tokens, SUM(c.cached_tokens) AS cached_tokens,
-                SUM(c.completion_tokens) AS completion_tokens, SUM(c.total_tokens) AS total_tokens,
-                SUM(c.cost_usd) AS cost_usd, SUM(c.latency_ms) AS latency_ms
-         FROM tasks t LEFT JOIN calls c ON c.task_id = t.id
-         WHERE t.seq > ? AND t.kind = 'task' GROUP BY t.seq ORDER BY t.seq LIMIT ?`,
-        after,
-        pageSize + 1,
-      )
-      .toArray();
-    const page = rows.slice(0, pageSize);
-    const results: TaskResult[] = page.map((row) => ({
-      task_id: row.id,
-      state: row.state,
-      output: row.output,
-      error: row.error_class === null ? null : { class: row.error_class, message: row.error_message ?? "" },
-      attempts: row.attempts,
-      tool_calls: row.tool_calls,
-      usage: {
-        calls: row.calls,
-        prompt_tokens: row.prompt_tokens ?? 0,
-        cached_tokens: row.cached_tokens ?? 0,
-        completion_tokens: row.completion_tokens ?? 0,
-        total_tokens: row.total_tokens ?? 0,
-      },
-      cost_usd: row.cost_usd ?? 0,
-      latency_ms: row.latency_ms,
-    }));
-    const last = page[page.length - 1];
-    return { results, next_cursor: rows.length > pageSize && last ? String(last.seq) : null };
+    return this.views.readResults(cursor, limit);
   }
 
   // ── RPC: agent Worker (continuous pull: each pull records outcomes and fills free slots) ─────
@@ -311,10 +257,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.meters.add("do_requests");
     const swarm = this.store.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
-    const view = planView(swarm);
-    if (view === null) return null;
-    const tasks = this.sql.exec<{ id: string; prompt: string }>("SELECT id, prompt FROM tasks WHERE kind = 'task' ORDER BY seq").toArray();
-    return { ...view, tasks };
+    return this.views.readPlan(swarm);
   }
 
   /**
@@ -349,7 +292,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private async cancelSwarm(tenant: string): Promise<{ status: SwarmStatusWire; changed: boolean } | null> {
     const swarm = this.store.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
-    if (swarm.finished_at !== null || swarm.state === "cancelled") return { status: this.toStatus(swarm), changed: false };
+    if (swarm.finished_at !== null || swarm.state === "cancelled") return { status: this.views.toStatus(swarm), changed: false };
     const now = Date.now();
     this.sql.exec("UPDATE swarm SET state = 'cancelled', reason = 'cancelled by request', index_dirty = 1");
     this.sql.exec(
@@ -363,7 +306,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.afterTasksEnded();
     const after = this.store.swarm();
     if (after !== null) await this.planAlarm(after, now);
-    return after === null ? null : { status: this.toStatus(after), changed: true };
+    return after === null ? null : { status: this.views.toStatus(after), changed: true };
   }
 
   // ── Alarm: lease and delivery deadlines, window refill, ledger flush ─────────────────────────
@@ -396,10 +339,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────
 
-  private counts(): TaskCounts {
-    return this.totals.counts();
-  }
-
   /**
    * After outcomes land: move the swarm through its phases (planning → running → reducing), and
    * finish it when nothing is left open. Dispatch is pulled by lanes; tickets go out from the alarm.
@@ -415,12 +354,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.totals.invalidate();
       this.dispatch.tasksInserted();
     }
-    let state = this.totals.open() > 0 ? null : decideCompletion(this.counts(), swarm.state === "cancelled");
+    let state = this.totals.open() > 0 ? null : decideCompletion(this.totals.counts(), swarm.state === "cancelled");
     if (state === null) {
       if (swarm.index_dirty === 0) this.sql.exec("UPDATE swarm SET index_dirty = 1");
       return;
     }
-    const counts = this.counts();
+    const counts = this.totals.counts();
     // Plan and reduce tasks ended too: a swarm whose plan or final reduction failed says so.
     const failedPhase = phaseFailure(swarm);
     if (failedPhase !== null && state !== "cancelled") state = failedPhase;
@@ -434,88 +373,15 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.ledger.flushSoon(Date.now());
   }
 
-  private toStatus(swarm: SwarmRow): SwarmStatusWire {
-    const { cost_usd, ...usage } = this.ledger.usageTotals();
-    const limits = this.store.limits(swarm);
-    const finished = swarm.finished_at !== null;
-    const metadata = swarm.metadata === null ? {} : SwarmMetadataSchema.parse(JSON.parse(swarm.metadata));
-    return {
-      id: swarm.id,
-      name: swarm.name,
-      state: swarm.state,
-      model: swarm.model,
-      tasks: swarm.task_count,
-      window: swarm.window,
-      counts: this.counts(),
-      usage,
-      tool_calls: this.sql.exec<{ n: number | null }>("SELECT SUM(tool_calls) AS n FROM tasks").one().n ?? 0,
-      cost_usd,
-      wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,
-      latency_ms: this.ledger.latencyPercentiles(usage.calls),
-      output: finished ? this.output(swarm) : null,
-      plan: planView(swarm),
-      reduction: reductionView(swarm),
-      reduce: { kind: reduceSpecOf(swarm).kind },
-      max_window: limits.concurrency,
-      retries: { used: swarm.retries_used, budget: limits.retry_budget ?? defaultRetryBudget(swarm.task_count) },
-      circuits: this.routing.circuitViews(swarm),
-      reason: this.routing.reason(swarm),
-      models: this.store.mix(swarm),
-      budget: this.budget.budgetView(swarm),
-      metadata,
-      billable: this.billableView(swarm.task_count),
-      created_at: toIso(swarm.created_at) ?? "",
-      finished_at: toIso(swarm.finished_at),
-    };
-  }
-
-  private billableView(tasks: number): BillableView {
-    const m = this.meters.read();
-    const ops = {
-      queue_messages_sent: m.queue_sent,
-      queue_messages_received: m.queue_received,
-      do_requests: m.do_requests,
-      do_rows_written: m.do_rows_written,
-      d1_rows_written: m.d1_rows_written,
-    };
-    const per = (n: number) => Math.round((n / tasks) * 1_000) / 1_000;
-    return {
-      ...ops,
-      per_task:
-        tasks === 0
-          ? null
-          : {
-              queue_messages_sent: per(ops.queue_messages_sent),
-              queue_messages_received: per(ops.queue_messages_received),
-              do_requests: per(ops.do_requests),
-              do_rows_written: per(ops.do_rows_written),
-              d1_rows_written: per(ops.d1_rows_written),
-            },
-    };
-  }
-
-  /** The reduced answer of a finished swarm: by code, or what the llm reduction produced. */
-  private output(swarm: SwarmRow): SwarmStatusWire["output"] {
-    const reduce = reduceSpecOf(swarm);
-    return reduce.kind === "llm" ? llmOutput(swarm) : toWire(reduceOutputs(reduce, this.succeededOutputs()));
-  }
-
   /** What the phases (planning, llm reduction) read of the room. */
   private phaseRoom(): PhaseRoom {
     return {
       sql: this.sql,
-      counts: () => this.counts(),
-      succeededOutputs: () => this.succeededOutputs(),
+      counts: () => this.totals.counts(),
+      succeededOutputs: () => this.views.succeededOutputs(),
       limits: (swarm) => this.store.limits(swarm),
       gatewayContext: this.routing.gatewayContext,
     };
-  }
-
-  /** Succeeded outputs in task order: what the reducers merge. */
-  private succeededOutputs(): TaskOutput[] {
-    return this.sql
-      .exec<{ task_id: string; output: string }>("SELECT id AS task_id, output FROM tasks WHERE kind = 'task' AND state = 'succeeded' ORDER BY seq")
-      .toArray();
   }
 
   /** What D1 and the tenant's month must hear: a finished swarm's settlement, then the ledger rows and the index row. */

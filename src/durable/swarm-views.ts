@@ -1,0 +1,165 @@
+// What the swarm's readers see: its status (counts, usage, circuits, budget, billable operations,
+// the reduced answer once finished), its results page by page, its plan, and the succeeded outputs
+// the reducers merge. Read-only: it never writes a row.
+import { defaultRetryBudget } from "../core/adaptive-window.ts";
+import type { ErrorClass } from "../core/error-class.ts";
+import { reduceOutputs, toWire, type TaskOutput } from "../core/reducers.ts";
+import { SwarmMetadataSchema } from "../core/spec-schema.ts";
+import type { BillableView, PlanView, ResultsPage, SwarmStatusWire, TaskResult, TaskState } from "../core/swarm-contract.ts";
+import type { SwarmBudget } from "./swarm-budget.ts";
+import type { SwarmLedger } from "./swarm-ledger.ts";
+import type { SwarmMeters } from "./swarm-meters.ts";
+import { llmOutput, planView, reduceSpecOf, reductionView } from "./swarm-phases.ts";
+import type { SwarmRow } from "./swarm-room-rows.ts";
+import type { SwarmRouting } from "./swarm-routing.ts";
+import type { SwarmStore } from "./swarm-store.ts";
+import type { SwarmTotals } from "./swarm-totals.ts";
+
+const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export class SwarmViews {
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly store: SwarmStore,
+    private readonly totals: SwarmTotals,
+    private readonly routing: SwarmRouting,
+    private readonly budget: SwarmBudget,
+    private readonly ledger: SwarmLedger,
+    private readonly meters: SwarmMeters,
+  ) {}
+
+  /** A page of sub-task results in task order, after the cursor (the last `seq` returned). */
+  readResults(cursor: string | null, limit: number): ResultsPage {
+    const after = cursor === null ? 0 : Number(cursor);
+    const pageSize = Math.min(Math.max(1, Math.floor(limit)), 1_000);
+    const rows = this.sql
+      .exec<{
+        seq: number;
+        id: string;
+        state: TaskState;
+        tool_calls: number;
+        output: string | null;
+        error_class: ErrorClass | null;
+        error_message: string | null;
+        attempts: number;
+        calls: number;
+        prompt_tokens: number | null;
+        cached_tokens: number | null;
+        completion_tokens: number | null;
+        total_tokens: number | null;
+        cost_usd: number | null;
+        latency_ms: number | null;
+      }>(
+        `SELECT t.seq, t.id, t.state, t.tool_calls, t.output, t.error_class, t.error_message, t.attempts,
+                COUNT(c.call_id) AS calls, SUM(c.prompt_tokens) AS prompt_tokens, SUM(c.cached_tokens) AS cached_tokens,
+                SUM(c.completion_tokens) AS completion_tokens, SUM(c.total_tokens) AS total_tokens,
+                SUM(c.cost_usd) AS cost_usd, SUM(c.latency_ms) AS latency_ms
+         FROM tasks t LEFT JOIN calls c ON c.task_id = t.id
+         WHERE t.seq > ? AND t.kind = 'task' GROUP BY t.seq ORDER BY t.seq LIMIT ?`,
+        after,
+        pageSize + 1,
+      )
+      .toArray();
+    const page = rows.slice(0, pageSize);
+    const results: TaskResult[] = page.map((row) => ({
+      task_id: row.id,
+      state: row.state,
+      output: row.output,
+      error: row.error_class === null ? null : { class: row.error_class, message: row.error_message ?? "" },
+      attempts: row.attempts,
+      tool_calls: row.tool_calls,
+      usage: {
+        calls: row.calls,
+        prompt_tokens: row.prompt_tokens ?? 0,
+        cached_tokens: row.cached_tokens ?? 0,
+        completion_tokens: row.completion_tokens ?? 0,
+        total_tokens: row.total_tokens ?? 0,
+      },
+      cost_usd: row.cost_usd ?? 0,
+      latency_ms: row.latency_ms,
+    }));
+    const last = page[page.length - 1];
+    return { results, next_cursor: rows.length > pageSize && last ? String(last.seq) : null };
+  }
+
+  /** A goal's plan in full (status shows its size only); null for a swarm without a goal. */
+  readPlan(swarm: SwarmRow): (PlanView & { tasks: { id: string; prompt: string }[] }) | null {
+    const view = planView(swarm);
+    if (view === null) return null;
+    const tasks = this.sql.exec<{ id: string; prompt: string }>("SELECT id, prompt FROM tasks WHERE kind = 'task' ORDER BY seq").toArray();
+    return { ...view, tasks };
+  }
+
+  toStatus(swarm: SwarmRow): SwarmStatusWire {
+    const { cost_usd, ...usage } = this.ledger.usageTotals();
+    const limits = this.store.limits(swarm);
+    const finished = swarm.finished_at !== null;
+    const metadata = swarm.metadata === null ? {} : SwarmMetadataSchema.parse(JSON.parse(swarm.metadata));
+    return {
+      id: swarm.id,
+      name: swarm.name,
+      state: swarm.state,
+      model: swarm.model,
+      tasks: swarm.task_count,
+      window: swarm.window,
+      counts: this.totals.counts(),
+      usage,
+      tool_calls: this.sql.exec<{ n: number | null }>("SELECT SUM(tool_calls) AS n FROM tasks").one().n ?? 0,
+      cost_usd,
+      wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,
+      latency_ms: this.ledger.latencyPercentiles(usage.calls),
+      output: finished ? this.output(swarm) : null,
+      plan: planView(swarm),
+      reduction: reductionView(swarm),
+      reduce: { kind: reduceSpecOf(swarm).kind },
+      max_window: limits.concurrency,
+      retries: { used: swarm.retries_used, budget: limits.retry_budget ?? defaultRetryBudget(swarm.task_count) },
+      circuits: this.routing.circuitViews(swarm),
+      reason: this.routing.reason(swarm),
+      models: this.store.mix(swarm),
+      budget: this.budget.budgetView(swarm),
+      metadata,
+      billable: this.billableView(swarm.task_count),
+      created_at: toIso(swarm.created_at) ?? "",
+      finished_at: toIso(swarm.finished_at),
+    };
+  }
+
+  private billableView(tasks: number): BillableView {
+    const m = this.meters.read();
+    const ops = {
+      queue_messages_sent: m.queue_sent,
+      queue_messages_received: m.queue_received,
+      do_requests: m.do_requests,
+      do_rows_written: m.do_rows_written,
+      d1_rows_written: m.d1_rows_written,
+    };
+    const per = (n: number) => Math.round((n / tasks) * 1_000) / 1_000;
+    return {
+      ...ops,
+      per_task:
+        tasks === 0
+          ? null
+          : {
+              queue_messages_sent: per(ops.queue_messages_sent),
+              queue_messages_received: per(ops.queue_messages_received),
+              do_requests: per(ops.do_requests),
+              do_rows_written: per(ops.do_rows_written),
+              d1_rows_written: per(ops.d1_rows_written),
+            },
+    };
+  }
+
+  /** The reduced answer of a finished swarm: by code, or what the llm reduction produced. */
+  private output(swarm: SwarmRow): SwarmStatusWire["output"] {
+    const reduce = reduceSpecOf(swarm);
+    return reduce.kind === "llm" ? llmOutput(swarm) : toWire(reduceOutputs(reduce, this.succeededOutputs()));
+  }
+
+  /** Succeeded outputs in task order: what the reducers merge. */
+  succeededOutputs(): TaskOutput[] {
+    return this.sql
+      .exec<{ task_id: string; output: string }>("SELECT id AS task_id, output FROM tasks WHERE kind = 'task' AND state = 'succeeded' ORDER BY seq")
+      .toArray();
+  }
+}
