@@ -1,42 +1,44 @@
-// SwarmRoom: one SQLite-backed Durable Object per swarm, the swarm's single source of truth.
-// It owns task states, leases, results, per-call usage, the dispatch window and completion; it
-// never calls a model (a Durable Object is single-threaded and billed for wall time).
+// SwarmRoom: one SQLite-backed Durable Object per swarm, the swarm's single source of truth. The
+// class is a thin RPC shell: it composes the modules that own the room's tables (docs/architecture.md
+// §2), moves the swarm through its phases to completion, and owns the one alarm, set at the earliest
+// time any module says it needs. It never calls a model (a Durable Object is single-threaded and
+// billed for wall time) and awaits no D1 write or queue send on an agent's path.
 import { DurableObject } from "cloudflare:workers";
 import { admitSwarm } from "../core/admit-swarm.ts";
+import { readRoomSettings, type RoomSettings } from "../core/env-settings.ts";
 import type { ErrorDetail } from "../core/errors.ts";
 import { toModelMix } from "../core/route-model.ts";
-import { readRoomSettings, type RoomSettings } from "../core/env-settings.ts";
-import { capOfTenant } from "../core/tenant-budget.ts";
-import type { TenantBudget } from "./tenant-budget.ts";
 import { PlannerSpecSchema } from "../core/spec-schema.ts";
 import type {
   CallsReport,
   PlanView,
-  ScratchpadRequest,
-  ScratchpadResponse,
   PullRequest,
   PullResponse,
-  TaskPool,
   ResultsPage,
+  ScratchpadRequest,
+  ScratchpadResponse,
   StartSwarmInput,
   SwarmStatusWire,
+  TaskPool,
 } from "../core/swarm-contract.ts";
 import { decideCompletion } from "../core/task-transitions.ts";
-import { migrateSwarmRoom } from "./swarm-room-schema.ts";
-import type { SwarmRow } from "./swarm-room-rows.ts";
-import { advancePhase, insertPlanTask, insertTasks, phaseFailure, type PhaseRoom } from "./swarm-phases.ts";
-import { runScratchpad } from "./swarm-scratchpad.ts";
+import { capOfTenant } from "../core/tenant-budget.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
 import { SwarmLedger } from "./swarm-ledger.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
+import { advancePhase, insertPlanTask, insertTasks, phaseFailure, type PhaseRoom } from "./swarm-phases.ts";
+import type { SwarmRow } from "./swarm-room-rows.ts";
+import { migrateSwarmRoom } from "./swarm-room-schema.ts";
+import { SwarmRouting } from "./swarm-routing.ts";
+import { runScratchpad } from "./swarm-scratchpad.ts";
+import { SwarmStore } from "./swarm-store.ts";
 import { SwarmTasks } from "./swarm-tasks.ts";
 import { SwarmTickets } from "./swarm-tickets.ts";
-import { SwarmRouting } from "./swarm-routing.ts";
-import { SwarmStore } from "./swarm-store.ts";
 import { SwarmTotals } from "./swarm-totals.ts";
 import { SwarmViews } from "./swarm-views.ts";
+import type { TenantBudget } from "./tenant-budget.ts";
 
 /** The bindings and settings the SwarmRoom reads; the orchestrator's Env provides them. */
 export interface SwarmRoomEnv {
@@ -114,12 +116,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   /** Stores the swarm and its tasks and starts dispatch. Idempotent by swarm id. */
   async start(input: StartSwarmInput): Promise<StartResult> {
-    this.meters.add("do_requests");
-    try {
-      return await this.startSwarm(input);
-    } finally {
-      this.meters.save();
-    }
+    return this.serve(() => this.startSwarm(input));
   }
 
   private async startSwarm(input: StartSwarmInput): Promise<StartResult> {
@@ -158,15 +155,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   async getStatus(tenant: string): Promise<SwarmStatusWire | null> {
-    // Read-only requests are counted in memory and stored with the next write.
-    this.meters.add("do_requests");
+    this.begin();
     const swarm = this.store.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     return this.views.toStatus(swarm);
   }
 
   async getResults(tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null> {
-    this.meters.add("do_requests");
+    this.begin();
     const swarm = this.store.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     return this.views.readResults(cursor, limit);
@@ -180,8 +176,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * no D1 write and no queue send: tickets and flushes go out from the alarm.
    */
   async pull(request: PullRequest): Promise<PullResponse> {
-    this.meters.add("do_requests");
-    try {
+    return this.serve(async () => {
       const swarm = this.store.swarm();
       if (swarm === null) {
         return {
@@ -212,9 +207,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const stop = grant.granted.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
       await this.planAlarm(after, now);
       return { config: this.store.toRunConfig(after), granted: grant.granted, actions, stop, retryInMs };
-    } finally {
-      this.meters.save();
-    }
+    });
   }
 
   /**
@@ -223,8 +216,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * outcome comes later with recordResults, whose repeated call rows are then ignored).
    */
   async recordCalls(reports: CallsReport[]): Promise<void> {
-    this.meters.add("do_requests");
-    try {
+    return this.serve(async () => {
       const swarm = this.store.swarm();
       if (swarm === null) return;
       const now = Date.now();
@@ -233,9 +225,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
       }
       await this.planAlarm(this.store.swarm() ?? swarm, now);
-    } finally {
-      this.meters.save();
-    }
+    });
   }
 
   /**
@@ -243,18 +233,15 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * a put replaces. Bounded: SCRATCHPAD_LIMITS (src/core/scratchpad.ts).
    */
   async scratchpad(request: ScratchpadRequest): Promise<ScratchpadResponse> {
-    this.meters.add("do_requests");
-    try {
+    return this.serve(() => {
       if (this.store.swarm() === null) return { ok: false, error: "the swarm does not exist" };
       return runScratchpad(this.sql, request, Date.now());
-    } finally {
-      this.meters.save();
-    }
+    });
   }
 
   /** A goal's plan in full (status shows its size only). null when the swarm is not the tenant's. */
   async getPlan(tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null> {
-    this.meters.add("do_requests");
+    this.begin();
     const swarm = this.store.swarm();
     if (swarm === null || swarm.tenant !== tenant) return null;
     return this.views.readPlan(swarm);
@@ -265,15 +252,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * another while work is left. Tasks it leased end or return through their leases, as ever.
    */
   async recordDeadTicket(ticket: string): Promise<void> {
-    this.meters.add("do_requests");
-    try {
+    return this.serve(async () => {
       const swarm = this.store.swarm();
       if (swarm === null) return;
       this.tickets.pulled(ticket, 0, Date.now(), 0, true, "short");
       await this.setAlarmNoLaterThan(Date.now());
-    } finally {
-      this.meters.save();
-    }
+    });
   }
 
   /**
@@ -281,12 +265,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * and are recorded (their calls are paid for). null when the swarm is not the tenant's.
    */
   async cancel(tenant: string): Promise<{ status: SwarmStatusWire; changed: boolean } | null> {
-    this.meters.add("do_requests");
-    try {
-      return await this.cancelSwarm(tenant);
-    } finally {
-      this.meters.save();
-    }
+    return this.serve(() => this.cancelSwarm(tenant));
   }
 
   private async cancelSwarm(tenant: string): Promise<{ status: SwarmStatusWire; changed: boolean } | null> {
@@ -295,12 +274,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (swarm.finished_at !== null || swarm.state === "cancelled") return { status: this.views.toStatus(swarm), changed: false };
     const now = Date.now();
     this.sql.exec("UPDATE swarm SET state = 'cancelled', reason = 'cancelled by request', index_dirty = 1");
-    this.sql.exec(
-      `UPDATE tasks SET state = 'cancelled', deadline = NULL, retry_at = NULL, reserved_usd = 0, reserved_tokens = 0, finished_at = ?
-       WHERE state IN ('pending', 'dispatched', 'retry_wait')`,
-      now,
-    );
-    this.totals.invalidate();
+    this.tasks.cancelWaiting(now);
     // Lanes get nothing more; their running tasks still record (and are paid for).
     this.tickets.closeAll();
     this.afterTasksEnded();
@@ -313,10 +287,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   override async alarm(): Promise<void> {
     this.alarmAt = null;
+    // The alarm looks at all the modules noted for it; planAlarm asks them again at its end.
     this.tasks.forgetNoted();
     this.ledger.forgetNoted();
-    this.meters.add("do_requests");
-    try {
+    await this.serve(async () => {
       const swarm = this.store.swarm();
       if (swarm === null) return;
       const now = Date.now();
@@ -332,12 +306,26 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       }
       const after = this.store.swarm();
       if (after !== null) await this.planAlarm(after, Date.now(), { exactDeadline: true });
+    });
+  }
+
+  // ── internals ─────────────────────────────────────────────────────────────────────────────
+
+  /** A request (an RPC or the alarm) begins: it is counted. */
+  private begin(): void {
+    // A read-only request's count is stored with the next write.
+    this.meters.add("do_requests");
+  }
+
+  /** A request that may write: the meters are stored with its writes, whatever happens. */
+  private async serve<T>(work: () => Promise<T> | T): Promise<T> {
+    this.begin();
+    try {
+      return await work();
     } finally {
       this.meters.save();
     }
   }
-
-  // ── internals ─────────────────────────────────────────────────────────────────────────────
 
   /**
    * After outcomes land: move the swarm through its phases (planning → running → reducing), and
@@ -399,15 +387,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * except the exact lease minimum when the alarm itself asks).
    */
   private async planAlarm(swarm: SwarmRow, now: number, options: { exactDeadline?: boolean } = {}): Promise<void> {
-    const candidates: number[] = [];
-    const leaseAt = this.tasks.nextAlarm({ exact: options.exactDeadline === true });
-    if (leaseAt !== null) candidates.push(leaseAt);
-    const flushAt = this.ledger.nextAlarm(swarm, now);
-    if (flushAt !== null) candidates.push(flushAt);
-    const dispatchAt = this.dispatch.nextAlarm(swarm, now);
-    if (dispatchAt !== null) candidates.push(dispatchAt);
-    if (candidates.length === 0) return;
-    await this.setAlarmNoLaterThan(Math.min(...candidates));
+    const times = [
+      this.tasks.nextAlarm({ exact: options.exactDeadline === true }),
+      this.ledger.nextAlarm(swarm, now),
+      this.dispatch.nextAlarm(swarm, now),
+    ].filter((at): at is number => at !== null);
+    if (times.length > 0) await this.setAlarmNoLaterThan(Math.min(...times));
   }
 
   private async setAlarmNoLaterThan(at: number): Promise<void> {

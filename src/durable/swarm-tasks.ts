@@ -124,6 +124,16 @@ export class SwarmTasks {
     if (IN_FLIGHT_TASK_STATES.includes(task.state)) this.totals.reserve({ usd: -task.reserved_usd, tokens: -task.reserved_tokens });
   }
 
+  /** The swarm was cancelled: every task not running ends `cancelled` (running ones finish and are recorded). */
+  cancelWaiting(now: number): void {
+    this.sql.exec(
+      `UPDATE tasks SET state = 'cancelled', deadline = NULL, retry_at = NULL, reserved_usd = 0, reserved_tokens = 0, finished_at = ?
+       WHERE state IN ('pending', 'dispatched', 'retry_wait')`,
+      now,
+    );
+    this.totals.invalidate();
+  }
+
   /** Notes a lease or deadline the alarm must look at. */
   noteDeadline(at: number): void {
     if (this.nextDeadline === null || at < this.nextDeadline) this.nextDeadline = at;
