@@ -86,8 +86,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     SwarmMeters.migrate(ctx.storage.sql);
     SwarmStore.migrate(ctx.storage.sql);
     this.meters = new SwarmMeters(ctx.storage.sql);
-    this.sql = this.meters.sql;
-    this.store = new SwarmStore(this.sql);
+    // Every module writes through the store's SqlStorage: metered, and a write to the swarm row drops its read.
+    this.store = new SwarmStore(this.meters.sql);
+    this.sql = this.store.sql;
     this.settings = readRoomSettings(env);
     this.totals = new SwarmTotals(this.sql);
     this.tickets = new SwarmTickets(this.sql, this.settings.laneSlots);
@@ -311,10 +312,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────
 
-  /** A request (an RPC or the alarm) begins: it is counted. */
+  /** A request (an RPC or the alarm) begins: it is counted, and it reads the swarm row afresh. */
   private begin(): void {
     // A read-only request's count is stored with the next write.
     this.meters.add("do_requests");
+    this.store.begin();
   }
 
   /** A request that may write: the meters are stored with its writes, whatever happens. */

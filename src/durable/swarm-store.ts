@@ -1,6 +1,7 @@
 // The SwarmRoom's swarm row and task rows as its modules read them: the `swarm` row (inserted at
-// start), its fixed settings parsed once per instance, task rows by id, and the `free_attempts`
-// table. It decides nothing: no dispatch, budget, routing or completion happens here.
+// start) read once per request and again only after a statement wrote it, its fixed settings
+// parsed once per instance, task rows by id, and the `free_attempts` table. It decides nothing:
+// no dispatch, budget, routing or completion happens here.
 import { z } from "zod";
 import { callsPerAttempt } from "../core/agent-limits.ts";
 import { toModelLabel, type WeightedModel } from "../core/route-model.ts";
@@ -38,7 +39,17 @@ export function toLifeRow(task: TaskRow): TaskLifeRow {
   return { state: task.state, attempts: task.attempts, leaseUntil: task.state === "running" ? task.deadline : null };
 }
 
+/** A statement that writes the swarm row: the cached row is stale once it ran. */
+const WRITES_SWARM_ROW = /^\s*(?:UPDATE|INSERT\s+(?:OR\s+\w+\s+)?INTO|REPLACE\s+INTO|DELETE\s+FROM)\s+swarm\b/i;
+
 export class SwarmStore {
+  /**
+   * The room's SqlStorage as every module must use it: a statement through it that writes the
+   * swarm row (the room's own, the phases', anyone's) drops the row this request read.
+   */
+  readonly sql: SqlStorage;
+  /** The swarm row as read in this request; undefined = read it again. */
+  private row: SwarmRow | null | undefined = undefined;
   /** Memo of fixed(). */
   private parsed: FixedSettings | null = null;
   /** Memo of toRunConfig. */
@@ -46,15 +57,40 @@ export class SwarmStore {
   /** Whether any task has an attempt that was deferred before its first call; null = not looked yet. */
   private anyFreeAttempts: boolean | null = null;
 
-  constructor(private readonly sql: SqlStorage) {}
+  constructor(sql: SqlStorage) {
+    const forget = () => {
+      this.row = undefined;
+    };
+    // A Proxy keeps SqlStorage's whole surface (its methods need the real object as `this`).
+    this.sql = new Proxy(sql, {
+      get(target, property) {
+        if (property === "exec") {
+          return (query: string, ...bindings: unknown[]) => {
+            const cursor = target.exec(query, ...bindings);
+            if (WRITES_SWARM_ROW.test(query)) forget();
+            return cursor;
+          };
+        }
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  }
 
   static migrate(sql: SqlStorage): void {
     // Attempts deferred before any call, per task: each gives its place in max_attempts back (see freeAttempts).
     sql.exec("CREATE TABLE IF NOT EXISTS free_attempts (task_id TEXT PRIMARY KEY, n INTEGER NOT NULL)");
   }
 
+  /** A request (an RPC or the alarm) begins: storage may have been written by others since the last one. */
+  begin(): void {
+    this.row = undefined;
+  }
+
+  /** The swarm row (null before start), read once per request and again after a write to it. Never mutate it. */
   swarm(): SwarmRow | null {
-    return this.sql.exec<SwarmRow>("SELECT * FROM swarm LIMIT 1").toArray()[0] ?? null;
+    if (this.row === undefined) this.row = this.sql.exec<SwarmRow>("SELECT * FROM swarm LIMIT 1").toArray()[0] ?? null;
+    return this.row;
   }
 
   task(taskId: string): TaskRow | null {
