@@ -1,15 +1,15 @@
 // A swarm's phases beyond running its sub-tasks: planning a goal (the planner's call, its
 // validation, one retry) and the llm reduction (levels of reducer calls until one answer remains).
 // Both run as engine tasks in the `tasks` table, dispatched and recorded like sub-tasks; these
-// functions insert them and move the swarm on when they end. The room calls `advancePhase` after
-// outcomes land.
+// functions insert them and move the swarm on when they end, and say how it ends (`toSwarmEnd`).
+// The room calls `advancePhase` after outcomes land.
 import { z } from "zod";
 import { chunkForContext, fixedReducerPromptTokens, reducerInputBudget, toReducerRequest, type ReduceItem } from "../core/llm-reduction.ts";
 import { parsePlan, toPlannerRequest } from "../core/planner.ts";
 import { ReduceSpecSchema, type LlmReducedOutput, type LlmReduceSpec, type ReduceSpec, type TaskOutput } from "../core/reducers.ts";
 import { PlannerSpecSchema, type Limits, type PlannedTask, type PlannerSpec } from "../core/spec-schema.ts";
-import type { PlanView, ReductionView, TaskCounts, TaskKind, TaskOverride, TaskState } from "../core/swarm-contract.ts";
-import { isTerminal } from "../core/task-transitions.ts";
+import type { PlanView, ReductionView, SwarmState, TaskCounts, TaskKind, TaskOverride, TaskState } from "../core/swarm-contract.ts";
+import { decideCompletion, isTerminal } from "../core/task-transitions.ts";
 import { WeightedModelsSchema, type SwarmRow } from "./swarm-room-rows.ts";
 
 /** The reducer's context window when neither the spec nor the gateway names one. */
@@ -261,8 +261,26 @@ function reductionOf(swarm: Pick<SwarmRow, "reduction">): Reduction | null {
   return swarm.reduction === null ? null : ReductionSchema.parse(JSON.parse(swarm.reduction));
 }
 
+/**
+ * How the swarm ends once no task is open: its final state and why (the reason it already has, else
+ * its failures); null while tasks are open.
+ */
+export function toSwarmEnd(swarm: SwarmRow, open: number, counts: TaskCounts): { state: SwarmState; reason: string | null } | null {
+  let state = open > 0 ? null : decideCompletion(counts, swarm.state === "cancelled");
+  if (state === null) return null;
+  // Plan and reduce tasks ended too: a swarm whose plan or final reduction failed says so.
+  const failedPhase = phaseFailure(swarm);
+  if (failedPhase !== null && state !== "cancelled") state = failedPhase;
+  const reason =
+    swarm.reason ??
+    (state === "completed_with_failures"
+      ? `${counts.failed} task(s) failed${counts.skipped_budget > 0 ? `, ${counts.skipped_budget} skipped (budget)` : ""}`
+      : null);
+  return { state, reason };
+}
+
 /** The phase that failed the swarm, if one did: the plan (`failed`) or the final reduction. */
-export function phaseFailure(swarm: SwarmRow): "failed" | "completed_with_failures" | null {
+function phaseFailure(swarm: SwarmRow): "failed" | "completed_with_failures" | null {
   if (swarm.state === "planning") return "failed";
   if (swarm.state === "reducing" && reductionOf(swarm)?.text === null) return "completed_with_failures";
   return null;

@@ -21,14 +21,13 @@ import type {
   SwarmStatusWire,
   TaskPool,
 } from "../core/swarm-contract.ts";
-import { decideCompletion } from "../core/task-transitions.ts";
 import { capOfTenant } from "../core/tenant-budget.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
 import { SwarmLedger } from "./swarm-ledger.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
-import { advancePhase, insertPlanTask, insertTasks, phaseFailure, type PhaseRoom } from "./swarm-phases.ts";
+import { advancePhase, toSwarmEnd, type PhaseRoom } from "./swarm-phases.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
 import { migrateSwarmRoom } from "./swarm-room-schema.ts";
 import { SwarmRouting } from "./swarm-routing.ts";
@@ -135,12 +134,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.store.swarm() !== null) return { created: false };
     const planner = spec.goal === undefined ? null : PlannerSpecSchema.parse(spec.planner ?? {});
     this.store.insertSwarm(input, { mix, budget, tenantMonth, planner });
-    const stored = this.store.swarm();
-    if (planner !== null && stored !== null) {
-      insertPlanTask(this.sql, stored, planner, spec.limits, null);
-    } else {
-      insertTasks(this.sql, input.tasks);
-    }
     this.totals.invalidate();
     // Tickets first (the first lanes start while D1 is written); then the index row, so the swarm
     // is listed at once; if D1 is down the alarm retries.
@@ -157,16 +150,13 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   async getStatus(tenant: string): Promise<SwarmStatusWire | null> {
     this.begin();
-    const swarm = this.store.swarm();
-    if (swarm === null || swarm.tenant !== tenant) return null;
-    return this.views.toStatus(swarm);
+    const swarm = this.store.swarmOf(tenant);
+    return swarm === null ? null : this.views.toStatus(swarm);
   }
 
   async getResults(tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null> {
     this.begin();
-    const swarm = this.store.swarm();
-    if (swarm === null || swarm.tenant !== tenant) return null;
-    return this.views.readResults(cursor, limit);
+    return this.store.swarmOf(tenant) === null ? null : this.views.readResults(cursor, limit);
   }
 
   // ── RPC: agent Worker (continuous pull: each pull records outcomes and fills free slots) ─────
@@ -243,9 +233,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   /** A goal's plan in full (status shows its size only). null when the swarm is not the tenant's. */
   async getPlan(tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null> {
     this.begin();
-    const swarm = this.store.swarm();
-    if (swarm === null || swarm.tenant !== tenant) return null;
-    return this.views.readPlan(swarm);
+    const swarm = this.store.swarmOf(tenant);
+    return swarm === null ? null : this.views.readPlan(swarm);
   }
 
   /**
@@ -270,8 +259,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   private async cancelSwarm(tenant: string): Promise<{ status: SwarmStatusWire; changed: boolean } | null> {
-    const swarm = this.store.swarm();
-    if (swarm === null || swarm.tenant !== tenant) return null;
+    const swarm = this.store.swarmOf(tenant);
+    if (swarm === null) return null;
     if (swarm.finished_at !== null || swarm.state === "cancelled") return { status: this.views.toStatus(swarm), changed: false };
     const now = Date.now();
     this.sql.exec("UPDATE swarm SET state = 'cancelled', reason = 'cancelled by request', index_dirty = 1");
@@ -344,21 +333,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.totals.invalidate();
       this.dispatch.tasksInserted();
     }
-    let state = this.totals.open() > 0 ? null : decideCompletion(this.totals.counts(), swarm.state === "cancelled");
-    if (state === null) {
+    const end = toSwarmEnd(swarm, this.totals.open(), this.totals.counts());
+    if (end === null) {
       if (swarm.index_dirty === 0) this.sql.exec("UPDATE swarm SET index_dirty = 1");
       return;
     }
-    const counts = this.totals.counts();
-    // Plan and reduce tasks ended too: a swarm whose plan or final reduction failed says so.
-    const failedPhase = phaseFailure(swarm);
-    if (failedPhase !== null && state !== "cancelled") state = failedPhase;
-    const reason =
-      swarm.reason ??
-      (state === "completed_with_failures"
-        ? `${counts.failed} task(s) failed${counts.skipped_budget > 0 ? `, ${counts.skipped_budget} skipped (budget)` : ""}`
-        : null);
-    this.sql.exec("UPDATE swarm SET state = ?, finished_at = ?, reason = ?, index_dirty = 1", state, Date.now(), reason);
+    this.sql.exec("UPDATE swarm SET state = ?, finished_at = ?, reason = ?, index_dirty = 1", end.state, Date.now(), end.reason);
     this.tickets.closeAll();
     this.ledger.flushSoon(Date.now());
   }

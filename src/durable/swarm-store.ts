@@ -18,6 +18,7 @@ import {
 } from "../core/spec-schema.ts";
 import type { StartSwarmInput, TaskRunConfig, ToolSpecWire } from "../core/swarm-contract.ts";
 import type { TaskLifeRow } from "../core/task-transitions.ts";
+import { insertPlanTask, insertTasks } from "./swarm-phases.ts";
 import { TASK_COLUMNS, WeightedModelsSchema, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
 
 /** The swarm's settings that never change after it starts. */
@@ -97,7 +98,13 @@ export class SwarmStore {
     return this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, taskId).toArray()[0] ?? null;
   }
 
-  /** Stores the swarm's row as it starts (its tasks are inserted apart). */
+  /** The swarm row when it is the tenant's; null otherwise (or before start). */
+  swarmOf(tenant: string): SwarmRow | null {
+    const swarm = this.swarm();
+    return swarm === null || swarm.tenant !== tenant ? null : swarm;
+  }
+
+  /** Stores the swarm's row as it starts, and its first tasks: the spec's, or the planner's call for its goal. */
   insertSwarm(input: StartSwarmInput, fields: { mix: WeightedModel[]; budget: Budget | null; tenantMonth: string | null; planner: PlannerSpec | null }): void {
     const { spec } = input;
     const { mix, budget, tenantMonth, planner } = fields;
@@ -130,6 +137,12 @@ export class SwarmStore {
       spec.goal ?? null,
       planner === null ? null : JSON.stringify(planner),
     );
+    const stored = this.swarm();
+    if (planner !== null && stored !== null) {
+      insertPlanTask(this.sql, stored, planner, spec.limits, null);
+    } else {
+      insertTasks(this.sql, input.tasks);
+    }
   }
 
   /**
