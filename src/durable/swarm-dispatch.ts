@@ -351,20 +351,20 @@ export class SwarmDispatch {
   }
 
   /**
-   * When the alarm must next act for dispatch: a ticket's deadline, a failed send's retry, more
-   * lanes wanted (the window grew, a lane stopped: now, or when a circuit half-opens if every one
-   * is open), or a retry nobody is there to pull.
+   * When the alarm must next act for dispatch: a ticket's deadline, more lanes wanted (the window
+   * grew, a lane stopped: now, or when a circuit half-opens if every one is open, and a second after
+   * a failed send), or a retry nobody is there to pull.
    */
   nextAlarm(swarm: SwarmRow, now: number): number | null {
     const candidates: number[] = [];
     const ticketAt = this.tickets.nextAlarm();
     if (ticketAt !== null) candidates.push(ticketAt);
-    if (this.sendRetryAt !== null) candidates.push(this.sendRetryAt);
     const active = swarm.finished_at === null && swarm.state !== "cancelled";
     if (active) {
       if (this.pools().some((pool) => this.tickets.toIssue(this.demand(swarm, pool, now), pool) > 0)) {
         const parked = this.routing.parkedUntil();
-        candidates.push(parked ?? now);
+        // After a failed send, not before its retry: the queue is down, and sending at once again would spin.
+        candidates.push(Math.max(parked ?? now, this.sendRetryAt ?? 0));
       } else if (this.tickets.openCount() === 0 && this.totals.inState("retry_wait") > 0) {
         const at = this.sql.exec<{ at: number | null }>("SELECT MIN(retry_at) AS at FROM tasks WHERE state = 'retry_wait'").one().at;
         if (at !== null) candidates.push(at);

@@ -1077,6 +1077,38 @@ describe("SwarmRoom tickets", () => {
     expect((await billable(stub)).queue_messages_sent).toBe(2);
   });
 
+  it("tries a failed ticket send again a second later, not at once", async () => {
+    const { input, stub } = newSwarm(2);
+    await stub.start(input);
+    const [ticket] = await tickets(stub);
+    if (ticket === undefined) throw new Error("no ticket");
+    type Queues = { short: Pick<Queue, "sendBatch"> };
+    let real: Queues["short"] | null = null;
+    // The queue refuses every send from now on.
+    await runInDurableObject(stub, (instance) => {
+      const { queues } = (instance as unknown as { dispatch: { queues: Queues } }).dispatch;
+      real = queues.short;
+      queues.short = {
+        sendBatch: () => Promise.reject(new Error("queue unavailable")),
+      };
+    });
+    // The dead ticket asks for an alarm now; it runs, as the runtime would run it, and its send fails.
+    await stub.recordDeadTicket(ticket.id);
+    const before = Date.now();
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await tickets(stub)).toEqual([]);
+    const alarm = await runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
+    expect(alarm).toBeGreaterThanOrEqual(before + 1_000);
+    // The queue is back: the next alarm sends the ticket.
+    await runInDurableObject(stub, (instance) => {
+      const { queues } = (instance as unknown as { dispatch: { queues: Queues } }).dispatch;
+      if (real !== null) queues.short = real;
+    });
+    await runAlarmNow(stub);
+    expect(await tickets(stub)).toHaveLength(1);
+    expect((await billable(stub)).queue_messages_sent).toBe(2);
+  });
+
   it("sends no ticket once the swarm has ended or was cancelled", async () => {
     const done = newSwarm(2, { concurrency: 2 });
     await done.stub.start(done.input);
