@@ -17,12 +17,16 @@ import type { SwarmTotals } from "./swarm-totals.ts";
 
 /** Ledger rows per D1 transaction. */
 const FLUSH_CHUNK = 500;
+/** After a failed flush (D1 or the TenantBudget down), the next try waits this long. */
+export const FLUSH_RETRY_MS = 5_000;
 
 export class SwarmLedger {
   /** p50/p95 over the calls recorded so far, recomputed only when a call was added (status is polled). */
   private latencyCache: { calls: number; p50: number | null; p95: number | null } | null = null;
   /** Set when the swarm ended: its final index row reaches D1 on the next alarm, right away. */
   private flushDue: number | null = null;
+  /** Set when the alarm's flush failed: no flush is tried again before. */
+  private retryAt: number | null = null;
   private readonly prices: RoomSettings["prices"];
   private readonly flushMs: number;
 
@@ -210,13 +214,23 @@ export class SwarmLedger {
     if (this.flushDue === null || now < this.flushDue) this.flushDue = now;
   }
 
+  /** The alarm's flush failed: it is tried again FLUSH_RETRY_MS later. */
+  flushFailed(now: number): void {
+    this.retryAt = now + FLUSH_RETRY_MS;
+  }
+
   /** The alarm runs (and flushes): what was noted for it is done with. */
   forgetNoted(): void {
     this.flushDue = null;
+    this.retryAt = null;
   }
 
-  /** When the alarm must next flush: `flushMs` after a change D1 has not seen, or at once when the swarm just ended. */
+  /**
+   * When the alarm must next flush: `flushMs` after a change D1 has not seen, or at once when the
+   * swarm just ended; after a failed flush, at its retry (sooner would only fail again, or spin).
+   */
   nextAlarm(swarm: SwarmRow, now: number): number | null {
+    if (this.retryAt !== null) return this.retryAt;
     const dirty = this.totals.unflushed() > 0 || swarm.index_dirty === 1 ? now + this.flushMs : null;
     if (this.flushDue === null) return dirty;
     return dirty === null ? this.flushDue : Math.min(dirty, this.flushDue);

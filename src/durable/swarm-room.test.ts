@@ -1109,6 +1109,42 @@ describe("SwarmRoom tickets", () => {
     expect((await billable(stub)).queue_messages_sent).toBe(2);
   });
 
+  it("tries a failed ledger flush again 5 s later, not at the next flush interval", async () => {
+    const { input, stub } = newSwarm(2, { concurrency: 2 });
+    await stub.start(input);
+    const granted = await pull(stub, { want: 2 });
+    const [first] = granted.granted;
+    if (first === undefined) throw new Error("nothing granted");
+    let real: D1Database | null = null;
+    // D1 refuses every write from now on.
+    await runInDurableObject(stub, (instance) => {
+      const ledger = (instance as unknown as { ledger: { db: D1Database } }).ledger;
+      real = ledger.db;
+      ledger.db = {
+        prepare: () => {
+          throw new Error("D1 unavailable");
+        },
+      } as unknown as D1Database;
+    });
+    // One call row to flush: the alarm is due a flush interval later.
+    await pull(stub, { reports: [report(first.taskId, first.attempt, ok("x"))], want: 0 });
+    const before = Date.now();
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const alarm = await runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
+    expect(alarm).toBeGreaterThanOrEqual(before + 5_000);
+    // D1 is back: the next alarm flushes the row.
+    await runInDurableObject(stub, (instance) => {
+      const ledger = (instance as unknown as { ledger: { db: D1Database } }).ledger;
+      if (real !== null) ledger.db = real;
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const unflushed = await runInDurableObject(
+      stub,
+      (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE flushed = 0").one().n,
+    );
+    expect(unflushed).toBe(0);
+  });
+
   it("sends no ticket once the swarm has ended or was cancelled", async () => {
     const done = newSwarm(2, { concurrency: 2 });
     await done.stub.start(done.input);

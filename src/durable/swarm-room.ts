@@ -25,7 +25,7 @@ import { capOfTenant } from "../core/tenant-budget.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
-import { SwarmLedger } from "./swarm-ledger.ts";
+import { FLUSH_RETRY_MS, SwarmLedger } from "./swarm-ledger.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
 import { advancePhase, toSwarmEnd, type PhaseRoom } from "./swarm-phases.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
@@ -55,9 +55,6 @@ export interface SwarmRoomEnv {
   TOOL_TURN_LEASE_S?: string;
   LEDGER_FLUSH_MS?: string;
 }
-
-/** After a failed D1 flush, the next try waits this long. */
-const FLUSH_RETRY_MS = 5_000;
 
 type StartResult = { created: boolean; refused?: ErrorDetail[]; code?: "invalid_spec" | "budget_exceeded" };
 
@@ -292,7 +289,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         await this.flush();
       } catch (error) {
         console.error(`swarm ${swarm.id}: ledger flush failed, retrying in ${FLUSH_RETRY_MS} ms`, error);
-        await this.setAlarmNoLaterThan(Date.now() + FLUSH_RETRY_MS);
+        this.ledger.flushFailed(Date.now());
       }
       const after = this.store.swarm();
       if (after !== null) await this.planAlarm(after, Date.now(), { exactDeadline: true });
