@@ -115,11 +115,13 @@ export class SwarmLedger {
   /** Writes unflushed ledger rows and, when changed, the swarm's index row to D1. */
   async flush(swarm: SwarmRow): Promise<void> {
     for (;;) {
+      const mark = this.flushedRowid();
       const rows = this.sql
         .exec<LedgerRow & { rowid: number }>(
           `SELECT rowid, call_id, task_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens,
                   completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at
-           FROM calls WHERE flushed = 0 ORDER BY rowid LIMIT ?`,
+           FROM calls WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+          mark,
           FLUSH_CHUNK,
         )
         .toArray()
@@ -135,7 +137,8 @@ export class SwarmLedger {
       this.meters.add("d1_rows_written", written);
       const last = rows[rows.length - 1];
       if (last) {
-        this.sql.exec("UPDATE calls SET flushed = 1 WHERE flushed = 0 AND rowid <= ?", last.rowid);
+        // One row per flush, not one per call: every call up to `last` is in D1 now.
+        this.sql.exec("UPDATE ledger_sync SET flushed_rowid = ? WHERE id = 1", last.rowid);
         this.totals.flushed(rows.length);
       }
       // Only clear the flag if nothing changed the swarm while the write was in flight.
@@ -147,6 +150,11 @@ export class SwarmLedger {
       }
       if (rows.length < FLUSH_CHUNK) return;
     }
+  }
+
+  /** The rowid of the last call in D1 (calls are appended in rowid order and never deleted). */
+  private flushedRowid(): number {
+    return this.sql.exec<{ n: number }>("SELECT flushed_rowid AS n FROM ledger_sync WHERE id = 1").toArray()[0]?.n ?? 0;
   }
 
   usageTotals(): UsageTotals & { cost_usd: number } {

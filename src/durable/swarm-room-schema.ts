@@ -130,7 +130,21 @@ CREATE TABLE IF NOT EXISTS scratchpad (
 );
 `;
 
-const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7];
+// v8 (continuous pull): fewer rows written per task. The ledger flush keeps a high-water mark of
+// the calls it sent (calls are appended in rowid order and never deleted) instead of marking each
+// row, so a call costs no second write and no partial index; the kind index keeps only engine
+// tasks (plan, reduce), so a sub-task's state changes write no entry in it. Durable Object SQLite
+// bills every row written, indexes included.
+const SCHEMA_V8 = `
+CREATE TABLE IF NOT EXISTS ledger_sync (id INTEGER PRIMARY KEY CHECK (id = 1), flushed_rowid INTEGER NOT NULL);
+INSERT OR IGNORE INTO ledger_sync (id, flushed_rowid)
+  SELECT 1, COALESCE((SELECT MIN(rowid) - 1 FROM calls WHERE flushed = 0), (SELECT MAX(rowid) FROM calls), 0);
+DROP INDEX IF EXISTS calls_unflushed;
+DROP INDEX IF EXISTS tasks_by_kind;
+CREATE INDEX IF NOT EXISTS tasks_by_engine_kind ON tasks (kind, state, seq) WHERE kind != 'task';
+`;
+
+const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */
 export function migrateSwarmRoom(sql: SqlStorage): void {

@@ -501,7 +501,7 @@ describe("SwarmRoom alarm", () => {
 
     // A second flush of the same rows (as after a crash between the D1 write and the local mark) adds nothing.
     const written = (await billable(stub)).d1_rows_written;
-    await runInDurableObject(stub, (_i, state) => state.storage.sql.exec("UPDATE calls SET flushed = 0"));
+    await runInDurableObject(stub, (_i, state) => state.storage.sql.exec("UPDATE ledger_sync SET flushed_rowid = 0"));
     await runAlarmNow(stub);
     const count = await env.LEDGER_DB.prepare("SELECT COUNT(*) AS n FROM ledger WHERE swarm_id = ?").bind(swarmId).first<{ n: number }>();
     expect(count?.n).toBe(3);
@@ -1140,7 +1140,7 @@ describe("SwarmRoom tickets", () => {
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     const unflushed = await runInDurableObject(
       stub,
-      (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE flushed = 0").one().n,
+      (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE rowid > (SELECT flushed_rowid FROM ledger_sync)").one().n,
     );
     expect(unflushed).toBe(0);
   });

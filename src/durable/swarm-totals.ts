@@ -118,7 +118,8 @@ export class SwarmTotals {
     }
     const calls = this.sql
       .exec<{ usd: number | null; tokens: number | null; unflushed: number | null }>(
-        "SELECT SUM(charged_usd) AS usd, SUM(charged_tokens) AS tokens, SUM(flushed = 0) AS unflushed FROM calls",
+        `SELECT SUM(charged_usd) AS usd, SUM(charged_tokens) AS tokens,
+                SUM(rowid > COALESCE((SELECT flushed_rowid FROM ledger_sync WHERE id = 1), 0)) AS unflushed FROM calls`,
       )
       .one();
     this.loaded = { byState, charged: { usd: calls.usd ?? 0, tokens: calls.tokens ?? 0 }, reserved, unflushed: calls.unflushed ?? 0 };
