@@ -7,14 +7,16 @@ import type { RoomSettings } from "../core/env-settings.ts";
 import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
 import { costOfUsage, resolvePrice } from "../core/pricing.ts";
-import type { CallRecord, TaskKind, UsageTotals } from "../core/swarm-contract.ts";
+import type { CallRecord, TaskKind } from "../core/swarm-contract.ts";
 import { flushToLedger, type LedgerRow, type SwarmIndexRow } from "../ledger/d1-ledger.ts";
 import type { SwarmMeters } from "./swarm-meters.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
 import type { SwarmRouting } from "./swarm-routing.ts";
 import type { SwarmStore } from "./swarm-store.ts";
-import type { SwarmTotals } from "./swarm-totals.ts";
+import type { SwarmTotals, UsageSums } from "./swarm-totals.ts";
 
+/** While a swarm runs, its latency percentiles are recomputed at most this often. */
+const LATENCY_REFRESH_MS = 1_000;
 /** Ledger rows per D1 transaction. */
 const FLUSH_CHUNK = 500;
 /** After a failed flush (D1 or the TenantBudget down), the next try waits this long. */
@@ -22,7 +24,7 @@ export const FLUSH_RETRY_MS = 5_000;
 
 export class SwarmLedger {
   /** p50/p95 over the calls recorded so far, recomputed only when a call was added (status is polled). */
-  private latencyCache: { calls: number; p50: number | null; p95: number | null } | null = null;
+  private latencyCache: { calls: number; at: number; p50: number | null; p95: number | null } | null = null;
   /** Set when the swarm ended: its final index row reaches D1 on the next alarm, right away. */
   private flushDue: number | null = null;
   /** Set when the alarm's flush failed: no flush is tried again before. */
@@ -108,7 +110,7 @@ export class SwarmLedger {
       charge.tokens,
     );
     if (cursor.rowsWritten === 0) return false;
-    this.totals.charge(charge);
+    this.totals.addCall(charge, usage, cost);
     return true;
   }
 
@@ -157,21 +159,9 @@ export class SwarmLedger {
     return this.sql.exec<{ n: number }>("SELECT flushed_rowid AS n FROM ledger_sync WHERE id = 1").toArray()[0]?.n ?? 0;
   }
 
-  usageTotals(): UsageTotals & { cost_usd: number } {
-    const row = this.sql
-      .exec<{ calls: number; p: number | null; c: number | null; o: number | null; t: number | null; cost: number | null }>(
-        `SELECT COUNT(*) AS calls, SUM(prompt_tokens) AS p, SUM(cached_tokens) AS c, SUM(completion_tokens) AS o,
-                SUM(total_tokens) AS t, SUM(cost_usd) AS cost FROM calls`,
-      )
-      .one();
-    return {
-      calls: row.calls,
-      prompt_tokens: row.p ?? 0,
-      cached_tokens: row.c ?? 0,
-      completion_tokens: row.o ?? 0,
-      total_tokens: row.t ?? 0,
-      cost_usd: row.cost ?? 0,
-    };
+  /** Usage over every recorded call (running totals, not a sum over the table). */
+  usageTotals(): UsageSums {
+    return this.totals.usage();
   }
 
   toIndexRow(swarm: SwarmRow): SwarmIndexRow {
@@ -201,15 +191,21 @@ export class SwarmLedger {
     };
   }
 
-  latencyPercentiles(calls: number): { p50: number | null; p95: number | null } {
-    if (this.latencyCache?.calls !== calls) {
+  /**
+   * p50/p95 over every call: a sort of the whole table, so while calls keep coming it is redone at
+   * most every LATENCY_REFRESH_MS (status is polled); once the swarm has ended, exact.
+   */
+  latencyPercentiles(calls: number, now: number, final: boolean): { p50: number | null; p95: number | null } {
+    const cache = this.latencyCache;
+    const fresh = cache !== null && (cache.calls === calls || (!final && now - cache.at < LATENCY_REFRESH_MS));
+    if (!fresh) {
       const latencies = this.sql
         .exec<{ latency_ms: number }>("SELECT latency_ms FROM calls")
         .toArray()
         .map((row) => row.latency_ms);
-      this.latencyCache = { calls, p50: percentile(latencies, 50), p95: percentile(latencies, 95) };
+      this.latencyCache = { calls, at: now, p50: percentile(latencies, 50), p95: percentile(latencies, 95) };
     }
-    return { p50: this.latencyCache.p50, p95: this.latencyCache.p95 };
+    return { p50: this.latencyCache?.p50 ?? null, p95: this.latencyCache?.p95 ?? null };
   }
 
   /** Did this attempt of the task make any call? */

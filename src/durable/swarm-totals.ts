@@ -2,13 +2,18 @@
 // reserved. Loaded with one aggregate query per instance (or after a bulk update), then kept by the
 // transitions that change them, so no RPC pays for an aggregate over the whole swarm.
 import type { Amount } from "../core/budget.ts";
-import type { TaskCounts, TaskKind, TaskState } from "../core/swarm-contract.ts";
+import type { TaskCounts, TaskKind, TaskState, UsageTotals } from "../core/swarm-contract.ts";
+import type { Usage } from "../core/usage.ts";
+
+/** The swarm's usage so far: every recorded call, its tokens and cost. */
+export type UsageSums = UsageTotals & { cost_usd: number };
 
 interface Loaded {
   /** `${kind}:${state}` → tasks. */
   byState: Map<string, number>;
   charged: Amount;
   reserved: Amount;
+  usage: UsageSums;
   /** Ledger rows not yet flushed to D1. */
   unflushed: number;
 }
@@ -35,12 +40,24 @@ export class SwarmTotals {
     byState.set(`${kind}:${to}`, (byState.get(`${kind}:${to}`) ?? 0) + 1);
   }
 
-  /** A call's charge was recorded (and awaits its flush to D1). */
-  charge(amount: Amount): void {
+  /** A call was recorded (and awaits its flush to D1): its charge, its usage and cost. */
+  addCall(charge: Amount, usage: Usage | null, costUsd: number | null): void {
     if (this.loaded === null) return;
-    this.loaded.charged.usd += amount.usd;
-    this.loaded.charged.tokens += amount.tokens;
+    this.loaded.charged.usd += charge.usd;
+    this.loaded.charged.tokens += charge.tokens;
     this.loaded.unflushed += 1;
+    const sums = this.loaded.usage;
+    sums.calls += 1;
+    sums.prompt_tokens += usage?.prompt_tokens ?? 0;
+    sums.cached_tokens += usage?.cached_tokens ?? 0;
+    sums.completion_tokens += usage?.completion_tokens ?? 0;
+    sums.total_tokens += usage?.total_tokens ?? 0;
+    sums.cost_usd += costUsd ?? 0;
+  }
+
+  /** Usage over every recorded call. */
+  usage(): UsageSums {
+    return { ...this.load().usage };
   }
 
   /** A task's reservation changed by `delta` (negative when released). */
@@ -117,12 +134,37 @@ export class SwarmTotals {
       }
     }
     const calls = this.sql
-      .exec<{ usd: number | null; tokens: number | null; unflushed: number | null }>(
+      .exec<{
+        usd: number | null;
+        tokens: number | null;
+        unflushed: number | null;
+        calls: number;
+        p: number | null;
+        c: number | null;
+        o: number | null;
+        t: number | null;
+        cost: number | null;
+      }>(
         `SELECT SUM(charged_usd) AS usd, SUM(charged_tokens) AS tokens,
-                SUM(rowid > COALESCE((SELECT flushed_rowid FROM ledger_sync WHERE id = 1), 0)) AS unflushed FROM calls`,
+                SUM(rowid > COALESCE((SELECT flushed_rowid FROM ledger_sync WHERE id = 1), 0)) AS unflushed,
+                COUNT(*) AS calls, SUM(prompt_tokens) AS p, SUM(cached_tokens) AS c, SUM(completion_tokens) AS o,
+                SUM(total_tokens) AS t, SUM(cost_usd) AS cost FROM calls`,
       )
       .one();
-    this.loaded = { byState, charged: { usd: calls.usd ?? 0, tokens: calls.tokens ?? 0 }, reserved, unflushed: calls.unflushed ?? 0 };
+    this.loaded = {
+      byState,
+      charged: { usd: calls.usd ?? 0, tokens: calls.tokens ?? 0 },
+      reserved,
+      unflushed: calls.unflushed ?? 0,
+      usage: {
+        calls: calls.calls,
+        prompt_tokens: calls.p ?? 0,
+        cached_tokens: calls.c ?? 0,
+        completion_tokens: calls.o ?? 0,
+        total_tokens: calls.t ?? 0,
+        cost_usd: calls.cost ?? 0,
+      },
+    };
     return this.loaded;
   }
 }
