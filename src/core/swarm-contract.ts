@@ -129,6 +129,14 @@ export interface PullRequest {
   /** Which tasks the lane runs: short ones, or `long: true` ones (their own queue). Default short. */
   pool?: TaskPool;
   /**
+   * Which lane this is (random, one per lane: two lanes can share a ticket after a duplicate
+   * delivery) and its pull number, the same when it sends a pull again after an error. A repeat of
+   * the lane's last answered pull gets that answer's grants again (those still leased to it)
+   * instead of new ones, so a lost answer strands no task until its lease ends.
+   */
+  lane?: string;
+  seq?: number;
+  /**
    * Epoch ms by which every call of the lane must be over (its invocation stops before its wall-time
    * limit): a task whose calls could outlast it is left for another lane. null = no bound.
    */

@@ -54,6 +54,8 @@ function pull(stub: Stub, lane: Partial<Omit<PullRequest, "pool">> & { pool?: Ta
   };
   if (lane.pool !== undefined) request.pool = lane.pool;
   if (lane.endBy !== undefined) request.endBy = lane.endBy;
+  if (lane.lane !== undefined) request.lane = lane.lane;
+  if (lane.seq !== undefined) request.seq = lane.seq;
   return stub.pull(request);
 }
 
@@ -830,6 +832,25 @@ describe("SwarmRoom pull: duplicate tickets and repeated pulls", () => {
     expect((await pull(stub, { ticket: "dup", want: 3 })).granted).toEqual([]);
     // A redelivered ticket counts once as a delivery.
     expect((await billable(stub)).queue_messages_received).toBe(1);
+  });
+
+  it("a pull sent again under its lane and number gets its lost answer's tasks again, not new ones; another lane never gets them", async () => {
+    const { input, stub } = newSwarm(6, { concurrency: 6 });
+    await stub.start(input);
+    const first = await pull(stub, { ticket: "t", lane: "lane-a", seq: 1, want: 2 });
+    expect(grantedIds(first)).toEqual(["task-001", "task-002"]);
+    // The answer was lost: the lane sends the pull again, with the same number.
+    const again = await pull(stub, { ticket: "t", lane: "lane-a", seq: 1, want: 2 });
+    expect(again.granted).toEqual(first.granted);
+    // A second lane under the same ticket (a duplicate delivery) with the same number is another lane.
+    const other = await pull(stub, { ticket: "t", lane: "lane-b", seq: 1, want: 2 });
+    expect(grantedIds(other)).toEqual(["task-003", "task-004"]);
+    // The next pull moves the number on and gets new tasks; a repeat of a finished task is not given again.
+    const next = await pull(stub, { ticket: "t", lane: "lane-a", seq: 2, reports: reportAll(first, ok("x")), want: 2 });
+    expect(grantedIds(next)).toEqual(["task-005", "task-006"]);
+    const repeat = await pull(stub, { ticket: "t", lane: "lane-a", seq: 2, reports: reportAll(first, ok("x")), want: 2 });
+    expect(repeat.granted).toEqual(next.granted);
+    expect(countStates(await taskStates(stub))).toEqual({ succeeded: 2, running: 4 });
   });
 
   it("the same pull delivered twice records its reports once, one ledger row per call id, and grants only free tasks", async () => {

@@ -180,10 +180,16 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       let ended = request.reports.length > 0;
       const current = this.store.swarm() ?? swarm;
       const pool: TaskPool = request.pool ?? "short";
+      // A pull sent again after its answer was lost gets that answer's tasks again, as far as
+      // they are still leased to it under the same attempt; nothing new (it asked for these slots).
+      const repeated = this.tickets.repeatedGrants(request.ticket, request.lane, request.seq);
       const grant =
-        request.final || request.want <= 0
-          ? { granted: [], ended: false, blocked: false }
-          : this.dispatch.grantTasks(current, request.want, now, pool, request.endBy ?? null);
+        repeated !== null
+          ? { granted: this.tasks.stillLeased(repeated), ended: false, blocked: false }
+          : request.final || request.want <= 0
+            ? { granted: [], ended: false, blocked: false }
+            : this.dispatch.grantTasks(current, request.want, now, pool, request.endBy ?? null);
+      this.tickets.rememberGrants(request.ticket, request.lane, request.seq, grant.granted, request.final);
       ended ||= grant.ended;
       if (ended) this.afterTasksEnded();
       const after = this.store.swarm() ?? current;

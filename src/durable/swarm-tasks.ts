@@ -2,7 +2,7 @@
 // its checkpoints, and its lease — which leases ran out, and when the alarm must next look at one.
 // It never grants a task (SwarmDispatch does) and never decides an outcome (core/task-transitions.ts).
 import type { ErrorClass } from "../core/error-class.ts";
-import { IN_FLIGHT_TASK_STATES, type AgentCheckpoint, type TaskPool } from "../core/swarm-contract.ts";
+import { IN_FLIGHT_TASK_STATES, type AgentCheckpoint, type ClaimedTask, type TaskPool } from "../core/swarm-contract.ts";
 import { TASK_COLUMNS, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
 import type { SwarmStore } from "./swarm-store.ts";
 import type { SwarmTotals } from "./swarm-totals.ts";
@@ -31,6 +31,14 @@ export class SwarmTasks {
       task.id,
     );
     this.totals.move(task.kind, task.state, "retry_wait");
+  }
+
+  /** The tasks of an earlier grant that are still leased under that grant (same attempt, same lease). */
+  stillLeased(granted: readonly ClaimedTask[]): ClaimedTask[] {
+    return granted.filter((task) => {
+      const row = this.store.task(task.taskId);
+      return row !== null && row.state === "running" && row.attempts === task.attempt && row.deadline === task.leaseUntil;
+    });
   }
 
   /** When the earliest retry of the pool is due, from now; null when none waits. */

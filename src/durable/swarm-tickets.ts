@@ -2,7 +2,7 @@
 // `tickets` table; says how many slots the open tickets cover and when it next needs the alarm
 // (a ticket nobody pulled, or a lane that went silent, is closed so its capacity is issued again).
 import { toTicketsToIssue } from "../core/lane-sizing.ts";
-import type { TaskPool } from "../core/swarm-contract.ts";
+import type { ClaimedTask, TaskPool } from "../core/swarm-contract.ts";
 
 /** A ticket nobody pulled by then is taken as lost (local queues lose messages on restart). */
 export const TICKET_PULL_DEADLINE_MS = 30_000;
@@ -22,6 +22,8 @@ type TicketRow = {
 export class SwarmTickets {
   /** Open tickets, loaded once per instance. */
   private open: Map<string, TicketRow> | null = null;
+  /** Per open ticket and lane: its last answered pull's number and the tasks it granted (in memory). */
+  private readonly lastGrants = new Map<string, Map<string, { seq: number; granted: ClaimedTask[] }>>();
   /** expires_at as last written, per ticket. */
   private readonly stored = new Map<string, number>();
   /** Slots the latest lane reported: how much one more ticket is expected to carry. */
@@ -80,6 +82,23 @@ export class SwarmTickets {
     return { delivered };
   }
 
+  /** The grants of the lane's last answered pull if `seq` repeats it; else null. */
+  repeatedGrants(id: string, lane: string | undefined, seq: number | undefined): ClaimedTask[] | null {
+    if (lane === undefined || seq === undefined) return null;
+    const last = this.lastGrants.get(id)?.get(lane);
+    return last !== undefined && last.seq === seq ? last.granted : null;
+  }
+
+  /** Remembers what the lane's pull `seq` was granted, for a repeat of it. */
+  rememberGrants(id: string, lane: string | undefined, seq: number | undefined, granted: ClaimedTask[], final: boolean): void {
+    if (lane === undefined || seq === undefined) return;
+    const lanes = this.lastGrants.get(id) ?? new Map<string, { seq: number; granted: ClaimedTask[] }>();
+    if (final) lanes.delete(lane);
+    else lanes.set(lane, { seq, granted });
+    if (lanes.size === 0) this.lastGrants.delete(id);
+    else this.lastGrants.set(id, lanes);
+  }
+
   /** Issues `count` tickets (their ids) that are on their way to the queue. */
   issue(count: number, now: number, swarmId: string, pool: TaskPool): string[] {
     const open = this.load();
@@ -110,6 +129,7 @@ export class SwarmTickets {
     for (const row of this.load().values()) {
       if (row.expires_at > now) continue;
       this.open?.delete(row.id);
+      this.lastGrants.delete(row.id);
       this.sql.exec("DELETE FROM tickets WHERE id = ?", row.id);
       closed += 1;
     }
@@ -118,6 +138,7 @@ export class SwarmTickets {
 
   /** Closes every ticket (the swarm ended): late pulls still record, and get nothing. */
   closeAll(): void {
+    this.lastGrants.clear();
     if (this.load().size === 0) return;
     this.sql.exec("DELETE FROM tickets");
     this.open = new Map();

@@ -68,6 +68,10 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   const gate = createHeaderGate(ctx.headerSlots);
   const permits: PermitContext = { ...ctx.permits, headerGate: gate };
   const timing = createTimingAverages();
+  // This lane's name and pull number: a pull sent again after an error keeps its number until one
+  // is answered, so the room can give a lost answer's tasks again instead of stranding them.
+  const lane = crypto.randomUUID();
+  let seq = 1;
   const running = new Set<string>();
   const outbox: TaskReport[] = [];
   let config: TaskRunConfig | null = null;
@@ -131,7 +135,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     // (holding their leases) while the room could give them to a lane with room.
     const free = stopping || gate.waiting() > 0 ? 0 : Math.max(0, Math.min(ctx.concurrency - running.size, ctx.allowance.tasks));
     const reports = outbox.splice(0);
-    const request: PullRequest = { ticket: ticket.ticket, reports, want: free, slots: capacity(), final, pool: ctx.pool, endBy: ctx.callsEndBy };
+    const request: PullRequest = { ticket: ticket.ticket, lane, seq, reports, want: free, slots: capacity(), final, pool: ctx.pool, endBy: ctx.callsEndBy };
     const answer = await pullWithRetry(room, ticket.swarm_id, request, ctx);
     ctx.tally.slots = request.slots;
     ({ ttfbMs: ctx.tally.ttfbMs, latencyMs: ctx.tally.latencyMs } = timing.current());
@@ -150,6 +154,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       if (nothingNewer) await new Promise<void>((resolve) => (wake = resolve));
     } else {
       reached = true;
+      seq += 1;
       if (final) return { reached };
       if (answer.config === null) stopping = true;
       else config = answer.config;

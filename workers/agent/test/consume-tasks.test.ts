@@ -123,8 +123,21 @@ describe("consumeTasks with a fake SwarmRoom: one lane per ticket", () => {
       now: time.now,
       sleep: time.sleep,
     });
-    expect(a.pulls[0]).toEqual({ ticket: "tk1", reports: [], want: 5, slots: 5, final: false, pool: "short", endBy: started + BASE.callsWithinMs });
+    expect(a.pulls[0]).toEqual({
+      ticket: "tk1",
+      lane: expect.any(String),
+      seq: 1,
+      reports: [],
+      want: 5,
+      slots: 5,
+      final: false,
+      pool: "short",
+      endBy: started + BASE.callsWithinMs,
+    });
     expect(a.pulls.at(-1)).toMatchObject({ ticket: "tk1", want: 0, final: true });
+    // One lane: one name; each answered pull moves its number on.
+    expect(new Set(a.pulls.map((p) => p.lane)).size).toBe(1);
+    expect(a.pulls.map((p) => p.seq)).toEqual(a.pulls.map((_p, i) => i + 1));
 
     await runObserved(
       [ticketMessage("m2", "sw_l", "tk2")],
