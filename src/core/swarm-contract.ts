@@ -159,6 +159,8 @@ export interface PullResponse {
   stop: boolean;
   /** When the earliest task waiting to retry (or a circuit) is due, from now; null = nothing waits. */
   retryInMs: number | null;
+  /** Tasks the room has yet to hand out (pending or waiting to retry); 0 = the swarm's tail. */
+  waiting?: number;
 }
 
 /** One upstream model call, as it goes into the ledger. */

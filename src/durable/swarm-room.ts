@@ -200,7 +200,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
       const stop = grant.granted.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
       await this.planAlarm(after, now);
-      return { config: this.store.toRunConfig(after), granted: grant.granted, actions, stop, retryInMs };
+      return { config: this.store.toRunConfig(after), granted: grant.granted, actions, stop, retryInMs, waiting };
     });
   }
 

@@ -2,6 +2,7 @@
 // SwarmRoom (auxiliary orchestrator Worker) and the mock model: duplicate tickets, a consumer that
 // dies mid-pull, pulls that fail, a cancel while a lane runs, coalescing, and a lane that stops
 // before its invocation's limits. Fake rooms and clocks where a fault must come on cue.
+import { coalesceMs } from "../run-lane.ts";
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -458,5 +459,18 @@ describe("a lane stops before its invocation's limits", () => {
     expect(model.requests).toHaveLength(4);
     expect(room.count("pending")).toBe(6);
     expect(explicitAcks.sort()).toEqual(["m1", "m2"]);
+  });
+});
+
+describe("how long outcomes wait for company", () => {
+  it.each([
+    ["no timing yet: the setting", 5, null, 5],
+    ["200 ms calls: 5% is 10 ms", 5, 200, 10],
+    ["fast calls: the setting", 5, 40, 5],
+    ["480 ms calls: 24 ms", 5, 480, 24],
+    ["10 s calls: at most 50 ms", 5, 10_000, 50],
+    ["a setting of 0 (tests): 0", 0, 10_000, 0],
+  ])("%s", (_label, setting, latency, expected) => {
+    expect(coalesceMs(setting, latency)).toBe(expected);
   });
 });
