@@ -11,7 +11,7 @@ import type { ResponseFormat } from "../../src/core/spec-schema.ts";
 import type { ClaimedTask, TaskOutcome, TaskRunConfig } from "../../src/core/swarm-contract.ts";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../src/model/model-client.ts";
-import { takeHeaderSlot, type HeaderGate } from "./header-gate.ts";
+import { takeHeaderSlot, type MeasuredHeaderGate } from "./header-gate.ts";
 import type { KeyPools } from "./key-pools.ts";
 import { isUnbilledError } from "../../src/core/budget.ts";
 
@@ -55,7 +55,7 @@ export interface PermitContext {
   random: () => number;
   tally: PermitTally;
   /** The lane's connections waiting for headers (production: 6 per invocation); absent = unbounded. */
-  headerGate?: HeaderGate;
+  headerGate?: MeasuredHeaderGate;
 }
 
 /** One turn's call: the conversation so far and what this call may do. */
@@ -111,13 +111,16 @@ export async function callWithPermit(
     timeoutMs: task.timeoutS * 1_000,
     responseFormat: turn.responseFormat,
   };
+  // A wait (for a permit, for a header slot) must leave the call its whole timeout inside both the
+  // invocation's time and the task's lease.
+  const latestStart = Math.min(ctx.callsEndBy, task.leaseUntil) - request.timeoutMs;
 
   const only = route.keys[0];
   if (route.keys.length === 1 && only !== undefined && !hasLimits(only)) {
     // One key without limits (the default config): a KeyPool would have nothing to count and no
     // other key to turn to, so its two RPCs per call would buy nothing. A 429 still shrinks the
     // swarm's window and is retried after its Retry-After by the SwarmRoom, as before the gateway.
-    const slotted = await withHeaderSlot(request, ctx);
+    const slotted = await withHeaderSlot(request, ctx, latestStart);
     if (slotted === null) return notCalled(NO_HEADER_SLOT);
     const result = await ctx.gateway.clientFor(only.id).complete(slotted);
     onCallEnded(result);
@@ -127,8 +130,7 @@ export async function callWithPermit(
   const permitRequest: PermitRequest = {
     tokens: estimateConversationTokens(turn.messages, turn.tools) + turn.maxOutputTokens,
     leaseMs: request.timeoutMs + LEASE_MARGIN_MS,
-    // A wait must leave the call its whole timeout inside both the batch's budget and the task's lease.
-    latestStart: Math.min(ctx.callsEndBy, task.leaseUntil) - request.timeoutMs,
+    latestStart,
   };
   const keys = orderKeys(route.keys, config.swarmId, task.taskId, task.attempt);
   const permit = await acquirePermit(route, keys, permitRequest, ctx);
@@ -137,7 +139,7 @@ export async function callWithPermit(
   let result: ModelCallResult | null = null;
   let called = false;
   try {
-    const slotted = await withHeaderSlot(request, ctx);
+    const slotted = await withHeaderSlot(request, ctx, latestStart);
     if (slotted === null) return notCalled(NO_HEADER_SLOT);
     called = true;
     result = await ctx.gateway.clientFor(permit.keyId).complete(slotted);
@@ -297,10 +299,10 @@ const NO_HEADER_SLOT: TaskOutcome = {
   reason: "no connection slot for the call before its latest start (the lane's header gate was full)",
 };
 
-/** The request with a header slot of the lane's gate taken for it; null when none came in time. */
-async function withHeaderSlot(request: ModelRequest, ctx: PermitContext): Promise<ModelRequest | null> {
+/** The request with a header slot of the lane's gate taken for it; null when none came by `latestStart`. */
+async function withHeaderSlot(request: ModelRequest, ctx: PermitContext, latestStart: number): Promise<ModelRequest | null> {
   if (ctx.headerGate === undefined) return request;
-  const slot = await takeHeaderSlot(ctx.headerGate);
+  const slot = await takeHeaderSlot(ctx.headerGate.until(latestStart, ctx.now));
   return slot === null ? null : { ...request, headerSlot: slot };
 }
 

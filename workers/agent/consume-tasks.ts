@@ -75,10 +75,12 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
   };
   const journal = createCallJournal({ rooms: deps.rooms, ...(deps.schedule === undefined ? {} : { schedule: deps.schedule }), tally });
   const pool: TaskPool = batch.queue.endsWith(LONG_QUEUE_SUFFIX) ? "long" : "short";
+  // Every call of the invocation ends by then: permit waits, header-slot waits and grants keep to it.
+  const callsEndBy = started + deps.callsWithinMs;
   const permits: LaneContext["permits"] = {
     gateway: deps.gateway,
     denials: new Map(),
-    callsEndBy: started + deps.callsWithinMs,
+    callsEndBy,
     now,
     sleep,
     random: deps.random ?? Math.random,
@@ -93,7 +95,7 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
     headerSlots: deps.headerSlots,
     pool,
     pullUntil: started + deps.pullForMs,
-    callsEndBy: started + deps.callsWithinMs,
+    callsEndBy,
     allowance: { tasks: deps.maxTasks },
     coalesce: deps.coalesce ?? DEFAULT_COALESCE,
     idleWaitMaxMs: deps.idleWaitMaxMs,

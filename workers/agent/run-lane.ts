@@ -101,9 +101,9 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     ctx.allowance.tasks -= 1;
     ctx.tally.granted += 1;
     void runAgentTask(run, task, {
-      // A call waits for a header slot only while it could still end inside the task's lease (and
-      // the invocation): started later, it would run while the room hands the task to another lane.
-      permits: { ...permits, headerGate: gate.until(Math.min(ctx.callsEndBy, task.leaseUntil) - task.timeoutS * 1_000, ctx.now) },
+      // A call waits for a header slot only until its latest start (callWithPermit): started later,
+      // it could still run while the room hands the task to another lane.
+      permits,
       tools: taskTools,
       // Each call is journaled the moment it ends: a crash before the next pull loses no usage the
       // upstream billed (the pull carries it again; rows are deduped by call id).
