@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { readIntOption } from "./lib/int-option.ts";
 import { generateToken, startStack, type Stack } from "./lib/local-stack.ts";
 import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
+import { toErrorMessage } from "../src/core/error-message.ts";
 
 const { values } = parseArgs({
   options: {
@@ -67,7 +68,7 @@ try {
     log: process.env.EDGESWARM_VERBOSE ? "inherit" : "capture",
   });
 } catch (error) {
-  console.error(`edgeswarm: could not start: ${error instanceof Error ? error.message : String(error)}`);
+  console.error(`edgeswarm: could not start: ${toErrorMessage(error)}`);
   await shutdown(1);
 }
 if (stack === null) process.exit(1);
@@ -87,7 +88,7 @@ if (!values["no-demo"]) {
     console.log(formatSummary(status));
     console.log(`\n  swarm:   ${stack.url}/v1/swarms/${id}\n  results: ${stack.url}/v1/swarms/${id}/results`);
   } catch (error) {
-    console.error(`demo swarm failed: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(`demo swarm failed: ${toErrorMessage(error)}`);
     if (!process.env.EDGESWARM_VERBOSE) console.error(stack.output().split("\n").slice(-40).join("\n"));
     await shutdown(1);
   }

@@ -4,6 +4,7 @@ import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { formatAnswer } from "./lib/format-answer.ts";
 import { ApiCallError, formatSummary, getJson, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
+import { toErrorMessage } from "../src/core/error-message.ts";
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -25,7 +26,7 @@ let spec: unknown;
 try {
   spec = JSON.parse(await readFile(specPath, "utf8"));
 } catch (error) {
-  console.error(`cannot read ${specPath} as JSON: ${error instanceof Error ? error.message : String(error)}`);
+  console.error(`cannot read ${specPath} as JSON: ${toErrorMessage(error)}`);
   process.exit(2);
 }
 
@@ -49,7 +50,7 @@ try {
   process.exit(status.state === "completed" ? 0 : 1);
 } catch (error) {
   if (error instanceof ApiCallError) console.error(error.message);
-  else console.error(`swarm failed: ${error instanceof Error ? error.message : String(error)}`);
+  else console.error(`swarm failed: ${toErrorMessage(error)}`);
   if (error instanceof TypeError) console.error(`is the stack running at ${baseUrl}? (npm start)`);
   process.exit(1);
 }

@@ -1,6 +1,7 @@
 // The planner step of a swarm whose spec gives a `goal` instead of `tasks`: the planner model's
 // request, and the validation of the plan it answers. No I/O.
 import { stripCodeFence } from "./structured-output.ts";
+import { toErrorMessage } from "./error-message.ts";
 
 /** First line of the planner's system message (the mock model recognises planner calls by it). */
 export const PLANNER_MARKER = "[edgeswarm:planner]";
@@ -54,7 +55,7 @@ export function parsePlan(text: string, maxTasks: number): PlanResult {
   try {
     parsed = JSON.parse(stripCodeFence(text));
   } catch (error) {
-    return { ok: false, errors: [`the plan is not valid JSON (${error instanceof Error ? error.message : String(error)})`] };
+    return { ok: false, errors: [`the plan is not valid JSON (${toErrorMessage(error)})`] };
   }
   const list = Array.isArray(parsed) ? parsed : isPlainObject(parsed) ? parsed.tasks : undefined;
   if (list === undefined) return { ok: false, errors: ['the plan must be a JSON object {"tasks":[…]} or an array of tasks'] };

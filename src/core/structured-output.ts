@@ -4,6 +4,7 @@
 // which Workers forbid.
 import { dereference, Validator, type OutputUnit, type Schema } from "@cfworker/json-schema";
 import type { ResponseFormat } from "./spec-schema.ts";
+import { toErrorMessage } from "./error-message.ts";
 
 export const REPAIR_MARKER = "[edgeswarm:repair]";
 /** Errors reported for one answer; they are shown in the swarm's status and sent back to the model. */
@@ -24,7 +25,7 @@ export function checkOutput(text: string, format: ResponseFormat | null): Output
   try {
     value = JSON.parse(json);
   } catch (error) {
-    return { ok: false, errors: [`the answer is not valid JSON (${error instanceof Error ? error.message : String(error)})`] };
+    return { ok: false, errors: [`the answer is not valid JSON (${toErrorMessage(error)})`] };
   }
   if (format.type === "json_object") {
     return isPlainObject(value) ? { ok: true, value, text: json } : { ok: false, errors: [`the answer must be a JSON object, got ${kindOf(value)}`] };

@@ -4,6 +4,7 @@
 // like `functions.name:0` that must be echoed back exactly); Gemini (no `index`, empty ids, a whole
 // call per delta); Anthropic-compatible (indexes start at 1); arguments sent as an object; broken JSON.
 import { z } from "zod";
+import { toErrorMessage } from "./error-message.ts";
 
 const DeltaSchema = z.looseObject({
   index: z.number().int().nonnegative().optional(),
@@ -93,7 +94,7 @@ function parseArguments(text: string): ToolCall["arguments"] {
   try {
     value = JSON.parse(text);
   } catch (error) {
-    return { ok: false, error: `the arguments are not valid JSON (${error instanceof Error ? error.message : String(error)}): ${text.slice(0, 200)}` };
+    return { ok: false, error: `the arguments are not valid JSON (${toErrorMessage(error)}): ${text.slice(0, 200)}` };
   }
   const object = z.record(z.string(), z.unknown()).safeParse(value);
   return object.success

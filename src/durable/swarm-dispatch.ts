@@ -20,6 +20,7 @@ import { toLifeRow, type SwarmStore } from "./swarm-store.ts";
 import type { SwarmTasks } from "./swarm-tasks.ts";
 import type { SwarmTickets } from "./swarm-tickets.ts";
 import type { SwarmTotals } from "./swarm-totals.ts";
+import { toErrorMessage } from "../core/error-message.ts";
 
 /**
  * A pull's answer crosses an RPC boundary (32 MiB limit): past this many characters of prompts and checkpoints the
@@ -296,7 +297,7 @@ export class SwarmDispatch {
             event: "ticket_send_failed",
             swarm_id: swarm.id,
             tickets: ids.length - sent.length,
-            error: error instanceof Error ? error.message : String(error),
+            error: toErrorMessage(error),
           }),
         );
         this.tickets.unissue(ids.filter((id) => !sent.includes(id)));

@@ -2,6 +2,7 @@
 // CALL_FLUSH_MS of ending, so an invocation that dies mid-batch loses at most that much billed usage.
 import type { AgentCheckpoint, CallRecord, CallsReport, TaskReport } from "../../src/core/swarm-contract.ts";
 import type { SwarmRoomRpc, SwarmRooms } from "./swarm-rooms.ts";
+import { toErrorMessage } from "../../src/core/error-message.ts";
 
 /**
  * A swarm's journal flushes this long after its oldest unsent call ended, or after its previous
@@ -165,7 +166,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
           swarm_id: journal.swarmId,
           calls: requeued.length,
           final: stopped,
-          error: messageOf(error),
+          error: toErrorMessage(error),
         }),
       );
     }
@@ -179,7 +180,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         add(journal, report);
         arm(journal);
       } catch (error) {
-        console.error(JSON.stringify({ event: "call_journal_append_failed", swarm_id: swarmId, task_id: report.taskId, error: messageOf(error) }));
+        console.error(JSON.stringify({ event: "call_journal_append_failed", swarm_id: swarmId, task_id: report.taskId, error: toErrorMessage(error) }));
       }
     },
 
@@ -189,7 +190,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         journal.checkpoints.set(`${taskId}:${attempt}`, { taskId, attempt, checkpoint });
         arm(journal);
       } catch (error) {
-        console.error(JSON.stringify({ event: "call_journal_checkpoint_failed", swarm_id: swarmId, task_id: taskId, error: messageOf(error) }));
+        console.error(JSON.stringify({ event: "call_journal_checkpoint_failed", swarm_id: swarmId, task_id: taskId, error: toErrorMessage(error) }));
       }
     },
 
@@ -252,8 +253,4 @@ function toReports(calls: PendingCall[], checkpoints: readonly PendingCheckpoint
 function scheduleWithTimers(run: () => void, ms: number): () => void {
   const handle = setTimeout(run, ms);
   return () => clearTimeout(handle);
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -14,6 +14,7 @@ import type { ModelCallResult, ModelClient, ModelRequest } from "../../src/model
 import { takeHeaderSlot, type MeasuredHeaderGate } from "./header-gate.ts";
 import type { KeyPools } from "./key-pools.ts";
 import { isUnbilledError } from "../../src/core/budget.ts";
+import { toErrorMessage } from "../../src/core/error-message.ts";
 
 export interface ModelGateway {
   config: GatewayConfig;
@@ -267,7 +268,7 @@ async function askKeyPool(route: ModelRoute, key: UpstreamKey, request: PermitRe
     return await ctx.gateway.keyPools(key.id).acquire({ limits: toKeyLimits(key), tokens: request.tokens, leaseMs: request.leaseMs });
   } catch (error) {
     ctx.tally.keyPoolErrors += 1;
-    console.error(JSON.stringify({ event: "key_pool_rpc_failed", rpc: "acquire", upstream: route.upstream, key_id: key.id, error: messageOf(error) }));
+    console.error(JSON.stringify({ event: "key_pool_rpc_failed", rpc: "acquire", upstream: route.upstream, key_id: key.id, error: toErrorMessage(error) }));
     return null;
   }
 }
@@ -280,7 +281,7 @@ async function releasePermit(keyId: string, request: ReleaseRequest, ctx: Permit
     await ctx.gateway.keyPools(keyId).release(request);
   } catch (error) {
     ctx.tally.keyPoolErrors += 1;
-    console.error(JSON.stringify({ event: "key_pool_rpc_failed", rpc: "release", key_id: keyId, outcome: request.outcome, error: messageOf(error) }));
+    console.error(JSON.stringify({ event: "key_pool_rpc_failed", rpc: "release", key_id: keyId, outcome: request.outcome, error: toErrorMessage(error) }));
   }
 }
 
@@ -313,8 +314,4 @@ function notCalled(outcome: TaskOutcome): PermitCallResult {
 /** An outcome that is never retried. */
 export function permanentFailure(errorClass: ErrorClass, message: string): Extract<TaskOutcome, { kind: "failed" }> {
   return { kind: "failed", class: errorClass, retryable: false, retryAfterMs: null, message };
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

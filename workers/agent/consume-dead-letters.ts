@@ -4,6 +4,7 @@
 import { backoffDelayMs, toQueueDelaySeconds } from "../../src/core/retry-policy.ts";
 import { toTicket } from "../../src/core/ticket.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
+import { toErrorMessage } from "../../src/core/error-message.ts";
 
 export async function consumeDeadLetters(batch: MessageBatch<unknown>, rooms: SwarmRooms): Promise<void> {
   let acked = 0;
@@ -27,7 +28,7 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, rooms: Sw
             event: "swarm_room_rpc_failed",
             rpc: "recordDeadTicket",
             swarm_id: parsed.value.swarm_id,
-            error: error instanceof Error ? error.message : String(error),
+            error: toErrorMessage(error),
           }),
         );
         message.retry({ delaySeconds: toQueueDelaySeconds(backoffDelayMs(message.attempts, null)) });

@@ -10,6 +10,7 @@ import { DEFAULT_TOOL_SETTINGS, toToolEnvironment, type ToolEnvironment } from "
 import { backoffDelayMs, toQueueDelaySeconds } from "../../src/core/retry-policy.ts";
 import { toTicket, type Ticket } from "../../src/core/ticket.ts";
 import type { TaskPool } from "../../src/core/swarm-contract.ts";
+import { toErrorMessage } from "../../src/core/error-message.ts";
 
 export interface ConsumeTasksDeps {
   rooms: SwarmRooms;
@@ -138,7 +139,7 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
               event: "lane_threw",
               swarm_id: ticket.swarm_id,
               ticket: ticket.ticket,
-              error: error instanceof Error ? error.message : String(error),
+              error: toErrorMessage(error),
             }),
           );
         }

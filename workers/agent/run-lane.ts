@@ -14,6 +14,7 @@ import { createHeaderGate } from "./header-gate.ts";
 import { runAgentTask } from "./run-agent-task.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { createSwarmTools, type SwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
+import { toErrorMessage } from "../../src/core/error-message.ts";
 
 export interface LaneTally {
   pulls: number;
@@ -123,7 +124,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
           // after its last journaled turn.
           ctx.tally.threw += 1;
           console.error(
-            JSON.stringify({ event: "task_run_threw", swarm_id: run.swarmId, task_id: task.taskId, attempt: task.attempt, error: messageOf(error) }),
+            JSON.stringify({ event: "task_run_threw", swarm_id: run.swarmId, task_id: task.taskId, attempt: task.attempt, error: toErrorMessage(error) }),
           );
         },
       )
@@ -231,7 +232,7 @@ async function pullWithRetry(room: ReturnType<SwarmRooms>, swarmId: string, requ
       return await ctx.journal.carry(swarmId, request.reports, () => room.pull(request));
     } catch (error) {
       ctx.tally.pullErrors += 1;
-      console.error(JSON.stringify({ event: "swarm_room_rpc_failed", rpc: "pull", swarm_id: swarmId, attempt, error: messageOf(error) }));
+      console.error(JSON.stringify({ event: "swarm_room_rpc_failed", rpc: "pull", swarm_id: swarmId, attempt, error: toErrorMessage(error) }));
       if (attempt >= PULL_ATTEMPTS) return null;
       await ctx.sleep(100 + backoffDelayMs(attempt, null, PULL_BACKOFF));
     }
@@ -257,8 +258,4 @@ function countOutcome(tally: LaneTally, report: TaskReport): void {
   if (report.outcome.kind === "succeeded") tally.ok += 1;
   else if (report.outcome.kind === "deferred") tally.deferred += 1;
   else tally.failed += 1;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

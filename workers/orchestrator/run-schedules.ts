@@ -8,6 +8,7 @@ import { parseSwarmSpec } from "../../src/core/parse-swarm-spec.ts";
 import type { OrchestratorDeps } from "./composition.ts";
 import type { DueCandidate } from "./schedule-store.ts";
 import { startSwarm } from "./start-swarm.ts";
+import { toErrorMessage } from "../../src/core/error-message.ts";
 
 export type RunSchedulesDeps = Pick<OrchestratorDeps, "schedules" | "swarmRooms" | "newSwarmId" | "now" | "config" | "admission">;
 
@@ -56,7 +57,7 @@ async function runOne(deps: RunSchedulesDeps, candidate: DueCandidate, minute: n
 /** A refusal's details name what to fix (e.g. a model the gateway no longer serves), so the log keeps them. */
 function toFailureReason(error: unknown): string {
   if (error instanceof ApiError && error.details.length > 0) return `${error.message}: ${error.details.map((d) => `${d.path}: ${d.message}`).join("; ")}`;
-  return error instanceof Error ? error.message : String(error);
+  return toErrorMessage(error);
 }
 
 /** Unparseable JSON becomes `undefined`, which the spec schema then refuses with a path. */

@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { checkFetchTarget } from "../../../src/core/ssrf-guard.ts";
 import type { FetchPolicy } from "../../../src/core/ssrf-guard.ts";
+import { toErrorMessage } from "../../../src/core/error-message.ts";
 
 /** What a tool call hands back to the loop: `content` goes to the model either way. */
 export interface ToolResult {
@@ -139,7 +140,7 @@ export async function runHttpFetch(args: Record<string, unknown>, settings: Http
         `http_fetch timed out after ${settings.timeoutMs} ms (${method} ${current}): the server did not answer in time; try again later or ask for something smaller`,
       );
     }
-    return fail(`http_fetch could not reach ${current}: ${messageOf(error)}`);
+    return fail(`http_fetch could not reach ${current}: ${toErrorMessage(error)}`);
   } finally {
     clearTimeout(timer);
   }
@@ -332,8 +333,4 @@ function fail(content: string): ToolResult {
 
 function clip(text: string): string {
   return text.length > 300 ? `${text.slice(0, 300)}…` : text;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -10,6 +10,7 @@ import type { ToolSettings } from "../../../src/core/env-settings.ts";
 import { deriveWebhookKey } from "../../../src/core/webhook-signature.ts";
 import { HTTP_FETCH_TOOL, runHttpFetch, type HttpFetchSettings, type ToolResult } from "./http-fetch.ts";
 import { runWebhook, type WebhookSettings } from "./webhook-tool.ts";
+import { toErrorMessage } from "../../../src/core/error-message.ts";
 
 /** What the tools reach: the swarm's scratchpad, the network (with its limits) and the webhook secret. */
 export interface ToolEnvironment {
@@ -120,7 +121,7 @@ export function createSwarmTools(specs: readonly ToolSpecWire[], httpAllowlist: 
       return { ok: false, content: toToolError(`there is no tool named "${call.name}" (tools: ${offered || "none"})`) };
     } catch (error) {
       // A scratchpad RPC that failed (the SwarmRoom restarting): the model may try again.
-      return { ok: false, content: toToolError(`${call.name} failed: ${error instanceof Error ? error.message : String(error)}`) };
+      return { ok: false, content: toToolError(`${call.name} failed: ${toErrorMessage(error)}`) };
     }
   };
   return { definitions, run };

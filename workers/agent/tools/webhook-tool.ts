@@ -5,6 +5,7 @@ import { checkWebhookTarget } from "../../../src/core/ssrf-guard.ts";
 import { SIGNATURE_HEADER, signWebhook } from "../../../src/core/webhook-signature.ts";
 import { discardBody, readCappedBody, untilAborted } from "./http-fetch.ts";
 import type { ToolResult } from "./http-fetch.ts";
+import { toErrorMessage } from "../../../src/core/error-message.ts";
 
 export interface WebhookSettings {
   /** The agent Worker's WEBHOOK_SECRET; null (or empty) when it has none, and then no webhook is called. */
@@ -92,7 +93,7 @@ export async function runWebhook(call: WebhookCall, settings: WebhookSettings): 
     if (controller.signal.aborted) {
       return fail(`webhook ${name} timed out after ${settings.timeoutMs} ms: it did not answer in time; try again later`);
     }
-    return fail(`webhook ${name} could not be reached (${target.url.origin}): ${error instanceof Error ? error.message : String(error)}`);
+    return fail(`webhook ${name} could not be reached (${target.url.origin}): ${toErrorMessage(error)}`);
   } finally {
     clearTimeout(timer);
   }
