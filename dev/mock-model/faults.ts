@@ -15,6 +15,8 @@ export const FAULT_KINDS = [
   "context_length",
   "insufficient_quota",
   "hang",
+  /** The connection is cut before any response byte (a reset mid-request). */
+  "drop",
   "malformed",
   "truncated",
   "no_usage",

@@ -606,6 +606,13 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
       );
     };
 
+    if (fault === "drop") {
+      // Cut the connection before any response byte, half-way through the latency: the client sees
+      // a reset (ECONNRESET / "socket hang up"), as when a proxy or the upstream process dies.
+      after(Math.max(ttfb, delay) / 2, () => req.socket.destroy());
+      return;
+    }
+
     if (request.stream) {
       // Headers go out after the ttfb (at once by default), long before the latency ends: a client
       // (e.g. a Worker) waits for headers only that long. Both times count from now.

@@ -46,7 +46,12 @@ export function adjustWindow(state: WindowState, events: WindowEvents, max: numb
   return { window: Math.min(max, Math.max(1, window)), credit: window >= max ? 0 : credit, decreasedAt: state.decreasedAt };
 }
 
-/** Retries a swarm may spend by default: half its tasks, at least 10. */
+/**
+ * Retries a swarm may spend by default: one per task, at least 10. 429s spend it too (never a
+ * task's attempts), so it must carry an upstream that throttles one call in five (≈ 0.4 retries
+ * a task with the usual 5xx and cut connections on top) with room to spare, while a dead upstream
+ * still gets at most twice the swarm's calls.
+ */
 export function defaultRetryBudget(taskCount: number): number {
-  return Math.max(10, Math.ceil(taskCount / 2));
+  return Math.max(10, taskCount);
 }

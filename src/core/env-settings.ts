@@ -172,7 +172,16 @@ function passedValue<T>(result: Result<T, string>): T {
 
 // ── Consumers ─────────────────────────────────────────────────────────────────────────────────
 
-export type RoomSettingName = "LANE_SLOTS" | "MODEL_PRICES" | "GATEWAY_CONFIG" | "TENANT_BUDGETS" | "LEASE_GRACE_S" | "TOOL_TURN_LEASE_S" | "LEDGER_FLUSH_MS";
+export type RoomSettingName =
+  | "LANE_SLOTS"
+  | "MODEL_PRICES"
+  | "GATEWAY_CONFIG"
+  | "TENANT_BUDGETS"
+  | "LEASE_S"
+  | "LEASE_GRACE_S"
+  | "TOOL_TURN_LEASE_S"
+  | "LEDGER_FLUSH_MS"
+  | "TICKET_PULL_DEADLINE_S";
 
 export interface RoomSettings {
   /** Tasks a ticket's lane is assumed to run at once until a lane reports its own (LANE_SLOTS). */
@@ -181,10 +190,15 @@ export interface RoomSettings {
   /** The gateway's models when one is configured; null = every model name is served. */
   gateway: GatewayConfig | null;
   tenantBudgets: TenantBudgets;
+  /** A lease's length (LEASE_S): lanes renew it while a task runs, so a dead lane's tasks return this soon. */
+  leaseMs: number;
+  /** Added to a task's run time for its hard bound (`runUntil`), whatever the heartbeats say. */
   leaseGraceMs: number;
   /** Added to a tool-using sub-agent's lease per turn, for its tool calls. */
   toolTurnLeaseMs: number;
   flushMs: number;
+  /** A ticket nobody pulls within this long is taken as lost and issued again (TICKET_PULL_DEADLINE_S). */
+  ticketPullDeadlineMs: number;
 }
 
 export function readRoomSettings(env: SettingsEnv<RoomSettingName>): RoomSettings {
@@ -192,18 +206,22 @@ export function readRoomSettings(env: SettingsEnv<RoomSettingName>): RoomSetting
   const prices = parseEffectivePrices(env.MODEL_PRICES, env.GATEWAY_CONFIG);
   const gateway = readServedModels(env);
   const tenantBudgets = readTenantBudgets(env);
+  const leaseS = readIntSetting(env, "LEASE_S", { min: 2, max: 300, fallback: 10 });
   const leaseGraceS = readIntSetting(env, "LEASE_GRACE_S", { min: 0, fallback: 30 });
   const toolTurnLeaseS = readIntSetting(env, "TOOL_TURN_LEASE_S", { min: 0, fallback: 30 });
   const flushMs = readIntSetting(env, "LEDGER_FLUSH_MS", { min: 0, fallback: 1_000 });
-  requireSettings("SwarmRoom", [laneSlots, prices, gateway, tenantBudgets, leaseGraceS, toolTurnLeaseS, flushMs]);
+  const ticketPullDeadlineS = readIntSetting(env, "TICKET_PULL_DEADLINE_S", { min: 1, max: 3_600, fallback: 10 });
+  requireSettings("SwarmRoom", [laneSlots, prices, gateway, tenantBudgets, leaseS, leaseGraceS, toolTurnLeaseS, flushMs, ticketPullDeadlineS]);
   return {
     laneSlots: passedValue(laneSlots),
     prices: passedValue(prices),
     gateway: passedValue(gateway),
     tenantBudgets: passedValue(tenantBudgets),
+    leaseMs: passedValue(leaseS) * 1_000,
     leaseGraceMs: passedValue(leaseGraceS) * 1_000,
     toolTurnLeaseMs: passedValue(toolTurnLeaseS) * 1_000,
     flushMs: passedValue(flushMs),
+    ticketPullDeadlineMs: passedValue(ticketPullDeadlineS) * 1_000,
   };
 }
 

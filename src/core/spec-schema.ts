@@ -40,7 +40,8 @@ export const LimitsSchema = z.strictObject({
   long_timeout_s: z.number().min(1).max(720).default(600),
   /**
    * Retries the whole swarm may spend (a dead upstream must not multiply traffic); once spent, a
-   * retryable failure ends its task. Default: half the task count, at least 10.
+   * retryable failure ends its task. 429s spend it (not a task's max_attempts). Default: the task
+   * count, at least 10.
    */
   retry_budget: z.number().int().min(0).max(100_000).optional(),
   /** Model calls of one task's agent loop (tool turns plus the final answer; a repair turn is extra). */

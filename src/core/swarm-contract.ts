@@ -101,8 +101,14 @@ export interface ClaimedTask {
   model: string;
   /** Per model call: `limits.timeout_s`, or `limits.long_timeout_s` for a long task. */
   timeoutS: number;
-  /** Epoch ms after which the SwarmRoom may hand the task to someone else. */
+  /**
+   * Epoch ms after which the SwarmRoom may hand the task to someone else, unless the lane renews
+   * the lease first (`PullRequest.renew`): short (LEASE_S), so a lane that dies is noticed in
+   * seconds, and renewed while the task's calls run.
+   */
   leaseUntil: number;
+  /** Epoch ms by which the task's calls must be over, however often its lease is renewed. */
+  runUntil: number;
   kind: TaskKind;
   /** Set for plan and reduce tasks. */
   override: TaskOverride | null;
@@ -141,6 +147,11 @@ export interface PullRequest {
    * limit): a task whose calls could outlast it is left for another lane. null = no bound.
    */
   endBy?: number | null;
+  /**
+   * Running tasks whose lease the lane renews (a heartbeat): their calls are still under way. The
+   * room renews each that is still this attempt's, up to its `runUntil`.
+   */
+  renew?: { taskId: string; attempt: number }[];
 }
 
 /** Short tasks, or the long-chain pool (`tasks[].long`), each on its own queue. */
@@ -161,6 +172,13 @@ export interface PullResponse {
   retryInMs: number | null;
   /** Tasks the room has yet to hand out (pending or waiting to retry); 0 = the swarm's tail. */
   waiting?: number;
+  /**
+   * How long a lease lasts (LEASE_S, ms): a lane renews a running task's lease when less than half
+   * of it is left. Absent from rooms that predate leases renewed by heartbeats.
+   */
+  leaseMs?: number;
+  /** The new lease end of the tasks in `renew` that were renewed (the others are no longer this lane's). */
+  renewed?: { taskId: string; leaseUntil: number }[];
 }
 
 /** One upstream model call, as it goes into the ledger. */

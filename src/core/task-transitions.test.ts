@@ -38,7 +38,8 @@ describe("decideGrant", () => {
 
 describe("decideRecord", () => {
   const ok: TaskOutcome = { kind: "succeeded", output: "x", finishReason: "stop" };
-  const retryable: TaskOutcome = { kind: "failed", class: "rate_limited", retryable: true, retryAfterMs: null, message: "429" };
+  const retryable: TaskOutcome = { kind: "failed", class: "upstream_error", retryable: true, retryAfterMs: null, message: "500" };
+  const throttled: TaskOutcome = { kind: "failed", class: "rate_limited", retryable: true, retryAfterMs: 1_000, message: "429" };
   const permanent: TaskOutcome = { kind: "failed", class: "auth", retryable: false, retryAfterMs: null, message: "401" };
   const deferred: TaskOutcome = { kind: "deferred", retryAfterMs: 0, reason: "no permit" };
   const life = (state: TaskState, attempts: number): TaskLifeRow => ({ state, attempts, leaseUntil: state === "running" ? NOW + 1 : null });
@@ -51,6 +52,8 @@ describe("decideRecord", () => {
     ["a retryable failure with attempts left", life("running", 1), 1, retryable, "retry"],
     ["a retryable failure on the last attempt", life("running", 3), 3, retryable, "fail"],
     ["a repeated retryable failure of the waiting attempt: the same answer", life("retry_wait", 1), 1, retryable, "retry"],
+    ["a 429: retried", life("running", 1), 1, throttled, "retry"],
+    ["a 429 on the last attempt: retried all the same (back-pressure, not failure)", life("running", 3), 3, throttled, "retry"],
     ["a late failure of an older attempt", life("running", 2), 1, permanent, "ignore"],
     ["a deferral of the running attempt", life("running", 1), 1, deferred, "defer"],
     ["a repeated deferral of the waiting attempt", life("retry_wait", 1), 1, deferred, "ignore"],
@@ -63,6 +66,11 @@ describe("decideRecord", () => {
     ["an unknown task", null, 1, ok, "ignore"],
   ])("%s", (_label, task, attempt, outcome, expected) => {
     expect(decideRecord(task, attempt, outcome, MAX).kind).toBe(expected);
+  });
+
+  it("gives a 429's attempt back, and no other failure's", () => {
+    expect(decideRecord(life("running", 1), 1, throttled, MAX)).toEqual({ kind: "retry", free: true });
+    expect(decideRecord(life("running", 1), 1, retryable, MAX)).toEqual({ kind: "retry", free: false });
   });
 });
 

@@ -45,7 +45,11 @@ export function decideGrant(task: (TaskLifeRow & { retryAt: number | null }) | n
 export type RecordDecision =
   | { kind: "succeed" }
   | { kind: "fail" }
-  | { kind: "retry" }
+  /**
+   * Wait and run again. `free`: the upstream said "slower" (429), which is back-pressure, not the
+   * task failing: the attempt is given back to max_attempts (the swarm's retry budget still pays).
+   */
+  | { kind: "retry"; free: boolean }
   /** The attempt never called the model: hand the attempt back and redeliver later. */
   | { kind: "defer" }
   /** The report changes nothing: the task is done, or a newer attempt owns it. */
@@ -60,8 +64,10 @@ export function decideRecord(task: TaskLifeRow | null, attempt: number, outcome:
   // A repeated report of the attempt that is already waiting to retry gets the same answer.
   if (task.state !== "running" && task.state !== "retry_wait") return { kind: "ignore" };
   if (outcome.kind === "deferred") return task.state === "running" ? { kind: "defer" } : { kind: "ignore" };
-  if (!outcome.retryable || attempt >= maxAttempts) return { kind: "fail" };
-  return { kind: "retry" };
+  if (!outcome.retryable) return { kind: "fail" };
+  if (outcome.class === "rate_limited") return { kind: "retry", free: true };
+  if (attempt >= maxAttempts) return { kind: "fail" };
+  return { kind: "retry", free: false };
 }
 
 /** The swarm's state once no task is open, or null while some still are. */

@@ -45,7 +45,7 @@ export interface DispatchParts {
   tasks: SwarmTasks;
   ledger: SwarmLedger;
   meters: SwarmMeters;
-  leases: Pick<RoomSettings, "leaseGraceMs" | "toolTurnLeaseMs">;
+  leases: Pick<RoomSettings, "leaseMs" | "leaseGraceMs" | "toolTurnLeaseMs">;
   /** The short pool's queue, and the long-chain pool's (the short one when unbound). */
   queues: { short: Queue; long: Queue };
 }
@@ -160,13 +160,17 @@ export class SwarmDispatch {
         reservation = worst;
       }
       promptChars += task.size;
-      const leaseUntil = now + runMs + this.leases.leaseGraceMs;
+      // The hard bound covers every call the task may make; the lease is short and renewed by its
+      // lane's heartbeats while they run, so a lane that dies gives its tasks back in seconds.
+      const runUntil = now + runMs + this.leases.leaseGraceMs;
+      const leaseUntil = Math.min(runUntil, now + this.leases.leaseMs);
       const row = this.sql
         .exec<{ prompt: string; checkpoint: string | null; override: string | null }>(
-          `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, retry_at = NULL, model = ?, reserved_usd = ?, reserved_tokens = ?,
-             started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt, checkpoint, override`,
+          `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, run_until = ?, retry_at = NULL, model = ?, reserved_usd = ?,
+             reserved_tokens = ?, started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt, checkpoint, override`,
           decision.attempt,
           leaseUntil,
+          runUntil,
           model,
           reservation.usd,
           reservation.tokens,
@@ -183,6 +187,7 @@ export class SwarmDispatch {
         attempt: decision.attempt,
         prompt: row.prompt,
         leaseUntil,
+        runUntil,
         model,
         timeoutS,
         kind: task.kind,
@@ -242,9 +247,15 @@ export class SwarmDispatch {
             message: `${outcome.message} (not retried: the swarm's retry budget of ${budget} is spent)`,
           });
         } else {
-          if (task.state !== "retry_wait") retriesUsed += 1;
-          const retryAt =
-            task.state === "retry_wait" && task.retry_at !== null ? task.retry_at : now + backoffDelayMs(report.attempt - free, outcome.retryAfterMs);
+          if (task.state !== "retry_wait") {
+            retriesUsed += 1;
+            // Back-pressure (429) spends the swarm's retry budget, never the task's attempts.
+            if (decision.free) this.store.addFreeAttempt(report.taskId);
+          }
+          // A 429's back-off grows with every 429 in a row (its attempt was given back, so the
+          // attempt number still counts them); Retry-After is its floor, and the window shrinks.
+          const backoffAttempt = decision.free ? report.attempt : report.attempt - free;
+          const retryAt = task.state === "retry_wait" && task.retry_at !== null ? task.retry_at : now + backoffDelayMs(backoffAttempt, outcome.retryAfterMs);
           this.tasks.toRetryWait(task, retryAt, { errorClass: outcome.class, message: outcome.message });
           actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });
           continue;

@@ -144,7 +144,25 @@ DROP INDEX IF EXISTS tasks_by_kind;
 CREATE INDEX IF NOT EXISTS tasks_by_engine_kind ON tasks (kind, state, seq) WHERE kind != 'task';
 `;
 
-const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8];
+// v9 (nothing lost when the machine dies): a task's lease (`deadline`) is short and renewed by its
+// lane's heartbeats, bounded by `run_until`; every model call is noted in `open_calls` before it
+// is sent, so a call whose outcome dies with its lane becomes an `unknown` ledger row, not nothing.
+const SCHEMA_V9 = `
+ALTER TABLE tasks ADD COLUMN run_until INTEGER;
+CREATE TABLE IF NOT EXISTS open_calls (
+  call_id       TEXT PRIMARY KEY,
+  task_id       TEXT NOT NULL,
+  attempt       INTEGER NOT NULL,
+  turn          INTEGER NOT NULL,
+  model         TEXT NOT NULL,
+  prompt_tokens INTEGER NOT NULL,
+  max_tokens    INTEGER NOT NULL,
+  started_at    INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS open_calls_by_task ON open_calls (task_id, attempt);
+`;
+
+const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */
 export function migrateSwarmRoom(sql: SqlStorage): void {

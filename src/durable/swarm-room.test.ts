@@ -56,6 +56,7 @@ function pull(stub: Stub, lane: Partial<Omit<PullRequest, "pool">> & { pool?: Ta
   if (lane.endBy !== undefined) request.endBy = lane.endBy;
   if (lane.lane !== undefined) request.lane = lane.lane;
   if (lane.seq !== undefined) request.seq = lane.seq;
+  if (lane.renew !== undefined) request.renew = lane.renew;
   return stub.pull(request);
 }
 
@@ -163,6 +164,8 @@ const usage = { prompt_tokens: 20, cached_tokens: 5, completion_tokens: 10, reas
 const ok = (text: string): TaskOutcome => ({ kind: "succeeded", output: text, finishReason: "stop" });
 const rateLimited: TaskOutcome = { kind: "failed", class: "rate_limited", retryable: true, retryAfterMs: 2_000, message: "429 Too Many Requests" };
 const unauthorized: TaskOutcome = { kind: "failed", class: "auth", retryable: false, retryAfterMs: null, message: "401 Unauthorized" };
+/** A 503 with Retry-After: transient, so it spends an attempt (a 429 does not). */
+const unavailable: TaskOutcome = { kind: "failed", class: "upstream_error", retryable: true, retryAfterMs: 2_000, message: "503 Service Unavailable" };
 const upstream500: TaskOutcome = { kind: "failed", class: "upstream_error", retryable: true, retryAfterMs: null, message: "500 Internal Server Error" };
 /** A 429 whose Retry-After keeps it waiting well past the test. */
 const rateLimitedLong: TaskOutcome = { ...rateLimited, retryAfterMs: 60_000 };
@@ -251,8 +254,8 @@ describe("SwarmRoom pull", () => {
     const before = Date.now();
     const one = (await pull(plain.stub, { want: 1 })).granted[0];
     expect(one?.timeoutS).toBe(10);
-    expect(one?.leaseUntil).toBeGreaterThanOrEqual(before + 10_000 + LEASE_GRACE_MS);
-    expect(one?.leaseUntil).toBeLessThan(before + 2 * 10_000 + LEASE_GRACE_MS);
+    expect(one?.runUntil).toBeGreaterThanOrEqual(before + 10_000 + LEASE_GRACE_MS);
+    expect(one?.runUntil).toBeLessThan(before + 2 * 10_000 + LEASE_GRACE_MS);
 
     // With tools, every one of max_turns turns may run and call tools (TOOL_TURN_LEASE_S each).
     const agent = newSwarm(1, { timeout_s: 10, max_turns: 3 });
@@ -261,8 +264,8 @@ describe("SwarmRoom pull", () => {
     const toolTurnMs = Number(env.TOOL_TURN_LEASE_S) * 1_000;
     const start = Date.now();
     const three = (await pull(agent.stub, { want: 1 })).granted[0];
-    expect(three?.leaseUntil).toBeGreaterThanOrEqual(start + 3 * (10_000 + toolTurnMs) + LEASE_GRACE_MS);
-    expect(three?.leaseUntil).toBeLessThan(start + 4 * (10_000 + toolTurnMs) + LEASE_GRACE_MS);
+    expect(three?.runUntil).toBeGreaterThanOrEqual(start + 3 * (10_000 + toolTurnMs) + LEASE_GRACE_MS);
+    expect(three?.runUntil).toBeLessThan(start + 4 * (10_000 + toolTurnMs) + LEASE_GRACE_MS);
   });
 
   it("leaves a task to another lane when its calls could outlast the lane (endBy)", async () => {
@@ -324,7 +327,7 @@ describe("SwarmRoom reports", () => {
     const { input, stub } = newSwarm(1, { max_attempts: 2 });
     await stub.start(input);
     await pull(stub, { want: 1 });
-    const first = await pull(stub, { reports: [report("task-001", 1, rateLimited)], want: 1 });
+    const first = await pull(stub, { reports: [report("task-001", 1, unavailable)], want: 1 });
     expect(first.actions[0]).toMatchObject({ taskId: "task-001", action: "retry" });
     // Retry-After (2 s) is a floor for the delay; the same pull grants nothing before then.
     expect(first.actions[0]?.delaySeconds).toBeGreaterThanOrEqual(2);
@@ -336,14 +339,14 @@ describe("SwarmRoom reports", () => {
     await makeRetriesDue(stub);
     const second = await pull(stub, { ticket: "lane-2", want: 1 });
     expect(attemptsOf(second)).toEqual([["task-001", 2]]);
-    const last = await pull(stub, { ticket: "lane-2", reports: [report("task-001", 2, rateLimited)], want: 1 });
+    const last = await pull(stub, { ticket: "lane-2", reports: [report("task-001", 2, unavailable)], want: 1 });
     expect(last.actions).toEqual([{ taskId: "task-001", action: "ack", delaySeconds: 0 }]);
     expect(last).toMatchObject({ granted: [], stop: true });
     const status = await stub.getStatus(TENANT);
     expect(status?.state).toBe("completed_with_failures");
     expect(status?.counts).toMatchObject({ failed: 1, succeeded: 0, queued: 0, running: 0 });
     const page = await stub.getResults(TENANT, null, 10);
-    expect(page?.results[0]).toMatchObject({ state: "failed", attempts: 2, error: { class: "rate_limited" } });
+    expect(page?.results[0]).toMatchObject({ state: "failed", attempts: 2, error: { class: "upstream_error" } });
     expect(page?.results[0]?.usage.calls).toBe(2);
   });
 
@@ -453,9 +456,78 @@ describe("SwarmRoom agent checkpoints", () => {
     // Its one real attempt: a retryable failure is not retried (max_attempts 1).
     const real = await pull(stub, { ticket: "lane-4", want: 1 });
     expect(attemptsOf(real)).toEqual([["task-001", 4]]);
+    await pull(stub, { ticket: "lane-4", reports: [report("task-001", 4, unavailable)], want: 0 });
+    const page = await stub.getResults(TENANT, null, 10);
+    expect(page?.results[0]).toMatchObject({ state: "failed", error: { class: "upstream_error" }, usage: { calls: 1 } });
+  });
+
+  it("a 429 is back-pressure, not failure: it never spends an attempt while the retry budget lasts, and the window shrinks", async () => {
+    const { input, stub } = newSwarm(1, { max_attempts: 1, retry_budget: 3, concurrency: 8 });
+    await stub.start(input);
+    for (let i = 1; i <= 3; i += 1) {
+      expect(attemptsOf(await pull(stub, { ticket: `lane-${i}`, want: 1 }))).toEqual([["task-001", i]]);
+      const answer = await pull(stub, { ticket: `lane-${i}`, reports: [report("task-001", i, rateLimited)], want: 0 });
+      expect(answer.actions[0]).toMatchObject({ action: "retry" });
+      // Retry-After (2 s) is the floor of its wait.
+      expect(answer.actions[0]?.delaySeconds).toBeGreaterThanOrEqual(2);
+      await makeRetriesDue(stub);
+    }
+    const status = await stub.getStatus(TENANT);
+    expect(status?.retries).toEqual({ used: 3, budget: 3 });
+    expect(status?.window).toBeLessThan(8);
+    // The budget is spent: the next 429 ends the task, with the reason in its error.
+    await pull(stub, { ticket: "lane-4", want: 1 });
     await pull(stub, { ticket: "lane-4", reports: [report("task-001", 4, rateLimited)], want: 0 });
     const page = await stub.getResults(TENANT, null, 10);
-    expect(page?.results[0]).toMatchObject({ state: "failed", error: { class: "rate_limited" }, usage: { calls: 1 } });
+    expect(page?.results[0]).toMatchObject({ state: "failed", attempts: 4, error: { class: "rate_limited" }, usage: { calls: 4 } });
+    expect(page?.results[0]?.error?.message).toContain("retry budget of 3 is spent");
+  });
+
+  it("a 429 then a success: the task succeeds on the attempt after, its one real attempt unspent", async () => {
+    const { input, stub } = newSwarm(1, { max_attempts: 1 });
+    await stub.start(input);
+    await pull(stub, { want: 1 });
+    await pull(stub, { reports: [report("task-001", 1, rateLimited)], want: 0 });
+    await makeRetriesDue(stub);
+    expect(attemptsOf(await pull(stub, { ticket: "lane-2", want: 1 }))).toEqual([["task-001", 2]]);
+    await pull(stub, { ticket: "lane-2", reports: [report("task-001", 2, ok("done"))], want: 0 });
+    expect(await taskStates(stub)).toEqual({ "task-001": "succeeded" });
+  });
+});
+
+describe("SwarmRoom leases and heartbeats", () => {
+  it("leases a task for LEASE_S, renews it on its lane's heartbeat up to its run bound, and leaves another attempt's lease alone", async () => {
+    const { input, stub } = newSwarm(1, { timeout_s: 60 });
+    await stub.start(input);
+    const before = Date.now();
+    const first = await pull(stub, { want: 1 });
+    const [task] = first.granted;
+    if (task === undefined) throw new Error("nothing granted");
+    expect(first.leaseMs).toBe(Number(env.LEASE_S) * 1_000);
+    // Short, and well inside the run bound (60 s + grace).
+    expect(task.leaseUntil - before).toBeLessThanOrEqual(Number(env.LEASE_S) * 1_000 + 1_000);
+    expect(task.runUntil).toBeGreaterThan(task.leaseUntil);
+
+    const beat = await pull(stub, { want: 0, renew: [{ taskId: "task-001", attempt: 1 }] });
+    expect(beat.renewed).toHaveLength(1);
+    expect(beat.renewed?.[0]?.leaseUntil).toBeGreaterThanOrEqual(task.leaseUntil);
+    // A heartbeat for an attempt that is not the task's renews nothing.
+    expect((await pull(stub, { want: 0, renew: [{ taskId: "task-001", attempt: 7 }] })).renewed).toEqual([]);
+    // A lapsed lease that nobody took over is renewed: the lane is alive after all.
+    await endLeases(stub);
+    const late = await pull(stub, { want: 0, renew: [{ taskId: "task-001", attempt: 1 }] });
+    expect(late.renewed?.[0]?.leaseUntil).toBeGreaterThan(Date.now());
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await taskStates(stub)).toEqual({ "task-001": "running" });
+  });
+
+  it("never renews a lease past the task's run bound", async () => {
+    const { input, stub } = newSwarm(1, { timeout_s: 1 });
+    await stub.start(input);
+    const [task] = (await pull(stub, { want: 1 })).granted;
+    if (task === undefined) throw new Error("nothing granted");
+    const beat = await pull(stub, { want: 0, renew: [{ taskId: "task-001", attempt: 1 }] });
+    expect(beat.renewed?.[0]?.leaseUntil).toBeLessThanOrEqual(task.runUntil);
   });
 });
 
@@ -684,7 +756,7 @@ describe("SwarmRoom resilience", () => {
     const before = Date.now();
     const long = await pull(stub, { ticket: "long-lane", want: 2, pool: "long" });
     expect(long.granted.map((g) => [g.taskId, g.timeoutS])).toEqual([["task-002", 300]]);
-    expect(long.granted[0]?.leaseUntil).toBeGreaterThanOrEqual(before + 300_000);
+    expect(long.granted[0]?.runUntil).toBeGreaterThanOrEqual(before + 300_000);
   });
 });
 

@@ -51,10 +51,18 @@ export interface SwarmRoomEnv {
   TENANT_BUDGETS?: string;
   /** Monthly caps per tenant (absent: none are enforced). */
   TENANT_BUDGET?: DurableObjectNamespace<TenantBudget>;
+  LEASE_S?: string;
   LEASE_GRACE_S?: string;
+  TICKET_PULL_DEADLINE_S?: string;
   TOOL_TURN_LEASE_S?: string;
   LEDGER_FLUSH_MS?: string;
 }
+
+/**
+ * A lane renews its leases when half is left, so one silent for a whole lease plus this margin
+ * (a slow RPC, a GC pause) has died: its ticket closes and the room issues another.
+ */
+const LANE_SILENCE_MARGIN_MS = 5_000;
 
 type StartResult = { created: boolean; refused?: ErrorDetail[]; code?: "invalid_spec" | "budget_exceeded" };
 
@@ -87,7 +95,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.sql = this.store.sql;
     this.settings = readRoomSettings(env);
     this.totals = new SwarmTotals(this.sql);
-    this.tickets = new SwarmTickets(this.sql, this.settings.laneSlots);
+    this.tickets = new SwarmTickets(this.sql, {
+      defaultSlots: this.settings.laneSlots,
+      pullDeadlineMs: this.settings.ticketPullDeadlineMs,
+      laneSilenceMs: this.settings.leaseMs + LANE_SILENCE_MARGIN_MS,
+    });
     this.circuits = new SwarmCircuits(this.sql);
     this.routing = new SwarmRouting(this.sql, this.store, this.totals, this.circuits, this.settings);
     this.budget = new SwarmBudget(this.sql, this.store, this.totals, this.routing, this.settings.prices, env.TENANT_BUDGET);
@@ -176,6 +188,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         };
       }
       const now = Date.now();
+      // Heartbeats first: a lease renewed here cannot lapse while the reports below are recorded.
+      const renewed = request.renew !== undefined && request.renew.length > 0 ? this.tasks.renewLeases(request.renew, now, this.settings.leaseMs) : [];
       const actions = request.reports.length > 0 ? this.dispatch.recordReports(swarm, request.reports, now) : [];
       let ended = request.reports.length > 0;
       const current = this.store.swarm() ?? swarm;
@@ -200,7 +214,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
       const stop = grant.granted.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
       await this.planAlarm(after, now);
-      return { config: this.store.toRunConfig(after), granted: grant.granted, actions, stop, retryInMs, waiting };
+      return { config: this.store.toRunConfig(after), granted: grant.granted, actions, stop, retryInMs, waiting, leaseMs: this.settings.leaseMs, renewed };
     });
   }
 

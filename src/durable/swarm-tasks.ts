@@ -33,12 +33,36 @@ export class SwarmTasks {
     this.totals.move(task.kind, task.state, "retry_wait");
   }
 
-  /** The tasks of an earlier grant that are still leased under that grant (same attempt, same lease). */
+  /** The tasks of an earlier grant that are still leased under that grant (same attempt, lease not lapsed). */
   stillLeased(granted: readonly ClaimedTask[]): ClaimedTask[] {
-    return granted.filter((task) => {
+    return granted.flatMap((task) => {
       const row = this.store.task(task.taskId);
-      return row !== null && row.state === "running" && row.attempts === task.attempt && row.deadline === task.leaseUntil;
+      if (row === null || row.state !== "running" || row.attempts !== task.attempt || row.deadline === null) return [];
+      return [{ ...task, leaseUntil: row.deadline }];
     });
+  }
+
+  /**
+   * A lane's heartbeat: the leases of its running tasks last `leaseMs` more, never past their
+   * `run_until`. A lapsed lease nobody took over yet is renewed too (the lane is alive after all);
+   * a task that is no longer this attempt's (handed out again, or ended) is left alone. Returns the
+   * leases renewed.
+   */
+  renewLeases(renew: readonly { taskId: string; attempt: number }[], now: number, leaseMs: number): { taskId: string; leaseUntil: number }[] {
+    const renewed: { taskId: string; leaseUntil: number }[] = [];
+    for (const { taskId, attempt } of renew) {
+      const row = this.sql
+        .exec<{ deadline: number }>(
+          `UPDATE tasks SET deadline = MIN(COALESCE(run_until, deadline), ?)
+           WHERE id = ? AND state = 'running' AND attempts = ? RETURNING deadline`,
+          now + leaseMs,
+          taskId,
+          attempt,
+        )
+        .toArray()[0];
+      if (row !== undefined) renewed.push({ taskId, leaseUntil: row.deadline });
+    }
+    return renewed;
   }
 
   /** When the earliest retry of the pool is due, from now; null when none waits. */

@@ -4,10 +4,14 @@
 import { toTicketsToIssue } from "../core/lane-sizing.ts";
 import type { ClaimedTask, TaskPool } from "../core/swarm-contract.ts";
 
-/** A ticket nobody pulled by then is taken as lost (local queues lose messages on restart). */
-export const TICKET_PULL_DEADLINE_MS = 30_000;
-/** A lane that has not pulled for this long past its tasks' leases is taken as dead. */
-export const LANE_SILENCE_MS = 15_000;
+export interface TicketTimes {
+  /** Slots a ticket is assumed to carry before any lane has said. */
+  defaultSlots: number;
+  /** A ticket nobody pulled by then is taken as lost (local queues lose messages on restart). */
+  pullDeadlineMs: number;
+  /** A lane that has not pulled for this long (it renews its leases well before) is taken as dead. */
+  laneSilenceMs: number;
+}
 
 type TicketRow = {
   id: string;
@@ -31,8 +35,7 @@ export class SwarmTickets {
 
   constructor(
     private readonly sql: SqlStorage,
-    /** Slots a ticket is assumed to carry before any lane has said. */
-    private readonly defaultSlots: number,
+    private readonly times: TicketTimes,
   ) {}
 
   static migrate(sql: SqlStorage): void {
@@ -61,13 +64,13 @@ export class SwarmTickets {
       this.sql.exec("DELETE FROM tickets WHERE id = ?", id);
       return { delivered: row?.state === "sent" };
     }
-    const expiresAt = Math.max(row?.expires_at ?? 0, leaseUntil, now + LANE_SILENCE_MS);
+    const expiresAt = Math.max(row?.expires_at ?? 0, leaseUntil, now + this.times.laneSilenceMs);
     const delivered = row === undefined || row.state === "sent";
     // Stored only when it moved by a third of the silence allowance (or anything else changed), so
     // a steady lane costs no row write per pull; this instance keeps the exact value in memory.
     const stored = this.stored.get(id) ?? 0;
     open.set(id, { id, state: "active", pool, slots, expires_at: expiresAt });
-    if (row === undefined || row.state !== "active" || row.slots !== slots || expiresAt > stored + LANE_SILENCE_MS / 3) {
+    if (row === undefined || row.state !== "active" || row.slots !== slots || expiresAt > stored + this.times.laneSilenceMs / 3) {
       this.stored.set(id, expiresAt);
       this.sql.exec(
         `INSERT INTO tickets (id, state, pool, slots, sent_at, pulls, expires_at) VALUES (?, 'active', ?, ?, ?, 1, ?)
@@ -106,7 +109,7 @@ export class SwarmTickets {
     for (let i = 0; i < count; i += 1) {
       const id = `${swarmId.slice(-12)}.${now.toString(36)}.${crypto.randomUUID().slice(0, 8)}`;
       const slots = this.slotsPerTicket();
-      const expiresAt = now + TICKET_PULL_DEADLINE_MS;
+      const expiresAt = now + this.times.pullDeadlineMs;
       this.sql.exec("INSERT INTO tickets (id, state, pool, slots, sent_at, expires_at) VALUES (?, 'sent', ?, ?, ?, ?)", id, pool, slots, now, expiresAt);
       open.set(id, { id, state: "sent", pool, slots, expires_at: expiresAt });
       ids.push(id);
@@ -168,7 +171,7 @@ export class SwarmTickets {
   }
 
   private slotsPerTicket(): number {
-    return Math.max(1, this.reportedSlots ?? this.defaultSlots);
+    return Math.max(1, this.reportedSlots ?? this.times.defaultSlots);
   }
 
   private load(): Map<string, TicketRow> {

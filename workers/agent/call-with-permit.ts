@@ -113,8 +113,8 @@ export async function callWithPermit(
     responseFormat: turn.responseFormat,
   };
   // A wait (for a permit, for a header slot) must leave the call its whole timeout inside both the
-  // invocation's time and the task's lease.
-  const latestStart = Math.min(ctx.callsEndBy, task.leaseUntil) - request.timeoutMs;
+  // invocation's time and the task's run bound (its lease is renewed by heartbeats meanwhile).
+  const latestStart = Math.min(ctx.callsEndBy, task.runUntil) - request.timeoutMs;
 
   const only = route.keys[0];
   if (route.keys.length === 1 && only !== undefined && !hasLimits(only)) {

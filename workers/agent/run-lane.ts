@@ -89,6 +89,36 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     wake?.();
     wake = null;
   };
+  // Heartbeats: each running task's lease, renewed by a pull when half of it is left (the room
+  // says how long a lease is), so the room notices in seconds when this lane dies.
+  // A lease already at its task's run bound cannot grow: it needs no heartbeat.
+  const leases = new Map<string, { attempt: number; until: number; runUntil: number }>();
+  let leaseMs: number | null = null;
+  const renewable = (lease: { until: number; runUntil: number }): boolean => lease.until < lease.runUntil;
+  const renewAt = (): number | null => {
+    if (leaseMs === null) return null;
+    let earliest: number | null = null;
+    for (const lease of leases.values()) if (renewable(lease)) earliest = Math.min(earliest ?? lease.until, lease.until);
+    return earliest === null ? null : earliest - leaseMs / 2;
+  };
+  const toRenew = (now: number): PullRequest["renew"] => {
+    if (leaseMs === null) return undefined;
+    const half = leaseMs / 2;
+    const due = [...leases].filter(([, lease]) => renewable(lease) && lease.until - now <= half).map(([taskId, lease]) => ({ taskId, attempt: lease.attempt }));
+    return due.length === 0 ? undefined : due;
+  };
+  /** Until a running task ends (or newer outcomes wait), or a lease is due for renewal. */
+  const waitForWake = async (): Promise<void> => {
+    const at = renewAt();
+    await new Promise<void>((resolve) => {
+      const timer = at === null ? null : setTimeout(resolve, Math.max(0, at - ctx.now()));
+      wake = () => {
+        if (timer !== null) clearTimeout(timer);
+        resolve();
+      };
+    });
+    wake = null;
+  };
 
   // What the lane reports for the room's ticket sizing: what its header slots can carry at the
   // measured TTFB. It still pulls up to its concurrency: calls past what the gate carries wait for
@@ -99,6 +129,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     tools ??= createSwarmTools(run.tools, run.httpAllowlist, run.tenant, { ...ctx.tools, scratchpad: (request) => room.scratchpad(request) });
     const taskTools = tools;
     running.add(task.taskId);
+    leases.set(task.taskId, { attempt: task.attempt, until: task.leaseUntil, runUntil: task.runUntil });
     ctx.allowance.tasks -= 1;
     ctx.tally.granted += 1;
     void runAgentTask(run, task, {
@@ -110,7 +141,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       // upstream billed (the pull carries it again; rows are deduped by call id).
       onCall: (record) => ctx.journal.append(run.swarmId, { taskId: task.taskId, attempt: task.attempt, calls: [record] }),
       onCheckpoint: (state) => ctx.journal.checkpoint(run.swarmId, task.taskId, task.attempt, toCheckpoint(state)),
-      callsEndBy: Math.min(ctx.callsEndBy, task.leaseUntil),
+      callsEndBy: Math.min(ctx.callsEndBy, task.runUntil),
       now: ctx.now,
     })
       .then(
@@ -130,6 +161,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       )
       .finally(() => {
         running.delete(task.taskId);
+        leases.delete(task.taskId);
         poke();
       });
   };
@@ -141,7 +173,19 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     // (holding their leases) while the room could give them to a lane with room.
     const free = stopping || gate.waiting() > 0 ? 0 : Math.max(0, Math.min(ctx.concurrency - running.size, ctx.allowance.tasks));
     const reports = outbox.splice(0);
-    const request: PullRequest = { ticket: ticket.ticket, lane, seq, reports, want: free, slots: capacity(), final, pool: ctx.pool, endBy: ctx.callsEndBy };
+    const renew = toRenew(ctx.now());
+    const request: PullRequest = {
+      ticket: ticket.ticket,
+      lane,
+      seq,
+      reports,
+      want: free,
+      slots: capacity(),
+      final,
+      pool: ctx.pool,
+      endBy: ctx.callsEndBy,
+      ...(renew === undefined ? {} : { renew }),
+    };
     const answer = await pullWithRetry(room, ticket.swarm_id, request, ctx);
     ctx.tally.slots = request.slots;
     ({ ttfbMs: ctx.tally.ttfbMs, latencyMs: ctx.tally.latencyMs } = timing.current());
@@ -156,12 +200,23 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
         ctx.tally.lost += outbox.length;
         return { reached };
       }
-      // Not again at once: when a running task ends (unless newer outcomes are already waiting).
-      if (nothingNewer) await new Promise<void>((resolve) => (wake = resolve));
+      // Not again at once: when a running task ends (unless newer outcomes are already waiting), or
+      // when a lease must be renewed (the pull then tries the room again).
+      if (nothingNewer) await waitForWake();
     } else {
       reached = true;
       seq += 1;
       if (final) return { reached };
+      if (answer.leaseMs !== undefined) leaseMs = answer.leaseMs;
+      const renewed = new Map((answer.renewed ?? []).map((lease) => [lease.taskId, lease.leaseUntil]));
+      for (const { taskId } of request.renew ?? []) {
+        const until = renewed.get(taskId);
+        const held = leases.get(taskId);
+        // Not renewed: the task is no longer this attempt's (it was handed out again). Its call runs
+        // on and its outcome is still reported (a success is kept), but it needs no more heartbeats.
+        if (until === undefined) leases.delete(taskId);
+        else if (held !== undefined) held.until = until;
+      }
       if (answer.config === null) stopping = true;
       else config = answer.config;
       if (config !== null) for (const task of answer.granted) start(task, config);
@@ -183,7 +238,11 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
         setTimeout(poke, answer.retryInMs);
       }
     }
-    if (outbox.length === 0 && running.size > 0) await new Promise<void>((resolve) => (wake = resolve));
+    if (outbox.length === 0 && running.size > 0) {
+      await waitForWake();
+      // Woken to renew leases, with nothing to report: the pull is the heartbeat.
+      if (outbox.length === 0) continue;
+    }
     // With nothing left to hand out (a swarm's tail), outcomes wait longer for company: no free
     // slot waits for the pull, and the tail's calls, ending one by one, share pulls.
     const ms = drained || stopping ? Math.max(ctx.coalesce.ms, TAIL_COALESCE_MS) : coalesceMs(ctx.coalesce.ms, timing.current().latencyMs);

@@ -38,6 +38,8 @@ export interface FakeTask {
   state: FakeTaskState;
   attempts: number;
   leaseUntil: number | null;
+  /** The lease's hard bound, however often it is renewed. */
+  runUntil: number | null;
   retryAt: number | null;
   /** The ticket whose lane holds the lease. */
   ticket: string | null;
@@ -139,7 +141,18 @@ export class FakeRoom implements SwarmRoomRpc {
 
   addTasks(ids: readonly string[]): void {
     for (const id of ids)
-      this.tasks.set(id, { id, state: "pending", attempts: 0, leaseUntil: null, retryAt: null, ticket: null, checkpoint: null, error: null, freeAttempts: 0 });
+      this.tasks.set(id, {
+        id,
+        state: "pending",
+        attempts: 0,
+        leaseUntil: null,
+        runUntil: null,
+        retryAt: null,
+        ticket: null,
+        checkpoint: null,
+        error: null,
+        freeAttempts: 0,
+      });
   }
 
   async pull(request: PullRequest): Promise<PullResponse> {
@@ -152,6 +165,7 @@ export class FakeRoom implements SwarmRoomRpc {
     if (!this.exists) {
       return { config: null, granted: [], actions: request.reports.map((r) => ack(r.taskId)), stop: true, retryInMs: null };
     }
+    const renewed = this.renew(request.renew ?? [], now);
     this.expireLeases(now);
     const actions = request.reports.map((report) => this.record(report, now));
     const { granted, blocked } = request.final || request.want <= 0 ? { granted: [], blocked: false } : this.grant(request, now);
@@ -160,7 +174,7 @@ export class FakeRoom implements SwarmRoomRpc {
     const retryInMs = granted.length === 0 && !finished ? this.nextRetryIn(now) : null;
     const waiting = this.count("pending") + this.count("retry_wait");
     const stop = granted.length === 0 && (finished || blocked || (waiting === 0 && retryInMs === null));
-    const answer: PullResponse = { config: this.config, granted, actions, stop, retryInMs };
+    const answer: PullResponse = { config: this.config, granted, actions, stop, retryInMs, leaseMs: this.leaseMs, renewed };
     this.answers.push(answer);
     this.afterPull(request, answer);
     return answer;
@@ -229,6 +243,16 @@ export class FakeRoom implements SwarmRoomRpc {
     return this.records.flat();
   }
 
+  /** A lane's heartbeat: its running tasks' leases last another leaseMs, up to their run bound. */
+  private renew(renew: readonly { taskId: string; attempt: number }[], now: number): { taskId: string; leaseUntil: number }[] {
+    return renew.flatMap(({ taskId, attempt }) => {
+      const task = this.tasks.get(taskId);
+      if (task === undefined || task.state !== "running" || task.attempts !== attempt) return [];
+      task.leaseUntil = Math.min(task.runUntil ?? now + this.leaseMs, now + this.leaseMs);
+      return [{ taskId, leaseUntil: task.leaseUntil }];
+    });
+  }
+
   /** Leases that ran out (a lane died or lost its outcome) bring their tasks back, like the real room's alarm. */
   private expireLeases(now: number): void {
     for (const task of this.tasks.values()) {
@@ -293,6 +317,7 @@ export class FakeRoom implements SwarmRoomRpc {
       task.state = "running";
       task.attempts += 1;
       task.leaseUntil = now + this.leaseMs;
+      task.runUntil = now + Math.max(this.leaseMs, timeoutS * 1_000);
       task.retryAt = null;
       task.ticket = request.ticket;
       const claimed: ClaimedTask = {
@@ -302,6 +327,7 @@ export class FakeRoom implements SwarmRoomRpc {
         model: this.models.get(task.id) ?? "mock-1",
         timeoutS,
         leaseUntil: task.leaseUntil,
+        runUntil: task.runUntil,
         kind: "task",
         override: null,
         checkpoint: task.checkpoint,

@@ -222,7 +222,7 @@ describe("agent queue consumer: happy path and idempotency", () => {
 });
 
 describe("agent queue consumer: upstream failures", () => {
-  it("re-runs a 429 (Retry-After 1 s) in the same lane and, after max_attempts, fails the task as rate_limited and acks", async () => {
+  it("re-runs a 429 (Retry-After 1 s) in the same lane without spending an attempt: two 429s and a success, with max_attempts 2", async () => {
     const swarm = await startSwarm(1, { limits: { max_attempts: 2 } });
     await scriptMock(["429", "429"]);
     const before = await mockStats();
@@ -232,14 +232,30 @@ describe("agent queue consumer: upstream failures", () => {
 
     expect(result.explicitAcks).toEqual(ids(messages));
     expect(result.retryMessages).toEqual([]);
-    expect((await mockStats()).calls - before.calls).toBe(2);
+    expect((await mockStats()).calls - before.calls).toBe(3);
     const [task] = await swarm.results();
-    expect(task).toMatchObject({ state: "failed", attempts: 2, error: { class: "rate_limited" } });
-    const rows = await ledgerRows(swarm.swarmId, 2);
+    expect(task).toMatchObject({ state: "succeeded", attempts: 3 });
+    const rows = await ledgerRows(swarm.swarmId, 3);
     expect(rows.map((r) => [r.attempt, r.status, r.error_class])).toEqual([
       [1, "error", "rate_limited"],
       [2, "error", "rate_limited"],
+      [3, "ok", null],
     ]);
+    expect((await swarm.status()).state).toBe("completed");
+  });
+
+  it("fails a task after max_attempts transient failures (5xx), and acks", async () => {
+    const swarm = await startSwarm(1, { limits: { max_attempts: 2 } });
+    await scriptMock(["503", "500"]);
+    const before = await mockStats();
+    const messages = tickets(swarm.swarmId, 1);
+
+    const result = await deliver(TASK_QUEUE, messages);
+
+    expect(result.explicitAcks).toEqual(ids(messages));
+    expect((await mockStats()).calls - before.calls).toBe(2);
+    const [task] = await swarm.results();
+    expect(task).toMatchObject({ state: "failed", attempts: 2, error: { class: "upstream_error" } });
     expect((await swarm.status()).state).toBe("completed_with_failures");
   });
 

@@ -303,6 +303,30 @@ describe("pulls that fail", () => {
   });
 });
 
+describe("heartbeats", () => {
+  it("a call longer than the lease: the lane renews the lease while it runs, so the task is never handed out again", async () => {
+    // Leases of 300 ms, a call of 1.2 s: without heartbeats the lease would lapse four times over.
+    const room = new FakeRoom("sw_hb", { tasks: ["slow"], timeoutS: 5, leaseMs: 300 });
+    const model = fakeModel(0, okResult);
+    const slowModel = {
+      complete: async (request: ModelRequest) => {
+        await new Promise((resolve) => setTimeout(resolve, 1_200));
+        return model.client.complete(request);
+      },
+    };
+
+    const result = await run([ticketMessage("m1", "sw_hb")], { ...BASE, rooms: roomsOf(room), gateway: directGateway(slowModel) });
+
+    expect(result.explicitAcks).toEqual(["m1"]);
+    expect(room.states()).toEqual({ slow: ["succeeded", 1] });
+    expect(model.requests).toHaveLength(1);
+    const beats = room.pulls.filter((p) => (p.renew ?? []).some((r) => r.taskId === "slow" && r.attempt === 1));
+    // About one heartbeat per half lease (150 ms) over 1.2 s; never one per event-loop turn.
+    expect(beats.length).toBeGreaterThanOrEqual(3);
+    expect(beats.length).toBeLessThan(20);
+  });
+});
+
 describe("cancel while a lane pulls (real SwarmRoom)", () => {
   it("the lane stops taking tasks, what it runs is recorded, the ticket is acked and the swarm ends cancelled", async () => {
     const swarm = await startSwarm(30);
