@@ -37,7 +37,8 @@ function demoSpec(n: number) {
       id: `demo-${String(i + 1).padStart(3, "0")}`,
       prompt: `Tip #${i + 1}: give one practical tip about ${DEMO_TOPICS[i % DEMO_TOPICS.length]} in distributed systems.`,
     })),
-    limits: { concurrency: 50, max_output_tokens: 64, timeout_s: 30, max_attempts: 3 },
+    // The defaults otherwise: a 429 spends no attempt, transient failures get 4 attempts in all.
+    limits: { concurrency: 50, max_output_tokens: 64, timeout_s: 30 },
     metadata: { source: "npm start demo" },
   };
 }
@@ -99,7 +100,7 @@ Try it:
   curl -s -H "Authorization: Bearer ${stack.token}" ${stack.url}/v1/swarms
   EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npm run swarm -- examples/code-review.json
   EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npm run swarm -- examples/research-goal.json${stack.mock && mockPort !== 8788 ? "\n  (the tool examples expect the mock on port 8788: unset MOCK_MODEL_PORT)" : ""}
-  curl -s "${stack.url}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*"   # run due cron schedules now
+  (cron runs every 5 s here: due schedules start, and unfinished swarms resume after a restart)
 
 Ctrl-C stops everything.`);
 if (values["exit-after-demo"]) await shutdown(0);

@@ -25,6 +25,17 @@ export interface StackOptions {
   modelApiKey?: string | undefined;
   /** Options for the mock model (ignored with a real upstream); its port defaults to an ephemeral one. */
   mock?: MockModelOptions;
+  /**
+   * A mock model already running, used instead of starting one (and left running by stop/kill):
+   * the upstream that outlives a stack killed and started again (`npm run faults`).
+   */
+  mockHandle?: MockModelHandle;
+  /**
+   * How often the cron handler is triggered (ms; 0 = never). Locally cron never fires by itself and
+   * no Durable Object alarm survives a restart (workers-sdk#7781), so this stands in for both: each
+   * tick runs due schedules and wakes unfinished swarms. Default 5,000.
+   */
+  cronEveryMs?: number;
   /** WEBHOOK_SECRET of the agent (and the mock's /tools/lint); generated when unset. */
   webhookSecret?: string;
   /**
@@ -76,6 +87,8 @@ export interface Stack {
   /** wrangler's output so far, when captured. */
   output(): string;
   stop(): Promise<void>;
+  /** kill -9 of every process of the stack (wrangler, workerd), at once: a machine that dies. */
+  kill(): Promise<void>;
 }
 
 export function generateToken(): string {
@@ -162,7 +175,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   // The agent signs webhook calls with the tenant's key (derived from WEBHOOK_SECRET): the mock's
   // /tools/lint verifies with the key of the stack's one token.
   const webhookKey = await deriveWebhookKey(webhookSecret, await toTenantId(options.apiToken));
-  const mock = realUpstream ? null : await startMockModel({ port: 0, webhookSecret: webhookKey, ...options.mock });
+  const ownMock = !realUpstream && options.mockHandle === undefined;
+  const mock = realUpstream ? null : (options.mockHandle ?? (await startMockModel({ port: 0, webhookSecret: webhookKey, ...options.mock })));
   const modelBaseUrl = realUpstream ? String(options.modelBaseUrl) : `${mock?.url}/v1`;
   const modelApiKey = options.modelApiKey || (realUpstream ? "" : "mock-key-local");
   if (realUpstream && !modelApiKey) throw new Error("MODEL_BASE_URL is set but MODEL_API_KEY is empty");
@@ -213,9 +227,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   child.stderr?.on("data", keep);
 
   let stopped = false;
+  let cronTimer: ReturnType<typeof setInterval> | null = null;
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
+    if (cronTimer !== null) clearInterval(cronTimer);
     if (child.exitCode === null && child.pid !== undefined) {
       const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
       try {
@@ -233,7 +249,21 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       await exited;
       clearTimeout(timer);
     }
-    await mock?.close();
+    if (ownMock) await mock?.close();
+  };
+  const kill = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    if (cronTimer !== null) clearInterval(cronTimer);
+    if (child.exitCode === null && child.pid !== undefined) {
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+      await exited;
+    }
   };
 
   const url = `http://127.0.0.1:${port}`;
@@ -243,5 +273,26 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await stop();
     throw error;
   }
-  return { url, token: options.apiToken, modelBaseUrl, mock, wranglerPid: child.pid ?? -1, inspectorPort, droppedAgentVars, output: () => captured, stop };
+  const cronEveryMs = options.cronEveryMs ?? 5_000;
+  if (cronEveryMs > 0) {
+    cronTimer = setInterval(() => {
+      fetch(`${url}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*`).then(
+        (response) => response.body?.cancel(),
+        () => {},
+      );
+    }, cronEveryMs);
+    cronTimer.unref();
+  }
+  return {
+    url,
+    token: options.apiToken,
+    modelBaseUrl,
+    mock,
+    wranglerPid: child.pid ?? -1,
+    inspectorPort,
+    droppedAgentVars,
+    output: () => captured,
+    stop,
+    kill,
+  };
 }

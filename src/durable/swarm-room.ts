@@ -64,6 +64,9 @@ export interface SwarmRoomEnv {
  */
 const LANE_SILENCE_MARGIN_MS = 5_000;
 
+/** An alarm this far past due has not run and will not (see wake). */
+const STALE_ALARM_MS = 5_000;
+
 type StartResult = { created: boolean; refused?: ErrorDetail[]; code?: "invalid_spec" | "budget_exceeded" };
 
 export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
@@ -288,6 +291,25 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const after = this.store.swarm();
     if (after !== null) await this.planAlarm(after, now);
     return after === null ? null : { status: this.views.toStatus(after), changed: true };
+  }
+
+  /**
+   * Cron's wake-up: a swarm with work left gets its alarm back if it has none, or one that is past
+   * due and never ran (a local `wrangler dev` keeps no alarm across a restart: workers-sdk#7781,
+   * and may report a stale one: workerd#3138). `woken` when it set one.
+   */
+  async wake(): Promise<{ woken: boolean }> {
+    return this.serve(async () => {
+      const swarm = this.store.swarm();
+      if (swarm === null || (swarm.finished_at !== null && swarm.index_dirty === 0 && this.totals.unflushed() === 0)) return { woken: false };
+      const now = Date.now();
+      const stored = await this.ctx.storage.getAlarm();
+      // An alarm that should have run a while ago did not: this instance is fresh after a restart.
+      if (stored !== null && stored > now - STALE_ALARM_MS) return { woken: false };
+      await this.ctx.storage.setAlarm(now);
+      this.alarmAt = now;
+      return { woken: true };
+    });
   }
 
   // ── Alarm: lease and delivery deadlines, window refill, ledger flush ─────────────────────────

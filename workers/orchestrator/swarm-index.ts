@@ -25,6 +25,8 @@ export interface SwarmPage {
 
 export interface SwarmIndex {
   listForTenant(tenant: string, page: { limit: number; after: SwarmListCursor | null }): Promise<SwarmPage>;
+  /** Ids of swarms that have not finished (any tenant), oldest first: the ones cron wakes. */
+  listUnfinished(limit: number): Promise<string[]>;
 }
 
 const count = z.number().int().nonnegative();
@@ -96,6 +98,13 @@ export function createSwarmIndex(db: D1Database): SwarmIndex {
         swarms: page.map(toSwarmSummary),
         next: rows.length > limit && last !== undefined ? { createdAt: last.created_at, id: last.id } : null,
       };
+    },
+    async listUnfinished(limit) {
+      const { results } = await db.prepare("SELECT id FROM swarms WHERE finished_at IS NULL ORDER BY created_at LIMIT ?1").bind(limit).all();
+      return z
+        .array(z.object({ id: z.string() }))
+        .parse(results)
+        .map((row) => row.id);
     },
   };
 }

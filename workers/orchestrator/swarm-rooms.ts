@@ -14,6 +14,8 @@ export interface SwarmRooms {
   getPlan(swarmId: string, tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null>;
   /** null: no such swarm for this tenant. `changed` is false when it had already ended or been cancelled. */
   cancel(swarmId: string, tenant: string): Promise<{ status: SwarmStatus; changed: boolean } | null>;
+  /** Makes sure the swarm's alarm is set if it has work left (after a restart that lost it). */
+  wake(swarmId: string): Promise<{ woken: boolean }>;
 }
 
 export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): SwarmRooms {
@@ -27,6 +29,7 @@ export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): 
       const result = await room(swarmId).cancel(tenant);
       return result === null ? null : { status: toPublicStatus(result.status), changed: result.changed };
     },
+    wake: (swarmId) => room(swarmId).wake(),
   };
 }
 

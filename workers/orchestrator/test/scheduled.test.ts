@@ -1,6 +1,6 @@
 // Cron trigger: scheduled() starts each enabled schedule whose cron matches the tick's minute,
 // exactly once per minute however often it is triggered, with the real SwarmRoom and local D1.
-import { createExecutionContext, createScheduledController, listDurableObjectIds, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createScheduledController, listDurableObjectIds, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
@@ -127,5 +127,26 @@ describe("scheduled()", () => {
     const after = await counts();
     expect(after.swarms).toBeGreaterThan(before.swarms);
     expect(after.rooms - before.rooms).toBe(after.swarms - before.swarms);
+  });
+});
+
+describe("scheduled(): waking unfinished swarms", () => {
+  it("gives an unfinished swarm whose alarm was lost (a restarted local stack) its alarm back, and leaves one with an alarm alone", async () => {
+    const created = await callApi("/v1/swarms", { json: validSpec({ name: "lost alarm" }) });
+    expect(created.status).toBe(202);
+    const { id } = z.object({ id: z.string() }).parse(await created.json());
+    const stub = env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(id));
+    // A restart keeps storage but not the alarm (workers-sdk#7781).
+    await runInDurableObject(stub, async (_instance, state) => {
+      await state.storage.deleteAlarm();
+    });
+    vi.spyOn(console, "log").mockImplementation(() => {});
+
+    await tick(Date.UTC(2031, 5, 1, 0, 0, 0));
+
+    const alarm = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
+    expect(alarm).not.toBeNull();
+    expect(alarm ?? Number.POSITIVE_INFINITY).toBeLessThanOrEqual(Date.now());
+    expect(await stub.wake()).toEqual({ woken: false });
   });
 });
