@@ -190,7 +190,8 @@ export interface CallRecord {
   latencyMs: number;
   /** Time to the response headers (the connection slot the call held); null when none arrived. */
   ttfbMs?: number | null;
-  status: "ok" | "error";
+  /** `unknown`: the room's estimate of a call whose outcome was lost with its lane (never sent by an agent). */
+  status: "ok" | "error" | "unknown";
   errorClass: ErrorClass | null;
   /** Epoch ms. */
   startedAt: number;
@@ -217,6 +218,24 @@ export interface TaskReport {
   checkpoint?: AgentCheckpoint;
   /** Tool calls the task's agent has made so far (all attempts). */
   toolCalls?: number;
+}
+
+/**
+ * A model call about to be sent, noted in the SwarmRoom before its request leaves: if its outcome
+ * dies with its lane, the room still bills it, as `unknown`, at this estimate (docs/data.md).
+ */
+export interface CallStart {
+  taskId: string;
+  attempt: number;
+  turn: number;
+  /** The gateway's model name (what prices it). */
+  model: string;
+  /** The prompt's estimated tokens (the conversation as sent, with its tools). */
+  promptTokens: number;
+  /** The call's max_tokens: the worst case of its completion. */
+  maxTokens: number;
+  /** Epoch ms. */
+  startedAt: number;
 }
 
 /** Calls that ended, sent ahead of the task's outcome; with the checkpoint of the turn they finished. */
@@ -265,6 +284,11 @@ export interface UsageTotals {
 export interface SwarmStatus {
   id: string;
   name: string;
+  /**
+   * Calls in `usage` whose outcome died with their lane: billed at their worst case (prompt
+   * estimate + max_tokens), so `usage` and `cost_usd` are an upper bound while this is above 0.
+   */
+  estimated_calls: number;
   state: SwarmState;
   model: string;
   tasks: number;

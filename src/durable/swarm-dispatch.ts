@@ -160,6 +160,8 @@ export class SwarmDispatch {
         reservation = worst;
       }
       promptChars += task.size;
+      // A lapsed lease nobody expired yet: what its attempt sent and never reported is billed now.
+      if (task.state === "running") this.ledger.settleOpenCalls(swarm, task.id, task.attempts, now);
       // The hard bound covers every call the task may make; the lease is short and renewed by its
       // lane's heartbeats while they run, so a lane that dies gives its tasks back in seconds.
       const runUntil = now + runMs + this.leases.leaseGraceMs;
@@ -206,6 +208,8 @@ export class SwarmDispatch {
     const budget = limits.retry_budget ?? defaultRetryBudget(swarm.task_count);
     let retriesUsed = swarm.retries_used;
     let { successes, rateLimited } = this.ledger.insertCalls(swarm, reports, now);
+    // An outcome is in: a call its attempt noted and never recorded will not be (billed as unknown).
+    for (const report of reports) this.ledger.settleOpenCalls(swarm, report.taskId, report.attempt, now);
     // Before the outcomes: a retried or deferred attempt hands its checkpoint to the next one.
     for (const report of reports) {
       if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);

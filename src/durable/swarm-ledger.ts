@@ -7,7 +7,8 @@ import type { RoomSettings } from "../core/env-settings.ts";
 import { toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
 import { costOfUsage, resolvePrice } from "../core/pricing.ts";
-import type { CallRecord, TaskKind } from "../core/swarm-contract.ts";
+import type { CallRecord, CallStart, TaskKind } from "../core/swarm-contract.ts";
+import type { Usage } from "../core/usage.ts";
 import { flushToLedger, type LedgerRow, type SwarmIndexRow } from "../ledger/d1-ledger.ts";
 import type { SwarmMeters } from "./swarm-meters.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
@@ -21,6 +22,22 @@ const LATENCY_REFRESH_MS = 1_000;
 const FLUSH_CHUNK = 500;
 /** After a failed flush (D1 or the TenantBudget down), the next try waits this long. */
 export const FLUSH_RETRY_MS = 5_000;
+/**
+ * An open call of an attempt that is no longer its task's running one is settled as `unknown` once
+ * it is this old: its lane had time to report it, so its outcome died with the lane.
+ */
+export const ORPHAN_CALL_MS = 30_000;
+
+type OpenCallRow = {
+  call_id: string;
+  task_id: string;
+  attempt: number;
+  turn: number;
+  model: string;
+  prompt_tokens: number;
+  max_tokens: number;
+  started_at: number;
+};
 
 export class SwarmLedger {
   /** p50/p95 over the calls recorded so far, recomputed only when a call was added (status is polled). */
@@ -73,11 +90,117 @@ export class SwarmLedger {
     return { successes, rateLimited };
   }
 
-  /** Inserts the call's ledger row; false when its call id was already recorded. */
+  /**
+   * Notes calls about to be sent (idempotent by call id). A call already in the ledger is not
+   * noted again (a lane that repeats a note after its call ended).
+   */
+  noteStarts(swarm: SwarmRow, starts: readonly CallStart[]): void {
+    for (const start of starts) {
+      const callId = toCallId(swarm.id, start.taskId, start.attempt, start.turn);
+      this.sql.exec(
+        `INSERT OR IGNORE INTO open_calls (call_id, task_id, attempt, turn, model, prompt_tokens, max_tokens, started_at)
+         SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM calls WHERE call_id = ?)`,
+        callId,
+        start.taskId,
+        start.attempt,
+        start.turn,
+        start.model,
+        Math.max(0, Math.round(start.promptTokens)),
+        Math.max(0, Math.round(start.maxTokens)),
+        start.startedAt,
+        callId,
+      );
+    }
+    this.openCount = null;
+  }
+
+  /**
+   * The attempt's outcome is known (reported), or its lease ended with none: each of its calls
+   * that was noted but never recorded is billed as `unknown`, at its estimate. Returns how many.
+   */
+  settleOpenCalls(swarm: SwarmRow, taskId: string, attempt: number, now: number): number {
+    if (this.openCalls() === 0) return 0;
+    const open = this.sql.exec<OpenCallRow>("SELECT * FROM open_calls WHERE task_id = ? AND attempt = ?", taskId, attempt).toArray();
+    for (const row of open) this.settleOpenCall(swarm, row, now);
+    return open.length;
+  }
+
+  /**
+   * Open calls nobody will report: of attempts no longer running (their lane lost its lease and
+   * died) once ORPHAN_CALL_MS old, or every one when the swarm has ended. Called from the alarm.
+   */
+  settleOrphanCalls(swarm: SwarmRow, now: number): number {
+    if (this.openCalls() === 0) return 0;
+    const rows = this.sql
+      .exec<OpenCallRow>(
+        `SELECT o.* FROM open_calls o LEFT JOIN tasks t ON t.id = o.task_id
+         WHERE ? OR ((t.id IS NULL OR t.state != 'running' OR t.attempts != o.attempt) AND o.started_at <= ?)`,
+        swarm.finished_at !== null ? 1 : 0,
+        now - ORPHAN_CALL_MS,
+      )
+      .toArray();
+    for (const row of rows) this.settleOpenCall(swarm, row, now);
+    return rows.length;
+  }
+
+  /** When the alarm must next settle orphaned calls, or null when none is open. */
+  private nextOrphanCheck(now: number): number | null {
+    return this.openCalls() === 0 ? null : now + ORPHAN_CALL_MS;
+  }
+
+  private settleOpenCall(swarm: SwarmRow, row: OpenCallRow, now: number): void {
+    // The worst case the call could have cost: its prompt (as estimated) and max_tokens of output.
+    const usage: Usage = {
+      prompt_tokens: row.prompt_tokens,
+      cached_tokens: 0,
+      completion_tokens: row.max_tokens,
+      reasoning_tokens: 0,
+      total_tokens: row.prompt_tokens + row.max_tokens,
+    };
+    const call: CallRecord = {
+      turn: row.turn,
+      model: row.model,
+      usage,
+      latencyMs: Math.max(0, now - row.started_at),
+      status: "unknown",
+      errorClass: null,
+      startedAt: row.started_at,
+    };
+    this.insertCall(swarm, { taskId: row.task_id, attempt: row.attempt }, call, this.store.callsPerTask(swarm));
+    this.sql.exec("DELETE FROM open_calls WHERE call_id = ?", row.call_id);
+    this.openCount = null;
+    this.unknownCount = null;
+    console.warn(JSON.stringify({ event: "call_outcome_unknown", swarm_id: swarm.id, call_id: row.call_id, estimated_tokens: usage.total_tokens }));
+  }
+
+  /** Calls billed as `unknown` (their outcome died with their lane), at an estimate. */
+  estimatedCalls(): number {
+    return this.unknownCalls();
+  }
+
+  /** Calls recorded as `unknown` (cached per instance; null = read again). */
+  private unknownCount: number | null = null;
+  private unknownCalls(): number {
+    this.unknownCount ??= this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE status = 'unknown'").one().n;
+    return this.unknownCount;
+  }
+
+  /** Calls noted and not yet recorded (cached per instance; null = read again). */
+  private openCount: number | null = null;
+  private openCalls(): number {
+    this.openCount ??= this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM open_calls").one().n;
+    return this.openCount;
+  }
+
+  /**
+   * Inserts the call's ledger row; false when its call id was already recorded. A real outcome
+   * replaces an `unknown` estimate of the same call (a lane slower than its lease, not dead).
+   */
   private insertCall(swarm: SwarmRow, report: { taskId: string; attempt: number }, call: CallRecord, callsPerTask: number): boolean {
     const usage = call.usage;
     const price = resolvePrice(this.prices, call.model);
     const cost = usage !== null && price !== null ? costOfUsage(usage, price) : null;
+    const callId = toCallId(swarm.id, report.taskId, report.attempt, call.turn);
     const row = this.sql
       .exec<{ usd: number; tokens: number; kind: TaskKind }>(
         "SELECT reserved_usd AS usd, reserved_tokens AS tokens, kind FROM tasks WHERE id = ?",
@@ -87,11 +210,12 @@ export class SwarmLedger {
     const share = row?.kind === "task" ? callsPerTask : 1;
     const reservation = row === undefined ? { usd: 0, tokens: 0 } : { usd: row.usd / share, tokens: Math.ceil(row.tokens / share) };
     const charge = chargeOfCall(call, price, reservation);
+    if (call.status !== "unknown" && this.unknownCalls() > 0 && this.replaceEstimate(callId, call, cost, charge)) return true;
     const cursor = this.sql.exec(
       `INSERT OR IGNORE INTO calls (call_id, task_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens,
          completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at, charged_usd, charged_tokens)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      toCallId(swarm.id, report.taskId, report.attempt, call.turn),
+      callId,
       report.taskId,
       report.attempt,
       call.turn,
@@ -111,6 +235,44 @@ export class SwarmLedger {
     );
     if (cursor.rowsWritten === 0) return false;
     this.totals.addCall(charge, usage, cost);
+    if (call.status !== "unknown" && this.openCalls() > 0) {
+      const removed = this.sql.exec("DELETE FROM open_calls WHERE call_id = ?", callId).rowsWritten;
+      if (removed > 0) this.openCount = null;
+    }
+    return true;
+  }
+
+  /**
+   * A call settled as `unknown` whose real outcome arrived after all (its lane was slower than its
+   * lease, not dead): the estimate becomes the real row, in place, and goes to D1 again (the flush
+   * upserts over an `unknown` row). Returns whether there was an estimate to replace.
+   */
+  private replaceEstimate(callId: string, call: CallRecord, cost: number | null, charge: { usd: number; tokens: number }): boolean {
+    const usage = call.usage;
+    const replaced = this.sql
+      .exec<{ rowid: number }>(
+        `UPDATE calls SET status = ?, error_class = ?, prompt_tokens = ?, cached_tokens = ?, completion_tokens = ?, reasoning_tokens = ?,
+           total_tokens = ?, cost_usd = ?, latency_ms = ?, charged_usd = ?, charged_tokens = ?
+         WHERE call_id = ? AND status = 'unknown' RETURNING rowid`,
+        call.status,
+        call.errorClass,
+        usage?.prompt_tokens ?? null,
+        usage?.cached_tokens ?? null,
+        usage?.completion_tokens ?? null,
+        usage?.reasoning_tokens ?? null,
+        usage?.total_tokens ?? null,
+        cost,
+        Math.max(0, Math.round(call.latencyMs)),
+        charge.usd,
+        charge.tokens,
+        callId,
+      )
+      .toArray()[0];
+    if (replaced === undefined) return false;
+    this.unknownCount = null;
+    // Rows past the mark are flushed again (D1 ignores those it has, and takes this one).
+    this.sql.exec("UPDATE ledger_sync SET flushed_rowid = MIN(flushed_rowid, ?) WHERE id = 1", replaced.rowid - 1);
+    this.totals.invalidate();
     return true;
   }
 
@@ -208,9 +370,13 @@ export class SwarmLedger {
     return { p50: this.latencyCache?.p50 ?? null, p95: this.latencyCache?.p95 ?? null };
   }
 
-  /** Did this attempt of the task make any call? */
+  /** Did this attempt of the task make any call (recorded, or noted and not yet recorded)? */
   madeCalls(taskId: string, attempt: number): boolean {
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE task_id = ? AND attempt = ?", taskId, attempt).one().n > 0;
+    if (this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE task_id = ? AND attempt = ?", taskId, attempt).one().n > 0) return true;
+    return (
+      this.openCalls() > 0 &&
+      this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM open_calls WHERE task_id = ? AND attempt = ?", taskId, attempt).one().n > 0
+    );
   }
 
   /** The swarm ended: the next alarm flushes right away. */
@@ -234,6 +400,12 @@ export class SwarmLedger {
    * swarm just ended; after a failed flush, at its retry (sooner would only fail again, or spin).
    */
   nextAlarm(swarm: SwarmRow, now: number): number | null {
+    const orphans = this.nextOrphanCheck(now);
+    const times = [this.flushAlarm(swarm, now), orphans].filter((at): at is number => at !== null);
+    return times.length === 0 ? null : Math.min(...times);
+  }
+
+  private flushAlarm(swarm: SwarmRow, now: number): number | null {
     if (this.retryAt !== null) return this.retryAt;
     const dirty = this.totals.unflushed() > 0 || swarm.index_dirty === 1 ? now + this.flushMs : null;
     if (this.flushDue === null) return dirty;

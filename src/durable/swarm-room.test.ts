@@ -1423,3 +1423,89 @@ describe("SwarmRoom running totals", () => {
     expect((await stub.getStatus(TENANT))?.counts).toMatchObject({ queued: 0, running: 0, cancelled: 8 });
   });
 });
+
+describe("SwarmRoom: no call vanishes from the bill", () => {
+  const start = (taskId: string, attempt: number, turn = 1) => ({
+    taskId,
+    attempt,
+    turn,
+    model: "mock-1",
+    promptTokens: 40,
+    maxTokens: 100,
+    startedAt: Date.now(),
+  });
+
+  it("a call noted and never reported becomes an `unknown` ledger row at its worst case when its lease ends; the retry is a new call id", async () => {
+    const { swarmId, input, stub } = newSwarm(2, { max_output_tokens: 100 });
+    await stub.start(input);
+    await pull(stub, { want: 2 });
+    await stub.startCalls([start("task-001", 1), start("task-002", 1)]);
+    // task-002's call is reported; task-001's lane dies with its call in flight.
+    await pull(stub, { reports: [report("task-002", 1, ok("done"))], want: 0 });
+    await endLeases(stub);
+    await runAlarmNow(stub);
+
+    const status = await stub.getStatus(TENANT);
+    expect(status?.usage.calls).toBe(2);
+    expect(status?.estimated_calls).toBe(1);
+    const ledger = await env.LEDGER_DB.prepare(
+      "SELECT call_id, status, prompt_tokens, completion_tokens, cost_usd FROM ledger WHERE swarm_id = ? ORDER BY call_id",
+    )
+      .bind(swarmId)
+      .all();
+    expect(ledger.results).toEqual([
+      { call_id: `${swarmId}:task-001:1:1`, status: "unknown", prompt_tokens: 40, completion_tokens: 100, cost_usd: expect.any(Number) },
+      { call_id: `${swarmId}:task-002:1:1`, status: "ok", prompt_tokens: 20, completion_tokens: 10, cost_usd: expect.any(Number) },
+    ]);
+    // The task runs again under a new attempt: a new call id, never the lost one's.
+    const again = await pull(stub, { ticket: "lane-2", want: 1 });
+    expect(attemptsOf(again)).toEqual([["task-001", 2]]);
+  });
+
+  it("a call reported after its estimate (a lane slower than its lease) replaces it, in the room and in D1, and is counted once", async () => {
+    const { swarmId, input, stub } = newSwarm(1, { max_output_tokens: 100 });
+    await stub.start(input);
+    await pull(stub, { want: 1 });
+    await stub.startCalls([start("task-001", 1)]);
+    await endLeases(stub);
+    await runAlarmNow(stub);
+    expect((await stub.getStatus(TENANT))?.estimated_calls).toBe(1);
+
+    await pull(stub, { reports: [report("task-001", 1, ok("late but real"))], want: 0 });
+    await runAlarmNow(stub);
+
+    const status = await stub.getStatus(TENANT);
+    expect(status?.usage).toMatchObject({ calls: 1, prompt_tokens: 20, completion_tokens: 10 });
+    expect(status?.estimated_calls).toBe(0);
+    expect(status?.counts.succeeded).toBe(1);
+    const ledger = await env.LEDGER_DB.prepare("SELECT status, prompt_tokens, completion_tokens FROM ledger WHERE swarm_id = ?").bind(swarmId).all();
+    expect(ledger.results).toEqual([{ status: "ok", prompt_tokens: 20, completion_tokens: 10 }]);
+  });
+
+  it("a call noted then recorded leaves nothing open: no estimate, and a repeated note changes nothing", async () => {
+    const { input, stub } = newSwarm(1);
+    await stub.start(input);
+    await pull(stub, { want: 1 });
+    await stub.startCalls([start("task-001", 1)]);
+    await pull(stub, { reports: [report("task-001", 1, ok("x"))], want: 0 });
+    await stub.startCalls([start("task-001", 1)]);
+    await runAlarmNow(stub);
+    const open = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM open_calls").one().n);
+    expect(open).toBe(0);
+    const status = await stub.getStatus(TENANT);
+    expect(status?.estimated_calls).toBe(0);
+    expect(status?.usage.calls).toBe(1);
+  });
+
+  it("a deferral that noted no call gives its attempt back; one whose noted call is lost is billed and spends it", async () => {
+    const { input, stub } = newSwarm(1, { max_attempts: 1 });
+    await stub.start(input);
+    await pull(stub, { want: 1 });
+    await stub.startCalls([start("task-001", 1)]);
+    // The lane reports a deferral without the call (its record was lost): the call is billed.
+    await pull(stub, { reports: [{ taskId: "task-001", attempt: 1, outcome: deferred(0), calls: [] }], want: 0 });
+    const status = await stub.getStatus(TENANT);
+    expect(status?.estimated_calls).toBe(1);
+    expect(status?.usage.calls).toBe(1);
+  });
+});

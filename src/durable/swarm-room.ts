@@ -10,6 +10,7 @@ import type { ErrorDetail } from "../core/errors.ts";
 import { toModelMix } from "../core/route-model.ts";
 import { PlannerSpecSchema } from "../core/spec-schema.ts";
 import type {
+  CallStart,
   CallsReport,
   PlanView,
   PullRequest,
@@ -240,6 +241,17 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   /**
+   * Notes calls about to be sent, before their requests leave: a call whose outcome never arrives
+   * (its lane died) is billed as `unknown` when its lease ends. Idempotent by call id.
+   */
+  async startCalls(starts: CallStart[]): Promise<void> {
+    return this.serve(() => {
+      const swarm = this.store.swarm();
+      if (swarm !== null && starts.length > 0) this.ledger.noteStarts(swarm, starts);
+    });
+  }
+
+  /**
    * A shared key/value scratchpad for the swarm's agents (the scratchpad_* tools). Values are text;
    * a put replaces. Bounded: SCRATCHPAD_LIMITS (src/core/scratchpad.ts).
    */
@@ -323,7 +335,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const swarm = this.store.swarm();
       if (swarm === null) return;
       const now = Date.now();
-      this.tasks.expireLeases(swarm, now);
+      // A lease that ended with no outcome: the calls its attempt sent are billed, as unknown.
+      for (const lapsed of this.tasks.expireLeases(swarm, now)) this.ledger.settleOpenCalls(swarm, lapsed.taskId, lapsed.attempt, now);
+      this.ledger.settleOrphanCalls(this.store.swarm() ?? swarm, now);
       this.tickets.expire(now);
       this.afterTasksEnded();
       await this.dispatch.issueTickets(now);

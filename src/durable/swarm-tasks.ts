@@ -78,9 +78,10 @@ export class SwarmTasks {
    * Leases that ran out (a lane died, or lost its outcome): the task waits to be handed out again at
    * once, or fails on its last attempt, or ends cancelled in a cancelled swarm.
    */
-  expireLeases(swarm: SwarmRow, now: number): void {
+  expireLeases(swarm: SwarmRow, now: number): { taskId: string; attempt: number }[] {
     const limits = this.store.limits(swarm);
     const overdue = this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE deadline IS NOT NULL AND deadline <= ? ORDER BY seq`, now).toArray();
+    const expired = overdue.filter((task) => task.state === "running").map((task) => ({ taskId: task.id, attempt: task.attempts }));
     for (const task of overdue) {
       if (swarm.state === "cancelled") {
         this.endTask(task, "cancelled", now, { errorClass: "lease_expired", message: "the swarm was cancelled and no outcome arrived within the lease" });
@@ -93,6 +94,7 @@ export class SwarmTasks {
         this.toRetryWait(task, now);
       }
     }
+    return expired;
   }
 
   /** Keeps a multi-turn task's latest checkpoint, from the attempt that holds it only. */

@@ -104,6 +104,7 @@ export class SwarmViews {
       window: swarm.window,
       counts: this.totals.counts(),
       usage,
+      estimated_calls: this.ledger.estimatedCalls(),
       tool_calls: this.sql.exec<{ n: number | null }>("SELECT SUM(tool_calls) AS n FROM tasks").one().n ?? 0,
       cost_usd,
       wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,

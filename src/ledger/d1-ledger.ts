@@ -10,7 +10,8 @@ export type LedgerRow = {
   turn: number;
   tenant: string;
   model: string;
-  status: "ok" | "error";
+  /** `unknown`: the call's outcome died with its lane; its tokens and cost are the worst-case estimate. */
+  status: "ok" | "error" | "unknown";
   error_class: string | null;
   prompt_tokens: number | null;
   cached_tokens: number | null;
@@ -93,13 +94,24 @@ const INDEX_COLUMNS = [
 const D1_MAX_PARAMS = 100;
 const ROWS_PER_INSERT = Math.floor(D1_MAX_PARAMS / LEDGER_COLUMNS.length);
 
-/** Statements that insert the rows, ignoring call ids already present, so a repeated flush is a no-op. */
+/** Columns a call's real outcome replaces in an `unknown` row. */
+const OUTCOME_COLUMNS = LEDGER_COLUMNS.filter(
+  (c) => c !== "call_id" && c !== "swarm_id" && c !== "task_id" && c !== "attempt" && c !== "turn" && c !== "tenant",
+);
+
+/**
+ * Statements that insert the rows, leaving call ids already present as they are — so a repeated
+ * flush is a no-op — except an `unknown` estimate, which the call's real outcome replaces.
+ */
 export function toLedgerInserts(db: D1Database, rows: readonly LedgerRow[]): D1PreparedStatement[] {
   const statements: D1PreparedStatement[] = [];
   const placeholders = `(${LEDGER_COLUMNS.map(() => "?").join(", ")})`;
+  const replace = OUTCOME_COLUMNS.map((c) => `${c} = excluded.${c}`).join(", ");
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
     const chunk = rows.slice(i, i + ROWS_PER_INSERT);
-    const sql = `INSERT OR IGNORE INTO ledger (${LEDGER_COLUMNS.join(", ")}) VALUES ${chunk.map(() => placeholders).join(", ")}`;
+    const sql =
+      `INSERT INTO ledger (${LEDGER_COLUMNS.join(", ")}) VALUES ${chunk.map(() => placeholders).join(", ")} ` +
+      `ON CONFLICT (call_id) DO UPDATE SET ${replace} WHERE ledger.status = 'unknown' AND excluded.status != 'unknown'`;
     statements.push(db.prepare(sql).bind(...chunk.flatMap((row) => LEDGER_COLUMNS.map((column) => row[column]))));
   }
   return statements;

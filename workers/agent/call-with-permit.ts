@@ -8,7 +8,7 @@ import type { GatewayConfig, ModelRoute, UpstreamKey } from "../../src/core/gate
 import type { AcquireResponse, KeyLimits, PermitOutcome, ReleaseRequest } from "../../src/core/key-pool-contract.ts";
 import { orderKeys } from "../../src/core/order-keys.ts";
 import type { ResponseFormat } from "../../src/core/spec-schema.ts";
-import type { ClaimedTask, TaskOutcome, TaskRunConfig } from "../../src/core/swarm-contract.ts";
+import type { CallStart, ClaimedTask, TaskOutcome, TaskRunConfig } from "../../src/core/swarm-contract.ts";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../src/model/model-client.ts";
 import { takeHeaderSlot, type MeasuredHeaderGate } from "./header-gate.ts";
@@ -57,10 +57,17 @@ export interface PermitContext {
   tally: PermitTally;
   /** The lane's connections waiting for headers (production: 6 per invocation); absent = unbounded. */
   headerGate?: MeasuredHeaderGate;
+  /**
+   * Notes the call in its SwarmRoom before the request leaves (the lane's swarm): false = it could
+   * not be noted, and the call is not sent. Absent: calls are not noted (unit tests of the gateway).
+   */
+  noteStart?: (start: CallStart) => Promise<boolean>;
 }
 
 /** One turn's call: the conversation so far and what this call may do. */
 export interface TurnRequest {
+  /** The turn's number in the task's loop (its call id's last part). */
+  turn: number;
   messages: readonly ChatMessage[];
   tools: readonly ChatCompletionTool[] | null;
   maxOutputTokens: number;
@@ -123,6 +130,7 @@ export async function callWithPermit(
     // swarm's window and is retried after its Retry-After by the SwarmRoom, as before the gateway.
     const slotted = await withHeaderSlot(request, ctx, latestStart);
     if (slotted === null) return notCalled(NO_HEADER_SLOT);
+    if (!(await noteStart(task, turn, slotted, ctx))) return notCalled(START_NOT_NOTED);
     const result = await ctx.gateway.clientFor(only.id).complete(slotted);
     onCallEnded(result);
     return { kind: "called", result };
@@ -142,6 +150,7 @@ export async function callWithPermit(
   try {
     const slotted = await withHeaderSlot(request, ctx, latestStart);
     if (slotted === null) return notCalled(NO_HEADER_SLOT);
+    if (!(await noteStart(task, turn, slotted, ctx))) return notCalled(START_NOT_NOTED);
     called = true;
     result = await ctx.gateway.clientFor(permit.keyId).complete(slotted);
     onCallEnded(result);
@@ -299,6 +308,36 @@ const NO_HEADER_SLOT: TaskOutcome = {
   retryAfterMs: 0,
   reason: "no connection slot for the call before its latest start (the lane's header gate was full)",
 };
+
+/**
+ * The room could not note the call's start (it was unreachable): a call it cannot bill is not
+ * made. Nothing was sent, so the task is handed back (a deferral spends no attempt).
+ */
+const START_NOT_NOTED: TaskOutcome = {
+  kind: "deferred",
+  retryAfterMs: 1_000,
+  reason: "the call's start could not be noted in the SwarmRoom, so it was not sent",
+};
+
+/**
+ * Notes the call in its SwarmRoom, everything else that could stop it (the permit, the header
+ * slot) already settled: once noted it is sent at once, so the room bills it whatever happens next.
+ * When it cannot be noted, its header slot goes back.
+ */
+async function noteStart(task: ClaimedTask, turn: TurnRequest, request: ModelRequest, ctx: PermitContext): Promise<boolean> {
+  if (ctx.noteStart === undefined) return true;
+  const noted = await ctx.noteStart({
+    taskId: task.taskId,
+    attempt: task.attempt,
+    turn: turn.turn,
+    model: task.model,
+    promptTokens: estimateConversationTokens(turn.messages, turn.tools),
+    maxTokens: turn.maxOutputTokens,
+    startedAt: ctx.now(),
+  });
+  if (!noted) request.headerSlot?.release();
+  return noted;
+}
 
 /** The request with a header slot of the lane's gate taken for it; null when none came by `latestStart`. */
 async function withHeaderSlot(request: ModelRequest, ctx: PermitContext, latestStart: number): Promise<ModelRequest | null> {

@@ -3,6 +3,7 @@
 // (run-lane.ts). A ticket is acked once its lane has ended and recorded what it started.
 import type { ModelGateway } from "./call-with-permit.ts";
 import { createCallJournal } from "./call-journal.ts";
+import { createCallStarts } from "./call-starts.ts";
 import type { Schedule } from "./call-journal.ts";
 import { runLane, type LaneContext, type LaneTally } from "./run-lane.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
@@ -54,6 +55,8 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
     retried: number;
     callFlushes: number;
     callFlushErrors: number;
+    startNotes: number;
+    startNoteErrors: number;
   } = {
     tickets: 0,
     duplicate: 0,
@@ -73,7 +76,10 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
     latencyMs: null,
     callFlushes: 0,
     callFlushErrors: 0,
+    startNotes: 0,
+    startNoteErrors: 0,
   };
+  const callStarts = createCallStarts(deps.rooms, tally);
   const journal = createCallJournal({ rooms: deps.rooms, ...(deps.schedule === undefined ? {} : { schedule: deps.schedule }), tally });
   const pool: TaskPool = batch.queue.endsWith(LONG_QUEUE_SUFFIX) ? "long" : "short";
   // Every call of the invocation ends by then: permit waits, header-slot waits and grants keep to it.
@@ -91,6 +97,7 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
     rooms: deps.rooms,
     permits,
     journal,
+    callStarts,
     tools: deps.tools ?? toToolEnvironment(DEFAULT_TOOL_SETTINGS, fetch),
     concurrency: deps.concurrency,
     headerSlots: deps.headerSlots,

@@ -96,7 +96,7 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
     const run = await callWithPermit(
       config,
       task,
-      { messages: state.messages, tools: next.offerTools ? tools : null, maxOutputTokens, responseFormat },
+      { turn: next.turn, messages: state.messages, tools: next.offerTools ? tools : null, maxOutputTokens, responseFormat },
       ctx.permits,
       (result) => {
         const record = toCallRecord(task.model, next.turn, result);

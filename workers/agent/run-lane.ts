@@ -9,6 +9,7 @@ import { backoffDelayMs } from "../../src/core/retry-policy.ts";
 import type { ClaimedTask, PullRequest, PullResponse, TaskPool, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
 import type { Ticket } from "../../src/core/ticket.ts";
 import type { CallJournal } from "./call-journal.ts";
+import type { CallStarts } from "./call-starts.ts";
 import type { PermitContext } from "./call-with-permit.ts";
 import { createHeaderGate } from "./header-gate.ts";
 import { runAgentTask } from "./run-agent-task.ts";
@@ -39,6 +40,8 @@ export interface LaneContext {
   /** Permits and the gateway; each lane adds its own header gate. */
   permits: Omit<PermitContext, "headerGate">;
   journal: CallJournal;
+  /** Notes each call in the room before it is sent (so no call can vanish from the bill). */
+  callStarts: CallStarts;
   tools: Omit<ToolEnvironment, "scratchpad">;
   /** Tasks one lane runs at once at most (AGENT_CONCURRENCY). */
   concurrency: number;
@@ -70,7 +73,7 @@ const PULL_BACKOFF = { baseMs: 200, capMs: 700 };
 export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reached: boolean }> {
   const room = ctx.rooms(ticket.swarm_id);
   const gate = createHeaderGate(ctx.headerSlots);
-  const permits: PermitContext = { ...ctx.permits, headerGate: gate };
+  const permits: PermitContext = { ...ctx.permits, headerGate: gate, noteStart: (start) => ctx.callStarts.note(ticket.swarm_id, start) };
   const timing = createTimingAverages();
   // This lane's name and pull number: a pull sent again after an error keeps its number until one
   // is answered, so the room can give a lost answer's tasks again instead of stranding them.

@@ -149,18 +149,21 @@ describe("agent loop: tools and checkpoints", () => {
     ]);
   });
 
-  it("a redelivered task whose consumer died mid-loop resumes from the journaled checkpoint once its lease ends", async () => {
+  it("a redelivered task whose consumer died mid-loop resumes from the journaled checkpoint once its lease ends; the lost call is billed as unknown", async () => {
     const swarm = await startSwarm([{ id: "t", prompt: "[mock:tool_turns=2] Use scratchpad_put, then answer." }], {
       tools: ["scratchpad"],
       // max_turns 3 × timeout 1 s + 1 s grace: the lease of the dead delivery ends after ~4 s.
       limits: { timeout_s: 1, max_turns: 3 },
     });
     let calls = 0;
-    // The run dies (throws) at turn 3: its outcome is never recorded; the lane reached the room, so
-    // its ticket is acked and the task's lease brings it back.
-    const first = await deliver(swarm.swarmId, (request, call) => {
+    // The run dies at turn 3, after the upstream served the call: its outcome is never recorded;
+    // the lane reached the room, so its ticket is acked and the task's lease brings it back.
+    const first = await deliver(swarm.swarmId, async (request, call) => {
       calls += 1;
-      if (request.messages.filter((m) => m.role === "tool").length === 2) throw new Error("isolate killed mid-loop");
+      if (request.messages.filter((m) => m.role === "tool").length === 2) {
+        await call();
+        throw new Error("isolate killed mid-loop");
+      }
       return call();
     });
     expect(first.explicitAcks).toHaveLength(1);
@@ -176,8 +179,14 @@ describe("agent loop: tools and checkpoints", () => {
     expect(seen).toEqual(["uatat"]);
     const [task] = await swarm.results();
     expect(task).toMatchObject({ state: "succeeded", attempts: 2 });
-    const rows = await ledgerRows(swarm.swarmId, 3);
-    expect(rows.map((r) => r.call_id.split(":").slice(2).join(":"))).toEqual(["1:1", "1:2", "2:3"]);
+    // Every call the upstream served is on the bill: the lost one as `unknown`, and its retry under a new call id.
+    const rows = await ledgerRows(swarm.swarmId, 4);
+    expect(rows.map((r) => [r.call_id.split(":").slice(2).join(":"), r.status])).toEqual([
+      ["1:1", "ok"],
+      ["1:2", "ok"],
+      ["1:3", "unknown"],
+      ["2:3", "ok"],
+    ]);
   });
 
   it.each([

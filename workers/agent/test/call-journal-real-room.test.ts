@@ -48,6 +48,7 @@ function countingRooms(failPullsFrom: number | null = null) {
     const stub = real(swarmId);
     const room: SwarmRoomRpc = {
       scratchpad: (request) => stub.scratchpad(request),
+      startCalls: (starts) => stub.startCalls(starts),
       async pull(request) {
         counts.pulls += 1;
         if (failPullsFrom !== null && counts.pulls >= failPullsFrom) throw new Error("Durable Object reset because its code was updated");

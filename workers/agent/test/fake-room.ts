@@ -8,6 +8,7 @@ import { LimitsSchema } from "../../../src/core/spec-schema.ts";
 import type {
   AgentCheckpoint,
   CallRecord,
+  CallStart,
   ClaimedTask,
   PullRequest,
   PullResponse,
@@ -186,6 +187,13 @@ export class FakeRoom implements SwarmRoomRpc {
     for (const task of this.tasks.values()) {
       if (task.state === "pending" || task.state === "retry_wait") this.end(task, "cancelled", "cancelled by request");
     }
+  }
+
+  /** Every call start the lanes noted, in order. */
+  readonly starts: CallStart[] = [];
+  async startCalls(starts: CallStart[]): Promise<void> {
+    this.events.push("startCalls");
+    this.starts.push(...structuredClone(starts));
   }
 
   async recordCalls(reports: CallReport[]): Promise<void> {

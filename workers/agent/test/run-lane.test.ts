@@ -40,7 +40,11 @@ async function startSwarm(taskCount: number, limits: Record<string, number> = {}
 }
 
 /** The real model client against the mock, each call `delayMs` late, seen (and maybe broken) by `wrap`. */
-function mockModel(delayMs = 0, wrap: (request: ModelRequest) => void = () => {}): ModelClient & { requests: ModelRequest[] } {
+function mockModel(
+  delayMs = 0,
+  wrap: (request: ModelRequest) => void = () => {},
+  afterServed: (request: ModelRequest) => void = () => {},
+): ModelClient & { requests: ModelRequest[] } {
   const real = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY });
   const requests: ModelRequest[] = [];
   return {
@@ -49,7 +53,9 @@ function mockModel(delayMs = 0, wrap: (request: ModelRequest) => void = () => {}
       requests.push(request);
       wrap(request);
       if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
-      return real.complete(request);
+      const result = await real.complete(request);
+      afterServed(request);
+      return result;
     },
   };
 }
@@ -84,6 +90,7 @@ function wrappedRooms(options: { failBefore?: (n: number, request: PullRequest) 
         return answer;
       },
       recordCalls: (reports) => stub.recordCalls(reports),
+      startCalls: (starts) => stub.startCalls(starts),
       scratchpad: (request) => stub.scratchpad(request),
       recordDeadTicket: (ticket) => stub.recordDeadTicket(ticket),
     };
@@ -181,12 +188,13 @@ describe("a consumer that dies mid-pull (real SwarmRoom)", () => {
     expect((await swarm.status()).state).toBe("completed");
   }, 60_000);
 
-  it("its runs throw after some grants: the lane goes on, what threw comes back after its lease and ends once", async () => {
+  it("its runs throw after some grants (the upstream served them): the lane goes on, what threw comes back after its lease and ends once, its lost calls billed", async () => {
     vi.spyOn(console, "error").mockImplementation(() => {});
+    vi.spyOn(console, "warn").mockImplementation(() => {});
     const swarm = await startSwarm(8, { timeout_s: 1 });
     const before = await mockStats();
     const broken = new Set(["task-003", "task-006"]);
-    const model = mockModel(0, (request) => {
+    const model = mockModel(0, undefined, (request) => {
       if (broken.has(taskOf(request))) throw new Error("isolate ran out of memory");
     });
     const first = tickets(swarm.swarmId, 1);
@@ -199,7 +207,16 @@ describe("a consumer that dies mid-pull (real SwarmRoom)", () => {
     broken.clear();
     await deliver(tickets(swarm.swarmId, 1), { gateway: directGateway(model), concurrency: 2 });
 
-    const rows = await expectEveryTaskOnce(swarm, before);
+    // Upstream calls = ledger rows: the two lost calls are there as `unknown`, their retries as new call ids.
+    const results = await swarm.results();
+    expect(results.map((r) => r.state)).toEqual(swarm.taskIds.map(() => "succeeded"));
+    const upstream = (await mockStats()).calls - before.calls;
+    const rows = await ledgerRows(swarm.swarmId, upstream);
+    expect(rows).toHaveLength(upstream);
+    expect(rows.filter((r) => r.status === "unknown").map((r) => [r.task_id, r.attempt])).toEqual([
+      ["task-003", 1],
+      ["task-006", 1],
+    ]);
     expect(
       rows
         .filter((r) => r.attempt === 2)

@@ -9,6 +9,7 @@ function status(state: SwarmState, succeeded: number, wall_s: number): SwarmStat
   return {
     id: "sw_aaaaaaaaaaaaaaaaaaaa",
     name: "s",
+    estimated_calls: 0,
     state,
     model: "mock-1",
     tasks: 2,
