@@ -196,15 +196,17 @@ describe("GATEWAY_CONFIG, UPSTREAM_KEYS and the price table", () => {
 });
 
 describe("readRoomSettings", () => {
-  it("reads unset settings as their defaults: 128 lane slots, the built-in prices, no gateway, no tenant caps, 30 s leases, 1 s flushes", () => {
+  it("reads unset settings as their defaults: 128 lane slots, the built-in prices, no gateway, no tenant caps, 10 s leases (30 s grace), 1 s flushes, 10 s ticket deadlines", () => {
     expect(readRoomSettings({})).toEqual({
       laneSlots: 128,
       prices: DEFAULT_PRICES,
       gateway: null,
       tenantBudgets: {},
+      leaseMs: 10_000,
       leaseGraceMs: 30_000,
       toolTurnLeaseMs: 30_000,
       flushMs: 1_000,
+      ticketPullDeadlineMs: 10_000,
     });
   });
 

@@ -12,6 +12,7 @@ const row = (overrides: Partial<UsageAggregateRow>): UsageAggregateRow => ({
   total_tokens: 350,
   missing_usage_calls: 1,
   unpriced_calls: 0,
+  estimated_calls: 0,
   cost_pico: 12_345_678,
   p50_latency_ms: 210,
   ...overrides,
@@ -39,7 +40,7 @@ describe("toUsageFigures", () => {
     ["usage but no price", { cost_pico: null, unpriced_calls: 3 }, { cost_usd: null, unpriced_calls: 3, prompt_tokens: 300 }],
     [
       "no calls (an empty range's totals)",
-      { key: null, calls: 0, errors: 0, p50_latency_ms: null, prompt_tokens: null, cost_pico: null, missing_usage_calls: 0 },
+      { key: null, calls: 0, errors: 0, p50_latency_ms: null, prompt_tokens: null, cost_pico: null, missing_usage_calls: 0, estimated_calls: 0 },
       { calls: 0, error_rate: null, p50_latency_ms: null, cost_usd: null },
     ],
   ])("%s", (_case, overrides, expected) => {

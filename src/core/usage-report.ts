@@ -15,6 +15,7 @@ export const UsageAggregateRowSchema = z.object({
   key: z.string().nullable(),
   calls: count,
   errors: count,
+  estimated_calls: count,
   prompt_tokens: count.nullable(),
   cached_tokens: count.nullable(),
   completion_tokens: count.nullable(),
@@ -45,6 +46,11 @@ export interface UsageFigures {
   missing_usage_calls: number;
   /** Calls with usage but no price for their model: in the token sums, not in the cost. */
   unpriced_calls: number;
+  /**
+   * Calls whose outcome died with their lane (ledger status `unknown`): in `calls`, and in the
+   * sums at their worst case (prompt estimate + max_tokens), so the sums are an upper bound.
+   */
+  estimated_calls: number;
 }
 
 export interface UsageReportRow extends UsageFigures {
@@ -77,6 +83,7 @@ export function toUsageFigures(row: UsageAggregateRow): UsageFigures {
     p50_latency_ms: row.calls === 0 ? null : row.p50_latency_ms,
     missing_usage_calls: row.missing_usage_calls,
     unpriced_calls: row.unpriced_calls,
+    estimated_calls: row.estimated_calls,
   };
 }
 

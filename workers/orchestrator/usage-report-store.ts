@@ -40,7 +40,8 @@ function toKeyExpression(groupBy: UsageGroupBy): string {
 // Costs are summed as integer picodollars: cost_usd holds costOfUsage's picodollar value / 1e12.
 const AGGREGATES = `
   COUNT(*) AS calls,
-  COALESCE(SUM(status <> 'ok'), 0) AS errors,
+  COALESCE(SUM(status = 'error'), 0) AS errors,
+  COALESCE(SUM(status = 'unknown'), 0) AS estimated_calls,
   SUM(prompt_tokens) AS prompt_tokens,
   SUM(cached_tokens) AS cached_tokens,
   SUM(completion_tokens) AS completion_tokens,

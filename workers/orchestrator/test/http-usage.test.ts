@@ -34,6 +34,7 @@ const Figures = {
   p50_latency_ms: z.number().nullable(),
   missing_usage_calls: z.number(),
   unpriced_calls: z.number(),
+  estimated_calls: z.number(),
 };
 const ReportSchema = z.strictObject({
   from: z.string(),
@@ -161,6 +162,7 @@ const ALPHA = {
   p50_latency_ms: 100,
   missing_usage_calls: 1,
   unpriced_calls: 0,
+  estimated_calls: 0,
 };
 const BETA = {
   key: "m-beta",
@@ -175,6 +177,7 @@ const BETA = {
   p50_latency_ms: 200,
   missing_usage_calls: 0,
   unpriced_calls: 1,
+  estimated_calls: 0,
 };
 const MARCH_TOTALS = {
   calls: 5,
@@ -188,6 +191,7 @@ const MARCH_TOTALS = {
   p50_latency_ms: 200,
   missing_usage_calls: 1,
   unpriced_calls: 1,
+  estimated_calls: 0,
 };
 
 // Ledger storage persists across the tests of this file: the March rows are seeded once.
@@ -224,6 +228,7 @@ describe("GET /v1/usage groups", () => {
         p50_latency_ms: 100,
         missing_usage_calls: 1,
         unpriced_calls: 0,
+        estimated_calls: 0,
       },
       {
         key: "2025-03-02",
@@ -238,6 +243,7 @@ describe("GET /v1/usage groups", () => {
         p50_latency_ms: 200,
         missing_usage_calls: 0,
         unpriced_calls: 1,
+        estimated_calls: 0,
       },
     ]);
     expect(report.totals).toEqual(MARCH_TOTALS);
@@ -259,6 +265,7 @@ describe("GET /v1/usage groups", () => {
         p50_latency_ms: 200,
         missing_usage_calls: 1,
         unpriced_calls: 0,
+        estimated_calls: 0,
       },
       {
         key: "sw_r2",
@@ -273,6 +280,7 @@ describe("GET /v1/usage groups", () => {
         p50_latency_ms: 50,
         missing_usage_calls: 0,
         unpriced_calls: 1,
+        estimated_calls: 0,
       },
     ]);
   });
@@ -315,6 +323,7 @@ describe("GET /v1/usage groups", () => {
         p50_latency_ms: 20,
         missing_usage_calls: 4,
         unpriced_calls: 0,
+        estimated_calls: 0,
       },
     ]);
   });
@@ -344,6 +353,7 @@ describe("GET /v1/usage groups", () => {
       p50_latency_ms: null,
       missing_usage_calls: 0,
       unpriced_calls: 0,
+      estimated_calls: 0,
     });
   });
 });
@@ -398,5 +408,25 @@ describe("GET /v1/usage range", () => {
     expect(error.code).toBe("invalid_request");
     expect(error.details.map((d) => d.path)).toEqual([path]);
     expect(error.details[0]?.message).toMatch(message);
+  });
+});
+
+describe("GET /v1/usage: calls whose outcome was lost", () => {
+  it("counts an `unknown` call in calls and its estimate in the sums, as estimated_calls, never as an error", async () => {
+    await seedLedger([
+      { call_id: "sw_lost:a:1:1", tenant: TENANT_V, swarm_id: "sw_lost", created_at: at("2025-06-01T10:00:00Z"), ...usage(10, 0, 5, 0), cost_usd: 0.1 },
+      {
+        call_id: "sw_lost:b:1:1",
+        tenant: TENANT_V,
+        swarm_id: "sw_lost",
+        status: "unknown",
+        created_at: at("2025-06-01T10:01:00Z"),
+        ...usage(40, 0, 100, 0),
+        cost_usd: 0.7,
+      },
+    ]);
+    const report = await readReport("?from=2025-06-01&to=2025-06-02&group_by=swarm", TOKEN_V);
+    expect(report.totals).toMatchObject({ calls: 2, estimated_calls: 1, error_rate: 0, prompt_tokens: 50, completion_tokens: 105 });
+    expect(report.rows).toEqual([expect.objectContaining({ key: "sw_lost", estimated_calls: 1 })]);
   });
 });
