@@ -20,6 +20,11 @@ function randomBase32(chars: number, random: (bytes: number) => Uint8Array): str
   const needed = Math.ceil((chars * 5) / 8);
   const bytes = random(needed);
   if (bytes.length < needed) throw new RangeError(`random(${needed}) returned only ${bytes.length} bytes`);
+  return toBase32(bytes, chars);
+}
+
+/** The first `chars` base32 characters of `bytes` (which must hold at least ⌈chars × 5 / 8⌉). */
+export function toBase32(bytes: Uint8Array, chars: number): string {
   let out = "";
   let buffer = 0;
   let bits = 0;
@@ -33,6 +38,11 @@ function randomBase32(chars: number, random: (bytes: number) => Uint8Array): str
     out += ALPHABET[(buffer >> bits) & 31] ?? "";
   }
   return out;
+}
+
+/** `sw_` + 20 base32 characters of `bytes` (a swarm id derived from a digest, not drawn at random). */
+export function toSwarmId(bytes: Uint8Array): string {
+  return SWARM_ID_PREFIX + toBase32(bytes, SWARM_ID_CHARS);
 }
 
 /** `sw_` + 20 base32 characters (100 random bits). */

@@ -10,5 +10,7 @@ export interface AppEnv {
     requestId: string;
     /** Set on /v1/* from `env` by the composition root, the only reader of `env`. */
     deps: OrchestratorDeps;
+    /** Set by `idempotent()` when the request carries an Idempotency-Key it claimed. */
+    idempotencyKey?: string;
   };
 }

@@ -7,6 +7,7 @@ import { newScheduleId, newSwarmId } from "../../src/core/ids.ts";
 import type { PriceTable } from "../../src/core/pricing.ts";
 import type { Result } from "../../src/core/result.ts";
 import { capOfTenant } from "../../src/core/tenant-budget.ts";
+import { createIdempotencyStore, type IdempotencyStore } from "./idempotency-store.ts";
 import { createScheduleStore, type ScheduleStore } from "./schedule-store.ts";
 import { createSwarmIndex, type SwarmIndex } from "./swarm-index.ts";
 import { createSwarmRooms, type SwarmRooms } from "./swarm-rooms.ts";
@@ -18,6 +19,8 @@ export interface OrchestratorDeps {
   swarmIndex: SwarmIndex;
   schedules: ScheduleStore;
   usageReports: UsageReportStore;
+  /** Idempotency-Key records (D1), per tenant, kept 24 h. */
+  idempotency: IdempotencyStore;
   /**
    * Model prices (defaults, MODEL_PRICES over them, the gateway's model prices over both). A bad MODEL_PRICES throws here, so only the
    * routes that price something answer 500 (cause in the log), not every route.
@@ -51,6 +54,7 @@ export function composeDeps(env: Env): OrchestratorDeps {
     swarmIndex: createSwarmIndex(env.LEDGER_DB),
     schedules: createScheduleStore(env.LEDGER_DB),
     usageReports: createUsageReportStore(env.LEDGER_DB),
+    idempotency: createIdempotencyStore(env.LEDGER_DB),
     priceTable: () => required(settings.prices),
     admission: (tenant) => ({
       gateway: required(settings.gateway),

@@ -9,10 +9,21 @@ import type { OrchestratorDeps } from "./composition.ts";
 
 export type StartSwarmDeps = Pick<OrchestratorDeps, "swarmRooms" | "newSwarmId" | "now" | "config" | "admission">;
 
-export async function startSwarm(deps: StartSwarmDeps, tenant: string, swarm: PlannedSwarm, origin: StartSwarmInput["origin"]): Promise<{ swarmId: string }> {
+/**
+ * `keyedId`: the id derived from the request's Idempotency-Key. A room that already exists under it
+ * was started by an earlier request with the key (concurrent, or one that died before answering):
+ * that swarm is the answer, and nothing starts twice.
+ */
+export async function startSwarm(
+  deps: StartSwarmDeps,
+  tenant: string,
+  swarm: PlannedSwarm,
+  origin: StartSwarmInput["origin"],
+  keyedId?: string,
+): Promise<{ swarmId: string }> {
   requireReachableTools(swarm, deps.config);
   requireAdmission(swarm, deps, tenant);
-  const swarmId = deps.newSwarmId();
+  const swarmId = keyedId ?? deps.newSwarmId();
   const { created, refused, code } = await deps.swarmRooms.start({ swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin });
   // The room refuses what it cannot honour: a tenant whose monthly budget is spent (402), and again
   // (should the settings differ) what admission refuses (400).
@@ -22,7 +33,7 @@ export async function startSwarm(deps: StartSwarmDeps, tenant: string, swarm: Pl
   }
   // 100 random bits make a collision practically impossible; if the room says otherwise, the id
   // source is broken, and that must be loud rather than hand the caller someone else's swarm.
-  if (!created) throw new Error(`SwarmRoom ${swarmId} already existed when it was started`);
+  if (!created && keyedId === undefined) throw new Error(`SwarmRoom ${swarmId} already existed when it was started`);
   return { swarmId };
 }
 

@@ -7,13 +7,14 @@ import { isScheduleId } from "../../../src/core/ids.ts";
 import { toSwarmSpec } from "../../../src/core/parse-swarm-spec.ts";
 import { parseScheduleInput } from "../../../src/core/schedule-schema.ts";
 import type { AppEnv } from "../app-env.ts";
+import { idempotent } from "../idempotency.ts";
 import { readJsonBody } from "../json-body.ts";
 import { requireAdmission, requireReachableTools } from "../start-swarm.ts";
 import { toScheduleView } from "../schedule-view.ts";
 import { toModelLabel } from "../../../src/core/route-model.ts";
 
 export const scheduleRoutes = new Hono<AppEnv>()
-  .post("/", async (c) => {
+  .post("/", idempotent(), async (c) => {
     const input = parseScheduleInput(await readJsonBody(c));
     if (!input.ok) throw new ApiError("invalid_spec", "the schedule is invalid", input.error);
     const { deps, tenant } = c.var;

@@ -10,6 +10,7 @@ import { parseEstimateRequest } from "../../../src/core/parse-estimate-request.t
 import { parseSwarmSpec } from "../../../src/core/parse-swarm-spec.ts";
 import type { AppEnv } from "../app-env.ts";
 import { parseCreateSwarmQuery } from "../create-swarm-query.ts";
+import { idempotent, toKeyedSwarmId } from "../idempotency.ts";
 import { readJsonBody } from "../json-body.ts";
 import { parseQuery } from "../parse-query.ts";
 import { startSwarm } from "../start-swarm.ts";
@@ -72,14 +73,16 @@ export const swarmRoutes = new Hono<AppEnv>()
     return c.json(estimateSwarm(request.value.swarm, c.var.deps.priceTable(), request.value.projection));
   })
 
-  .post("/", async (c) => {
+  .post("/", idempotent(), async (c) => {
     const query = parseCreateSwarmQuery(c);
     const swarm = parseSwarmSpec(await readJsonBody(c));
     if (!swarm.ok) throw new ApiError("invalid_spec", "the swarm spec is invalid", swarm.error);
     // A dry run prices the spec and starts nothing: no SwarmRoom, no index row, no queue message.
     if (query.dryRun) requireTasksToEstimate(swarm.value.spec.goal);
     if (query.dryRun) return c.json(estimateSwarm(swarm.value, c.var.deps.priceTable(), query.projection));
-    const { swarmId } = await startSwarm(c.var.deps, c.var.tenant, swarm.value, { kind: "api" });
+    const key = c.var.idempotencyKey;
+    const keyedId = key === undefined ? undefined : await toKeyedSwarmId(c.var.tenant, key);
+    const { swarmId } = await startSwarm(c.var.deps, c.var.tenant, swarm.value, { kind: "api" }, keyedId);
     const self = new URL(`/v1/swarms/${swarmId}`, c.req.url).href;
     c.header("Location", self);
     const state = swarm.value.spec.goal === undefined ? "running" : "planning";
