@@ -58,7 +58,13 @@ async function ledgerOf(persistTo: string, swarmId: string, calls: number): Prom
 }
 
 /** The invariants every case checks, from the swarm's end state, its ledger and the upstream's count. */
-function invariants(input: { status: SwarmStatusBody; results: Record<string, unknown>[]; rows: LedgerRow[]; upstreamCalls: number; inFlightAtFault: number | null }): {
+function invariants(input: {
+  status: SwarmStatusBody;
+  results: Record<string, unknown>[];
+  rows: LedgerRow[];
+  upstreamCalls: number;
+  inFlightAtFault: number | null;
+}): {
   checks: Check[];
   figures: [string, string][];
 } {
@@ -75,7 +81,14 @@ function invariants(input: { status: SwarmStatusBody; results: Record<string, un
   const unknown = rows.filter((r) => r.status === "unknown").length;
   const checks: Check[] = [
     { name: "every task terminal", ok: open === 0 && SWARM_ENDS.has(status.state), detail: `${open} open; swarm ${status.state}` },
-    { name: "ledger rows = upstream calls", ok: rows.length === upstreamCalls, detail: `${rows.length} rows, ${upstreamCalls} calls served (${unknown} of them estimated)` },
+    // Every served call is on the bill. The one thing the room cannot tell is whether a call noted
+    // an instant before the machine died left it: such a call is billed (as an estimate) too, so an
+    // extra row can only be an `unknown` one.
+    {
+      name: "ledger rows = upstream calls (an extra row only as an estimate)",
+      ok: rows.length >= upstreamCalls && rows.length - upstreamCalls <= unknown,
+      detail: `${rows.length} rows, ${upstreamCalls} calls served (${unknown} rows estimated)`,
+    },
     { name: "no finished turn paid twice", ok: paidTwice === 0, detail: `${paidTwice} turns with two ok calls` },
   ];
   if (input.inFlightAtFault !== null) {
@@ -195,8 +208,15 @@ async function killAndRestart(
         if (calledAgainAt === null && mock.stats().calls > callsAtRestart) calledAgainAt = Date.now();
       }, 50);
       let calledAgainAt: number | null = null;
-      if (options.cancelAfterRestart) await fetch(`${stack.url}/v1/swarms/${id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${stack.token}` } });
-      const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 300_000, pollMs: 100 }).finally(() => clearInterval(watch));
+      if (options.cancelAfterRestart)
+        await fetch(`${stack.url}/v1/swarms/${id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${stack.token}` } });
+      // A cancelled swarm is `cancelled` at once; its running tasks end when their lanes report, or
+      // (their lanes died with the machine) when their leases do: wait for that.
+      let status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 300_000, pollMs: 100 }).finally(() => clearInterval(watch));
+      for (let i = 0; status.counts.running + status.counts.queued > 0 && i < 600; i += 1) {
+        await sleep(100);
+        status = await getSwarm(stack.url, stack.token, id);
+      }
       const doneAt = Date.now();
       const movedAt: number | null = calledAgainAt;
       const results = await getAllResults(stack.url, stack.token, id);
@@ -206,7 +226,10 @@ async function killAndRestart(
       report.figures.push(
         ["killed after", `${succeededAtKill} tasks ok; ${cut} calls cut mid-answer, ≤ ${unrecorded} answered in the last ${UNRECORDED_WINDOW_MS} ms`],
         ["restart took (kill → API up)", `${((restartedAt - killedAt) / 1_000).toFixed(1)} s`],
-        ["stood still after restart (until the next call)", movedAt === null ? "no call after the restart" : `${((movedAt - restartedAt) / 1_000).toFixed(1)} s`],
+        [
+          "stood still after restart (until the next call)",
+          movedAt === null ? "no call after the restart" : `${((movedAt - restartedAt) / 1_000).toFixed(1)} s`,
+        ],
         ["finished after restart", `${sinceRestart.toFixed(1)} s`],
       );
       report.checks.push({ name: "completes within 30 s of the restart", ok: sinceRestart <= 30, detail: `${sinceRestart.toFixed(1)} s` });
@@ -266,7 +289,12 @@ async function runCase(name: CaseName): Promise<CaseReport> {
     case "kill-cancel":
       return killAndRestart(
         "kill-cancel",
-        { name: "faults: kill -9, restart, cancel", model: "mock-1", tasks: simpleTasks(600, "c", (i) => `task ${i}`), limits: { concurrency: 50, timeout_s: 30 } },
+        {
+          name: "faults: kill -9, restart, cancel",
+          model: "mock-1",
+          tasks: simpleTasks(600, "c", (i) => `task ${i}`),
+          limits: { concurrency: 50, timeout_s: 30 },
+        },
         { killAfterSucceeded: 150, cancelAfterRestart: true, latency: 200 },
       );
     case "planner":
