@@ -9,6 +9,8 @@ export interface ProcessUsage {
   cpuMs: number;
   /** Peak resident set size (VmHWM), in MB. */
   peakRssMb: number;
+  /** Resident set size now (VmRSS), in MB: what a leak makes grow. */
+  rssMb: number;
 }
 
 let ticksPerSecond: number | undefined;
@@ -44,9 +46,10 @@ function readStat(pid: number): Stat | undefined {
   return { comm: text.slice(open + 1, close), ppid: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) };
 }
 
-function peakRssMb(pid: number): number {
+/** A `Vm…:  N kB` line of /proc/<pid>/status, in MB (0 when unreadable). */
+function statusMb(pid: number, field: "VmHWM" | "VmRSS"): number {
   try {
-    const kb = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    const kb = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
     return kb === undefined ? 0 : Number(kb) / 1024;
   } catch {
     return 0;
@@ -79,6 +82,6 @@ export function usageOfDescendants(rootPid: number, name: string): ProcessUsage[
   const msPerTick = 1000 / clockTicks();
   return tree.flatMap((pid) => {
     const stat = stats.get(pid);
-    return stat?.comm === name ? [{ pid, cpuMs: stat.ticks * msPerTick, peakRssMb: peakRssMb(pid) }] : [];
+    return stat?.comm === name ? [{ pid, cpuMs: stat.ticks * msPerTick, peakRssMb: statusMb(pid, "VmHWM"), rssMb: statusMb(pid, "VmRSS") }] : [];
   });
 }
