@@ -213,7 +213,7 @@ describe("readRoomSettings", () => {
       LANE_SLOTS: "128",
       MODEL_PRICES: "",
       GATEWAY_CONFIG: JSON.stringify(multiVendor),
-      TENANT_BUDGETS: '{"tk_0123456789abcdef":{"max_usd_per_month":50},"*":{"max_tokens_per_month":1000000}}',
+      TENANT_BUDGETS: '{"tn_0123456789abcdef":{"max_usd_per_month":50},"*":{"max_tokens_per_month":1000000}}',
       LEASE_GRACE_S: "30",
       TOOL_TURN_LEASE_S: "0",
       LEDGER_FLUSH_MS: "50",
@@ -221,7 +221,7 @@ describe("readRoomSettings", () => {
     expect(settings).toMatchObject({ laneSlots: 128, leaseGraceMs: 30_000, toolTurnLeaseMs: 0, flushMs: 50 });
     expect(Object.keys(settings.gateway?.models ?? {})).toEqual(["gpt-4.1", "kimi-k2.5"]);
     expect(settings.prices["kimi-k2.5"]?.output).toBe(2.5);
-    expect(settings.tenantBudgets).toEqual({ tk_0123456789abcdef: { max_usd_per_month: 50 }, "*": { max_tokens_per_month: 1_000_000 } });
+    expect(settings.tenantBudgets).toEqual({ tn_0123456789abcdef: { max_usd_per_month: 50 }, "*": { max_tokens_per_month: 1_000_000 } });
   });
 
   it.each([
