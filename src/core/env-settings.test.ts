@@ -265,7 +265,7 @@ describe("readRoomSettings", () => {
 describe("readOrchestratorSettings", () => {
   it("reads the request settings, and the prices, gateway and tenant caps as results of their own", () => {
     const settings = readOrchestratorSettings({ MAX_BODY_BYTES: "8388608", API_TOKENS: " a, b ", ALLOW_PRIVATE_NETWORK: "false", WEBHOOK_SECRET: " whsec " });
-    expect(settings.config).toEqual({ maxBodyBytes: 8_388_608, apiTokens: ["a", "b"], allowPrivateNetwork: false, webhookSecret: "whsec" });
+    expect(settings.config).toEqual({ maxBodyBytes: 8_388_608, apiTokens: ["a", "b"], allowPrivateNetwork: false, webhookSecret: "whsec", apiKeyKind: "live" });
     expect(settings.prices).toEqual({ ok: true, value: DEFAULT_PRICES });
     expect(settings.gateway).toEqual({ ok: true, value: null });
     expect(settings.tenantBudgets).toEqual({ ok: true, value: {} });
@@ -284,6 +284,7 @@ describe("readOrchestratorSettings", () => {
     [{ MAX_BODY_BYTES: "0" }, 'MAX_BODY_BYTES must be an integer of at least 1, got "0"'],
     [{ MAX_BODY_BYTES: "1e6" }, 'MAX_BODY_BYTES must be an integer of at least 1, got "1e6"'],
     [{ MAX_BODY_BYTES: "10", ALLOW_PRIVATE_NETWORK: "yes" }, 'ALLOW_PRIVATE_NETWORK must be "true" or "false", got "yes"'],
+    [{ MAX_BODY_BYTES: "10", API_KEY_KIND: "test" }, 'API_KEY_KIND must be "live" or "local", got "test"'],
   ])("refuses %j", (env, fragment) => {
     expect(errorOf(() => readOrchestratorSettings(env))).toBe(`invalid orchestrator settings: ${fragment}`);
   });

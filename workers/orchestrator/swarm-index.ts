@@ -25,6 +25,8 @@ export interface SwarmPage {
 
 export interface SwarmIndex {
   listForTenant(tenant: string, page: { limit: number; after: SwarmListCursor | null }): Promise<SwarmPage>;
+  /** The tenant's swarms that have not ended (planning, running, reducing). */
+  countActive(tenant: string): Promise<number>;
 }
 
 const count = z.number().int().nonnegative();
@@ -76,6 +78,13 @@ function toSwarmSummary(row: SwarmRow): SwarmSummary {
 
 export function createSwarmIndex(db: D1Database): SwarmIndex {
   return {
+    async countActive(tenant) {
+      const row = await db
+        .prepare("SELECT COUNT(*) AS n FROM swarms WHERE tenant = ?1 AND state IN ('planning', 'running', 'reducing')")
+        .bind(tenant)
+        .first<{ n: number }>();
+      return row?.n ?? 0;
+    },
     async listForTenant(tenant, { limit, after }) {
       // One row past the page tells whether another page exists. Keyset pagination on
       // (created_at, id) follows the swarms_by_tenant index and stays stable while swarms are added.

@@ -12,7 +12,8 @@ import type { AppEnv } from "../app-env.ts";
 import { parseCreateSwarmQuery } from "../create-swarm-query.ts";
 import { readJsonBody } from "../json-body.ts";
 import { parseQuery } from "../parse-query.ts";
-import { startSwarm } from "../start-swarm.ts";
+import { recordRequestAudit } from "../audit-trail.ts";
+import { startSwarm, toSwarmOwner } from "../start-swarm.ts";
 import { streamSwarmEvents } from "../swarm-events.ts";
 import { parseSwarmListCursor, toSwarmListCursor } from "../swarm-list-cursor.ts";
 
@@ -79,7 +80,7 @@ export const swarmRoutes = new Hono<AppEnv>()
     // A dry run prices the spec and starts nothing: no SwarmRoom, no index row, no queue message.
     if (query.dryRun) requireTasksToEstimate(swarm.value.spec.goal);
     if (query.dryRun) return c.json(estimateSwarm(swarm.value, c.var.deps.priceTable(), query.projection));
-    const { swarmId } = await startSwarm(c.var.deps, c.var.tenant, swarm.value, { kind: "api" });
+    const { swarmId } = await startSwarm(c.var.deps, toSwarmOwner(c), swarm.value, { kind: "api" });
     const self = new URL(`/v1/swarms/${swarmId}`, c.req.url).href;
     c.header("Location", self);
     const state = swarm.value.spec.goal === undefined ? "running" : "planning";
@@ -127,6 +128,7 @@ export const swarmRoutes = new Hono<AppEnv>()
     if (!changed && status.state !== "cancelled") {
       throw new ApiError("conflict", `the swarm already ended (${status.state}); there is nothing to cancel`, [{ path: "state", message: status.state }]);
     }
+    if (changed) await recordRequestAudit(c, { action: "swarm.cancelled", targetId: status.id });
     return c.json(status);
   })
 
