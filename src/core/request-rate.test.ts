@@ -40,10 +40,28 @@ describe("takeRequest", () => {
   it("is refused by the emptiest limit and takes from none then", () => {
     const full: RateBucket = { tokens: 100, at: T0 };
     const empty: RateBucket = { tokens: 0, at: T0 };
-    const refused = takeRequest([{ bucket: full, rpm: 100 }, { bucket: empty, rpm: 6 }], T0);
+    const refused = takeRequest(
+      [
+        { bucket: full, rpm: 100 },
+        { bucket: empty, rpm: 6 },
+      ],
+      T0,
+    );
     expect(refused).toEqual({ admit: false, retryAfterS: 10 });
-    const admitted = takeRequest([{ bucket: full, rpm: 100 }, { bucket: { tokens: 3, at: T0 }, rpm: 6 }], T0);
-    expect(admitted).toEqual({ admit: true, buckets: [{ tokens: 99, at: T0 }, { tokens: 2, at: T0 }] });
+    const admitted = takeRequest(
+      [
+        { bucket: full, rpm: 100 },
+        { bucket: { tokens: 3, at: T0 }, rpm: 6 },
+      ],
+      T0,
+    );
+    expect(admitted).toEqual({
+      admit: true,
+      buckets: [
+        { tokens: 99, at: T0 },
+        { tokens: 2, at: T0 },
+      ],
+    });
   });
 
   it("never refills above rpm, and a clock that steps back refills nothing", () => {

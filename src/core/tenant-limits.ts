@@ -55,7 +55,10 @@ export function checkTenantLimits(spec: AdmittedSpec, taskCount: number | null, 
     if (taskCount !== null && taskCount > maxTasks) {
       problems.push({ path: "tasks", message: `the tenant allows at most ${maxTasks} tasks a swarm (max_tasks_per_swarm); this spec has ${taskCount}` });
     } else if (taskCount === null && PlannerSpecSchema.parse(spec.planner ?? {}).max_tasks > maxTasks) {
-      problems.push({ path: "planner.max_tasks", message: `the tenant allows at most ${maxTasks} tasks a swarm (max_tasks_per_swarm): set planner.max_tasks to ${maxTasks} or less` });
+      problems.push({
+        path: "planner.max_tasks",
+        message: `the tenant allows at most ${maxTasks} tasks a swarm (max_tasks_per_swarm): set planner.max_tasks to ${maxTasks} or less`,
+      });
     }
   }
   const allowed = limits.models;

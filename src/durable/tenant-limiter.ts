@@ -38,7 +38,12 @@ export class TenantLimiter extends DurableObject<unknown> {
     decision.buckets.forEach((bucket, i) => {
       const name = limits[i]?.name;
       if (name !== undefined) {
-        this.sql.exec("INSERT INTO buckets (name, tokens, at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET tokens = excluded.tokens, at = excluded.at", name, bucket.tokens, bucket.at);
+        this.sql.exec(
+          "INSERT INTO buckets (name, tokens, at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET tokens = excluded.tokens, at = excluded.at",
+          name,
+          bucket.tokens,
+          bucket.at,
+        );
       }
     });
     return { admitted: true };

@@ -16,7 +16,9 @@ export function requireScope() {
       const { scopes } = c.var.caller;
       if (required === null) throw new ApiError("forbidden", "this route has no scope assigned, so no key may use it");
       if (!grantsScope(scopes, required)) {
-        throw new ApiError("forbidden", `this route needs the ${required} scope; this API key has ${scopes.join(", ")}`, [{ path: "scopes", message: `needs ${required}` }]);
+        throw new ApiError("forbidden", `this route needs the ${required} scope; this API key has ${scopes.join(", ")}`, [
+          { path: "scopes", message: `needs ${required}` },
+        ]);
       }
     }
     await next();

@@ -21,14 +21,27 @@ export interface SwarmOwner {
   actor: AuditActor | null;
 }
 
-export async function startSwarm(deps: StartSwarmDeps, owner: SwarmOwner, swarm: PlannedSwarm, origin: StartSwarmInput["origin"]): Promise<{ swarmId: string }> {
+export async function startSwarm(
+  deps: StartSwarmDeps,
+  owner: SwarmOwner,
+  swarm: PlannedSwarm,
+  origin: StartSwarmInput["origin"],
+): Promise<{ swarmId: string }> {
   const { tenant, limits } = owner;
   requireReachableTools(swarm, deps.config);
   requireAdmission(swarm, deps, owner);
   await requireSwarmSlot(deps, owner);
   const swarmId = deps.newSwarmId();
   const tenantCap = deps.admission(tenant, limits).tenantCap;
-  const { created, refused, code } = await deps.swarmRooms.start({ swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin, tenantCap });
+  const { created, refused, code } = await deps.swarmRooms.start({
+    swarmId,
+    tenant,
+    spec: swarm.spec,
+    tasks: swarm.tasks,
+    createdAt: deps.now(),
+    origin,
+    tenantCap,
+  });
   // The room refuses what it cannot honour: a tenant whose monthly budget is spent (402), and again
   // (should the settings differ) what admission refuses (400).
   if (refused !== undefined && refused.length > 0) {

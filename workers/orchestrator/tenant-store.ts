@@ -64,7 +64,10 @@ export function createTenantStore(db: D1Database): TenantStore {
       return result.meta.changes > 0;
     },
     async spentSince(id, since) {
-      const row = await db.prepare("SELECT SUM(cost_usd) AS usd FROM ledger WHERE tenant = ?1 AND created_at >= ?2").bind(id, since).first<{ usd: number | null }>();
+      const row = await db
+        .prepare("SELECT SUM(cost_usd) AS usd FROM ledger WHERE tenant = ?1 AND created_at >= ?2")
+        .bind(id, since)
+        .first<{ usd: number | null }>();
       return row?.usd ?? 0;
     },
     async delete(id, at) {

@@ -32,7 +32,12 @@ export const keyRoutes = new Hono<AppEnv>()
       revokedAt: null,
     };
     await deps.keys.insert(record, await hashApiKey(key));
-    await recordRequestAudit(c, { action: "key.created", targetId: record.id, tenantId: tenant.id, details: { name: record.name, scopes: record.scopes, prefix } });
+    await recordRequestAudit(c, {
+      action: "key.created",
+      targetId: record.id,
+      tenantId: tenant.id,
+      details: { name: record.name, scopes: record.scopes, prefix },
+    });
     c.header("Cache-Control", "no-store");
     return c.json({ ...toKeyView(record), key }, 201);
   })

@@ -20,7 +20,12 @@ export const tenantRoutes = new Hono<AppEnv>()
     const now = deps.now();
     const tenant = { id: deps.newTenantId(), name: input.value.name, limits: input.value.limits, createdAt: now, updatedAt: now };
     await deps.tenants.insert(tenant);
-    await recordRequestAudit(c, { action: "tenant.created", targetId: tenant.id, tenantId: tenant.id, details: { name: tenant.name, limits: Object.keys(tenant.limits) } });
+    await recordRequestAudit(c, {
+      action: "tenant.created",
+      targetId: tenant.id,
+      tenantId: tenant.id,
+      details: { name: tenant.name, limits: Object.keys(tenant.limits) },
+    });
     return c.json(toTenantView(tenant), 201);
   })
 
