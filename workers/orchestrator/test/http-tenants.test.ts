@@ -116,7 +116,7 @@ describe("scopes", () => {
     expect(await readErrorBody(refused)).toMatchObject({ code: "forbidden", message: expect.stringContaining("needs the run scope") });
     expect((await callApi("/v1/swarms", { token: reader.key })).status).toBe(200);
     expect((await callApi("/v1/schedules", { token: reader.key, json: { name: "x", cron: "0 * * * *", spec: validSpec() } })).status).toBe(403);
-    expect((await callApi("/v1/swarms/estimate", { token: reader.key, json: { swarm: validSpec() } })).status).toBe(403);
+    expect((await callApi("/v1/swarms/estimate", { token: reader.key, json: validSpec() })).status).toBe(403);
 
     const runner = await createKey(reader.tenantId, { scopes: ["run"] });
     expect((await startSwarm(runner.key)).status).toBe(202);
