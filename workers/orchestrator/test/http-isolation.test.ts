@@ -129,7 +129,9 @@ describe("tenant isolation on every route", () => {
     const schedules = await (await callApi("/v1/schedules", { token: adminKey })).text();
     expect(schedules).toContain(a.scheduleId);
     expect((await callApi("/v1/me", { token: a.key })).status).toBe(200);
-    const tenant = z.object({ limits: z.record(z.string(), z.unknown()) }).parse(await (await callApi(`/v1/tenants/${a.tenantId}`, { token: adminKey })).json());
+    const tenant = z
+      .object({ limits: z.record(z.string(), z.unknown()) })
+      .parse(await (await callApi(`/v1/tenants/${a.tenantId}`, { token: adminKey })).json());
     expect(tenant.limits).toEqual({});
     const usage = await (await callApi("/v1/usage?from=2001-01-01&to=2001-02-01&group_by=swarm", { token: adminKey })).text();
     expect(usage).toContain(a.swarmId);
