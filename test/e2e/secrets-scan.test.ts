@@ -117,7 +117,10 @@ describe("secrets stay secret", () => {
         },
       ],
       http_allowlist: [mockHost],
-      tasks: ["auth.py", "db.py", "session.ts"].map((f) => ({ id: f, prompt: `Review http://${mockHost}/fixtures/src/${f}: use http_fetch, then lint, then scratchpad_put.` })),
+      tasks: ["auth.py", "db.py", "session.ts"].map((f) => ({
+        id: f,
+        prompt: `Review http://${mockHost}/fixtures/src/${f}: use http_fetch, then lint, then scratchpad_put.`,
+      })),
       limits: { concurrency: 4, max_output_tokens: 256, timeout_s: 30, max_turns: 6, max_attempts: 4 },
     };
     expect((await runSwarm(stack.token, tools)).state).toBe("completed");
