@@ -26,8 +26,7 @@ CREATE TABLE api_keys (
   expires_at        INTEGER,                     -- NULL = never
   created_at        INTEGER NOT NULL,
   rotated_at        INTEGER,
-  revoked_at        INTEGER,                     -- NULL = live; a revoked key is refused on the next request
-  last_used_at      INTEGER
+  revoked_at        INTEGER                      -- NULL = live; a revoked key is refused on the next request
 );
 CREATE UNIQUE INDEX api_keys_by_prefix ON api_keys (prefix);
 CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, created_at DESC);

@@ -30,7 +30,11 @@ async function call(method: string, urlPath: string, options: { token?: string; 
     body: options.json === undefined ? undefined : JSON.stringify(options.json),
   });
   const text = await response.text();
-  transcript.push({ label: `${method} ${urlPath} → ${response.status}`, text: `${JSON.stringify([...response.headers])}\n${text}` });
+  const headers: string[] = [];
+  response.headers.forEach((value, name) => {
+    headers.push(`${name}: ${value}`);
+  });
+  transcript.push({ label: `${method} ${urlPath} → ${response.status}`, text: `${headers.join("\n")}\n\n${text}` });
   let body: unknown = null;
   try {
     body = JSON.parse(text);

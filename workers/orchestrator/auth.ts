@@ -69,3 +69,15 @@ export function bearerAuth() {
     await next();
   });
 }
+
+/**
+ * Whether the caller's key still opens the API (not revoked or expired, its tenant not deleted):
+ * asked again by long-lived answers (the event stream) so a revoke ends them too. An API_TOKENS
+ * token lives as long as the secret, which a running isolate cannot see change: always true.
+ */
+export async function isCallerStillValid(deps: Pick<OrchestratorDeps, "keys" | "tenants" | "now">, caller: Caller): Promise<boolean> {
+  if (caller.keyId.startsWith("key_env_")) return true;
+  const key = await deps.keys.get(caller.keyId);
+  if (key === null || key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt <= deps.now())) return false;
+  return (await deps.tenants.get(key.tenantId)) !== null;
+}

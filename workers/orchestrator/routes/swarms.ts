@@ -13,6 +13,7 @@ import { parseCreateSwarmQuery } from "../create-swarm-query.ts";
 import { readJsonBody } from "../json-body.ts";
 import { parseQuery } from "../parse-query.ts";
 import { recordRequestAudit } from "../audit-trail.ts";
+import { isCallerStillValid } from "../auth.ts";
 import { startSwarm, toSwarmOwner } from "../start-swarm.ts";
 import { streamSwarmEvents } from "../swarm-events.ts";
 import { parseSwarmListCursor, toSwarmListCursor } from "../swarm-list-cursor.ts";
@@ -139,6 +140,8 @@ export const swarmRoutes = new Hono<AppEnv>()
     // Read once before streaming so an unknown swarm is a plain 404, not an empty stream.
     const first = await swarmRooms.getStatus(id, tenant);
     if (first === null) throw swarmNotFound();
-    const requestId = c.var.requestId;
-    return streamSSE(c, (stream) => streamSwarmEvents(stream, { first, poll: () => swarmRooms.getStatus(id, tenant), requestId }));
+    const { requestId, caller, deps } = c.var;
+    // Each poll asks again whether the key still opens the API: a revoked key's stream ends.
+    const poll = async () => ((await isCallerStillValid(deps, caller)) ? swarmRooms.getStatus(id, tenant) : null);
+    return streamSSE(c, (stream) => streamSwarmEvents(stream, { first, poll, requestId }));
   });

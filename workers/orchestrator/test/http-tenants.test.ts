@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { callApi, createKey, createTenantKey, TOKEN_A, validSpec } from "./call-api.ts";
 import { readErrorBody } from "./error-body.ts";
+import { seedLedger } from "./seed-ledger.ts";
 
 const TenantSchema = z.strictObject({
   id: z.string().regex(/^tn_[a-z2-7]{16}$/),
@@ -145,6 +146,27 @@ describe("revoke, rotate and expiry take effect on the very next request", () =>
     // Revoking again changes nothing; rotating a revoked key is a conflict.
     expect((await callApi(`/v1/keys/${key.keyId}`, { method: "DELETE" })).status).toBe(204);
     expect((await callApi(`/v1/keys/${key.keyId}/rotate`, { method: "POST" })).status).toBe(409);
+  });
+
+  it("a revoked key's open event stream ends at its next poll, without `done`", async () => {
+    const key = await createTenantKey({ name: "streaming", scopes: ["run"] });
+    const started = await startSwarm(key.key);
+    const { id } = z.object({ id: z.string() }).parse(await started.json());
+    const stream = await callApi(`/v1/swarms/${id}/events`, { token: key.key });
+    expect(stream.status).toBe(200);
+    const reader = stream.body?.getReader();
+    if (reader === undefined) throw new Error("no body");
+    const decoder = new TextDecoder();
+    const first = await reader.read();
+    expect(decoder.decode(first.value)).toContain("event: status");
+    expect((await callApi(`/v1/keys/${key.keyId}`, { method: "DELETE" })).status).toBe(204);
+    let rest = "";
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      rest += decoder.decode(chunk.value);
+    }
+    expect(rest).not.toContain("event: done");
   });
 
   it("rotation gives a new secret under the same id; the old one is refused at once", async () => {
@@ -334,5 +356,21 @@ describe("the audit trail", () => {
     const operator = AuditSchema.parse(await (await callApi(`/v1/audit?tenant_id=${admin.tenantId}`)).json());
     expect(operator.events.map((e) => e.id)).toEqual(audit.events.map((e) => e.id));
     expect((await callApi("/v1/audit?tenant_id=tn_default", { token: admin.key })).status).toBe(404);
+  });
+});
+
+describe("usage across tenants", () => {
+  it("the operator reads any tenant's usage with tenant_id; nobody else reads another tenant's", async () => {
+    const team = await createTenantKey({ name: "usage team", scopes: ["admin"] });
+    const other = await createTenantKey({ name: "usage other", scopes: ["admin"] });
+    await seedLedger([{ call_id: "sw_usageteam:t:1:1", swarm_id: "sw_usageteam", tenant: team.tenantId, created_at: Date.UTC(2001, 0, 10), cost_usd: 0.25 }]);
+    const query = "/v1/usage?from=2001-01-01&to=2001-02-01&group_by=swarm";
+    const operator = await (await callApi(`${query}&tenant_id=${team.tenantId}`)).json();
+    expect(operator).toMatchObject({ rows: [{ key: "sw_usageteam" }] });
+    expect(await (await callApi(query, { token: team.key })).json()).toEqual(operator);
+    expect((await callApi(`${query}&tenant_id=${team.tenantId}`, { token: other.key })).status).toBe(404);
+    const reader = await createKey("tn_default", { scopes: ["read"] });
+    expect((await callApi(`${query}&tenant_id=${team.tenantId}`, { token: reader.key })).status).toBe(404);
+    expect((await callApi(`${query}&tenant_id=nonsense`)).status).toBe(404);
   });
 });
