@@ -51,12 +51,18 @@ export async function startSwarm(
   // 100 random bits make a collision practically impossible; if the room says otherwise, the id
   // source is broken, and that must be loud rather than hand the caller someone else's swarm.
   if (!created) throw new Error(`SwarmRoom ${swarmId} already existed when it was started`);
-  await recordAuditEvent(deps, owner.actor, {
-    tenantId: tenant,
-    action: "swarm.started",
-    targetId: swarmId,
-    details: { origin: origin.kind === "api" ? "api" : `schedule:${origin.scheduleId}`, tasks: swarm.tasks.length },
-  });
+  // The swarm runs whatever happens next: a failed audit write must not answer 500 for a started
+  // swarm (the client would start it again); it is logged, with the request id, for the operator.
+  try {
+    await recordAuditEvent(deps, owner.actor, {
+      tenantId: tenant,
+      action: "swarm.started",
+      targetId: swarmId,
+      details: { origin: origin.kind === "api" ? "api" : `schedule:${origin.scheduleId}`, tasks: swarm.tasks.length },
+    });
+  } catch (error) {
+    console.error(`[${owner.actor?.requestId ?? "cron"}] audit write of swarm.started ${swarmId} failed`, error);
+  }
   return { swarmId };
 }
 
