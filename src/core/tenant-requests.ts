@@ -12,7 +12,7 @@ const NameSchema = z
   .trim()
   .min(1, "must not be empty")
   .max(100)
-  .regex(/^[^\p{Cc}]+$/u, "must not contain control characters");
+  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
 
 const TenantIdSchema = z.string().regex(/^tn_[a-z0-9]{1,40}$/, "not a tenant id (tn_…)");
 

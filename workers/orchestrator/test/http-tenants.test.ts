@@ -5,6 +5,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { createApp } from "../app.ts";
 import { callApi, createKey, createTenantKey, TOKEN_A, validSpec } from "./call-api.ts";
 import { readErrorBody } from "./error-body.ts";
 import { seedLedger } from "./seed-ledger.ts";
@@ -123,6 +124,14 @@ describe("scopes", () => {
     expect((await startSwarm(runner.key)).status).toBe(202);
     expect((await callApi("/v1/keys", { token: runner.key })).status).toBe(403);
     expect((await callApi("/v1/audit", { token: runner.key })).status).toBe(403);
+  });
+
+  it("refuses a /v1 route that has no row in the scope table (fail closed), even to the operator", async () => {
+    const app = createApp();
+    app.get("/v1/unlisted", (c) => c.json({ open: true }));
+    const response = await app.request("/v1/unlisted", { headers: { authorization: `Bearer ${TOKEN_A}` } }, env);
+    expect(response.status).toBe(403);
+    expect((await readErrorBody(response)).message).toBe("this route has no scope assigned, so no key may use it");
   });
 
   it("refuses bad scopes at creation", async () => {
