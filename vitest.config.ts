@@ -28,7 +28,9 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               bindings: {
-                API_TOKENS: "test-token-a,test-token-b,test-token-capped",
+                // Admin keys of the default tenant; tests create other tenants and keys through the API.
+                API_TOKENS: "test-token-a,test-token-b",
+                API_KEY_KIND: "local",
                 WEBHOOK_SECRET: WEBHOOK_TEST_SECRET,
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),
@@ -43,9 +45,9 @@ export default defineConfig({
                     "mock-economy": { upstream: "default", tier: "economy", price: { input: 0.01, cached_input: 0.001, output: 0.04 } },
                   },
                 }),
-                // One capped tenant for the monthly-budget tests; every other tenant is uncapped.
-                // tk_c45359ffd2dc0b5a is the tenant of "test-token-capped".
-                TENANT_BUDGETS: JSON.stringify({ tk_0000000000c0ffee: { max_usd_per_month: 0.0001 }, tk_c45359ffd2dc0b5a: { max_usd_per_month: 0.000001 } }),
+                // One capped tenant for the SwarmRoom's monthly-budget tests; every other tenant is
+                // uncapped here (the HTTP tests cap theirs with the tenant's monthly_usd limit).
+                TENANT_BUDGETS: JSON.stringify({ tn_0000000000c0ffee: { max_usd_per_month: 0.0001 } }),
               },
               // Dispatched packets go to a queue nobody consumes: these tests drive the agent side by hand.
               queueProducers: { TASK_QUEUE: "orchestrator-test-dispatch", LONG_TASK_QUEUE: "orchestrator-test-dispatch-long" },

@@ -8,7 +8,7 @@ import path from "node:path";
 import { z } from "zod";
 import { startMockModel, type MockModelHandle, type MockModelOptions } from "../../dev/mock-model/server.ts";
 import { deriveWebhookKey } from "../../src/core/webhook-signature.ts";
-import { toTenantId } from "../../src/core/tenant-id.ts";
+import { DEFAULT_TENANT_ID } from "../../src/core/ids.ts";
 import { WRANGLER_OFFLINE_ENV } from "./wrangler-env.ts";
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
@@ -173,8 +173,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const realUpstream = Boolean(options.modelBaseUrl);
   const webhookSecret = options.webhookSecret ?? `whsec_local_${randomBytes(18).toString("base64url")}`;
   // The agent signs webhook calls with the tenant's key (derived from WEBHOOK_SECRET): the mock's
-  // /tools/lint verifies with the key of the stack's one token.
-  const webhookKey = await deriveWebhookKey(webhookSecret, await toTenantId(options.apiToken));
+  // /tools/lint verifies with the key of the default tenant, whose admin key the stack's token is.
+  const webhookKey = await deriveWebhookKey(webhookSecret, DEFAULT_TENANT_ID);
   const ownMock = !realUpstream && options.mockHandle === undefined;
   const mock = realUpstream ? null : (options.mockHandle ?? (await startMockModel({ port: 0, webhookSecret: webhookKey, ...options.mock })));
   const modelBaseUrl = realUpstream ? String(options.modelBaseUrl) : `${mock?.url}/v1`;
@@ -212,6 +212,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       UPSTREAM_KEYS: JSON.stringify(options.upstreamKeys ?? {}),
       WEBHOOK_SECRET: webhookSecret,
       ALLOW_PRIVATE_NETWORK: options.allowPrivateNetwork ? "true" : "false",
+      // Keys the local stack mints say so: es_local_… (wrangler.toml's default is live).
+      API_KEY_KIND: "local",
       // Declared vars are overridden from the environment in both Workers (secrets are declared).
       ...(options.gatewayConfig ? { GATEWAY_CONFIG: options.gatewayConfig.replaceAll("{{MOCK_URL}}", modelBaseUrl) } : {}),
       ...agentVars,

@@ -59,7 +59,8 @@ export function admitSwarm(spec: AdmittedSpec, context: AdmissionContext): Resul
 }
 
 /** Every model the spec names, at the path where it names it. */
-function namedModels(spec: AdmittedSpec): { path: string; model: string }[] {
+/** Every model a spec names, with the field that names it (the one a 400 points at). */
+export function namedModels(spec: AdmittedSpec): { path: string; model: string }[] {
   return [
     ...(typeof spec.model === "string" ? [{ path: "model", model: spec.model }] : spec.model.map((m, i) => ({ path: `model.${i}.model`, model: m.model }))),
     ...(spec.fallback ?? []).map((model, i) => ({ path: `fallback.${i}`, model })),

@@ -215,7 +215,7 @@ describe("readRoomSettings", () => {
       LANE_SLOTS: "128",
       MODEL_PRICES: "",
       GATEWAY_CONFIG: JSON.stringify(multiVendor),
-      TENANT_BUDGETS: '{"tk_0123456789abcdef":{"max_usd_per_month":50},"*":{"max_tokens_per_month":1000000}}',
+      TENANT_BUDGETS: '{"tn_0123456789abcdef":{"max_usd_per_month":50},"*":{"max_tokens_per_month":1000000}}',
       LEASE_GRACE_S: "30",
       TOOL_TURN_LEASE_S: "0",
       LEDGER_FLUSH_MS: "50",
@@ -223,7 +223,7 @@ describe("readRoomSettings", () => {
     expect(settings).toMatchObject({ laneSlots: 128, leaseGraceMs: 30_000, toolTurnLeaseMs: 0, flushMs: 50 });
     expect(Object.keys(settings.gateway?.models ?? {})).toEqual(["gpt-4.1", "kimi-k2.5"]);
     expect(settings.prices["kimi-k2.5"]?.output).toBe(2.5);
-    expect(settings.tenantBudgets).toEqual({ tk_0123456789abcdef: { max_usd_per_month: 50 }, "*": { max_tokens_per_month: 1_000_000 } });
+    expect(settings.tenantBudgets).toEqual({ tn_0123456789abcdef: { max_usd_per_month: 50 }, "*": { max_tokens_per_month: 1_000_000 } });
   });
 
   it.each([
@@ -267,7 +267,7 @@ describe("readRoomSettings", () => {
 describe("readOrchestratorSettings", () => {
   it("reads the request settings, and the prices, gateway and tenant caps as results of their own", () => {
     const settings = readOrchestratorSettings({ MAX_BODY_BYTES: "8388608", API_TOKENS: " a, b ", ALLOW_PRIVATE_NETWORK: "false", WEBHOOK_SECRET: " whsec " });
-    expect(settings.config).toEqual({ maxBodyBytes: 8_388_608, apiTokens: ["a", "b"], allowPrivateNetwork: false, webhookSecret: "whsec" });
+    expect(settings.config).toEqual({ maxBodyBytes: 8_388_608, apiTokens: ["a", "b"], allowPrivateNetwork: false, webhookSecret: "whsec", apiKeyKind: "live" });
     expect(settings.prices).toEqual({ ok: true, value: DEFAULT_PRICES });
     expect(settings.gateway).toEqual({ ok: true, value: null });
     expect(settings.tenantBudgets).toEqual({ ok: true, value: {} });
@@ -286,6 +286,7 @@ describe("readOrchestratorSettings", () => {
     [{ MAX_BODY_BYTES: "0" }, 'MAX_BODY_BYTES must be an integer of at least 1, got "0"'],
     [{ MAX_BODY_BYTES: "1e6" }, 'MAX_BODY_BYTES must be an integer of at least 1, got "1e6"'],
     [{ MAX_BODY_BYTES: "10", ALLOW_PRIVATE_NETWORK: "yes" }, 'ALLOW_PRIVATE_NETWORK must be "true" or "false", got "yes"'],
+    [{ MAX_BODY_BYTES: "10", API_KEY_KIND: "test" }, 'API_KEY_KIND must be "live" or "local", got "test"'],
   ])("refuses %j", (env, fragment) => {
     expect(errorOf(() => readOrchestratorSettings(env))).toBe(`invalid orchestrator settings: ${fragment}`);
   });

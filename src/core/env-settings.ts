@@ -8,6 +8,7 @@
 // request or batch with the cause in the log. The orchestrator's prices, gateway and tenant budgets
 // stay Results, so that only the routes that need them fail.
 import type { z } from "zod";
+import { API_KEY_KINDS, type ApiKeyKind } from "./api-key.ts";
 import { toIssuePath } from "./errors.ts";
 import { GatewayConfigSchema, UpstreamKeysSchema, withGatewayPrices, type GatewayConfig } from "./gateway-config.ts";
 import { parsePriceTable, type PriceTable } from "./pricing.ts";
@@ -158,6 +159,14 @@ function readTenantBudgets(env: SettingsEnv<"TENANT_BUDGETS">): Result<TenantBud
   return readJsonSetting(env, "TENANT_BUDGETS", TenantBudgetsSchema, { blank: {} });
 }
 
+/** API_KEY_KIND: "live" (the default) or "local". */
+function readApiKeyKind(env: SettingsEnv<"API_KEY_KIND">): Result<ApiKeyKind, string> {
+  const raw = (env.API_KEY_KIND ?? "").trim();
+  if (raw === "") return ok("live");
+  const kind = API_KEY_KINDS.find((k) => k === raw);
+  return kind === undefined ? err(`API_KEY_KIND must be "live" or "local", got ${JSON.stringify(raw)}`) : ok(kind);
+}
+
 /** Throws once, naming every refused setting (each once: a bad GATEWAY_CONFIG also fails the prices). */
 function requireSettings(consumer: string, results: readonly Result<unknown, string>[]): void {
   const problems = [...new Set(results.flatMap((result) => (result.ok ? [] : [result.error])))];
@@ -232,7 +241,8 @@ export type OrchestratorSettingName =
   | "WEBHOOK_SECRET"
   | "MODEL_PRICES"
   | "GATEWAY_CONFIG"
-  | "TENANT_BUDGETS";
+  | "TENANT_BUDGETS"
+  | "API_KEY_KIND";
 
 export interface OrchestratorConfig {
   /** Largest request body accepted on /v1/*, in bytes. */
@@ -243,6 +253,8 @@ export interface OrchestratorConfig {
   allowPrivateNetwork: boolean;
   /** WEBHOOK_SECRET, from which each tenant's webhook signing key is derived; null when unset. */
   webhookSecret: string | null;
+  /** What new tenant API keys start with: `es_live_` (production) or `es_local_` (API_KEY_KIND). */
+  apiKeyKind: ApiKeyKind;
 }
 
 export interface OrchestratorSettings {
@@ -258,13 +270,15 @@ export interface OrchestratorSettings {
 export function readOrchestratorSettings(env: SettingsEnv<OrchestratorSettingName>): OrchestratorSettings {
   const maxBodyBytes = readIntSetting(env, "MAX_BODY_BYTES", { min: 1 });
   const allowPrivateNetwork = readBooleanSetting(env, "ALLOW_PRIVATE_NETWORK", { fallback: false });
-  requireSettings("orchestrator", [maxBodyBytes, allowPrivateNetwork]);
+  const apiKeyKind = readApiKeyKind(env);
+  requireSettings("orchestrator", [maxBodyBytes, allowPrivateNetwork, apiKeyKind]);
   return {
     config: {
       maxBodyBytes: passedValue(maxBodyBytes),
       apiTokens: readListSetting(env, "API_TOKENS"),
       allowPrivateNetwork: passedValue(allowPrivateNetwork),
       webhookSecret: readSecretSetting(env, "WEBHOOK_SECRET"),
+      apiKeyKind: passedValue(apiKeyKind),
     },
     prices: parseEffectivePrices(env.MODEL_PRICES, env.GATEWAY_CONFIG),
     gateway: readServedModels(env),

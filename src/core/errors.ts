@@ -54,11 +54,14 @@ export function toHttpStatus(code: ApiErrorCode): 400 | 401 | 402 | 403 | 404 | 
 export class ApiError extends Error {
   readonly code: ApiErrorCode;
   readonly details: ErrorDetail[];
-  constructor(code: ApiErrorCode, message: string, details: ErrorDetail[] = []) {
+  /** For `rate_limited`: whole seconds until a retry can succeed, sent as `Retry-After`. */
+  readonly retryAfterS: number | undefined;
+  constructor(code: ApiErrorCode, message: string, details: ErrorDetail[] = [], options: { retryAfterS?: number } = {}) {
     super(message);
     this.name = "ApiError";
     this.code = code;
     this.details = details;
+    this.retryAfterS = options.retryAfterS;
   }
 }
 

@@ -67,3 +67,32 @@ export function isSwarmId(s: string): boolean {
 export function isScheduleId(s: string): boolean {
   return SCHEDULE_ID_PATTERN.test(s);
 }
+
+const TENANT_ID_PATTERN = /^tn_[a-z0-9]{1,40}$/;
+const KEY_ID_PATTERN = /^key_[a-z2-7]{16}$/;
+
+/** The tenant the API_TOKENS secret's tokens belong to (and the only one before tenants existed). */
+export const DEFAULT_TENANT_ID = "tn_default";
+
+/** `tn_` + 16 base32 characters (80 random bits). */
+export function newTenantId(random: (bytes: number) => Uint8Array): string {
+  return `tn_${randomBase32(16, random)}`;
+}
+
+/** `key_` + 16 base32 characters (80 random bits). Public: it names a key, it does not open anything. */
+export function newKeyId(random: (bytes: number) => Uint8Array): string {
+  return `key_${randomBase32(16, random)}`;
+}
+
+/** `aud_` + the epoch ms in 12 hex digits + 8 base32 characters, so ids sort by time. */
+export function newAuditId(epochMs: number, random: (bytes: number) => Uint8Array): string {
+  return `aud_${Math.max(0, Math.floor(epochMs)).toString(16).padStart(12, "0")}${randomBase32(8, random)}`;
+}
+
+export function isTenantId(s: string): boolean {
+  return TENANT_ID_PATTERN.test(s);
+}
+
+export function isKeyId(s: string): boolean {
+  return KEY_ID_PATTERN.test(s);
+}

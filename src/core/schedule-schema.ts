@@ -8,7 +8,12 @@ import { err, ok, type Result } from "./result.ts";
 
 export const ScheduleInputSchema = z.strictObject({
   name: z.string().min(1).max(100),
-  cron: z.string().min(1).max(200),
+  // Printable ASCII only: JavaScript's \s would otherwise let a no-break space pass as a field separator.
+  cron: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(/^[\x20-\x7e]*$/, "a cron expression is printable ASCII"),
   // Checked by parseSwarmSpec, so its issues read exactly as those of POST /v1/swarms.
   spec: z.unknown(),
   enabled: z.boolean().default(true),

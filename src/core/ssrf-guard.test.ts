@@ -166,3 +166,47 @@ describe("checkWebhookTarget", () => {
     if (!check.ok) expect(check.reason).toContain(reason);
   });
 });
+
+// ALLOW_PRIVATE_NETWORK=true admits loopback and private ranges for local tools, never link-local or
+// cloud metadata: the same table for http_fetch (the host allowlisted, as a user might) and webhooks.
+describe("with private targets allowed, link-local and metadata targets are still refused", () => {
+  it.each([
+    ["the AWS/GCP/Azure metadata address", "http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"],
+    ["another link-local address", "http://169.254.10.1/", "169.254.10.1 is a link-local address"],
+    ["a decimal spelling of the metadata address", "http://2852039166/", "169.254.169.254 is a link-local address"],
+    ["a hex spelling of the metadata address", "http://0xa9.0xfe.0xa9.0xfe/", "169.254.169.254 is a link-local address"],
+    ["the metadata address, IPv4-mapped", "http://[::ffff:169.254.169.254]/", "(169.254.169.254) is a link-local address"],
+    ["the metadata address, NAT64", "http://[64:ff9b::a9fe:a9fe]/", "(169.254.169.254) is a link-local address"],
+    ["the metadata address, 6to4", "http://[2002:a9fe:a9fe::1]/", "(169.254.169.254) is a link-local address"],
+    ["IPv6 link-local", "http://[fe80::1]/", "[fe80::1] is a link-local address"],
+    ["AWS's IPv6 metadata address", "http://[fd00:ec2::254]/", "[fd00:ec2::254] is a cloud metadata address"],
+    ["Alibaba's metadata address", "http://100.100.100.200/", "100.100.100.200 is a cloud metadata address"],
+    ["Oracle's metadata address", "http://192.0.0.192/", "192.0.0.192 is a cloud metadata address"],
+    ["GCP's metadata name", "http://metadata.google.internal/computeMetadata/v1/", "metadata.google.internal is a cloud metadata name"],
+    ["GCP's metadata name with a trailing dot and capitals", "http://Metadata.Google.Internal./", "metadata.google.internal is a cloud metadata name"],
+    ["the bare metadata name", "http://metadata/", "metadata is a cloud metadata name"],
+    ["EC2's instance-data name", "http://instance-data.ec2.internal/", "instance-data.ec2.internal is a cloud metadata name"],
+  ])("refuses %s", (_, url, reason) => {
+    const host = new URL(url).host;
+    const fetchCheck = checkFetchTarget(url, policy([host.replace(/\.$/, "")], true));
+    expect(fetchCheck.ok).toBe(false);
+    if (!fetchCheck.ok) expect(fetchCheck.reason).toContain(reason);
+    const webhookCheck = checkWebhookTarget(url, true);
+    expect(webhookCheck.ok).toBe(false);
+    if (!webhookCheck.ok) expect(webhookCheck.reason).toContain(reason);
+  });
+
+  it.each([
+    ["loopback", "http://127.0.0.1:8787/"],
+    ["a 10/8 address", "http://10.1.2.3/"],
+    ["a 192.168/16 address", "http://192.168.1.20:3000/"],
+    ["IPv6 loopback", "http://[::1]:8080/"],
+    ["a unique-local IPv6 address", "http://[fd12:3456::1]/"],
+    ["localhost", "http://localhost:9000/"],
+  ])("admits %s", (_, url) => {
+    const host = new URL(url).host;
+    const fetchCheck = checkFetchTarget(url, policy([host], true));
+    expect(fetchCheck.ok, fetchCheck.ok ? "" : fetchCheck.reason).toBe(true);
+    expect(checkWebhookTarget(url, true).ok).toBe(true);
+  });
+});

@@ -43,6 +43,7 @@ export type TargetCheck = { ok: true; url: URL } | { ok: false; reason: string }
  * unless `policy.allowPrivate`, an address that is not private, loopback, link-local, CGNAT,
  * multicast or reserved (IPv4-mapped, IPv4-compatible, NAT64 and 6to4 IPv6 judged by their IPv4
  * address) and not a metadata or internal name. An allowlisted private address is still refused.
+ * With `policy.allowPrivate`, link-local and cloud-metadata addresses and names are still refused.
  * Run it again on every redirect target before following it.
  */
 export function checkFetchTarget(url: string, policy: FetchPolicy): TargetCheck {
@@ -56,10 +57,10 @@ export function checkFetchTarget(url: string, policy: FetchPolicy): TargetCheck 
     const portNote = entries.some((entry) => entry !== null && matchesEntry({ ...entry, port: null }, host, port)) ? ` on port ${port}` : "";
     return refuse(`host ${host}${portNote} is not on the swarm's http_allowlist (${describeAllowlist(policy.allowlist)})`);
   }
-  if (!policy.allowPrivate) {
-    const why = whyPrivate(host);
-    if (why !== null) return refuse(`host ${why} (refused)`);
-  }
+  // Link-local and cloud-metadata targets stay refused even when private ones are allowed: a local
+  // tool never lives there, and a metadata service hands out the machine's credentials.
+  const why = policy.allowPrivate ? whyNeverReachable(host) : whyPrivate(host);
+  if (why !== null) return refuse(`host ${why} (refused)`);
   return { ok: true, url: target };
 }
 
@@ -72,7 +73,10 @@ export function checkWebhookTarget(url: string, allowPrivate: boolean): TargetCh
   const parsed = parseHttpUrl(url);
   if (!parsed.ok) return parsed;
   const target = parsed.url;
-  if (allowPrivate) return { ok: true, url: target };
+  if (allowPrivate) {
+    const never = whyNeverReachable(withoutTrailingDot(target.hostname));
+    return never === null ? { ok: true, url: target } : refuse(`host ${never} (refused)`);
+  }
   if (target.protocol !== "https:")
     return refuse(`webhook URL ${clip(target.href)} must use https (plain http is accepted only when private targets are allowed, for local development)`);
   const why = whyPrivate(withoutTrailingDot(target.hostname));
@@ -189,7 +193,54 @@ const IPV4_RANGES: ReadonlyArray<readonly [string, number, AddressKind]> = [
   ["240.0.0.0", 4, "reserved"],
 ];
 
-const METADATA_NAMES: ReadonlySet<string> = new Set(["metadata.google.internal", "metadata", "instance-data"]);
+const METADATA_NAMES: ReadonlySet<string> = new Set([
+  "metadata.google.internal",
+  "metadata.goog",
+  "metadata",
+  "instance-data",
+  "instance-data.ec2.internal",
+  "metadata.azure.internal",
+  "metadata.tencentyun.com",
+]);
+
+/**
+ * Cloud metadata services outside 169.254.0.0/16 (which is link-local, refused whole): Alibaba's
+ * 100.100.100.200, Oracle's 192.0.0.192; AWS's IPv6 endpoint fd00:ec2::254 is matched in whyNeverReachable.
+ */
+const METADATA_IPV4: ReadonlySet<number> = new Set(["100.100.100.200", "192.0.0.192"].map((address) => parseIpv4(address) ?? 0));
+
+/** `<host> is <what>` for what no tool may reach even with private targets allowed: link-local and cloud metadata. */
+function whyNeverReachable(host: string): string | null {
+  const judgeIpv4 = (v4: number, label: string): string | null => {
+    if (METADATA_IPV4.has(v4)) return `${label} is a cloud metadata address`;
+    return classifyIpv4(v4) === "link-local" ? `${label} is ${KIND_PHRASES["link-local"]}` : null;
+  };
+  const v4 = parseIpv4(host);
+  if (v4 !== null) return judgeIpv4(v4, host);
+  if (host.startsWith("[") && host.endsWith("]")) {
+    const g = parseIpv6(host.slice(1, -1));
+    if (g === null) return `${host} is an unrecognized IPv6 address`;
+    const at = (i: number): number => g[i] ?? 0;
+    if ((at(0) & 0xffc0) === 0xfe80) return `${host} is ${KIND_PHRASES["link-local"]}`;
+    if (at(0) === 0xfd00 && at(1) === 0x0ec2 && g.slice(2, 7).every((x) => x === 0) && at(7) === 0x254) return `${host} is a cloud metadata address`;
+    // Every IPv6 spelling that carries an IPv4 address (mapped, translated, compatible, NAT64, 6to4) is judged by it.
+    const embedded = toEmbeddedIpv4(g);
+    return embedded === null ? null : judgeIpv4(embedded, `${host} (${formatIpv4(embedded)})`);
+  }
+  return METADATA_NAMES.has(host) ? `${host} is a cloud metadata name` : null;
+}
+
+function toEmbeddedIpv4(g: readonly number[]): number | null {
+  const zeros = (from: number, to: number): boolean => g.slice(from, to).every((x) => x === 0);
+  const at = (i: number): number => g[i] ?? 0;
+  const join = (hi: number, lo: number): number => ((hi << 16) | lo) >>> 0;
+  if (zeros(0, 5) && at(5) === 0xffff) return join(at(6), at(7));
+  if (zeros(0, 4) && at(4) === 0xffff && at(5) === 0) return join(at(6), at(7));
+  if (zeros(0, 6) && !(at(6) === 0 && at(7) <= 1)) return join(at(6), at(7));
+  if (at(0) === 0x64 && at(1) === 0xff9b && zeros(2, 6)) return join(at(6), at(7));
+  if (at(0) === 0x2002) return join(at(1), at(2));
+  return null;
+}
 
 /** `<host> is <what>` when the host is not on the public internet, else null. */
 function whyPrivate(host: string): string | null {

@@ -1,5 +1,6 @@
 // The SwarmRoom's RPC contract: what the orchestrator and the agent Worker exchange with it.
 // Types only, no I/O. Every shape here crosses a Worker boundary by structured clone.
+import type { TenantCap } from "./tenant-budget.ts";
 import type { ClassifiedError, ErrorClass } from "./error-class.ts";
 import type { BuiltinTool, Limits, PlannedTask, ResponseFormat, SwarmSpec } from "./spec-schema.ts";
 import type { ReductionLevel } from "./llm-reduction.ts";
@@ -34,13 +35,18 @@ export interface CircuitView {
 
 export interface StartSwarmInput {
   swarmId: string;
-  /** Who owns the swarm: the id of the API token that created it. */
+  /** Who owns the swarm: its tenant's id (`tn_…`). */
   tenant: string;
   spec: Omit<SwarmSpec, "tasks">;
   tasks: PlannedTask[];
   /** Epoch ms. */
   createdAt: number;
   origin: { kind: "api" } | { kind: "schedule"; scheduleId: string };
+  /**
+   * The tenant's monthly cap as the orchestrator read it (the tenant's `monthly_usd` over
+   * TENANT_BUDGETS); null = uncapped. Absent: the room reads TENANT_BUDGETS itself.
+   */
+  tenantCap?: TenantCap | null;
 }
 
 /** What an agent needs to run any task of the swarm; sent once per claim. */

@@ -3,10 +3,10 @@ import { capOfTenant, toBudgetMonth } from "./tenant-budget.ts";
 
 describe("tenant budgets", () => {
   it("gives a tenant its own cap, else the * cap, else none", () => {
-    const budgets = { tk_0123456789abcdef: { max_usd_per_month: 50 }, "*": { max_tokens_per_month: 1_000_000 } };
-    expect(capOfTenant(budgets, "tk_0123456789abcdef")).toEqual({ max_usd_per_month: 50 });
-    expect(capOfTenant(budgets, "tk_ffffffffffffffff")).toEqual({ max_tokens_per_month: 1_000_000 });
-    expect(capOfTenant({}, "tk_ffffffffffffffff")).toBeNull();
+    const budgets = { tn_0123456789abcdef: { max_usd_per_month: 50 }, "*": { max_tokens_per_month: 1_000_000 } };
+    expect(capOfTenant(budgets, "tn_0123456789abcdef")).toEqual({ max_usd_per_month: 50 });
+    expect(capOfTenant(budgets, "tn_ffffffffffffffff")).toEqual({ max_tokens_per_month: 1_000_000 });
+    expect(capOfTenant({}, "tn_ffffffffffffffff")).toBeNull();
   });
 
   it.each([

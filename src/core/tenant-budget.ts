@@ -1,4 +1,4 @@
-// Monthly budgets per API token (tenant): the shape of the TENANT_BUDGETS setting (read by
+// Monthly budgets per tenant: the shape of the TENANT_BUDGETS setting (read by
 // env-settings.ts), a tenant's cap, and the month a swarm counts in. No I/O.
 import { z } from "zod";
 
@@ -10,11 +10,11 @@ export const TenantCapSchema = z
   .refine((c) => c.max_usd_per_month !== undefined || c.max_tokens_per_month !== undefined, "give max_usd_per_month or max_tokens_per_month");
 export type TenantCap = z.infer<typeof TenantCapSchema>;
 
-/** Tenant id (`tk_` + 16 hex of the token's SHA-256) → its cap; `*` applies to every other tenant. */
+/** Tenant id (`tn_…`) → its cap; `*` applies to every other tenant. A tenant's `monthly_usd` limit overrides the USD cap. */
 export const TenantBudgetsSchema = z.record(z.string(), TenantCapSchema).superRefine((budgets, ctx) => {
   for (const key of Object.keys(budgets)) {
-    if (!/^(\*|tk_[0-9a-f]{16})$/.test(key)) {
-      ctx.addIssue({ code: "custom", path: [key], message: `"${key}" is not a tenant id (tk_ + the first 16 hex chars of the token's SHA-256) or *` });
+    if (!/^(\*|tn_[a-z0-9]{1,40})$/.test(key)) {
+      ctx.addIssue({ code: "custom", path: [key], message: `"${key}" is not a tenant id (tn_…) or *` });
     }
   }
 });

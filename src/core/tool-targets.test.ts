@@ -24,6 +24,14 @@ describe("checkToolTargets", () => {
     expect(checkToolTargets({ tools: [webhook("http://127.0.0.1:8788/tools/lint")], http_allowlist: ["127.0.0.1:8788", "localhost"] }, true)).toEqual([]);
   });
 
+  it("refuses link-local and metadata targets at submit even when private targets are allowed", () => {
+    const problems = checkToolTargets(
+      { tools: [webhook("http://169.254.169.254/hook")], http_allowlist: ["127.0.0.1:8788", "169.254.169.254", "metadata.google.internal", "[fe80::1]"] },
+      true,
+    );
+    expect(problems.map((p) => p.path)).toEqual(["tools.0.url", "http_allowlist.1", "http_allowlist.2", "http_allowlist.3"]);
+  });
+
   it("says why, for the person who wrote the spec", () => {
     const [problem] = checkToolTargets({ http_allowlist: ["10.0.0.1"] }, false);
     expect(problem?.message).toMatch(/10\.0\.0\.1 is a private address.*http_fetch could never reach it/);

@@ -25,8 +25,8 @@ export const SIGNATURE_HEADER = "x-edgeswarm-signature";
  * - `signature` is HMAC-SHA256, keyed with the UTF-8 bytes of the tenant's signing key, over the
  *   UTF-8 bytes of `<t>.<raw body>` (the decimal `t`, one `.`, then the request body exactly as
  *   received, before any JSON parsing), written as 64 lowercase hex digits.
- * - The signing key is per API token (tenant): `deriveWebhookKey(WEBHOOK_SECRET, tenant)`, which a
- *   token's owner reads from `GET /v1/webhooks/signing-key`. So one tenant's swarm can never make a
+ * - The signing key is per tenant: `deriveWebhookKey(WEBHOOK_SECRET, tenant)`, which any key of the
+ *   tenant reads from `GET /v1/webhooks/signing-key`. So one tenant's swarm can never make a
  *   request another tenant's webhook accepts, and the deployment's secret is never handed out.
  *
  * To verify a request: read the raw body; compute the signature for the header's `t`; compare it

@@ -74,7 +74,7 @@ export class SwarmBudget {
           refused: {
             created: false,
             code: "budget_exceeded",
-            refused: [{ path: "budget", message: `this API token's monthly budget (${toCapText(cap)}) for ${tenantMonth} is spent` }],
+            refused: [{ path: "budget", message: `this tenant's monthly budget (${toCapText(cap)}) for ${tenantMonth} is spent` }],
           },
         };
       }

@@ -821,8 +821,8 @@ describe("SwarmRoom economics", () => {
   });
 
   describe("tenant monthly budget", () => {
-    // The orchestrator project caps tenant tk_0000000000c0ffee at $0.0001 a month (vitest.config.ts).
-    const CAPPED = "tk_0000000000c0ffee";
+    // The orchestrator project caps tenant tn_0000000000c0ffee at $0.0001 a month (vitest.config.ts).
+    const CAPPED = "tn_0000000000c0ffee";
 
     it("reserves a swarm's worst case against its tenant's month, runs under the grant, and settles the real spend", async () => {
       const first = newSwarm(20, { concurrency: 10, max_output_tokens: 64, max_attempts: 1 });

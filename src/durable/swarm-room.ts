@@ -136,7 +136,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.store.swarm() !== null) return { created: false };
     const { spec } = input;
     const mix = toModelMix(spec.model);
-    const cap = capOfTenant(this.settings.tenantBudgets, input.tenant);
+    const cap = input.tenantCap !== undefined ? input.tenantCap : capOfTenant(this.settings.tenantBudgets, input.tenant);
     // The orchestrator admitted the spec before this call; the room asks again, with the same rules and words.
     const admitted = admitSwarm(spec, { gateway: this.settings.gateway, prices: this.settings.prices, tenantCap: cap });
     if (!admitted.ok) return { created: false, refused: admitted.error };

@@ -8,6 +8,12 @@ import type { AppEnv } from "./app-env.ts";
 import { bearerAuth } from "./auth.ts";
 import { limitBodySize } from "./body-size-limit.ts";
 import { composeDeps } from "./composition.ts";
+import { limitRequestRate } from "./rate-limit.ts";
+import { requireScope } from "./require-scope.ts";
+import { auditRoutes } from "./routes/audit.ts";
+import { keyRoutes } from "./routes/keys.ts";
+import { meRoutes } from "./routes/me.ts";
+import { tenantRoutes } from "./routes/tenants.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
 import { swarmRoutes } from "./routes/swarms.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
@@ -20,6 +26,8 @@ function toErrorCode(status: number): ApiErrorCode {
       return "invalid_request";
     case 401:
       return "unauthorized";
+    case 403:
+      return "forbidden";
     case 404:
       return "not_found";
     case 413:
@@ -31,9 +39,10 @@ function toErrorCode(status: number): ApiErrorCode {
   }
 }
 
-function respondWithError(c: Context<AppEnv>, code: ApiErrorCode, message: string, details: ApiError["details"] = []): Response {
+function respondWithError(c: Context<AppEnv>, code: ApiErrorCode, message: string, details: ApiError["details"] = [], retryAfterS?: number): Response {
   // RFC 6750: a 401 for a bearer-protected resource names the scheme.
   if (code === "unauthorized") c.header("WWW-Authenticate", 'Bearer realm="edgeswarm"');
+  if (retryAfterS !== undefined) c.header("Retry-After", String(retryAfterS));
   return c.json(toErrorBody(code, message, details, c.var.requestId), toHttpStatus(code));
 }
 
@@ -48,17 +57,24 @@ export function createApp(): Hono<AppEnv> {
     c.set("deps", composeDeps(c.env));
     await next();
   });
+  // Who is calling, then their rate (so refused scopes count too), then what the route needs.
   app.use("/v1/*", bearerAuth());
+  app.use("/v1/*", limitRequestRate());
+  app.use("/v1/*", requireScope());
   app.use("/v1/*", limitBodySize());
   app.route("/v1/swarms", swarmRoutes);
   app.route("/v1/schedules", scheduleRoutes);
   app.route("/v1/usage", usageRoutes);
   app.route("/v1/webhooks", webhookRoutes);
+  app.route("/v1/tenants", tenantRoutes);
+  app.route("/v1/keys", keyRoutes);
+  app.route("/v1/me", meRoutes);
+  app.route("/v1/audit", auditRoutes);
 
   app.notFound((c) => respondWithError(c, "not_found", `no route for ${c.req.method} ${c.req.path}`));
 
   app.onError((error, c) => {
-    if (error instanceof ApiError) return respondWithError(c, error.code, error.message, error.details);
+    if (error instanceof ApiError) return respondWithError(c, error.code, error.message, error.details, error.retryAfterS);
     if (error instanceof HTTPException && error.status < 500) {
       return respondWithError(c, toErrorCode(error.status), error.message || "request refused");
     }

@@ -2,12 +2,18 @@
 // (src/core/env-settings.ts) and builds each adapter from the one binding it needs; handlers and
 // cron receive the result.
 import type { AdmissionContext } from "../../src/core/admit-swarm.ts";
+import { newApiKey, type NewApiKey } from "../../src/core/api-key.ts";
 import { readOrchestratorSettings, type OrchestratorConfig } from "../../src/core/env-settings.ts";
-import { newScheduleId, newSwarmId } from "../../src/core/ids.ts";
+import { newAuditId, newKeyId, newScheduleId, newSwarmId, newTenantId } from "../../src/core/ids.ts";
 import type { PriceTable } from "../../src/core/pricing.ts";
 import type { Result } from "../../src/core/result.ts";
 import { capOfTenant } from "../../src/core/tenant-budget.ts";
 import { createIdempotencyStore, type IdempotencyStore } from "./idempotency-store.ts";
+import { toTenantCap, type TenantLimits } from "../../src/core/tenant-limits.ts";
+import { createAuditStore, type AuditStore } from "./audit-store.ts";
+import { createKeyStore, type KeyStore } from "./key-store.ts";
+import { createRateLimiter, type RateLimiter } from "./rate-limiter.ts";
+import { createTenantStore, type TenantStore } from "./tenant-store.ts";
 import { createScheduleStore, type ScheduleStore } from "./schedule-store.ts";
 import { createSwarmIndex, type SwarmIndex } from "./swarm-index.ts";
 import { createSwarmRooms, type SwarmRooms } from "./swarm-rooms.ts";
@@ -21,6 +27,10 @@ export interface OrchestratorDeps {
   usageReports: UsageReportStore;
   /** Idempotency-Key records (D1), per tenant, kept 24 h. */
   idempotency: IdempotencyStore;
+  tenants: TenantStore;
+  keys: KeyStore;
+  audit: AuditStore;
+  rateLimiter: RateLimiter;
   /**
    * Model prices (defaults, MODEL_PRICES over them, the gateway's model prices over both). A bad MODEL_PRICES throws here, so only the
    * routes that price something answer 500 (cause in the log), not every route.
@@ -28,12 +38,17 @@ export interface OrchestratorDeps {
   priceTable: () => PriceTable;
   /**
    * What a tenant's spec is admitted against before any SwarmRoom is asked (the gateway's models,
-   * the prices, the tenant's monthly cap), read from the settings the SwarmRoom reads. A bad
-   * GATEWAY_CONFIG, MODEL_PRICES or TENANT_BUDGETS throws here, as priceTable does.
+   * the prices, the tenant's monthly cap: its `monthly_usd` over TENANT_BUDGETS), read from the
+   * settings the SwarmRoom reads. A bad GATEWAY_CONFIG, MODEL_PRICES or TENANT_BUDGETS throws here, as priceTable does.
    */
-  admission: (tenant: string) => AdmissionContext;
+  admission: (tenant: string, limits: TenantLimits) => AdmissionContext;
   newSwarmId: () => string;
   newScheduleId: () => string;
+  newTenantId: () => string;
+  newKeyId: () => string;
+  /** A fresh tenant API key of the configured kind (`es_live_…` / `es_local_…`). */
+  newApiKey: () => NewApiKey;
+  newAuditId: () => string;
   /** Epoch ms. */
   now: () => number;
 }
@@ -55,14 +70,22 @@ export function composeDeps(env: Env): OrchestratorDeps {
     schedules: createScheduleStore(env.LEDGER_DB),
     usageReports: createUsageReportStore(env.LEDGER_DB),
     idempotency: createIdempotencyStore(env.LEDGER_DB),
+    tenants: createTenantStore(env.LEDGER_DB),
+    keys: createKeyStore(env.LEDGER_DB),
+    audit: createAuditStore(env.LEDGER_DB),
+    rateLimiter: createRateLimiter(env.TENANT_LIMITER),
     priceTable: () => required(settings.prices),
-    admission: (tenant) => ({
+    admission: (tenant, limits) => ({
       gateway: required(settings.gateway),
       prices: required(settings.prices),
-      tenantCap: capOfTenant(required(settings.tenantBudgets), tenant),
+      tenantCap: toTenantCap(limits, capOfTenant(required(settings.tenantBudgets), tenant)),
     }),
     newSwarmId: () => newSwarmId(randomBytes),
     newScheduleId: () => newScheduleId(randomBytes),
+    newTenantId: () => newTenantId(randomBytes),
+    newKeyId: () => newKeyId(randomBytes),
+    newApiKey: () => newApiKey(settings.config.apiKeyKind, randomBytes),
+    newAuditId: () => newAuditId(Date.now(), randomBytes),
     now: () => Date.now(),
   };
 }

@@ -5,6 +5,7 @@ import { scheduled } from "./scheduled.ts";
 export { KeyPool } from "../../src/durable/key-pool.ts";
 export { SwarmRoom } from "../../src/durable/swarm-room.ts";
 export { TenantBudget } from "../../src/durable/tenant-budget.ts";
+export { TenantLimiter } from "../../src/durable/tenant-limiter.ts";
 
 const app = createApp();
 

@@ -10,7 +10,10 @@ import type { DueCandidate } from "./schedule-store.ts";
 import { startSwarm } from "./start-swarm.ts";
 import { toErrorMessage } from "../../src/core/error-message.ts";
 
-export type RunSchedulesDeps = Pick<OrchestratorDeps, "schedules" | "swarmRooms" | "newSwarmId" | "now" | "config" | "admission">;
+export type RunSchedulesDeps = Pick<
+  OrchestratorDeps,
+  "schedules" | "swarmRooms" | "swarmIndex" | "tenants" | "newSwarmId" | "now" | "config" | "admission" | "audit" | "newAuditId"
+>;
 
 export type ScheduleRunOutcome =
   | { scheduleId: string; kind: "started"; swarmId: string }
@@ -46,7 +49,11 @@ async function runOne(deps: RunSchedulesDeps, candidate: DueCandidate, minute: n
     if (stored === null) return { scheduleId, kind: "failed", reason: "schedule was deleted" };
     const swarm = parseSwarmSpec(parseJson(stored), ["spec"]);
     if (!swarm.ok) return { scheduleId, kind: "failed", reason: `stored spec is invalid: ${swarm.error.map((d) => `${d.path}: ${d.message}`).join("; ")}` };
-    const { swarmId } = await startSwarm(deps, candidate.tenant, swarm.value, { kind: "schedule", scheduleId });
+    // The tenant's limits as they are now; a deleted tenant's schedules start nothing.
+    const tenant = await deps.tenants.get(candidate.tenant);
+    if (tenant === null) return { scheduleId, kind: "failed", reason: `tenant ${candidate.tenant} was deleted` };
+    const owner = { tenant: tenant.id, limits: tenant.limits, actor: null };
+    const { swarmId } = await startSwarm(deps, owner, swarm.value, { kind: "schedule", scheduleId });
     await deps.schedules.recordSwarm(scheduleId, swarmId);
     return { scheduleId, kind: "started", swarmId };
   } catch (error) {

@@ -5,9 +5,21 @@ import { ApiError } from "../../src/core/errors.ts";
 import { checkToolTargets } from "../../src/core/tool-targets.ts";
 import type { PlannedSwarm } from "../../src/core/parse-swarm-spec.ts";
 import type { StartSwarmInput } from "../../src/core/swarm-contract.ts";
+import type { TenantLimits } from "../../src/core/tenant-limits.ts";
+import { checkTenantLimits } from "../../src/core/tenant-limits.ts";
+import type { Context } from "hono";
+import type { AppEnv } from "./app-env.ts";
+import { recordAuditEvent, toAuditActor, type AuditActor } from "./audit-trail.ts";
 import type { OrchestratorDeps } from "./composition.ts";
 
-export type StartSwarmDeps = Pick<OrchestratorDeps, "swarmRooms" | "newSwarmId" | "now" | "config" | "admission">;
+export type StartSwarmDeps = Pick<OrchestratorDeps, "swarmRooms" | "swarmIndex" | "newSwarmId" | "now" | "config" | "admission" | "audit" | "newAuditId">;
+
+/** Whose swarm it is: the tenant, its limits as read on this request, and who asked (null: cron). */
+export interface SwarmOwner {
+  tenant: string;
+  limits: TenantLimits;
+  actor: AuditActor | null;
+}
 
 /**
  * `keyedId`: the id derived from the request's Idempotency-Key. A room that already exists under it
@@ -16,25 +28,71 @@ export type StartSwarmDeps = Pick<OrchestratorDeps, "swarmRooms" | "newSwarmId" 
  */
 export async function startSwarm(
   deps: StartSwarmDeps,
-  tenant: string,
+  owner: SwarmOwner,
   swarm: PlannedSwarm,
   origin: StartSwarmInput["origin"],
   keyedId?: string,
 ): Promise<{ swarmId: string }> {
+  const { tenant, limits } = owner;
   requireReachableTools(swarm, deps.config);
-  requireAdmission(swarm, deps, tenant);
+  requireAdmission(swarm, deps, owner);
+  await requireSwarmSlot(deps, owner);
   const swarmId = keyedId ?? deps.newSwarmId();
-  const { created, refused, code } = await deps.swarmRooms.start({ swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin });
+  const tenantCap = deps.admission(tenant, limits).tenantCap;
+  const { created, refused, code } = await deps.swarmRooms.start({
+    swarmId,
+    tenant,
+    spec: swarm.spec,
+    tasks: swarm.tasks,
+    createdAt: deps.now(),
+    origin,
+    tenantCap,
+  });
   // The room refuses what it cannot honour: a tenant whose monthly budget is spent (402), and again
   // (should the settings differ) what admission refuses (400).
   if (refused !== undefined && refused.length > 0) {
-    if (code === "budget_exceeded") throw new ApiError("budget_exceeded", "this API token's monthly budget is spent", refused);
+    if (code === "budget_exceeded") throw new ApiError("budget_exceeded", "this tenant's monthly budget is spent", refused);
     throw new ApiError("invalid_spec", "the swarm spec cannot be run as given", refused);
   }
   // 100 random bits make a collision practically impossible; if the room says otherwise, the id
   // source is broken, and that must be loud rather than hand the caller someone else's swarm.
   if (!created && keyedId === undefined) throw new Error(`SwarmRoom ${swarmId} already existed when it was started`);
+  // Started by an earlier request with the same Idempotency-Key: that start was audited.
+  if (!created) return { swarmId };
+  // The swarm runs whatever happens next: a failed audit write must not answer 500 for a started
+  // swarm (the client would start it again); it is logged, with the request id, for the operator.
+  try {
+    await recordAuditEvent(deps, owner.actor, {
+      tenantId: tenant,
+      action: "swarm.started",
+      targetId: swarmId,
+      details: { origin: origin.kind === "api" ? "api" : `schedule:${origin.scheduleId}`, tasks: swarm.tasks.length },
+    });
+  } catch (error) {
+    console.error(`[${owner.actor?.requestId ?? "cron"}] audit write of swarm.started ${swarmId} failed`, error);
+  }
   return { swarmId };
+}
+
+/** The swarm's owner when a request starts it: the caller's tenant, limits and key. */
+export function toSwarmOwner(c: Context<AppEnv>): SwarmOwner {
+  return { tenant: c.var.tenant, limits: c.var.caller.limits, actor: toAuditActor(c) };
+}
+
+/**
+ * The tenant's `max_concurrent_swarms`, counted on the D1 index (the room writes its row as it starts).
+ * Two starts racing for the last slot can both pass: the limit is a guard against runaway use, not
+ * an exact semaphore.
+ */
+async function requireSwarmSlot(deps: Pick<OrchestratorDeps, "swarmIndex">, owner: SwarmOwner): Promise<void> {
+  const max = owner.limits.max_concurrent_swarms;
+  if (max === undefined) return;
+  const active = await deps.swarmIndex.countActive(owner.tenant);
+  if (active >= max) {
+    throw new ApiError("conflict", `the tenant already runs ${active} swarms (max_concurrent_swarms: ${max}); wait for one to end or cancel one`, [
+      { path: "max_concurrent_swarms", message: `${active} of ${max} running` },
+    ]);
+  }
 }
 
 /**
@@ -57,8 +115,17 @@ export function requireReachableTools(swarm: PlannedSwarm, config: Pick<Orchestr
  * no gateway model has, a USD budget over a model without a price) is refused with 400 before any
  * SwarmRoom exists: when a swarm starts, and when a schedule is saved (`at` as above).
  */
-export function requireAdmission(swarm: PlannedSwarm, deps: Pick<OrchestratorDeps, "admission">, tenant: string, at = ""): void {
-  const admitted = admitSwarm(swarm.spec, deps.admission(tenant));
+export function requireAdmission(swarm: PlannedSwarm, deps: Pick<OrchestratorDeps, "admission">, owner: Pick<SwarmOwner, "tenant" | "limits">, at = ""): void {
+  // The tenant's own limits first (tasks per swarm, allowed models): they name the field to change.
+  const limited = checkTenantLimits(swarm.spec, swarm.spec.goal === undefined ? swarm.tasks.length : null, owner.limits);
+  if (limited.length > 0) {
+    throw new ApiError(
+      "invalid_spec",
+      "the swarm spec exceeds the tenant's limits",
+      limited.map((d) => ({ ...d, path: `${at}${d.path}` })),
+    );
+  }
+  const admitted = admitSwarm(swarm.spec, deps.admission(owner.tenant, owner.limits));
   if (!admitted.ok) {
     throw new ApiError(
       "invalid_spec",

@@ -10,7 +10,7 @@ export const TERMINAL_SWARM_STATES: ReadonlySet<SwarmState> = new Set<SwarmState
 export interface SwarmEventsOptions {
   /** The status already read (the route reads it first, to answer 404 before streaming). */
   first: SwarmStatus;
-  /** null: the swarm is gone; the stream ends. */
+  /** null: the swarm is gone, or the caller's key no longer opens the API; the stream ends. */
   poll: () => Promise<SwarmStatus | null>;
   requestId: string;
   pollMs?: number;

@@ -27,6 +27,8 @@ export interface SwarmIndex {
   listForTenant(tenant: string, page: { limit: number; after: SwarmListCursor | null }): Promise<SwarmPage>;
   /** Ids of swarms that have not finished (any tenant), oldest first: the ones cron wakes. */
   listUnfinished(limit: number): Promise<string[]>;
+  /** The tenant's swarms that have not ended (planning, running, reducing). */
+  countActive(tenant: string): Promise<number>;
 }
 
 const count = z.number().int().nonnegative();
@@ -78,6 +80,13 @@ function toSwarmSummary(row: SwarmRow): SwarmSummary {
 
 export function createSwarmIndex(db: D1Database): SwarmIndex {
   return {
+    async countActive(tenant) {
+      const row = await db
+        .prepare("SELECT COUNT(*) AS n FROM swarms WHERE tenant = ?1 AND state IN ('planning', 'running', 'reducing')")
+        .bind(tenant)
+        .first<{ n: number }>();
+      return row?.n ?? 0;
+    },
     async listForTenant(tenant, { limit, after }) {
       // One row past the page tells whether another page exists. Keyset pagination on
       // (created_at, id) follows the swarms_by_tenant index and stays stable while swarms are added.

@@ -31,7 +31,7 @@ function toKeyExpression(groupBy: UsageGroupBy): string {
     case "swarm":
       return "swarm_id";
     case "token":
-      // The tenant is the API token's id, so one token is one group (the caller's only).
+      // Every row of a report is the caller's tenant's, so this is one group (kept under its old name, `token`).
       return "tenant";
   }
 }

@@ -165,6 +165,22 @@ describe("http_fetch: SSRF", () => {
     expect(result.ok).toBe(true);
     expect(calls).toHaveLength(1);
   });
+
+  it.each([
+    ["169.254.169.254", "http://169.254.169.254/latest/meta-data/", "host 169.254.169.254 is a link-local address (refused)"],
+    ["[fd00:ec2::254]", "http://[fd00:ec2::254]/latest/meta-data/", "is a cloud metadata address (refused)"],
+    ["metadata.google.internal", "http://metadata.google.internal/computeMetadata/v1/", "is a cloud metadata name (refused)"],
+  ])("with private targets allowed, still refuses %s, asked directly or through a local server's redirect", async (host, url, reason) => {
+    const { fetch, calls } = fakeFetch({ "http://127.0.0.1:8787/go": () => redirect(302, url) });
+    const policy = { allowlist: ["127.0.0.1", host], allowPrivate: true };
+    const direct = await runHttpFetch({ url }, settings(fetch, { policy }));
+    expect(direct.ok).toBe(false);
+    expect(direct.content).toContain(reason);
+    const redirected = await runHttpFetch({ url: "http://127.0.0.1:8787/go" }, settings(fetch, { policy }));
+    expect(redirected.ok).toBe(false);
+    expect(redirected.content).toContain(reason);
+    expect(calls.map((call) => call.url)).toEqual(["http://127.0.0.1:8787/go"]);
+  });
 });
 
 describe("http_fetch: redirects", () => {

@@ -20,7 +20,7 @@ export const scheduleRoutes = new Hono<AppEnv>()
     const { deps, tenant } = c.var;
     const { name, cron, swarm, enabled } = input.value;
     requireReachableTools(swarm, deps.config, "spec.");
-    requireAdmission(swarm, deps, tenant, "spec.");
+    requireAdmission(swarm, deps, { tenant, limits: c.var.caller.limits }, "spec.");
     const schedule = { id: deps.newScheduleId(), tenant, name, cron: cron.expression, enabled, createdAt: deps.now() };
     // The planned spec is stored (generated task ids included), so every run gets the same task ids.
     await deps.schedules.insert({ ...schedule, spec: JSON.stringify(toSwarmSpec(swarm)) });

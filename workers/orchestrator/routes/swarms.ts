@@ -13,7 +13,9 @@ import { parseCreateSwarmQuery } from "../create-swarm-query.ts";
 import { idempotent, toKeyedSwarmId } from "../idempotency.ts";
 import { readJsonBody } from "../json-body.ts";
 import { parseQuery } from "../parse-query.ts";
-import { startSwarm } from "../start-swarm.ts";
+import { recordRequestAudit } from "../audit-trail.ts";
+import { isCallerStillValid } from "../auth.ts";
+import { startSwarm, toSwarmOwner } from "../start-swarm.ts";
 import { streamSwarmEvents } from "../swarm-events.ts";
 import { parseSwarmListCursor, toSwarmListCursor } from "../swarm-list-cursor.ts";
 
@@ -82,7 +84,7 @@ export const swarmRoutes = new Hono<AppEnv>()
     if (query.dryRun) return c.json(estimateSwarm(swarm.value, c.var.deps.priceTable(), query.projection));
     const key = c.var.idempotencyKey;
     const keyedId = key === undefined ? undefined : await toKeyedSwarmId(c.var.tenant, key);
-    const { swarmId } = await startSwarm(c.var.deps, c.var.tenant, swarm.value, { kind: "api" }, keyedId);
+    const { swarmId } = await startSwarm(c.var.deps, toSwarmOwner(c), swarm.value, { kind: "api" }, keyedId);
     const self = new URL(`/v1/swarms/${swarmId}`, c.req.url).href;
     c.header("Location", self);
     const state = swarm.value.spec.goal === undefined ? "running" : "planning";
@@ -130,6 +132,7 @@ export const swarmRoutes = new Hono<AppEnv>()
     if (!changed && status.state !== "cancelled") {
       throw new ApiError("conflict", `the swarm already ended (${status.state}); there is nothing to cancel`, [{ path: "state", message: status.state }]);
     }
+    if (changed) await recordRequestAudit(c, { action: "swarm.cancelled", targetId: status.id });
     return c.json(status);
   })
 
@@ -140,6 +143,8 @@ export const swarmRoutes = new Hono<AppEnv>()
     // Read once before streaming so an unknown swarm is a plain 404, not an empty stream.
     const first = await swarmRooms.getStatus(id, tenant);
     if (first === null) throw swarmNotFound();
-    const requestId = c.var.requestId;
-    return streamSSE(c, (stream) => streamSwarmEvents(stream, { first, poll: () => swarmRooms.getStatus(id, tenant), requestId }));
+    const { requestId, caller, deps } = c.var;
+    // Each poll asks again whether the key still opens the API: a revoked key's stream ends.
+    const poll = async () => ((await isCallerStillValid(deps, caller)) ? swarmRooms.getStatus(id, tenant) : null);
+    return streamSSE(c, (stream) => streamSwarmEvents(stream, { first, poll, requestId }));
   });

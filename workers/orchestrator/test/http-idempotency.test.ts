@@ -4,9 +4,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { toTenantId } from "../auth.ts";
+import { DEFAULT_TENANT_ID } from "../../../src/core/ids.ts";
 import { toKeyedSwarmId } from "../idempotency.ts";
-import { callApi, TOKEN_A, TOKEN_B, validSpec } from "./call-api.ts";
+import { callApi, createTenantKey, TOKEN_A, validSpec } from "./call-api.ts";
 import { readErrorBody } from "./error-body.ts";
 
 const CreatedSchema = z.object({ id: z.string(), state: z.string() });
@@ -37,7 +37,7 @@ describe("Idempotency-Key on POST /v1/swarms", () => {
     expect(CreatedSchema.parse(await again.json()).id).toBe(created.id);
     expect(await swarmRows(created.id)).toBe(1);
     // The id is the key's, so even a request that lost its record could not start a second swarm.
-    expect(created.id).toBe(await toKeyedSwarmId(await toTenantId(TOKEN_A), key));
+    expect(created.id).toBe(await toKeyedSwarmId(DEFAULT_TENANT_ID, key));
   });
 
   it("the same key with another body is 409 conflict, naming the header", async () => {
@@ -50,10 +50,11 @@ describe("Idempotency-Key on POST /v1/swarms", () => {
     expect(error.details[0]?.path).toBe("headers.idempotency-key");
   });
 
-  it("keys are per tenant: the same key under another token starts that tenant's own swarm", async () => {
+  it("keys are per tenant: the same key under another tenant's key starts that tenant's own swarm", async () => {
     const key = newKey();
     const a = CreatedSchema.parse(await (await postSwarm(key, validSpec(), TOKEN_A)).json());
-    const b = CreatedSchema.parse(await (await postSwarm(key, validSpec(), TOKEN_B)).json());
+    const other = await createTenantKey({ name: "idempotency tenant" });
+    const b = CreatedSchema.parse(await (await postSwarm(key, validSpec(), other.key)).json());
     expect(b.id).not.toBe(a.id);
   });
 
@@ -83,7 +84,7 @@ describe("Idempotency-Key on POST /v1/swarms", () => {
 
   it("while the first request with the key runs, another is 409 with Retry-After", async () => {
     const key = newKey();
-    const tenant = await toTenantId(TOKEN_A);
+    const tenant = DEFAULT_TENANT_ID;
     // The first request claimed the key and has not answered yet (same fingerprint as any body: it is compared after).
     await env.LEDGER_DB.prepare("INSERT INTO idempotency_keys (tenant, key, fingerprint, created_at, expires_at) VALUES (?1, ?2, 'x', ?3, ?4)")
       .bind(tenant, key, Date.now(), Date.now() + 86_400_000)
@@ -94,7 +95,7 @@ describe("Idempotency-Key on POST /v1/swarms", () => {
 
   it("a request that died holding its key is taken over, and the swarm it had started is the answer, not a second one", async () => {
     const key = newKey();
-    const tenant = await toTenantId(TOKEN_A);
+    const tenant = DEFAULT_TENANT_ID;
     const first = await postSwarm(key);
     const { id } = CreatedSchema.parse(await first.json());
     // Its record is lost as if the first invocation died before answering: only a stale claim is left.

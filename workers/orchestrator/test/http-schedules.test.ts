@@ -2,7 +2,9 @@
 // POST /v1/swarms plus the cron expression, and per-tenant visibility.
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { callApi, TOKEN_A, TOKEN_B, validSpec } from "./call-api.ts";
+import { callApi, createTenantKey, TOKEN_A, validSpec } from "./call-api.ts";
+
+const TOKEN_B = (await createTenantKey({ name: "schedules-b", scopes: ["run"] })).key;
 import { readErrorBody } from "./error-body.ts";
 
 const ScheduleSchema = z.strictObject({

@@ -7,8 +7,12 @@ import { z } from "zod";
 import { MAX_TASKS } from "../../../src/core/spec-schema.ts";
 import type { TaskReport } from "../../../src/core/swarm-contract.ts";
 import { createApp } from "../app.ts";
-import { callApi, ORIGIN, TOKEN_A, TOKEN_B, validSpec } from "./call-api.ts";
+import { callApi, createTenantKey, ORIGIN, TOKEN_A, validSpec } from "./call-api.ts";
 import { readErrorBody } from "./error-body.ts";
+
+// A second tenant, and one whose monthly budget ($0.000001) cannot pay for a single call.
+const TOKEN_B = (await createTenantKey({ name: "swarms-b", scopes: ["run"] })).key;
+const CAPPED_TOKEN = (await createTenantKey({ name: "capped", scopes: ["run"], limits: { monthly_usd: 0.000001 } })).key;
 
 const CreatedSchema = z.strictObject({
   id: z.string().regex(/^sw_[a-z2-7]{20}$/),
@@ -203,7 +207,7 @@ describe("starting and reading a swarm", () => {
 });
 
 describe("tenant isolation", () => {
-  it("hides a swarm from another token's tenant (404, not 403)", async () => {
+  it("hides a swarm from another tenant (404, not 403)", async () => {
     const created = await createSwarm(validSpec({ name: "tenant-a-only" }), TOKEN_A);
     for (const suffix of ["", "/results", "/events"]) {
       const response = await callApi(`/v1/swarms/${created.id}${suffix}`, { token: TOKEN_B });
@@ -245,9 +249,9 @@ describe("budgets and model mixes", () => {
     expect(error.details).toEqual([{ path: "budget.fallback_tier", message: 'no gateway model has tier "bargain" (tiers: premium, economy)' }]);
   });
 
-  it("refuses a model without a price when the token's monthly cap is in USD, at path model", async () => {
-    // vitest.config.ts caps the tenant of test-token-capped in USD; the spec has no budget of its own.
-    const response = await callApi("/v1/swarms", { json: validSpec({ model: "unpriced-model" }), token: "test-token-capped" });
+  it("refuses a model without a price when the tenant's monthly cap is in USD, at path model", async () => {
+    // CAPPED_TOKEN's tenant is capped in USD (monthly_usd); the spec has no budget of its own.
+    const response = await callApi("/v1/swarms", { json: validSpec({ model: "unpriced-model" }), token: CAPPED_TOKEN });
     expect(response.status).toBe(400);
     const error = await readErrorBody(response);
     expect(error.details).toEqual([{ path: "model", message: expect.stringContaining('"unpriced-model" has no price') }]);
@@ -265,9 +269,9 @@ describe("budgets and model mixes", () => {
     expect(await rooms()).toBe(before + 1);
   });
 
-  it("answers 402 budget_exceeded when the token's monthly budget cannot pay for one call", async () => {
-    // vitest.config.ts caps the tenant of test-token-capped at $0.000001 a month.
-    const response = await callApi("/v1/swarms", { json: validSpec(), token: "test-token-capped" });
+  it("answers 402 budget_exceeded when the tenant's monthly budget cannot pay for one call", async () => {
+    // CAPPED_TOKEN's tenant may spend $0.000001 a month (its monthly_usd limit).
+    const response = await callApi("/v1/swarms", { json: validSpec(), token: CAPPED_TOKEN });
     expect(response.status).toBe(402);
     const error = await readErrorBody(response);
     expect(error.code).toBe("budget_exceeded");

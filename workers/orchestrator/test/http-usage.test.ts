@@ -1,25 +1,19 @@
 // HTTP: GET /v1/usage against local D1 with ledger rows seeded directly: exact sums per model, day,
 // swarm and token, missing usage, unpriced calls, error rate, p50, tenant isolation, range validation.
-import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { DAY_MS } from "../../../src/core/usage-report-query.ts";
-import { createApp } from "../app.ts";
-import { toTenantId } from "../auth.ts";
-import { callApi, TOKEN_A } from "./call-api.ts";
+import { callApi, createTenantKey, TOKEN_A } from "./call-api.ts";
 import { readErrorBody } from "./error-body.ts";
 import { seedLedger, type SeedRow } from "./seed-ledger.ts";
 
-// Tokens of their own, so no other test file's ledger rows can land in these tenants.
-const TOKEN_U = "usage-token-u";
-const TOKEN_V = "usage-token-v";
-const TENANT_U = await toTenantId(TOKEN_U);
-const TENANT_V = await toTenantId(TOKEN_V);
+// Tenants of their own, so no other test's ledger rows can land in them.
+const U = await createTenantKey({ name: "usage-u", scopes: ["read"] });
+const V = await createTenantKey({ name: "usage-v", scopes: ["read"] });
+const [TOKEN_U, TOKEN_V, TENANT_U, TENANT_V] = [U.key, V.key, U.tenantId, V.tenantId];
 
 function getUsage(query: string, token = TOKEN_U): Promise<Response> {
-  return Promise.resolve(
-    createApp().request(`/v1/usage${query}`, { headers: { authorization: `Bearer ${token}` } }, { ...env, API_TOKENS: `${TOKEN_U},${TOKEN_V}` }),
-  );
+  return callApi(`/v1/usage${query}`, { token });
 }
 
 const Figures = {

@@ -1,13 +1,13 @@
-// HTTP: GET /v1/webhooks/signing-key hands each token the key its swarms' webhook calls are signed
-// with — derived from WEBHOOK_SECRET per tenant, so two tokens never share one.
+// HTTP: GET /v1/webhooks/signing-key hands each tenant the key its swarms' webhook calls are signed
+// with — derived from WEBHOOK_SECRET per tenant, so two tenants never share one.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { deriveWebhookKey } from "../../../src/core/webhook-signature.ts";
 import { WEBHOOK_TEST_SECRET } from "../../../test/webhook-test-secret.ts";
-import { toTenantId } from "../auth.ts";
+import { DEFAULT_TENANT_ID } from "../../../src/core/ids.ts";
 import { createApp } from "../app.ts";
-import { callApi, TOKEN_A, TOKEN_B } from "./call-api.ts";
+import { callApi, createTenantKey, TOKEN_A } from "./call-api.ts";
 import { readErrorBody } from "./error-body.ts";
 
 const KeySchema = z.strictObject({
@@ -18,11 +18,14 @@ const KeySchema = z.strictObject({
 });
 
 describe("GET /v1/webhooks/signing-key", () => {
-  it("answers the caller's own key: HMAC(WEBHOOK_SECRET, context + tenant), different for each token", async () => {
+  it("answers the caller's own key: HMAC(WEBHOOK_SECRET, context + tenant), different for each tenant, the same for its keys", async () => {
+    const other = await createTenantKey({ name: "webhooks-b", scopes: ["read"] });
     const a = KeySchema.parse(await (await callApi("/v1/webhooks/signing-key", { token: TOKEN_A })).json());
-    const b = KeySchema.parse(await (await callApi("/v1/webhooks/signing-key", { token: TOKEN_B })).json());
-    expect(a.tenant).toBe(await toTenantId(TOKEN_A));
+    const b = KeySchema.parse(await (await callApi("/v1/webhooks/signing-key", { token: other.key })).json());
+    expect(a.tenant).toBe(DEFAULT_TENANT_ID);
     expect(a.key).toBe(await deriveWebhookKey(WEBHOOK_TEST_SECRET, a.tenant));
+    expect(b.tenant).toBe(other.tenantId);
+    expect(b.key).toBe(await deriveWebhookKey(WEBHOOK_TEST_SECRET, other.tenantId));
     expect(b.key).not.toBe(a.key);
     expect(a.key).not.toContain(WEBHOOK_TEST_SECRET);
   });
