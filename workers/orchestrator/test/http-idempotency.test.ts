@@ -11,7 +11,10 @@ import { readErrorBody } from "./error-body.ts";
 
 const CreatedSchema = z.object({ id: z.string(), state: z.string() });
 let counter = 0;
-const newKey = (): string => `key-${Date.now().toString(36)}-${(counter += 1)}`;
+function newKey(): string {
+  counter += 1;
+  return `key-${Date.now().toString(36)}-${counter}`;
+}
 
 function postSwarm(key: string | null, spec: Record<string, unknown> = validSpec(), token = TOKEN_A): Promise<Response> {
   return callApi("/v1/swarms", { json: spec, token, headers: key === null ? {} : { "idempotency-key": key } });
