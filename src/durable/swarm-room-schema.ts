@@ -147,6 +147,9 @@ CREATE INDEX IF NOT EXISTS tasks_by_engine_kind ON tasks (kind, state, seq) WHER
 // v9 (nothing lost when the machine dies): a task's lease (`deadline`) is short and renewed by its
 // lane's heartbeats, bounded by `run_until`; every model call is noted in `open_calls` before it
 // is sent, so a call whose outcome dies with its lane becomes an `unknown` ledger row, not nothing.
+// `open_calls` has no index beside its key: it holds the calls in flight (about the window), so a
+// scan is cheap, and an index would double the rows each call writes (Durable Object SQLite bills
+// every row written, index entries included).
 const SCHEMA_V9 = `
 ALTER TABLE tasks ADD COLUMN run_until INTEGER;
 CREATE TABLE IF NOT EXISTS open_calls (
@@ -159,7 +162,6 @@ CREATE TABLE IF NOT EXISTS open_calls (
   max_tokens    INTEGER NOT NULL,
   started_at    INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS open_calls_by_task ON open_calls (task_id, attempt);
 `;
 
 const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9];
