@@ -21,11 +21,14 @@ import type {
   SwarmStatusWire,
   TaskPool,
 } from "../core/swarm-contract.ts";
+import { parseLastEventId } from "../core/live-events.ts";
+import { fromWire } from "../core/reducers.ts";
 import { capOfTenant } from "../core/tenant-budget.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
 import { FLUSH_RETRY_MS, SwarmLedger } from "./swarm-ledger.ts";
+import { SwarmLive } from "./swarm-live.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
 import { advancePhase, toSwarmEnd, type PhaseRoom } from "./swarm-phases.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
@@ -74,6 +77,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly ledger: SwarmLedger;
   private readonly dispatch: SwarmDispatch;
   private readonly views: SwarmViews;
+  private readonly live: SwarmLive;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
@@ -81,6 +85,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     SwarmTickets.migrate(ctx.storage.sql);
     SwarmMeters.migrate(ctx.storage.sql);
     SwarmStore.migrate(ctx.storage.sql);
+    SwarmLive.migrate(ctx.storage.sql);
     this.meters = new SwarmMeters(ctx.storage.sql);
     // Every module writes through the store's SqlStorage: metered, and a write to the swarm row drops its read.
     this.store = new SwarmStore(this.meters.sql);
@@ -107,6 +112,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       queues: { short: env.TASK_QUEUE, long: env.LONG_TASK_QUEUE ?? env.TASK_QUEUE },
     });
     this.views = new SwarmViews(this.sql, this.store, this.totals, this.routing, this.budget, this.ledger, this.meters);
+    // Listeners read the status as the API serves it (the wire form exists only for RPC).
+    this.live = new SwarmLive(this.sql, ctx, (swarm) => {
+      const status = this.views.toStatus(swarm);
+      return { ...status, output: status.output === null ? null : fromWire(status.output) };
+    });
   }
 
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
@@ -177,6 +187,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       }
       const now = Date.now();
       const actions = request.reports.length > 0 ? this.dispatch.recordReports(swarm, request.reports, now) : [];
+      this.live.noteTasks(request.reports.map((report) => report.taskId));
       let ended = request.reports.length > 0;
       const current = this.store.swarm() ?? swarm;
       const pool: TaskPool = request.pool ?? "short";
@@ -190,6 +201,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
             ? { granted: [], ended: false, blocked: false }
             : this.dispatch.grantTasks(current, request.want, now, pool, request.endBy ?? null);
       this.tickets.rememberGrants(request.ticket, request.lane, request.seq, grant.granted, request.final);
+      this.live.noteTasks(grant.granted.map((task) => task.taskId));
+      if (grant.ended) this.live.noteAll();
       ended ||= grant.ended;
       if (ended) this.afterTasksEnded();
       const after = this.store.swarm() ?? current;
@@ -268,12 +281,41 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const now = Date.now();
     this.sql.exec("UPDATE swarm SET state = 'cancelled', reason = 'cancelled by request', index_dirty = 1");
     this.tasks.cancelWaiting(now);
+    this.live.noteAll();
     // Lanes get nothing more; their running tasks still record (and are paid for).
     this.tickets.closeAll();
     this.afterTasksEnded();
     const after = this.store.swarm();
     if (after !== null) await this.planAlarm(after, now);
     return after === null ? null : { status: this.views.toStatus(after), changed: true };
+  }
+
+  // ── Live progress: hibernatable WebSockets (the orchestrator forwards /live and bridges /events) ──
+
+  /**
+   * The orchestrator forwards an authenticated upgrade with the tenant in `x-edgeswarm-tenant`
+   * and the resume point in `x-last-event-id`; another tenant's swarm is 404 like an unknown one.
+   */
+  override async fetch(request: Request): Promise<Response> {
+    this.begin();
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response("expected a WebSocket upgrade", { status: 426 });
+    const swarm = this.store.swarmOf(request.headers.get("x-edgeswarm-tenant") ?? "");
+    if (swarm === null) return new Response("swarm not found", { status: 404 });
+    const pair = new WebSocketPair();
+    try {
+      this.live.accept(pair[1], swarm, parseLastEventId(request.headers.get("x-last-event-id")));
+    } finally {
+      this.meters.save();
+    }
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  /** Listeners send nothing the room needs; a message is ignored (a client's keep-alive). */
+  override async webSocketMessage(): Promise<void> {}
+
+  override async webSocketClose(socket: WebSocket, code: number): Promise<void> {
+    // 1005/1006 mean no code was sent; close() accepts neither.
+    socket.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
   }
 
   // ── Alarm: lease and delivery deadlines, window refill, ledger flush ─────────────────────────
@@ -287,6 +329,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const swarm = this.store.swarm();
       if (swarm === null) return;
       const now = Date.now();
+      this.live.noteOverdue(now);
       this.tasks.expireLeases(swarm, now);
       this.tickets.expire(now);
       this.afterTasksEnded();
@@ -335,6 +378,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (swarm.state !== before.state || swarm.plan_attempts !== before.plan_attempts || swarm.reduction !== before.reduction) {
       this.totals.invalidate();
       this.dispatch.tasksInserted();
+      this.live.noteAll();
     }
     const end = toSwarmEnd(swarm, this.totals.open(), this.totals.counts());
     if (end === null) {
@@ -372,7 +416,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * except the exact lease minimum when the alarm itself asks).
    */
   private async planAlarm(swarm: SwarmRow, now: number, options: { exactDeadline?: boolean } = {}): Promise<void> {
+    this.live.flush(swarm, now);
     const times = [
+      this.live.nextAlarm(),
       this.tasks.nextAlarm({ exact: options.exactDeadline === true }),
       this.ledger.nextAlarm(swarm, now),
       this.dispatch.nextAlarm(swarm, now),

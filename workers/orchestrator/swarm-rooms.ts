@@ -14,6 +14,8 @@ export interface SwarmRooms {
   getPlan(swarmId: string, tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null>;
   /** null: no such swarm for this tenant. `changed` is false when it had already ended or been cancelled. */
   cancel(swarmId: string, tenant: string): Promise<{ status: SwarmStatus; changed: boolean } | null>;
+  /** The room's live WebSocket (an upgraded Response, status 101); null: no such swarm for this tenant. */
+  openLive(swarmId: string, tenant: string, lastEventId: number | null): Promise<Response | null>;
 }
 
 export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): SwarmRooms {
@@ -26,6 +28,12 @@ export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): 
     cancel: async (swarmId, tenant) => {
       const result = await room(swarmId).cancel(tenant);
       return result === null ? null : { status: toPublicStatus(result.status), changed: result.changed };
+    },
+    openLive: async (swarmId, tenant, lastEventId) => {
+      const headers = new Headers({ upgrade: "websocket", "x-edgeswarm-tenant": tenant });
+      if (lastEventId !== null) headers.set("x-last-event-id", String(lastEventId));
+      const response = await room(swarmId).fetch("https://swarm-room/live", { headers });
+      return response.status === 101 ? response : null;
     },
   };
 }

@@ -1,11 +1,12 @@
 // /v1/swarms: start or estimate a swarm, list the tenant's swarms, read one's status, results and live events.
 // Handlers stay thin: validation is in core, swarm state in its SwarmRoom, the index in D1.
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { ApiError } from "../../../src/core/errors.ts";
 import { estimateSwarm } from "../../../src/core/estimate-swarm.ts";
 import { isSwarmId } from "../../../src/core/ids.ts";
+import { parseLastEventId } from "../../../src/core/live-events.ts";
 import { parseEstimateRequest } from "../../../src/core/parse-estimate-request.ts";
 import { parseSwarmSpec } from "../../../src/core/parse-swarm-spec.ts";
 import type { AppEnv } from "../app-env.ts";
@@ -50,6 +51,15 @@ const ResultsQuery = z.object({
 function requireSwarmId(id: string): string {
   if (!isSwarmId(id)) throw new ApiError("not_found", "swarm not found");
   return id;
+}
+
+/** The resume point: the Last-Event-ID header (EventSource sends it), else `?last_event_id=`. */
+function toLastEventId(c: Context<AppEnv>): number | null {
+  const text = c.req.header("last-event-id") ?? c.req.query("last_event_id");
+  if (text !== undefined && parseLastEventId(text) === null) {
+    throw new ApiError("invalid_request", "Last-Event-ID must be an event id this API sent", [{ path: "last_event_id", message: "a whole number" }]);
+  }
+  return parseLastEventId(text);
 }
 
 const swarmNotFound = (): ApiError => new ApiError("not_found", "swarm not found");
@@ -130,13 +140,21 @@ export const swarmRoutes = new Hono<AppEnv>()
     return c.json(status);
   })
 
+  // Live progress pushed by the SwarmRoom (README "Live events"): a WebSocket here, SSE below.
+  .get("/:id/live", async (c) => {
+    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
+      throw new ApiError("invalid_request", "this route is a WebSocket: send Upgrade: websocket (or read GET /v1/swarms/:id/events)");
+    }
+    const live = await c.var.deps.swarmRooms.openLive(requireSwarmId(c.req.param("id")), c.var.tenant, toLastEventId(c));
+    if (live === null) throw swarmNotFound();
+    return live;
+  })
+
   .get("/:id/events", async (c) => {
-    const id = requireSwarmId(c.req.param("id"));
-    const { swarmRooms } = c.var.deps;
-    const tenant = c.var.tenant;
-    // Read once before streaming so an unknown swarm is a plain 404, not an empty stream.
-    const first = await swarmRooms.getStatus(id, tenant);
-    if (first === null) throw swarmNotFound();
+    const live = await c.var.deps.swarmRooms.openLive(requireSwarmId(c.req.param("id")), c.var.tenant, toLastEventId(c));
+    // Asked before streaming so an unknown swarm is a plain 404, not an empty stream.
+    if (live?.webSocket == null) throw swarmNotFound();
+    const socket = live.webSocket;
     const requestId = c.var.requestId;
-    return streamSSE(c, (stream) => streamSwarmEvents(stream, { first, poll: () => swarmRooms.getStatus(id, tenant), requestId }));
+    return streamSSE(c, (stream) => streamSwarmEvents(stream, { socket, requestId }));
   });
