@@ -23,12 +23,16 @@ import type {
 } from "../core/swarm-contract.ts";
 import { parseLastEventId } from "../core/live-events.ts";
 import { fromWire } from "../core/reducers.ts";
+import type { RerunSelection } from "../core/rerun-request.ts";
+import type { TaskTranscript } from "../core/task-transcript.ts";
 import { capOfTenant } from "../core/tenant-budget.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
 import { FLUSH_RETRY_MS, SwarmLedger } from "./swarm-ledger.ts";
+import { SwarmLineage, type RerunInput } from "./swarm-lineage.ts";
 import { SwarmLive } from "./swarm-live.ts";
+import { SwarmTranscripts } from "./swarm-transcripts.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
 import { advancePhase, toSwarmEnd, type PhaseRoom } from "./swarm-phases.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
@@ -78,6 +82,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly dispatch: SwarmDispatch;
   private readonly views: SwarmViews;
   private readonly live: SwarmLive;
+  private readonly lineage: SwarmLineage;
+  private readonly transcripts: SwarmTranscripts;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
@@ -86,6 +92,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     SwarmMeters.migrate(ctx.storage.sql);
     SwarmStore.migrate(ctx.storage.sql);
     SwarmLive.migrate(ctx.storage.sql);
+    SwarmLineage.migrate(ctx.storage.sql);
+    SwarmTranscripts.migrate(ctx.storage.sql);
     this.meters = new SwarmMeters(ctx.storage.sql);
     // Every module writes through the store's SqlStorage: metered, and a write to the swarm row drops its read.
     this.store = new SwarmStore(this.meters.sql);
@@ -111,7 +119,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       leases: this.settings,
       queues: { short: env.TASK_QUEUE, long: env.LONG_TASK_QUEUE ?? env.TASK_QUEUE },
     });
-    this.views = new SwarmViews(this.sql, this.store, this.totals, this.routing, this.budget, this.ledger, this.meters);
+    this.lineage = new SwarmLineage(this.sql);
+    this.transcripts = new SwarmTranscripts(this.sql);
+    this.views = new SwarmViews(this.sql, this.store, this.totals, this.routing, this.budget, this.ledger, this.meters, this.lineage);
     // Listeners read the status as the API serves it (the wire form exists only for RPC).
     this.live = new SwarmLive(this.sql, ctx, (swarm) => {
       const status = this.views.toStatus(swarm);
@@ -141,6 +151,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.store.swarm() !== null) return { created: false };
     const planner = spec.goal === undefined ? null : PlannerSpecSchema.parse(spec.planner ?? {});
     this.store.insertSwarm(input, { mix, budget, tenantMonth, planner });
+    this.lineage.record(input);
     this.totals.invalidate();
     // Tickets first (the first lanes start while D1 is written); then the index row, so the swarm
     // is listed at once; if D1 is down the alarm retries.
@@ -186,6 +197,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         };
       }
       const now = Date.now();
+      this.transcripts.keep(request.reports);
       const actions = request.reports.length > 0 ? this.dispatch.recordReports(swarm, request.reports, now) : [];
       this.live.noteTasks(request.reports.map((report) => report.taskId));
       let ended = request.reports.length > 0;
@@ -228,6 +240,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       if (swarm === null) return;
       const now = Date.now();
       this.dispatch.adaptWindow(swarm, { ...this.ledger.insertCalls(swarm, reports, now), now });
+      this.transcripts.keep(reports);
       for (const report of reports) {
         if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
       }
@@ -243,6 +256,27 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return this.serve(() => {
       if (this.store.swarm() === null) return { ok: false, error: "the swarm does not exist" };
       return runScratchpad(this.sql, request, Date.now());
+    });
+  }
+
+  /** One task's transcript: its attempts, calls and messages as far as kept. null: no such swarm for the tenant, or no such task. */
+  async getTranscript(tenant: string, taskId: string): Promise<TaskTranscript | null> {
+    this.begin();
+    const swarm = this.store.swarmOf(tenant);
+    return swarm === null ? null : this.transcripts.read(swarm, taskId);
+  }
+
+  /** The spec and tasks a rerun of this swarm starts with. null: no such swarm for the tenant. */
+  async rerunInput(tenant: string, selection: RerunSelection): Promise<RerunInput | null> {
+    this.begin();
+    const swarm = this.store.swarmOf(tenant);
+    return swarm === null ? null : this.lineage.rerunInput(swarm.finished_at !== null, selection);
+  }
+
+  /** A rerun of this swarm started: its status lists it. */
+  async addRerun(swarmId: string): Promise<void> {
+    return this.serve(() => {
+      if (this.store.swarm() !== null) this.lineage.addRerun(swarmId);
     });
   }
 

@@ -9,11 +9,19 @@ import type { OrchestratorDeps } from "./composition.ts";
 
 export type StartSwarmDeps = Pick<OrchestratorDeps, "swarmRooms" | "newSwarmId" | "now" | "config" | "admission">;
 
-export async function startSwarm(deps: StartSwarmDeps, tenant: string, swarm: PlannedSwarm, origin: StartSwarmInput["origin"]): Promise<{ swarmId: string }> {
+export async function startSwarm(
+  deps: StartSwarmDeps,
+  tenant: string,
+  swarm: PlannedSwarm,
+  origin: StartSwarmInput["origin"],
+  parentId?: string,
+): Promise<{ swarmId: string }> {
   requireReachableTools(swarm, deps.config);
   requireAdmission(swarm, deps, tenant);
   const swarmId = deps.newSwarmId();
-  const { created, refused, code } = await deps.swarmRooms.start({ swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin });
+  const input: StartSwarmInput = { swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin };
+  if (parentId !== undefined) input.parentId = parentId;
+  const { created, refused, code } = await deps.swarmRooms.start(input);
   // The room refuses what it cannot honour: a tenant whose monthly budget is spent (402), and again
   // (should the settings differ) what admission refuses (400).
   if (refused !== undefined && refused.length > 0) {

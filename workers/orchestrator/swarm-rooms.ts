@@ -3,6 +3,9 @@
 import type { ErrorDetail } from "../../src/core/errors.ts";
 import { fromWire } from "../../src/core/reducers.ts";
 import type { PlanView, ResultsPage, StartSwarmInput, SwarmStatus, SwarmStatusWire } from "../../src/core/swarm-contract.ts";
+import type { RerunSelection } from "../../src/core/rerun-request.ts";
+import type { TaskTranscript } from "../../src/core/task-transcript.ts";
+import type { RerunInput } from "../../src/durable/swarm-lineage.ts";
 import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
 
 export interface SwarmRooms {
@@ -14,6 +17,9 @@ export interface SwarmRooms {
   getPlan(swarmId: string, tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null>;
   /** null: no such swarm for this tenant. `changed` is false when it had already ended or been cancelled. */
   cancel(swarmId: string, tenant: string): Promise<{ status: SwarmStatus; changed: boolean } | null>;
+  getTranscript(swarmId: string, tenant: string, taskId: string): Promise<TaskTranscript | null>;
+  rerunInput(swarmId: string, tenant: string, selection: RerunSelection): Promise<RerunInput | null>;
+  addRerun(parentId: string, childId: string): Promise<void>;
   /** The room's live WebSocket (an upgraded Response, status 101); null: no such swarm for this tenant. */
   openLive(swarmId: string, tenant: string, lastEventId: number | null): Promise<Response | null>;
 }
@@ -29,6 +35,9 @@ export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): 
       const result = await room(swarmId).cancel(tenant);
       return result === null ? null : { status: toPublicStatus(result.status), changed: result.changed };
     },
+    getTranscript: (swarmId, tenant, taskId) => room(swarmId).getTranscript(tenant, taskId),
+    rerunInput: (swarmId, tenant, selection) => room(swarmId).rerunInput(tenant, selection),
+    addRerun: (parentId, childId) => room(parentId).addRerun(childId),
     openLive: async (swarmId, tenant, lastEventId) => {
       const headers = new Headers({ upgrade: "websocket", "x-edgeswarm-tenant": tenant });
       if (lastEventId !== null) headers.set("x-last-event-id", String(lastEventId));

@@ -3,12 +3,13 @@
 import { Hono, type Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
-import { ApiError } from "../../../src/core/errors.ts";
+import { ApiError, toIssueDetails } from "../../../src/core/errors.ts";
 import { estimateSwarm } from "../../../src/core/estimate-swarm.ts";
 import { isSwarmId } from "../../../src/core/ids.ts";
 import { parseLastEventId } from "../../../src/core/live-events.ts";
 import { parseEstimateRequest } from "../../../src/core/parse-estimate-request.ts";
-import { parseSwarmSpec } from "../../../src/core/parse-swarm-spec.ts";
+import { parseSwarmSpec, toSwarmSpec } from "../../../src/core/parse-swarm-spec.ts";
+import { RerunRequestSchema } from "../../../src/core/rerun-request.ts";
 import type { AppEnv } from "../app-env.ts";
 import { parseCreateSwarmQuery } from "../create-swarm-query.ts";
 import { readJsonBody } from "../json-body.ts";
@@ -138,6 +139,43 @@ export const swarmRoutes = new Hono<AppEnv>()
       throw new ApiError("conflict", `the swarm already ended (${status.state}); there is nothing to cancel`, [{ path: "state", message: status.state }]);
     }
     return c.json(status);
+  })
+
+  // One task's transcript: attempts, every model call, the messages as far as kept, the output.
+  .get("/:id/tasks/:task_id", async (c) => {
+    const id = requireSwarmId(c.req.param("id"));
+    const transcript = await c.var.deps.swarmRooms.getTranscript(id, c.var.tenant, c.req.param("task_id"));
+    if (transcript === null) {
+      if ((await c.var.deps.swarmRooms.getStatus(id, c.var.tenant)) === null) throw swarmNotFound();
+      throw new ApiError("not_found", "this swarm has no such task");
+    }
+    return c.json(transcript);
+  })
+
+  // A new swarm from a subset of an ended swarm's tasks, with the same spec; parent_id links them.
+  .post("/:id/rerun", async (c) => {
+    const parentId = requireSwarmId(c.req.param("id"));
+    const body = RerunRequestSchema.safeParse(await readJsonBody(c));
+    if (!body.success) throw new ApiError("invalid_request", "the rerun request is invalid", toIssueDetails(body.error));
+    const input = await c.var.deps.swarmRooms.rerunInput(parentId, c.var.tenant, body.data.tasks);
+    if (input === null) throw swarmNotFound();
+    if (!input.ok) throw new ApiError(input.code, input.message, input.details);
+    const swarm = parseSwarmSpec(toSwarmSpec({ spec: input.spec, tasks: input.tasks }));
+    if (!swarm.ok) throw new ApiError("invalid_spec", "the parent's spec no longer validates", swarm.error);
+    const { swarmId } = await startSwarm(c.var.deps, c.var.tenant, swarm.value, { kind: "api" }, parentId);
+    await c.var.deps.swarmRooms.addRerun(parentId, swarmId);
+    const self = new URL(`/v1/swarms/${swarmId}`, c.req.url).href;
+    c.header("Location", self);
+    return c.json(
+      {
+        id: swarmId,
+        state: "running",
+        parent_id: parentId,
+        tasks: swarm.value.tasks.length,
+        urls: { self, results: `${self}/results`, events: `${self}/events` },
+      },
+      202,
+    );
   })
 
   // Live progress pushed by the SwarmRoom (README "Live events"): a WebSocket here, SSE below.
