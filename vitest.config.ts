@@ -23,6 +23,9 @@ export default defineConfig({
         test: { name: "mock-model", environment: "node", include: ["dev/mock-model/**/*.test.ts"] },
       },
       {
+        test: { name: "cli", environment: "node", include: ["cli/**/*.test.ts", "src/client/**/*.test.ts"] },
+      },
+      {
         plugins: [
           cloudflareTest(({ inject }) => ({
             wrangler: { configPath: "./wrangler.toml" },
