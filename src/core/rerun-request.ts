@@ -3,13 +3,11 @@ import { z } from "zod";
 import { MAX_TASKS, TaskIdSchema } from "./spec-schema.ts";
 import type { TaskState } from "./swarm-contract.ts";
 
-export const RerunRequestSchema = z
-  .strictObject({
-    tasks: z
-      .union([z.enum(["failed", "not_succeeded"]), z.array(TaskIdSchema).min(1).max(MAX_TASKS)])
-      .describe('"failed", "not_succeeded" (failed, cancelled or skipped), or a list of task ids'),
-  })
-  .meta({ id: "RerunRequest", examples: [{ tasks: "failed" }, { tasks: ["auth.py", "db.py"] }] });
+export const RerunRequestSchema = z.strictObject({
+  tasks: z
+    .union([z.enum(["failed", "not_succeeded"]), z.array(TaskIdSchema).min(1).max(MAX_TASKS)])
+    .describe('"failed", "not_succeeded" (failed, cancelled or skipped), or a list of task ids'),
+});
 export type RerunRequest = z.infer<typeof RerunRequestSchema>;
 
 export type RerunSelection = RerunRequest["tasks"];

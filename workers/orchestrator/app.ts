@@ -8,6 +8,7 @@ import type { AppEnv } from "./app-env.ts";
 import { bearerAuth } from "./auth.ts";
 import { limitBodySize } from "./body-size-limit.ts";
 import { composeDeps } from "./composition.ts";
+import { buildOpenApiDocument } from "./openapi-document.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
 import { swarmRoutes } from "./routes/swarms.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
@@ -43,6 +44,8 @@ export function createApp(): Hono<AppEnv> {
   app.use(requestId({ limitLength: 128 }));
 
   app.get("/healthz", (c) => c.json({ ok: true, service: "edgeswarm-orchestrator" }));
+  // The API's description is public, like the dashboard's page; every data call takes the token.
+  app.get("/openapi.json", (c) => c.json(buildOpenApiDocument()));
 
   app.use("/v1/*", async (c, next) => {
     c.set("deps", composeDeps(c.env));

@@ -27,7 +27,7 @@ const limitParam = (min: number, max: number, fallback: number) =>
     .pipe(z.number().int().min(min).max(max))
     .default(fallback);
 
-const ListSwarmsQuery = z.object({
+export const ListSwarmsQuery = z.object({
   limit: limitParam(1, 100, 20),
   cursor: z
     .string()
@@ -39,7 +39,7 @@ const ListSwarmsQuery = z.object({
     .optional(),
 });
 
-const ResultsQuery = z.object({
+export const ResultsQuery = z.object({
   limit: limitParam(1, 1_000, 100),
   // The SwarmRoom's next_cursor is a decimal position; anything else never came from it.
   cursor: z
