@@ -1,7 +1,10 @@
 // The one-line summary `npm start`, `npm run swarm` and `edgeswarm run` print (API.md).
 import type { SwarmStatus } from "../core/swarm-contract.ts";
 
-export type SummaryInput = Pick<SwarmStatus, "tasks" | "counts" | "usage" | "cost_usd" | "wall_s" | "latency_ms">;
+export type SummaryInput = Pick<SwarmStatus, "tasks" | "cost_usd" | "wall_s" | "latency_ms"> & {
+  counts: Pick<SwarmStatus["counts"], "succeeded" | "failed" | "cancelled" | "skipped_budget">;
+  usage: Pick<SwarmStatus["usage"], "total_tokens">;
+};
 
 /** `n=100 ok=100 err=0 wall=3.21 s throughput=31.2 req/s p50=212 ms p95=260 ms tokens=4800 cost=$0.000123` */
 export function formatSummary(status: SummaryInput): string {
