@@ -122,7 +122,7 @@ export default defineConfig({
         test: {
           name: "e2e",
           environment: "node",
-          include: ["test/e2e/**/*.test.ts"],
+          include: ["test/e2e/**/*.test.ts", "test/browser/**/*.test.ts"],
           testTimeout: 180_000,
           hookTimeout: 180_000,
         },
