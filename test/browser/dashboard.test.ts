@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateToken, ROOT, type Stack, startStack } from "../../scripts/lib/local-stack.ts";
 import { launchChromium } from "./chromium.ts";
 
+/** What the swarm page exposes of its grid (dashboard/src/swarm-page.tsx). */
+type GridWindow = { edgeswarmGrid?: { cellCenter(taskId: string): { x: number; y: number } | null } };
+
 const persistTo = path.join(ROOT, ".tmp", "browser-state");
 let stack: Stack;
 let browser: Browser;
@@ -77,7 +80,7 @@ describe("the dashboard", () => {
   it("opens a failed task's transcript when its cell is clicked", async () => {
     const failedId = await page.evaluate(() => document.querySelector<HTMLAnchorElement>("a[href*='/tasks/']")?.textContent ?? "");
     expect(failedId).toMatch(/^t-\d\d$/);
-    const at = await page.evaluate((taskId) => window.edgeswarmGrid?.cellCenter(taskId) ?? null, failedId);
+    const at = await page.evaluate((taskId) => (window as GridWindow).edgeswarmGrid?.cellCenter(taskId) ?? null, failedId);
     if (at === null) throw new Error("the grid has no cell for the task");
     await page.mouse.click(at.x, at.y);
     await page.waitForURL(new RegExp(`/tasks/${failedId}$`));
