@@ -1,12 +1,15 @@
 // The shapes the API answers with, as the client returns them (README "API reference").
 import type { LiveEvent } from "../core/live-events.ts";
-import type { SwarmSpec } from "../core/spec-schema.ts";
+import type { z } from "zod";
+import type { SwarmSpecSchema } from "../core/spec-schema.ts";
 import type { ResultsPage, SwarmState, SwarmStatus, TaskResult } from "../core/swarm-contract.ts";
 import type { TaskTranscript } from "../core/task-transcript.ts";
 
 export type { LiveEvent, ResultsPage, SwarmState, SwarmStatus, TaskResult, TaskTranscript };
 /** A spec as a user writes it (defaults not yet applied). */
-export type SwarmSpecInput = Partial<SwarmSpec> & Record<string, unknown>;
+export type SwarmSpecInput = z.input<typeof SwarmSpecSchema>;
+/** A spec as read from a file or a form, unchecked: the API validates it (400 invalid_spec names each field). */
+export type SpecBody = SwarmSpecInput | Record<string, unknown>;
 
 export interface CreatedSwarm {
   id: string;

@@ -12,8 +12,8 @@ import type {
   Me,
   ResultsPage,
   Schedule,
+  SpecBody,
   SwarmList,
-  SwarmSpecInput,
   SwarmStatus,
   TaskResult,
   TaskTranscript,
@@ -52,19 +52,16 @@ export class EdgeswarmClient {
 
   // ── swarms ──────────────────────────────────────────────────────────────────────────────────
 
-  createSwarm(spec: SwarmSpecInput, options: RequestOptions = {}): Promise<CreatedSwarm> {
+  createSwarm(spec: SpecBody, options: RequestOptions = {}): Promise<CreatedSwarm> {
     return this.request("POST", "/v1/swarms", { body: spec, ...options });
   }
 
   /** `POST /v1/swarms?dry_run=1`: prices the spec, starts nothing. */
-  dryRun(spec: SwarmSpecInput, options: RequestOptions = {}): Promise<Record<string, unknown>> {
+  dryRun(spec: SpecBody, options: RequestOptions = {}): Promise<Record<string, unknown>> {
     return this.request("POST", "/v1/swarms?dry_run=1", { body: spec, ...options });
   }
 
-  estimate(
-    body: { swarm: SwarmSpecInput; projection?: Record<string, unknown> } | SwarmSpecInput,
-    options: RequestOptions = {},
-  ): Promise<Record<string, unknown>> {
+  estimate(body: { swarm: SpecBody; projection?: Record<string, unknown> } | SpecBody, options: RequestOptions = {}): Promise<Record<string, unknown>> {
     const wrapped = "swarm" in body && typeof body.swarm === "object" ? body : { swarm: body };
     return this.request("POST", "/v1/swarms/estimate", { body: wrapped, ...options });
   }
@@ -118,7 +115,7 @@ export class EdgeswarmClient {
     return this.request("GET", `/v1/usage${toQuery(query)}`, options);
   }
 
-  createSchedule(body: { name: string; cron: string; spec: SwarmSpecInput; enabled?: boolean }, options: RequestOptions = {}): Promise<Schedule> {
+  createSchedule(body: { name: string; cron: string; spec: SpecBody; enabled?: boolean }, options: RequestOptions = {}): Promise<Schedule> {
     return this.request("POST", "/v1/schedules", { body, ...options });
   }
 
