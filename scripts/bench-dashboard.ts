@@ -26,8 +26,10 @@ console.log("bench:dashboard: starting the local stack …");
 const stack = await startStack({ port: 0, apiToken: generateToken(), mock: { latency: { dist: "normal", mean: 200, stddev: 40 } }, persistTo, log: "capture" });
 const client = createClient({ baseUrl: stack.url, token: stack.token });
 try {
-  // (1) Events a client receives from a 1,000-task swarm.
-  const { id: thousand } = await client.createSwarm(spec("bench: 1,000 tasks", 1_000));
+  // (1) Events a client receives from a 1,000-task swarm, slowed (1 s calls, 100 at a time) so the
+  // stream runs ~10 s in its steady state rather than ending within a push interval or two.
+  stack.mock?.setScenario({ latency: { dist: "normal", mean: 1_000, stddev: 200 }, seed: 2 });
+  const { id: thousand } = await client.createSwarm({ ...spec("bench: 1,000 tasks", 1_000), limits: { ...spec("", 0).limits, concurrency: 100 } });
   const byType: Record<string, number> = {};
   let taskChanges = 0;
   let first = 0;
@@ -46,6 +48,7 @@ try {
     `events from a 1,000-task swarm: ${events} events in ${seconds.toFixed(2)} s = ${(events / seconds).toFixed(1)} events/s (${JSON.stringify(byType)}), carrying ${taskChanges} task changes (${(taskChanges / seconds).toFixed(0)}/s); swarm wall ${status.wall_s.toFixed(2)} s`,
   );
 
+  stack.mock?.setScenario({ latency: { dist: "normal", mean: 200, stddev: 40 }, seed: 1 });
   // (2) The swarm page of a 10,000-task swarm.
   const { id: big } = await client.createSwarm(spec("bench: 10,000 tasks", 10_000));
   await waitForSwarm(stack.url, stack.token, big, { timeoutMs: 900_000, pollMs: 1_000 });
