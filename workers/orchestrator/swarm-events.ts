@@ -34,6 +34,8 @@ export async function streamSwarmEvents(stream: SSEStreamingApi, options: SwarmE
   });
   socket.addEventListener("close", () => push("closed"));
   socket.addEventListener("error", () => push("closed"));
+  // A client that leaves releases the room's socket now, not at the next heartbeat.
+  stream.onAbort(() => push("closed"));
   socket.accept();
   const deadline = Date.now() + maxMs;
   try {
