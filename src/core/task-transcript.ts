@@ -26,6 +26,8 @@ export interface TranscriptCall {
   cost_usd: number | null;
   latency_ms: number;
   started_at: string;
+  /** Known for the call that gave a succeeded task its output (the task's finish reason); null otherwise. */
+  finish_reason: string | null;
 }
 
 export interface TaskTranscript {

@@ -89,6 +89,7 @@ export class SwarmTranscripts {
       .toArray();
     const kept = this.sql.exec<{ messages: string; truncated: number }>("SELECT messages, truncated FROM transcripts WHERE task_id = ?", taskId).toArray()[0];
     const keptMessages: ChatMessage[] | null = kept === undefined ? null : ChatMessageSchema.array().parse(JSON.parse(kept.messages));
+    const last = calls.at(-1);
     const { messages, truncated } = toTranscriptMessages({ system: swarm.system, prompt: task.prompt, kept: keptMessages, output: task.output });
     return {
       swarm_id: swarm.id,
@@ -122,6 +123,8 @@ export class SwarmTranscripts {
         cost_usd: c.cost_usd,
         latency_ms: c.latency_ms,
         started_at: toIso(c.created_at) ?? "",
+        // The ledger keeps no finish reason per call: the last call of a succeeded task gave its output.
+        finish_reason: task.state === "succeeded" && c === last && c.status === "ok" ? task.finish_reason : null,
       })),
       messages,
       messages_truncated: truncated || kept?.truncated === 1,

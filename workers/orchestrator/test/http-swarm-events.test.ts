@@ -1,6 +1,7 @@
 // Live events against the real SwarmRoom: GET /v1/swarms/:id/events (SSE) and /live (WebSocket)
 // are pushed by the room as tasks change, coalesced, with ids; a reconnect with Last-Event-ID
 // resumes after the last event seen, and a stale one gets a snapshot.
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -160,6 +161,26 @@ describe("GET /v1/swarms/:id/events", () => {
           .map((t) => t[0]),
       ).size,
     ).toBe(60);
+  });
+
+  it("pushes what the alarm changes: a task whose lease ran out shows as retry_wait", async () => {
+    const id = await createSwarm(validSpec({ limits: { max_attempts: 3 } }));
+    const response = await callApi(`/v1/swarms/${id}/events`);
+    const reading = readEvents(response, (events) => tasksOf(events).some((t) => t[0] === "auth.py" && t[1] === "retry_wait"));
+    await pullTasks(id, 3);
+    await runInDurableObject(room(id), async (instance, state) => {
+      state.storage.sql.exec("UPDATE tasks SET deadline = ? WHERE id = 'auth.py'", Date.now() - 1);
+      // Past the push interval, so the alarm's push goes out at once.
+      (instance as unknown as { live: { lastFlushAt: number } }).live.lastFlushAt = 0;
+      await instance.alarm();
+    });
+    const { events, ended } = await reading;
+    expect(ended).toBe(false);
+    expect(
+      tasksOf(events)
+        .filter((t) => t[0] === "auth.py")
+        .map((t) => t[1]),
+    ).toEqual(["pending", "running", "retry_wait"]);
   });
 
   it("answers 404 for another tenant's swarm and 400 for a malformed Last-Event-ID", async () => {

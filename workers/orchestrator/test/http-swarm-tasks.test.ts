@@ -57,7 +57,15 @@ const TranscriptSchema = z.object({
   error: z.object({ class: z.string(), message: z.string() }).nullable(),
   output: z.string().nullable(),
   calls: z.array(
-    z.object({ call_id: z.string(), attempt: z.number(), turn: z.number(), status: z.string(), latency_ms: z.number(), cost_usd: z.number().nullable() }),
+    z.object({
+      call_id: z.string(),
+      attempt: z.number(),
+      turn: z.number(),
+      status: z.string(),
+      latency_ms: z.number(),
+      cost_usd: z.number().nullable(),
+      finish_reason: z.string().nullable(),
+    }),
   ),
   messages: z.array(z.object({ role: z.string() }).loose()),
   messages_truncated: z.boolean(),
@@ -95,6 +103,7 @@ describe("GET /v1/swarms/:id/tasks/:task_id", () => {
       { role: "assistant", content: "ok t00001" },
     ]);
     expect(transcript.cost_usd).toBeGreaterThan(0);
+    expect(transcript.calls.map((c) => c.finish_reason)).toEqual(["stop"]);
   });
 
   it("answers 404 for an unknown task, and for another tenant's swarm", async () => {
