@@ -16,6 +16,11 @@ interface GlobalOptions {
 }
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
+// A reader that stops early (`… | head`) closes the pipe: that ends the output, it is no failure.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+  throw error;
+});
 const err = (line: string) => process.stderr.write(`${line}\n`);
 
 function clientOf(command: Command): EdgeswarmClient {

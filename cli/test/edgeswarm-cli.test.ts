@@ -142,6 +142,20 @@ describe("edgeswarm results", () => {
     expect(stdout).toContain("| b | succeeded | 1 | 0.001 | 100 |  | line one<br>line \\| two |");
   });
 
+  it("stops quietly when its reader closes the pipe early (| head -1)", async () => {
+    const child = spawn(process.execPath, [CLI, "results", "sw_ok"], {
+      env: { PATH: process.env.PATH, EDGESWARM_URL: api.url, EDGESWARM_API_TOKEN: "t0k", NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    // The reader takes one chunk and leaves.
+    child.stdout.once("data", () => child.stdout.destroy());
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect(stderr).not.toContain("EPIPE");
+    expect(code).toBe(0);
+  });
+
   it("as JSON lines by default, one result a line", async () => {
     const { stdout } = await run(["results", "sw_ok"]);
     expect(
