@@ -1,5 +1,6 @@
-// The swarm list: state, progress, cost and age of the tenant's swarms, filtered by state, with
-// cancel from the list. Refreshed every few seconds while any listed swarm runs.
+// The swarm list: state, progress, cost and age of the tenant's swarms, filtered by state; cancel
+// one or the selected ones, rerun a swarm's failed tasks, from the list. Refreshed every few
+// seconds while any listed swarm runs.
 import { useEffect, useState } from "preact/hooks";
 import type { EdgeswarmClient, SwarmListItem } from "../../src/client/index.ts";
 import { hrefOf } from "./route.ts";
@@ -29,6 +30,7 @@ export function SwarmList(props: { client: EdgeswarmClient }) {
   const [filter, setFilter] = useState<(typeof STATES)[number]>("all");
   const [error, setError] = useState<string | null>(null);
   const [tick, setTick] = useState(0);
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
 
   useEffect(() => {
     let live = true;
@@ -59,13 +61,25 @@ export function SwarmList(props: { client: EdgeswarmClient }) {
     setSwarms([...(swarms ?? []), ...page.swarms]);
     setCursor(page.next_cursor);
   };
-  const cancel = async (id: string) => {
+  const cancel = async (ids: readonly string[]) => {
+    const failures: string[] = [];
+    await Promise.all(ids.map((id) => props.client.cancel(id).catch((e: Error) => failures.push(`${id}: ${e.message}`))));
+    setError(failures.length === 0 ? null : failures.join("; "));
+    setSelected(new Set());
+    setTick((t) => t + 1);
+  };
+  const rerunFailed = async (id: string) => {
     try {
-      await props.client.cancel(id);
+      location.hash = hrefOf({ page: "swarm", id: (await props.client.rerun(id, "failed")).id });
     } catch (e) {
       setError((e as Error).message);
     }
-    setTick((t) => t + 1);
+  };
+  const toggle = (id: string) => {
+    const next = new Set(selected);
+    if (next.has(id)) next.delete(id);
+    else next.add(id);
+    setSelected(next);
   };
 
   const shown = (swarms ?? []).filter((s) => filter === "all" || s.state === filter);
@@ -87,6 +101,13 @@ export function SwarmList(props: { client: EdgeswarmClient }) {
           {error}
         </p>
       )}
+      {selected.size > 0 && (
+        <p>
+          <button type="button" class="danger" onClick={() => cancel([...selected])}>
+            Cancel {selected.size} selected
+          </button>
+        </p>
+      )}
       {swarms === null ? (
         <p class="muted">Loading…</p>
       ) : shown.length === 0 ? (
@@ -97,6 +118,9 @@ export function SwarmList(props: { client: EdgeswarmClient }) {
         <table>
           <thead>
             <tr>
+              <th>
+                <span class="skip">select</span>
+              </th>
               <th>name</th>
               <th>state</th>
               <th>progress</th>
@@ -112,6 +136,11 @@ export function SwarmList(props: { client: EdgeswarmClient }) {
               return (
                 <tr data-swarm={s.id}>
                   <td>
+                    {!TERMINAL.has(s.state) && (
+                      <input type="checkbox" checked={selected.has(s.id)} onChange={() => toggle(s.id)} aria-label={`select ${s.name}`} />
+                    )}
+                  </td>
+                  <td>
                     <a href={hrefOf({ page: "swarm", id: s.id })}>{s.name}</a>
                     <div class="muted">{s.id}</div>
                   </td>
@@ -126,8 +155,13 @@ export function SwarmList(props: { client: EdgeswarmClient }) {
                   <td>{ageOf(s.created_at)}</td>
                   <td>
                     {!TERMINAL.has(s.state) && (
-                      <button type="button" class="danger" onClick={() => cancel(s.id)} aria-label={`cancel ${s.name}`}>
+                      <button type="button" class="danger" onClick={() => cancel([s.id])} aria-label={`cancel ${s.name}`}>
                         Cancel
+                      </button>
+                    )}
+                    {s.state === "completed_with_failures" && (
+                      <button type="button" onClick={() => rerunFailed(s.id)} aria-label={`rerun the failed tasks of ${s.name}`}>
+                        Rerun failed
                       </button>
                     )}
                   </td>

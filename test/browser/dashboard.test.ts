@@ -105,14 +105,19 @@ describe("the dashboard", () => {
     expect(Number(await page.textContent("[data-testid=count-succeeded]"))).toBe(failed);
   });
 
-  it("cancels a running swarm from the list", async () => {
-    // Slow calls keep the swarm running while the list is read.
+  it("cancels a running swarm from the list, and the selected ones at once", async () => {
+    // Slow calls keep the swarms running while the list is read.
     stack.mock?.setScenario({ latency: 5_000, seed: 9 });
     const id = await startFromForm(spec("browser: cancel me", 30, 3));
+    const second = await startFromForm(spec("browser: cancel us 1", 30, 3));
+    const third = await startFromForm(spec("browser: cancel us 2", 30, 3));
     await page.click("text=Swarms");
     const row = page.locator(`tr[data-swarm=${id}]`);
     await row.locator("button:has-text('Cancel')").click();
     await row.locator(".state:has-text('cancelled')").waitFor();
+    for (const other of [second, third]) await page.locator(`tr[data-swarm=${other}] input[type=checkbox]`).check();
+    await page.click("button:has-text('Cancel 2 selected')");
+    for (const other of [second, third]) await page.locator(`tr[data-swarm=${other}] .state:has-text('cancelled')`).waitFor();
     stack.mock?.setScenario({ latency: 10, seed: 10 });
     expect(pageErrors).toEqual([]);
   });
