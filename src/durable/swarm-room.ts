@@ -22,7 +22,7 @@ import type {
   TaskPool,
 } from "../core/swarm-contract.ts";
 import { parseLastEventId } from "../core/live-events.ts";
-import { fromWire } from "../core/reducers.ts";
+import { toPublicStatus } from "../core/public-status.ts";
 import type { RerunSelection } from "../core/rerun-request.ts";
 import type { TaskTranscript } from "../core/task-transcript.ts";
 import { capOfTenant } from "../core/tenant-budget.ts";
@@ -123,10 +123,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.transcripts = new SwarmTranscripts(this.sql);
     this.views = new SwarmViews(this.sql, this.store, this.totals, this.routing, this.budget, this.ledger, this.meters, this.lineage);
     // Listeners read the status as the API serves it (the wire form exists only for RPC).
-    this.live = new SwarmLive(this.sql, ctx, (swarm) => {
-      const status = this.views.toStatus(swarm);
-      return { ...status, output: status.output === null ? null : fromWire(status.output) };
-    });
+    this.live = new SwarmLive(this.sql, ctx, (swarm) => toPublicStatus(this.views.toStatus(swarm)));
   }
 
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────

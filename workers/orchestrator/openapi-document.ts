@@ -225,11 +225,16 @@ function toParameters(operation: Operation): JsonSchema[] {
   return [...path, ...Object.entries(params).map(([name, schema]) => ({ name, in: "query", required: false, schema }))];
 }
 
+const toErrorResponse = (description: string): JsonSchema => ({
+  description,
+  content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+});
+
 function toOperation(operation: Operation): JsonSchema {
   const responses: Record<string, JsonSchema> = {};
   for (const [status, description] of Object.entries(operation.responses)) {
     const ok = status.startsWith("2");
-    if (!ok) responses[status] = { description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+    if (!ok) responses[status] = toErrorResponse(description);
     else if (operation.stream !== undefined) responses[status] = { description, content: { [operation.stream]: { schema: { type: "string" } } } };
     else if (status === "204" || status === "101") responses[status] = { description };
     else
@@ -242,7 +247,7 @@ function toOperation(operation: Operation): JsonSchema {
         },
       };
   }
-  responses["401"] = { description: "missing or wrong bearer token", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+  responses["401"] = toErrorResponse("missing or wrong bearer token");
   const doc: JsonSchema = {
     summary: operation.summary,
     tags: [operation.tag],

@@ -1,8 +1,8 @@
 // The orchestrator's door to SwarmRoom Durable Objects (one per swarm, named by the swarm id).
 // Takes only the SWARM_ROOM namespace; all swarm state lives in the room, never here.
 import type { ErrorDetail } from "../../src/core/errors.ts";
-import { fromWire } from "../../src/core/reducers.ts";
-import type { PlanView, ResultsPage, StartSwarmInput, SwarmStatus, SwarmStatusWire } from "../../src/core/swarm-contract.ts";
+import { toPublicStatus } from "../../src/core/public-status.ts";
+import type { PlanView, ResultsPage, StartSwarmInput, SwarmStatus } from "../../src/core/swarm-contract.ts";
 import type { RerunSelection } from "../../src/core/rerun-request.ts";
 import type { TaskTranscript } from "../../src/core/task-transcript.ts";
 import type { RerunInput } from "../../src/durable/swarm-lineage.ts";
@@ -28,7 +28,10 @@ export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): 
   const room = (swarmId: string): DurableObjectStub<SwarmRoom> => namespace.get(namespace.idFromName(swarmId));
   return {
     start: (input) => room(input.swarmId).start(input),
-    getStatus: async (swarmId, tenant) => toPublicStatus(await room(swarmId).getStatus(tenant)),
+    getStatus: async (swarmId, tenant) => {
+      const status = await room(swarmId).getStatus(tenant);
+      return status === null ? null : toPublicStatus(status);
+    },
     getResults: (swarmId, tenant, cursor, limit) => room(swarmId).getResults(tenant, cursor, limit),
     getPlan: (swarmId, tenant) => room(swarmId).getPlan(tenant),
     cancel: async (swarmId, tenant) => {
@@ -45,10 +48,4 @@ export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): 
       return response.status === 101 ? response : null;
     },
   };
-}
-
-function toPublicStatus(status: SwarmStatusWire): SwarmStatus;
-function toPublicStatus(status: SwarmStatusWire | null): SwarmStatus | null;
-function toPublicStatus(status: SwarmStatusWire | null): SwarmStatus | null {
-  return status === null ? null : { ...status, output: status.output === null ? null : fromWire(status.output) };
 }
