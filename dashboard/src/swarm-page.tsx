@@ -58,6 +58,8 @@ export function SwarmPage(props: { client: EdgeswarmClient; id: string; navigate
             for (const [t, s] of tasks) states.set(t, s);
             g.setTasks(tasks);
             setStatus(event.data.status);
+            const max = event.data.status.max_window;
+            setWindowPoints(event.data.window_history.map(([t, window]) => ({ t, window, max })));
             recount();
           } else if (event.type === "tasks") {
             const changes = event.data.tasks.map(([t, s]) => [t, toGridClass(s)] as [string, (typeof GRID_CLASSES)[number]]);

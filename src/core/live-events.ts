@@ -24,7 +24,7 @@ export interface LiveProgress {
 }
 
 export type LiveEvent =
-  | { id: number; type: "snapshot"; data: { status: SwarmStatus; tasks: LiveTask[] } }
+  | { id: number; type: "snapshot"; data: { status: SwarmStatus; tasks: LiveTask[]; window_history: [at_ms: number, window: number][] } }
   | { id: number; type: "tasks"; data: { tasks: LiveTask[] } }
   | { id: number; type: "progress"; data: LiveProgress }
   | { id: number; type: "done"; data: { id: string; state: SwarmState; status: SwarmStatus } };

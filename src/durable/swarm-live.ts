@@ -29,6 +29,7 @@ export class SwarmLive {
     private readonly sql: SqlStorage,
     private readonly ctx: DurableObjectState,
     private readonly status: (swarm: SwarmRow) => SwarmStatus,
+    private readonly windowHistory: () => [number, number][],
   ) {}
 
   static migrate(sql: SqlStorage): void {
@@ -96,7 +97,11 @@ export class SwarmLive {
     const status = this.status(swarm);
     const events: LiveEvent[] = [];
     if (this.dirtyAll) {
-      events.push(this.append("snapshot", { status, tasks: this.readAllTasks() }));
+      // Not stored (see accept): a resume from before it gets a fresh snapshot instead.
+      const id = this.nextId();
+      this.readLog().completeAfter = id;
+      this.saveLog();
+      events.push({ id, type: "snapshot", data: this.snapshot(status) });
     } else if (this.dirty.size > 0) {
       events.push(this.append("tasks", { tasks: this.readTasks([...this.dirty]) }));
     }
@@ -127,7 +132,7 @@ export class SwarmLive {
       if (log.gap) log.completeAfter = id;
       log.gap = false;
       this.saveLog();
-      this.send(socket, { id, type: "snapshot", data: { status, tasks: this.readAllTasks() } });
+      this.send(socket, { id, type: "snapshot", data: this.snapshot(status) });
       if (swarm.finished_at !== null) this.send(socket, this.append("done", { id: swarm.id, state: swarm.state, status }));
     }
     if (swarm.finished_at !== null) socket.close(1000, "the swarm ended");
@@ -188,6 +193,10 @@ export class SwarmLive {
     if (this.appendsSincePrune < 100) return;
     this.appendsSincePrune = 0;
     this.sql.exec("DELETE FROM live_events WHERE id <= ?", this.readLog().lastId - LIVE_RING_SIZE);
+  }
+
+  private snapshot(status: SwarmStatus) {
+    return { status, tasks: this.readAllTasks(), window_history: this.windowHistory() };
   }
 
   private readAllTasks(): LiveTask[] {

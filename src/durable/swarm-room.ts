@@ -33,6 +33,7 @@ import { FLUSH_RETRY_MS, SwarmLedger } from "./swarm-ledger.ts";
 import { SwarmLineage, type RerunInput } from "./swarm-lineage.ts";
 import { SwarmLive } from "./swarm-live.ts";
 import { SwarmTranscripts } from "./swarm-transcripts.ts";
+import { SwarmWindowHistory } from "./swarm-window-history.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
 import { advancePhase, toSwarmEnd, type PhaseRoom } from "./swarm-phases.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
@@ -84,6 +85,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly live: SwarmLive;
   private readonly lineage: SwarmLineage;
   private readonly transcripts: SwarmTranscripts;
+  private readonly windowHistory: SwarmWindowHistory;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
@@ -94,6 +96,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     SwarmLive.migrate(ctx.storage.sql);
     SwarmLineage.migrate(ctx.storage.sql);
     SwarmTranscripts.migrate(ctx.storage.sql);
+    SwarmWindowHistory.migrate(ctx.storage.sql);
     this.meters = new SwarmMeters(ctx.storage.sql);
     // Every module writes through the store's SqlStorage: metered, and a write to the swarm row drops its read.
     this.store = new SwarmStore(this.meters.sql);
@@ -121,9 +124,15 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     });
     this.lineage = new SwarmLineage(this.sql);
     this.transcripts = new SwarmTranscripts(this.sql);
+    this.windowHistory = new SwarmWindowHistory(this.sql);
     this.views = new SwarmViews(this.sql, this.store, this.totals, this.routing, this.budget, this.ledger, this.meters, this.lineage);
     // Listeners read the status as the API serves it (the wire form exists only for RPC).
-    this.live = new SwarmLive(this.sql, ctx, (swarm) => toPublicStatus(this.views.toStatus(swarm)));
+    this.live = new SwarmLive(
+      this.sql,
+      ctx,
+      (swarm) => toPublicStatus(this.views.toStatus(swarm)),
+      () => this.windowHistory.read(),
+    );
   }
 
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
@@ -447,6 +456,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * except the exact lease minimum when the alarm itself asks).
    */
   private async planAlarm(swarm: SwarmRow, now: number, options: { exactDeadline?: boolean } = {}): Promise<void> {
+    this.windowHistory.note(swarm, now);
     this.live.flush(swarm, now);
     const times = [
       this.live.nextAlarm(),

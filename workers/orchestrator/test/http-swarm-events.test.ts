@@ -183,6 +183,30 @@ describe("GET /v1/swarms/:id/events", () => {
     ).toEqual(["pending", "running", "retry_wait"]);
   });
 
+  it("pushes a cancel as a fresh snapshot; a resume from before it gets a snapshot too, never the stale states", async () => {
+    const id = await createSwarm();
+    const first = await callApi(`/v1/swarms/${id}/events`);
+    const reading = readEvents(first, (events) => events.filter((e) => e.event === "snapshot").length === 2);
+    await pullTasks(id, 1);
+    expect((await callApi(`/v1/swarms/${id}/cancel`, { method: "POST" })).status).toBe(200);
+    const { events } = await reading;
+    const second = events.filter((e) => e.event === "snapshot")[1]?.data as { tasks: LiveTask[] };
+    expect(Object.fromEntries(second.tasks.map((t) => [t[0], t[1]]))).toEqual({ "auth.py": "running", t00001: "cancelled", t00002: "cancelled" });
+    const beforeCancel = events.find((e) => e.event === "tasks")?.id ?? events[0]?.id ?? 0;
+    const resumed = await callApi(`/v1/swarms/${id}/events`, { headers: { "last-event-id": String(beforeCancel) } });
+    const { events: after } = await readEvents(resumed, (e) => e.length >= 1);
+    expect(after[0]?.event).toBe("snapshot");
+  });
+
+  it("a snapshot carries the adaptive window's history", async () => {
+    const id = await createSwarm();
+    const response = await callApi(`/v1/swarms/${id}/events`);
+    const { events } = await readEvents(response, (e) => e.length >= 1);
+    const history = (events[0]?.data as { window_history: [number, number][] } | undefined)?.window_history ?? [];
+    expect(history.length).toBeGreaterThanOrEqual(1);
+    expect(history[0]?.[1]).toBeGreaterThan(0);
+  });
+
   it("answers 404 for another tenant's swarm and 400 for a malformed Last-Event-ID", async () => {
     const id = await createSwarm();
     const other = await callApi(`/v1/swarms/${id}/events`, { token: TOKEN_B });
