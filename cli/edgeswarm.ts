@@ -187,8 +187,11 @@ program
 program
   .command("estimate <spec>")
   .description("price a spec before running it")
-  .action(async (specPath: string, _options: unknown, command: Command) => {
-    const estimate = await clientOf(command).estimate(await readJsonFile(specPath));
+  .option("--jobs-per-day <n>", "project a monthly cost at this many runs a day")
+  .action(async (specPath: string, options: { jobsPerDay?: string }, command: Command) => {
+    const jobs = options.jobsPerDay === undefined ? undefined : Number(options.jobsPerDay);
+    if (jobs !== undefined && !(jobs > 0)) throw new UsageError(`--jobs-per-day must be a positive number, not ${options.jobsPerDay}`);
+    const estimate = await clientOf(command).estimate(await readJsonFile(specPath), jobs === undefined ? undefined : { jobs_per_day: jobs });
     out(JSON.stringify(estimate, null, jsonMode(command) ? undefined : 2));
   });
 

@@ -189,6 +189,18 @@ describe("tenants, keys, usage", () => {
     expect((await run(["tenants", "create", "acme", "--limits", "rpm=600"])).code).toBe(2);
   });
 
+  it("estimate sends the spec as the body, with the projection beside its fields", async () => {
+    const { code, stdout } = await run(["estimate", spec("ok"), "--jobs-per-day", "24"]);
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({ cost_usd: { min: 0.001, max: 0.01 } });
+    expect(api.requests.filter((r) => r.path === "/v1/swarms/estimate").at(-1)?.body).toEqual({
+      name: "ok",
+      model: "mock-1",
+      tasks: [{ prompt: "a" }, { prompt: "b" }],
+      projection: { jobs_per_day: 24 },
+    });
+  });
+
   it("usage passes --from and --group-by as the query", async () => {
     const { code } = await run(["usage", "--from", "2031-01-01", "--group-by", "model"]);
     expect(code).toBe(0);

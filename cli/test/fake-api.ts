@@ -139,6 +139,7 @@ export async function startFakeApi(): Promise<FakeApi> {
     }
     if (req.method === "GET" && path === "/v1/swarms/sw_ok") return json(200, statusOf("sw_ok", "completed", 2, 0));
     if (req.method === "GET" && path.startsWith("/v1/swarms/")) return json(404, errorBody("not_found", "swarm not found"));
+    if (req.method === "POST" && path === "/v1/swarms/estimate") return json(200, { cost_usd: { min: 0.001, max: 0.01 } });
     if (req.method === "POST" && path === "/v1/keys")
       return json(201, { id: "key_1", key: "es_local_secret", prefix: "es_local_se", created_at: "x", expires_at: null, ...body });
     if (req.method === "POST" && path === "/v1/tenants") return json(201, { id: "tn_1", created_at: "x", limits: {}, ...body });

@@ -61,9 +61,9 @@ export class EdgeswarmClient {
     return this.request("POST", "/v1/swarms?dry_run=1", { body: spec, ...options });
   }
 
-  estimate(body: { swarm: SpecBody; projection?: Record<string, unknown> } | SpecBody, options: RequestOptions = {}): Promise<Record<string, unknown>> {
-    const wrapped = "swarm" in body && typeof body.swarm === "object" ? body : { swarm: body };
-    return this.request("POST", "/v1/swarms/estimate", { body: wrapped, ...options });
+  /** `POST /v1/swarms/estimate`: the spec's price, and with a projection (`jobs_per_day`, `days_per_month?`) a monthly one. */
+  estimate(spec: SpecBody, projection?: { jobs_per_day: number; days_per_month?: number }, options: RequestOptions = {}): Promise<Record<string, unknown>> {
+    return this.request("POST", "/v1/swarms/estimate", { body: projection === undefined ? spec : { ...spec, projection }, ...options });
   }
 
   listSwarms(query: { limit?: number; cursor?: string } = {}, options: RequestOptions = {}): Promise<SwarmList> {
