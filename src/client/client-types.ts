@@ -40,7 +40,6 @@ export interface UsageQuery {
   from?: string;
   to?: string;
   group_by?: UsageGroupBy;
-  swarm_id?: string;
 }
 export type UsageReport = Record<string, unknown> & { rows?: Record<string, unknown>[] };
 
