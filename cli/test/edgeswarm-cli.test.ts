@@ -68,6 +68,17 @@ describe("edgeswarm run", () => {
     expect(resumed?.headers["last-event-id"]).toBe("2");
   });
 
+  it("takes --json after the command too, as API.md writes it (run <spec> --json)", async () => {
+    const { code, stdout } = await run(["run", spec("mixed"), "--json"]);
+    expect(code).toBe(1);
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(lines.at(-2)).toMatchObject({ type: "done" });
+    expect(lines.at(-1)).toMatchObject({ id: "sw_mixed", state: "completed_with_failures" });
+  });
+
   it("exits 1 when some task did not succeed", async () => {
     const { code, stdout } = await run(["run", spec("mixed")]);
     expect(code).toBe(1);
