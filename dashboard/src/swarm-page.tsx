@@ -212,7 +212,7 @@ export function SwarmPage(props: { client: EdgeswarmClient; id: string; navigate
         </div>
         <div class="panel">
           <h3>Adaptive window</h3>
-          <WindowChart points={windowPoints} />
+          <WindowChart points={toWindowLine(windowPoints, status, progress)} />
           <p class="muted">
             now {progress?.window ?? status?.window ?? "—"} of {progress?.max_window ?? status?.max_window ?? "—"}
           </p>
@@ -252,4 +252,13 @@ function toAnswerText(output: NonNullable<SwarmStatus["output"]>): string {
     default:
       return JSON.stringify(output, null, 2);
   }
+}
+
+/** The samples, then where the window stands now (or stood when the swarm ended): a window that never moved is a flat line. */
+function toWindowLine(points: { t: number; window: number; max: number }[], status: SwarmStatus | null, progress: LiveProgress | null) {
+  if (status === null || points.length === 0) return points;
+  const end = status.finished_at === null ? Date.now() : Date.parse(status.finished_at);
+  const last = points.at(-1);
+  if (last === undefined || end <= last.t) return points;
+  return [...points, { t: end, window: progress?.window ?? status.window, max: progress?.max_window ?? status.max_window }];
 }
