@@ -23,6 +23,9 @@ export default defineConfig({
         test: { name: "mock-model", environment: "node", include: ["dev/mock-model/**/*.test.ts"] },
       },
       {
+        test: { name: "cli", environment: "node", include: ["cli/**/*.test.ts", "src/client/**/*.test.ts"] },
+      },
+      {
         plugins: [
           cloudflareTest(({ inject }) => ({
             wrangler: { configPath: "./wrangler.toml" },
@@ -121,7 +124,7 @@ export default defineConfig({
         test: {
           name: "e2e",
           environment: "node",
-          include: ["test/e2e/**/*.test.ts"],
+          include: ["test/e2e/**/*.test.ts", "test/browser/**/*.test.ts"],
           testTimeout: 180_000,
           hookTimeout: 180_000,
         },

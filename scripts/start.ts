@@ -77,6 +77,8 @@ if (stack === null) process.exit(1);
 console.log(`
 API: ${stack.url}
 token: ${stack.token}
+dashboard: ${stack.url}/#token=${encodeURIComponent(stack.token)}
+docs: ${stack.url}/docs
 model: ${stack.mock ? `${stack.modelBaseUrl} (built-in mock model: outputs are fake)` : stack.modelBaseUrl}
 tools: http_fetch and webhook tools may reach 127.0.0.1 and private addresses (ALLOW_PRIVATE_NETWORK=true, local only)
 `);
@@ -87,7 +89,7 @@ if (!values["no-demo"]) {
     const { id } = await submitSwarm(stack.url, stack.token, demoSpec(taskCount));
     const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 600_000 });
     console.log(formatSummary(status));
-    console.log(`\n  swarm:   ${stack.url}/v1/swarms/${id}\n  results: ${stack.url}/v1/swarms/${id}/results`);
+    console.log(`\n  swarm:   ${stack.url}/v1/swarms/${id}\n  results: ${stack.url}/v1/swarms/${id}/results\n  watch:   ${stack.url}/#/swarms/${id}`);
   } catch (error) {
     console.error(`demo swarm failed: ${toErrorMessage(error)}`);
     if (!process.env.EDGESWARM_VERBOSE) console.error(stack.output().split("\n").slice(-40).join("\n"));
@@ -98,6 +100,7 @@ if (!values["no-demo"]) {
 console.log(`
 Try it:
   curl -s -H "Authorization: Bearer ${stack.token}" ${stack.url}/v1/swarms
+  EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npx edgeswarm run examples/research.json
   EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npm run swarm -- examples/code-review.json
   EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npm run swarm -- examples/research-goal.json${stack.mock && mockPort !== 8788 ? "\n  (the tool examples expect the mock on port 8788: unset MOCK_MODEL_PORT)" : ""}
   (cron runs every 5 s here: due schedules start, and unfinished swarms resume after a restart)

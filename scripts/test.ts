@@ -4,12 +4,16 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { buildDashboard } from "./lib/local-stack.ts";
 import { WRANGLER_OFFLINE_ENV } from "./lib/wrangler-env.ts";
 
 const root = path.resolve(import.meta.dirname, "..");
 const env = { ...process.env, ...WRANGLER_OFFLINE_ENV };
 const npm = process.env.npm_execpath;
 const vitestArgs = process.argv.slice(2);
+
+// The orchestrator's static assets (the dashboard) must exist before wrangler reads wrangler.toml.
+buildDashboard();
 
 const check = npm
   ? spawnSync(process.execPath, [npm, "run", "check"], { cwd: root, env, stdio: "inherit" })

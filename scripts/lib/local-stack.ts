@@ -165,10 +165,20 @@ function declaredVars(configPath: string): Set<string> {
   return names;
 }
 
+/** Builds the dashboard into dashboard/dist, the orchestrator's static assets (wrangler.toml [assets]). */
+export function buildDashboard(): void {
+  const built = spawnSync(process.execPath, [path.join(ROOT, "node_modules", "vite", "bin", "vite.js"), "build", "--config", "dashboard/vite.config.ts"], {
+    cwd: ROOT,
+    encoding: "utf8",
+  });
+  if (built.status !== 0) throw new Error(`the dashboard build failed:\n${built.stdout}${built.stderr}`);
+}
+
 export async function startStack(options: StackOptions): Promise<Stack> {
   const port = options.port === 0 ? await findFreePort() : options.port;
   const inspectorPort = await findFreePort();
   applyLocalMigrations(options.persistTo);
+  buildDashboard();
 
   const realUpstream = Boolean(options.modelBaseUrl);
   const webhookSecret = options.webhookSecret ?? `whsec_local_${randomBytes(18).toString("base64url")}`;

@@ -1,7 +1,11 @@
-// A small HTTP client of the edgeswarm API for the CLI scripts and e2e tests: submit a spec,
-// wait for the swarm to end, and format the one-line summary users know from benchmark scripts.
-// Responses are parsed, not cast: a contract drift fails here with the path that changed.
+// The scripts' and e2e tests' use of the API, on the typed client (edgeswarm/client): submit a spec,
+// wait for the swarm to end, read results. Responses are parsed here, not cast: a contract drift
+// fails with the path that changed. Waiting polls the status rather than watching the live events,
+// so a benchmark's figures (rows written by the room) are those of a swarm nobody watches.
 import { z } from "zod";
+import { createClient, EdgeswarmError, type EdgeswarmClient } from "../../src/client/index.ts";
+
+export { formatSummary } from "../../src/client/index.ts";
 
 const CountsSchema = z.looseObject({
   queued: z.number(),
@@ -25,13 +29,11 @@ export const SwarmStatusBodySchema = z.looseObject({
   latency_ms: z.object({ p50: z.number().nullable(), p95: z.number().nullable() }),
 });
 export type SwarmStatusBody = z.infer<typeof SwarmStatusBodySchema>;
-export type SwarmSummaryInput = Pick<SwarmStatusBody, "tasks" | "counts" | "usage" | "cost_usd" | "wall_s" | "latency_ms">;
 
 const SubmitResponseSchema = z.looseObject({ id: z.string(), urls: z.record(z.string(), z.string()) });
-const ResultsPageSchema = z.object({ results: z.array(z.record(z.string(), z.unknown())), next_cursor: z.string().nullable() });
-
 const TERMINAL = new Set(["completed", "completed_with_failures", "failed", "cancelled"]);
 
+/** The API refused: its status and body, as the scripts print them. */
 export class ApiCallError extends Error {
   readonly status: number;
   readonly body: string;
@@ -42,28 +44,36 @@ export class ApiCallError extends Error {
   }
 }
 
-async function call(url: string, token: string, init: RequestInit, what: string): Promise<unknown> {
-  const response = await fetch(url, {
-    ...init,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...init.headers },
-  });
-  const text = await response.text();
-  if (!response.ok) throw new ApiCallError(response.status, text, what);
-  return text === "" ? null : JSON.parse(text);
+const clientOf = (baseUrl: string, token: string): EdgeswarmClient => createClient({ baseUrl, token });
+
+async function withCallError<T>(what: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof EdgeswarmError && error.status !== 0) {
+      throw new ApiCallError(error.status, JSON.stringify({ error: { code: error.code, message: error.message, details: error.details } }), what);
+    }
+    // Unreachable: a TypeError, as fetch throws it, so callers can say "is the stack running?".
+    if (error instanceof EdgeswarmError) throw new TypeError(error.message);
+    throw error;
+  }
 }
 
 export async function submitSwarm(baseUrl: string, token: string, spec: unknown): Promise<{ id: string; urls: Record<string, string> }> {
-  const body = await call(`${baseUrl}/v1/swarms`, token, { method: "POST", body: JSON.stringify(spec) }, "POST /v1/swarms");
-  return SubmitResponseSchema.parse(body);
+  const created = await withCallError("POST /v1/swarms", () => clientOf(baseUrl, token).createSwarm(spec as Record<string, unknown>));
+  return SubmitResponseSchema.parse(created);
 }
 
 export async function getSwarm(baseUrl: string, token: string, id: string): Promise<SwarmStatusBody> {
-  return SwarmStatusBodySchema.parse(await call(`${baseUrl}/v1/swarms/${id}`, token, { method: "GET" }, `GET /v1/swarms/${id}`));
+  return SwarmStatusBodySchema.parse(await withCallError(`GET /v1/swarms/${id}`, () => clientOf(baseUrl, token).getSwarm(id)));
 }
 
 /** Any GET of the API, as JSON (the caller validates what it uses). */
 export async function getJson(baseUrl: string, token: string, path: string): Promise<unknown> {
-  return call(`${baseUrl}${path}`, token, { method: "GET" }, `GET ${path}`);
+  const response = await fetch(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  const text = await response.text();
+  if (!response.ok) throw new ApiCallError(response.status, text, `GET ${path}`);
+  return text === "" ? null : JSON.parse(text);
 }
 
 /** Polls until the swarm ends (or the timeout passes, which throws). */
@@ -86,31 +96,8 @@ export async function waitForSwarm(
 /** Every result of a swarm, following the cursor. */
 export async function getAllResults(baseUrl: string, token: string, id: string): Promise<Record<string, unknown>[]> {
   const all: Record<string, unknown>[] = [];
-  let cursor: string | null = null;
-  do {
-    const query: string = cursor === null ? "?limit=1000" : `?limit=1000&cursor=${encodeURIComponent(cursor)}`;
-    const page = ResultsPageSchema.parse(await call(`${baseUrl}/v1/swarms/${id}/results${query}`, token, { method: "GET" }, "GET results"));
-    all.push(...page.results);
-    cursor = page.next_cursor;
-  } while (cursor !== null);
+  await withCallError("GET results", async () => {
+    for await (const result of clientOf(baseUrl, token).results(id)) all.push(result as unknown as Record<string, unknown>);
+  });
   return all;
-}
-
-/** `n=100 ok=100 err=0 wall=3.21 s throughput=31.2 req/s p50=212 ms p95=260 ms tokens=4800 cost=$0.000123` */
-export function formatSummary(status: SwarmSummaryInput): string {
-  const { counts } = status;
-  const err = counts.failed + counts.cancelled + counts.skipped_budget;
-  const throughput = status.wall_s > 0 ? status.tasks / status.wall_s : 0;
-  const ms = (v: number | null) => (v === null ? "n/a" : `${Math.round(v)}`);
-  return [
-    `n=${status.tasks}`,
-    `ok=${counts.succeeded}`,
-    `err=${err}`,
-    `wall=${status.wall_s.toFixed(2)} s`,
-    `throughput=${throughput.toFixed(1)} req/s`,
-    `p50=${ms(status.latency_ms.p50)} ms`,
-    `p95=${ms(status.latency_ms.p95)} ms`,
-    `tokens=${status.usage.total_tokens}`,
-    `cost=$${status.cost_usd.toFixed(6)}`,
-  ].join(" ");
 }

@@ -47,6 +47,8 @@ export interface StartSwarmInput {
    * TENANT_BUDGETS); null = uncapped. Absent: the room reads TENANT_BUDGETS itself.
    */
   tenantCap?: TenantCap | null;
+  /** Set for a rerun (POST /v1/swarms/:id/rerun): the swarm it reruns tasks of. */
+  parentId?: string;
 }
 
 /** What an agent needs to run any task of the swarm; sent once per claim. */
@@ -328,6 +330,10 @@ export interface SwarmStatus {
   billable: BillableView;
   created_at: string;
   finished_at: string | null;
+  /** The swarm this one reran tasks of (POST /v1/swarms/:id/rerun); null for a swarm started from a spec. */
+  parent_id: string | null;
+  /** Reruns started from this swarm, oldest first. */
+  reruns: string[];
 }
 
 export interface BillableOperations {

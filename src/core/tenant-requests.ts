@@ -27,7 +27,7 @@ export const TenantPatchSchema = z
   .refine((patch) => patch.name !== undefined || patch.limits !== undefined, "give name or limits");
 export type TenantPatch = { name?: string; limits?: Partial<TenantLimitsPatch> };
 
-const KeyCreateSchema = z.strictObject({
+export const KeyCreateSchema = z.strictObject({
   tenant_id: TenantIdSchema,
   name: NameSchema,
   scopes: ScopesSchema,

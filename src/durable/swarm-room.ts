@@ -22,11 +22,19 @@ import type {
   SwarmStatusWire,
   TaskPool,
 } from "../core/swarm-contract.ts";
+import { parseLastEventId } from "../core/live-events.ts";
+import { toPublicStatus } from "../core/public-status.ts";
+import type { RerunSelection } from "../core/rerun-request.ts";
+import type { TaskTranscript } from "../core/task-transcript.ts";
 import { capOfTenant } from "../core/tenant-budget.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
 import { FLUSH_RETRY_MS, SwarmLedger } from "./swarm-ledger.ts";
+import { SwarmLineage, type RerunInput } from "./swarm-lineage.ts";
+import { SwarmLive } from "./swarm-live.ts";
+import { SwarmTranscripts } from "./swarm-transcripts.ts";
+import { SwarmWindowHistory } from "./swarm-window-history.ts";
 import { SwarmMeters } from "./swarm-meters.ts";
 import { advancePhase, toSwarmEnd, type PhaseRoom } from "./swarm-phases.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
@@ -86,6 +94,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly ledger: SwarmLedger;
   private readonly dispatch: SwarmDispatch;
   private readonly views: SwarmViews;
+  private readonly live: SwarmLive;
+  private readonly lineage: SwarmLineage;
+  private readonly transcripts: SwarmTranscripts;
+  private readonly windowHistory: SwarmWindowHistory;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
@@ -93,6 +105,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     SwarmTickets.migrate(ctx.storage.sql);
     SwarmMeters.migrate(ctx.storage.sql);
     SwarmStore.migrate(ctx.storage.sql);
+    SwarmLive.migrate(ctx.storage.sql);
+    SwarmLineage.migrate(ctx.storage.sql);
+    SwarmTranscripts.migrate(ctx.storage.sql);
+    SwarmWindowHistory.migrate(ctx.storage.sql);
     this.meters = new SwarmMeters(ctx.storage.sql);
     // Every module writes through the store's SqlStorage: metered, and a write to the swarm row drops its read.
     this.store = new SwarmStore(this.meters.sql);
@@ -122,7 +138,17 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       leases: this.settings,
       queues: { short: env.TASK_QUEUE, long: env.LONG_TASK_QUEUE ?? env.TASK_QUEUE },
     });
-    this.views = new SwarmViews(this.sql, this.store, this.totals, this.routing, this.budget, this.ledger, this.meters);
+    this.lineage = new SwarmLineage(this.sql);
+    this.transcripts = new SwarmTranscripts(this.sql);
+    this.windowHistory = new SwarmWindowHistory(this.sql);
+    this.views = new SwarmViews(this.sql, this.store, this.totals, this.routing, this.budget, this.ledger, this.meters, this.lineage);
+    // Listeners read the status as the API serves it (the wire form exists only for RPC).
+    this.live = new SwarmLive(
+      this.sql,
+      ctx,
+      (swarm) => toPublicStatus(this.views.toStatus(swarm)),
+      () => this.windowHistory.read(),
+    );
   }
 
   // ── RPC: orchestrator ──────────────────────────────────────────────────────────────────────
@@ -147,6 +173,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.store.swarm() !== null) return { created: false };
     const planner = spec.goal === undefined ? null : PlannerSpecSchema.parse(spec.planner ?? {});
     this.store.insertSwarm(input, { mix, budget, tenantMonth, planner });
+    this.lineage.record(input);
     this.totals.invalidate();
     // Tickets first (the first lanes start while D1 is written); then the index row, so the swarm
     // is listed at once; if D1 is down the alarm retries.
@@ -194,7 +221,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const now = Date.now();
       // Heartbeats first: a lease renewed here cannot lapse while the reports below are recorded.
       const renewed = request.renew !== undefined && request.renew.length > 0 ? this.tasks.renewLeases(request.renew, now, this.settings.leaseMs) : [];
+      this.transcripts.keep(request.reports);
       const actions = request.reports.length > 0 ? this.dispatch.recordReports(swarm, request.reports, now) : [];
+      this.live.noteTasks(request.reports.map((report) => report.taskId));
       let ended = request.reports.length > 0;
       const current = this.store.swarm() ?? swarm;
       const pool: TaskPool = request.pool ?? "short";
@@ -208,6 +237,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
             ? { granted: [], ended: false, blocked: false }
             : this.dispatch.grantTasks(current, request.want, now, pool, request.endBy ?? null);
       this.tickets.rememberGrants(request.ticket, request.lane, request.seq, grant.granted, request.final);
+      this.live.noteTasks(grant.granted.map((task) => task.taskId));
+      if (grant.ended) this.live.noteAll();
       ended ||= grant.ended;
       if (ended) this.afterTasksEnded();
       const after = this.store.swarm() ?? current;
@@ -233,6 +264,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       if (swarm === null) return;
       const now = Date.now();
       this.dispatch.adaptWindow(swarm, { ...this.ledger.insertCalls(swarm, reports, now), now });
+      this.transcripts.keep(reports);
       for (const report of reports) {
         if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
       }
@@ -259,6 +291,27 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     return this.serve(() => {
       if (this.store.swarm() === null) return { ok: false, error: "the swarm does not exist" };
       return runScratchpad(this.sql, request, Date.now());
+    });
+  }
+
+  /** One task's transcript: its attempts, calls and messages as far as kept. null: no such swarm for the tenant, or no such task. */
+  async getTranscript(tenant: string, taskId: string): Promise<TaskTranscript | null> {
+    this.begin();
+    const swarm = this.store.swarmOf(tenant);
+    return swarm === null ? null : this.transcripts.read(swarm, taskId);
+  }
+
+  /** The spec and tasks a rerun of this swarm starts with. null: no such swarm for the tenant. */
+  async rerunInput(tenant: string, selection: RerunSelection): Promise<RerunInput | null> {
+    this.begin();
+    const swarm = this.store.swarmOf(tenant);
+    return swarm === null ? null : this.lineage.rerunInput(swarm.finished_at !== null, selection);
+  }
+
+  /** A rerun of this swarm started: its status lists it. */
+  async addRerun(swarmId: string): Promise<void> {
+    return this.serve(() => {
+      if (this.store.swarm() !== null) this.lineage.addRerun(swarmId);
     });
   }
 
@@ -297,6 +350,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const now = Date.now();
     this.sql.exec("UPDATE swarm SET state = 'cancelled', reason = 'cancelled by request', index_dirty = 1");
     this.tasks.cancelWaiting(now);
+    this.live.noteAll();
     // Lanes get nothing more; their running tasks still record (and are paid for).
     this.tickets.closeAll();
     this.afterTasksEnded();
@@ -324,6 +378,34 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     });
   }
 
+  // ── Live progress: hibernatable WebSockets (the orchestrator forwards /live and bridges /events) ──
+
+  /**
+   * The orchestrator forwards an authenticated upgrade with the tenant in `x-edgeswarm-tenant`
+   * and the resume point in `x-last-event-id`; another tenant's swarm is 404 like an unknown one.
+   */
+  override async fetch(request: Request): Promise<Response> {
+    this.begin();
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response("expected a WebSocket upgrade", { status: 426 });
+    const swarm = this.store.swarmOf(request.headers.get("x-edgeswarm-tenant") ?? "");
+    if (swarm === null) return new Response("swarm not found", { status: 404 });
+    const pair = new WebSocketPair();
+    try {
+      this.live.accept(pair[1], swarm, parseLastEventId(request.headers.get("x-last-event-id")));
+    } finally {
+      this.meters.save();
+    }
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  /** Listeners send nothing the room needs; a message is ignored (a client's keep-alive). */
+  override async webSocketMessage(): Promise<void> {}
+
+  override async webSocketClose(socket: WebSocket, code: number): Promise<void> {
+    // 1005/1006 mean no code was sent; close() accepts neither.
+    socket.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
+  }
+
   // ── Alarm: lease and delivery deadlines, window refill, ledger flush ─────────────────────────
 
   override async alarm(): Promise<void> {
@@ -335,6 +417,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const swarm = this.store.swarm();
       if (swarm === null) return;
       const now = Date.now();
+      this.live.noteOverdue(now);
       // A lease that ended with no outcome: the calls its attempt sent are billed, as unknown.
       for (const lapsed of this.tasks.expireLeases(swarm, now)) this.ledger.settleOpenCalls(swarm, lapsed.taskId, lapsed.attempt, now);
       this.ledger.settleOrphanCalls(this.store.swarm() ?? swarm, now);
@@ -385,6 +468,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (swarm.state !== before.state || swarm.plan_attempts !== before.plan_attempts || swarm.reduction !== before.reduction) {
       this.totals.invalidate();
       this.dispatch.tasksInserted();
+      this.live.noteAll();
     }
     const end = toSwarmEnd(swarm, this.totals.open(), this.totals.counts());
     if (end === null) {
@@ -422,7 +506,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * except the exact lease minimum when the alarm itself asks).
    */
   private async planAlarm(swarm: SwarmRow, now: number, options: { exactDeadline?: boolean } = {}): Promise<void> {
+    this.windowHistory.note(swarm, now);
+    this.live.flush(swarm, now);
     const times = [
+      this.live.nextAlarm(),
       this.tasks.nextAlarm({ exact: options.exactDeadline === true }),
       this.ledger.nextAlarm(swarm, now),
       this.dispatch.nextAlarm(swarm, now),

@@ -8,6 +8,7 @@ import { SwarmMetadataSchema } from "../core/spec-schema.ts";
 import type { BillableView, PlanView, ResultsPage, SwarmStatusWire, TaskResult, TaskState } from "../core/swarm-contract.ts";
 import type { SwarmBudget } from "./swarm-budget.ts";
 import type { SwarmLedger } from "./swarm-ledger.ts";
+import type { SwarmLineage } from "./swarm-lineage.ts";
 import type { SwarmMeters } from "./swarm-meters.ts";
 import { llmOutput, planView, reduceSpecOf, reductionView } from "./swarm-phases.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
@@ -26,6 +27,7 @@ export class SwarmViews {
     private readonly budget: SwarmBudget,
     private readonly ledger: SwarmLedger,
     private readonly meters: SwarmMeters,
+    private readonly lineage: SwarmLineage,
   ) {}
 
   /** A page of sub-task results in task order, after the cursor (the last `seq` returned). */
@@ -123,6 +125,7 @@ export class SwarmViews {
       billable: this.billableView(swarm.task_count),
       created_at: toIso(swarm.created_at) ?? "",
       finished_at: toIso(swarm.finished_at),
+      ...this.lineage.view(),
     };
   }
 

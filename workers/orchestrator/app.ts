@@ -14,6 +14,7 @@ import { auditRoutes } from "./routes/audit.ts";
 import { keyRoutes } from "./routes/keys.ts";
 import { meRoutes } from "./routes/me.ts";
 import { tenantRoutes } from "./routes/tenants.ts";
+import { buildOpenApiDocument } from "./openapi-document.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
 import { swarmRoutes } from "./routes/swarms.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
@@ -52,6 +53,8 @@ export function createApp(): Hono<AppEnv> {
   app.use(requestId({ limitLength: 128 }));
 
   app.get("/healthz", (c) => c.json({ ok: true, service: "edgeswarm-orchestrator" }));
+  // The API's description is public, like the dashboard's page; every data call takes the token.
+  app.get("/openapi.json", (c) => c.json(buildOpenApiDocument()));
 
   app.use("/v1/*", async (c, next) => {
     c.set("deps", composeDeps(c.env));

@@ -13,7 +13,7 @@ const decimalParam = z
   .regex(/^\d{1,7}(\.\d{1,6})?$/, "must be a decimal number")
   .transform(Number);
 
-const CreateSwarmQuerySchema = z.strictObject({
+export const CreateSwarmQuerySchema = z.strictObject({
   dry_run: z.enum(["1", "true", "0", "false"], "must be 1, true, 0 or false").optional(),
   jobs_per_day: decimalParam.optional(),
   days_per_month: decimalParam.optional(),

@@ -21,33 +21,34 @@ export interface SwarmOwner {
   actor: AuditActor | null;
 }
 
-/**
- * `keyedId`: the id derived from the request's Idempotency-Key. A room that already exists under it
- * was started by an earlier request with the key (concurrent, or one that died before answering):
- * that swarm is the answer, and nothing starts twice.
- */
+export interface StartOptions {
+  /**
+   * The id derived from the request's Idempotency-Key. A room that already exists under it was
+   * started by an earlier request with the key (concurrent, or one that died before answering):
+   * that swarm is the answer, and nothing starts twice.
+   */
+  keyedId?: string;
+  /** A rerun's parent swarm (POST /v1/swarms/:id/rerun). */
+  parentId?: string;
+}
+
 export async function startSwarm(
   deps: StartSwarmDeps,
   owner: SwarmOwner,
   swarm: PlannedSwarm,
   origin: StartSwarmInput["origin"],
-  keyedId?: string,
+  options: StartOptions = {},
 ): Promise<{ swarmId: string }> {
   const { tenant, limits } = owner;
+  const { keyedId, parentId } = options;
   requireReachableTools(swarm, deps.config);
   requireAdmission(swarm, deps, owner);
   await requireSwarmSlot(deps, owner);
   const swarmId = keyedId ?? deps.newSwarmId();
   const tenantCap = deps.admission(tenant, limits).tenantCap;
-  const { created, refused, code } = await deps.swarmRooms.start({
-    swarmId,
-    tenant,
-    spec: swarm.spec,
-    tasks: swarm.tasks,
-    createdAt: deps.now(),
-    origin,
-    tenantCap,
-  });
+  const input: StartSwarmInput = { swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin, tenantCap };
+  if (parentId !== undefined) input.parentId = parentId;
+  const { created, refused, code } = await deps.swarmRooms.start(input);
   // The room refuses what it cannot honour: a tenant whose monthly budget is spent (402), and again
   // (should the settings differ) what admission refuses (400).
   if (refused !== undefined && refused.length > 0) {

@@ -1,61 +1,87 @@
-// The event stream of GET /v1/swarms/:id/events: polls the swarm's status, emits `status` when it
-// changes and `done` once it is terminal. Polling (not a room push) keeps the SwarmRoom unaware of
-// HTTP clients; the stream is bounded so an abandoned one cannot hold an invocation forever.
+// The SSE stream of GET /v1/swarms/:id/events: a bridge from the SwarmRoom's live WebSocket (the
+// room pushes coalesced events; nobody polls) to `id:`/`event:`/`data:` frames. It ends after
+// `done`, when the room closes the socket, or at its time bound (EventSource clients reconnect
+// with Last-Event-ID and lose nothing).
 import type { SSEStreamingApi } from "hono/streaming";
 import { toErrorBody } from "../../src/core/errors.ts";
-import type { SwarmState, SwarmStatus } from "../../src/core/swarm-contract.ts";
-
-export const TERMINAL_SWARM_STATES: ReadonlySet<SwarmState> = new Set<SwarmState>(["completed", "completed_with_failures", "failed", "cancelled"]);
 
 export interface SwarmEventsOptions {
-  /** The status already read (the route reads it first, to answer 404 before streaming). */
-  first: SwarmStatus;
-  /** null: the swarm is gone, or the caller's key no longer opens the API; the stream ends. */
-  poll: () => Promise<SwarmStatus | null>;
+  /** The room's live socket, not yet accepted. */
+  socket: WebSocket;
+  /**
+   * Asked every `recheckMs` while the stream is open: false (the caller's key was revoked or
+   * expired) ends it with an `error` event, so a revoke shuts an open stream too.
+   */
+  stillAllowed?: () => Promise<boolean>;
+  recheckMs?: number;
   requestId: string;
-  pollMs?: number;
   /** Clients reconnect after this (EventSource does so by itself). */
   maxMs?: number;
   /** A comment line after this long without an event keeps proxies from closing an idle stream. */
   heartbeatMs?: number;
 }
 
-/** What counts as a change: everything but the wall clock, which moves on every poll of a running swarm. */
-function toChangeKey(status: SwarmStatus): string {
-  const { wall_s: _wallClock, ...rest } = status;
-  return JSON.stringify(rest);
-}
+type Wire = { id: number; type: string; data: unknown };
 
 export async function streamSwarmEvents(stream: SSEStreamingApi, options: SwarmEventsOptions): Promise<void> {
-  const { first, poll, requestId, pollMs = 1_000, maxMs = 15 * 60_000, heartbeatMs = 15_000 } = options;
+  const { socket, requestId, maxMs = 15 * 60_000, heartbeatMs = 15_000, stillAllowed, recheckMs = 5_000 } = options;
+  let recheckAt = Date.now() + recheckMs;
+  const queue: (Wire | "closed")[] = [];
+  let wake: (() => void) | null = null;
+  const push = (item: Wire | "closed") => {
+    queue.push(item);
+    wake?.();
+  };
+  socket.addEventListener("message", (event) => {
+    try {
+      push(JSON.parse(typeof event.data === "string" ? event.data : new TextDecoder().decode(event.data)) as Wire);
+    } catch (error) {
+      console.error(`[${requestId}] unreadable live event`, error);
+    }
+  });
+  socket.addEventListener("close", () => push("closed"));
+  socket.addEventListener("error", () => push("closed"));
+  // A client that leaves releases the room's socket now, not at the next heartbeat.
+  stream.onAbort(() => push("closed"));
+  socket.accept();
   const deadline = Date.now() + maxMs;
-  let lastSent = "";
-  let lastWriteAt = Date.now();
-  let status: SwarmStatus | null = first;
   try {
-    while (status !== null && !stream.aborted) {
-      const key = toChangeKey(status);
-      if (key !== lastSent) {
-        await stream.writeSSE({ event: "status", data: JSON.stringify(status) });
-        lastSent = key;
-        lastWriteAt = Date.now();
-      } else if (Date.now() - lastWriteAt >= heartbeatMs) {
-        await stream.write(": keep-alive\n\n");
-        lastWriteAt = Date.now();
+    while (!stream.aborted && Date.now() < deadline) {
+      if (stillAllowed !== undefined && Date.now() >= recheckAt) {
+        recheckAt = Date.now() + recheckMs;
+        if (!(await stillAllowed())) {
+          await stream.writeSSE({ event: "error", data: JSON.stringify(toErrorBody("unauthorized", "the API key was revoked or has expired", [], requestId)) });
+          return;
+        }
       }
-      if (TERMINAL_SWARM_STATES.has(status.state)) {
-        await stream.writeSSE({ event: "done", data: JSON.stringify({ id: status.id, state: status.state }) });
-        return;
+      const item = queue.shift();
+      if (item === undefined) {
+        const untilRecheck = stillAllowed === undefined ? heartbeatMs : Math.max(0, recheckAt - Date.now());
+        const waitMs = Math.min(heartbeatMs, untilRecheck, Math.max(0, deadline - Date.now()));
+        const arrived = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), waitMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve(true);
+          };
+        });
+        wake = null;
+        if (!arrived && !stream.aborted && waitMs >= heartbeatMs) await stream.write(": keep-alive\n\n");
+        continue;
       }
-      if (Date.now() >= deadline) return;
-      await stream.sleep(pollMs);
-      if (stream.aborted) return;
-      status = await poll();
+      if (item === "closed") return;
+      await stream.writeSSE({ id: String(item.id), event: item.type, data: JSON.stringify(item.data) });
+      if (item.type === "done") return;
     }
   } catch (error) {
-    // streamSSE's own error path would send the raw message to the client; log it and send the
-    // public shape instead.
+    // streamSSE's own error path would send the raw message to the client; log it and send the public shape.
     console.error(`[${requestId}] swarm event stream failed`, error);
     await stream.writeSSE({ event: "error", data: JSON.stringify(toErrorBody("internal", "the event stream failed", [], requestId)) });
+  } finally {
+    try {
+      socket.close(1000, "stream ended");
+    } catch {
+      // already closed by the room
+    }
   }
 }

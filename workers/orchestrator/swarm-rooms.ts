@@ -1,8 +1,11 @@
 // The orchestrator's door to SwarmRoom Durable Objects (one per swarm, named by the swarm id).
 // Takes only the SWARM_ROOM namespace; all swarm state lives in the room, never here.
 import type { ErrorDetail } from "../../src/core/errors.ts";
-import { fromWire } from "../../src/core/reducers.ts";
-import type { PlanView, ResultsPage, StartSwarmInput, SwarmStatus, SwarmStatusWire } from "../../src/core/swarm-contract.ts";
+import { toPublicStatus } from "../../src/core/public-status.ts";
+import type { PlanView, ResultsPage, StartSwarmInput, SwarmStatus } from "../../src/core/swarm-contract.ts";
+import type { RerunSelection } from "../../src/core/rerun-request.ts";
+import type { TaskTranscript } from "../../src/core/task-transcript.ts";
+import type { RerunInput } from "../../src/durable/swarm-lineage.ts";
 import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
 
 export interface SwarmRooms {
@@ -16,13 +19,21 @@ export interface SwarmRooms {
   cancel(swarmId: string, tenant: string): Promise<{ status: SwarmStatus; changed: boolean } | null>;
   /** Makes sure the swarm's alarm is set if it has work left (after a restart that lost it). */
   wake(swarmId: string): Promise<{ woken: boolean }>;
+  getTranscript(swarmId: string, tenant: string, taskId: string): Promise<TaskTranscript | null>;
+  rerunInput(swarmId: string, tenant: string, selection: RerunSelection): Promise<RerunInput | null>;
+  addRerun(parentId: string, childId: string): Promise<void>;
+  /** The room's live WebSocket (an upgraded Response, status 101); null: no such swarm for this tenant. */
+  openLive(swarmId: string, tenant: string, lastEventId: number | null): Promise<Response | null>;
 }
 
 export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): SwarmRooms {
   const room = (swarmId: string): DurableObjectStub<SwarmRoom> => namespace.get(namespace.idFromName(swarmId));
   return {
     start: (input) => room(input.swarmId).start(input),
-    getStatus: async (swarmId, tenant) => toPublicStatus(await room(swarmId).getStatus(tenant)),
+    getStatus: async (swarmId, tenant) => {
+      const status = await room(swarmId).getStatus(tenant);
+      return status === null ? null : toPublicStatus(status);
+    },
     getResults: (swarmId, tenant, cursor, limit) => room(swarmId).getResults(tenant, cursor, limit),
     getPlan: (swarmId, tenant) => room(swarmId).getPlan(tenant),
     cancel: async (swarmId, tenant) => {
@@ -30,11 +41,14 @@ export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): 
       return result === null ? null : { status: toPublicStatus(result.status), changed: result.changed };
     },
     wake: (swarmId) => room(swarmId).wake(),
+    getTranscript: (swarmId, tenant, taskId) => room(swarmId).getTranscript(tenant, taskId),
+    rerunInput: (swarmId, tenant, selection) => room(swarmId).rerunInput(tenant, selection),
+    addRerun: (parentId, childId) => room(parentId).addRerun(childId),
+    openLive: async (swarmId, tenant, lastEventId) => {
+      const headers = new Headers({ upgrade: "websocket", "x-edgeswarm-tenant": tenant });
+      if (lastEventId !== null) headers.set("x-last-event-id", String(lastEventId));
+      const response = await room(swarmId).fetch("https://swarm-room/live", { headers });
+      return response.status === 101 ? response : null;
+    },
   };
-}
-
-function toPublicStatus(status: SwarmStatusWire): SwarmStatus;
-function toPublicStatus(status: SwarmStatusWire | null): SwarmStatus | null;
-function toPublicStatus(status: SwarmStatusWire | null): SwarmStatus | null {
-  return status === null ? null : { ...status, output: status.output === null ? null : fromWire(status.output) };
 }

@@ -1,13 +1,15 @@
 // /v1/swarms: start or estimate a swarm, list the tenant's swarms, read one's status, results and live events.
 // Handlers stay thin: validation is in core, swarm state in its SwarmRoom, the index in D1.
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
-import { ApiError } from "../../../src/core/errors.ts";
+import { ApiError, toIssueDetails } from "../../../src/core/errors.ts";
 import { estimateSwarm } from "../../../src/core/estimate-swarm.ts";
 import { isSwarmId } from "../../../src/core/ids.ts";
+import { parseLastEventId } from "../../../src/core/live-events.ts";
 import { parseEstimateRequest } from "../../../src/core/parse-estimate-request.ts";
-import { parseSwarmSpec } from "../../../src/core/parse-swarm-spec.ts";
+import { parseSwarmSpec, toSwarmSpec } from "../../../src/core/parse-swarm-spec.ts";
+import { RerunRequestSchema } from "../../../src/core/rerun-request.ts";
 import type { AppEnv } from "../app-env.ts";
 import { parseCreateSwarmQuery } from "../create-swarm-query.ts";
 import { idempotent, toKeyedSwarmId } from "../idempotency.ts";
@@ -28,7 +30,7 @@ const limitParam = (min: number, max: number, fallback: number) =>
     .pipe(z.number().int().min(min).max(max))
     .default(fallback);
 
-const ListSwarmsQuery = z.object({
+export const ListSwarmsQuery = z.object({
   limit: limitParam(1, 100, 20),
   cursor: z
     .string()
@@ -40,7 +42,7 @@ const ListSwarmsQuery = z.object({
     .optional(),
 });
 
-const ResultsQuery = z.object({
+export const ResultsQuery = z.object({
   limit: limitParam(1, 1_000, 100),
   // The SwarmRoom's next_cursor is a decimal position; anything else never came from it.
   cursor: z
@@ -53,6 +55,15 @@ const ResultsQuery = z.object({
 function requireSwarmId(id: string): string {
   if (!isSwarmId(id)) throw new ApiError("not_found", "swarm not found");
   return id;
+}
+
+/** The resume point: the Last-Event-ID header (EventSource sends it), else `?last_event_id=`. */
+function toLastEventId(c: Context<AppEnv>): number | null {
+  const text = c.req.header("last-event-id") ?? c.req.query("last_event_id");
+  if (text !== undefined && parseLastEventId(text) === null) {
+    throw new ApiError("invalid_request", "Last-Event-ID must be an event id this API sent", [{ path: "last_event_id", message: "a whole number" }]);
+  }
+  return parseLastEventId(text);
 }
 
 const swarmNotFound = (): ApiError => new ApiError("not_found", "swarm not found");
@@ -84,7 +95,7 @@ export const swarmRoutes = new Hono<AppEnv>()
     if (query.dryRun) return c.json(estimateSwarm(swarm.value, c.var.deps.priceTable(), query.projection));
     const key = c.var.idempotencyKey;
     const keyedId = key === undefined ? undefined : await toKeyedSwarmId(c.var.tenant, key);
-    const { swarmId } = await startSwarm(c.var.deps, toSwarmOwner(c), swarm.value, { kind: "api" }, keyedId);
+    const { swarmId } = await startSwarm(c.var.deps, toSwarmOwner(c), swarm.value, { kind: "api" }, keyedId === undefined ? {} : { keyedId });
     const self = new URL(`/v1/swarms/${swarmId}`, c.req.url).href;
     c.header("Location", self);
     const state = swarm.value.spec.goal === undefined ? "running" : "planning";
@@ -136,15 +147,72 @@ export const swarmRoutes = new Hono<AppEnv>()
     return c.json(status);
   })
 
-  .get("/:id/events", async (c) => {
+  // One task's transcript: attempts, every model call, the messages as far as kept, the output.
+  .get("/:id/tasks/:task_id", async (c) => {
     const id = requireSwarmId(c.req.param("id"));
-    const { swarmRooms } = c.var.deps;
-    const tenant = c.var.tenant;
-    // Read once before streaming so an unknown swarm is a plain 404, not an empty stream.
-    const first = await swarmRooms.getStatus(id, tenant);
-    if (first === null) throw swarmNotFound();
+    const transcript = await c.var.deps.swarmRooms.getTranscript(id, c.var.tenant, c.req.param("task_id"));
+    if (transcript === null) {
+      if ((await c.var.deps.swarmRooms.getStatus(id, c.var.tenant)) === null) throw swarmNotFound();
+      throw new ApiError("not_found", "this swarm has no such task");
+    }
+    return c.json(transcript);
+  })
+
+  // A new swarm from a subset of an ended swarm's tasks, with the same spec; parent_id links them.
+  .post("/:id/rerun", idempotent(), async (c) => {
+    const parentId = requireSwarmId(c.req.param("id"));
+    const body = RerunRequestSchema.safeParse(await readJsonBody(c));
+    if (!body.success) throw new ApiError("invalid_request", "the rerun request is invalid", toIssueDetails(body.error));
+    const input = await c.var.deps.swarmRooms.rerunInput(parentId, c.var.tenant, body.data.tasks);
+    if (input === null) throw swarmNotFound();
+    if (!input.ok) throw new ApiError(input.code, input.message, input.details);
+    const swarm = parseSwarmSpec(toSwarmSpec({ spec: input.spec, tasks: input.tasks }));
+    if (!swarm.ok) throw new ApiError("invalid_spec", "the parent's spec no longer validates", swarm.error);
+    const key = c.var.idempotencyKey;
+    const keyedId = key === undefined ? undefined : await toKeyedSwarmId(c.var.tenant, key);
+    const { swarmId } = await startSwarm(
+      c.var.deps,
+      toSwarmOwner(c),
+      swarm.value,
+      { kind: "api" },
+      { parentId, ...(keyedId === undefined ? {} : { keyedId }) },
+    );
+    await c.var.deps.swarmRooms.addRerun(parentId, swarmId);
+    // The rerun runs whatever happens next: a failed audit write must not answer 500 (the client would start it again).
+    await recordRequestAudit(c, { action: "swarm.rerun", targetId: swarmId, details: { parent_id: parentId } }).catch((error: unknown) => {
+      console.error(`[${c.var.requestId}] audit write of swarm.rerun ${swarmId} failed`, error);
+    });
+    const self = new URL(`/v1/swarms/${swarmId}`, c.req.url).href;
+    c.header("Location", self);
+    return c.json(
+      {
+        id: swarmId,
+        state: "running",
+        parent_id: parentId,
+        tasks: swarm.value.tasks.length,
+        urls: { self, results: `${self}/results`, events: `${self}/events` },
+      },
+      202,
+    );
+  })
+
+  // Live progress pushed by the SwarmRoom (README "Live events"): a WebSocket here, SSE below.
+  .get("/:id/live", async (c) => {
+    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
+      throw new ApiError("invalid_request", "this route is a WebSocket: send Upgrade: websocket (or read GET /v1/swarms/:id/events)");
+    }
+    const live = await c.var.deps.swarmRooms.openLive(requireSwarmId(c.req.param("id")), c.var.tenant, toLastEventId(c));
+    if (live === null) throw swarmNotFound();
+    return live;
+  })
+
+  .get("/:id/events", async (c) => {
+    const live = await c.var.deps.swarmRooms.openLive(requireSwarmId(c.req.param("id")), c.var.tenant, toLastEventId(c));
+    // Asked before streaming so an unknown swarm is a plain 404, not an empty stream.
+    if (live?.webSocket == null) throw swarmNotFound();
+    const socket = live.webSocket;
     const { requestId, caller, deps } = c.var;
-    // Each poll asks again whether the key still opens the API: a revoked key's stream ends.
-    const poll = async () => ((await isCallerStillValid(deps, caller)) ? swarmRooms.getStatus(id, tenant) : null);
-    return streamSSE(c, (stream) => streamSwarmEvents(stream, { first, poll, requestId }));
+    // A revoked key's open stream ends too: the key is asked again every few seconds.
+    const stillAllowed = () => isCallerStillValid(deps, caller);
+    return streamSSE(c, (stream) => streamSwarmEvents(stream, { socket, requestId, stillAllowed }));
   });

@@ -40,6 +40,9 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/swarms/:id/plan": { kind: "hidden", request: (a) => [`/v1/swarms/${a.swarmId}/plan`, {}] },
   "POST /v1/swarms/:id/cancel": { kind: "hidden", request: (a) => [`/v1/swarms/${a.swarmId}/cancel`, { method: "POST" }] },
   "GET /v1/swarms/:id/events": { kind: "hidden", request: (a) => [`/v1/swarms/${a.swarmId}/events`, {}] },
+  "GET /v1/swarms/:id/live": { kind: "hidden", request: (a) => [`/v1/swarms/${a.swarmId}/live`, { headers: { upgrade: "websocket" } }] },
+  "GET /v1/swarms/:id/tasks/:task_id": { kind: "hidden", request: (a) => [`/v1/swarms/${a.swarmId}/tasks/auth.py`, {}] },
+  "POST /v1/swarms/:id/rerun": { kind: "hidden", request: (a) => [`/v1/swarms/${a.swarmId}/rerun`, { json: { tasks: "failed" } }] },
   "POST /v1/schedules": { kind: "own", request: () => ["/v1/schedules", { json: { name: "b's", cron: "0 3 * * *", spec: validSpec() } }] },
   "GET /v1/schedules": { kind: "own", request: () => ["/v1/schedules", {}] },
   "DELETE /v1/schedules/:id": { kind: "hidden", request: (a) => [`/v1/schedules/${a.scheduleId}`, { method: "DELETE" }] },
@@ -67,7 +70,7 @@ const ROUTES: Record<string, Row> = {
 };
 
 /** Routes the app serves without a tenant: no row needed. */
-const PUBLIC_ROUTES = new Set(["GET /healthz"]);
+const PUBLIC_ROUTES = new Set(["GET /healthz", "GET /openapi.json"]);
 
 function servedRoutes(): string[] {
   const routes = createApp()

@@ -1,0 +1,124 @@
+// The dashboard in Debian's chromium (playwright-core) against the real local stack (`wrangler dev`,
+// both Workers, the mock model): start a swarm from the form, watch the grid fill, open a failed
+// task's transcript from its cell, rerun the failed tasks, cancel a swarm from the list.
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateToken, ROOT, type Stack, startStack } from "../../scripts/lib/local-stack.ts";
+import { launchChromium } from "./chromium.ts";
+
+/** What the swarm page exposes of its grid (dashboard/src/swarm-page.tsx). */
+type GridWindow = { edgeswarmGrid?: { cellCenter(taskId: string): { x: number; y: number } | null } };
+
+const persistTo = path.join(ROOT, ".tmp", "browser-state");
+let stack: Stack;
+let browser: Browser;
+let page: Page;
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  await rm(persistTo, { recursive: true, force: true });
+  stack = await startStack({ port: 0, apiToken: generateToken(), mock: { latency: { dist: "normal", mean: 150, stddev: 30 } }, persistTo, log: "capture" });
+  browser = await launchChromium();
+  page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  await page.goto(`${stack.url}/#token=${encodeURIComponent(stack.token)}`);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+const spec = (name: string, n: number, attempts = 1) => ({
+  name,
+  model: "mock-1",
+  tasks: Array.from({ length: n }, (_, i) => ({ id: `t-${String(i + 1).padStart(2, "0")}`, prompt: `Task ${i + 1}` })),
+  limits: { concurrency: 8, max_output_tokens: 32, timeout_s: 20, max_attempts: attempts },
+});
+
+const swarmIdOf = (url: string): string => /#\/swarms\/(sw_[a-z2-7]+)/.exec(url)?.[1] ?? "";
+
+async function startFromForm(body: unknown): Promise<string> {
+  await page.click("text=New swarm");
+  await page.fill("#spec", JSON.stringify(body, null, 2));
+  await page.click("button[type=submit]");
+  await page.waitForURL(/#\/swarms\/sw_/);
+  return swarmIdOf(page.url());
+}
+
+describe("the dashboard", () => {
+  it("keeps the token from the fragment and clears it from the address bar", async () => {
+    expect(page.url()).toBe(`${stack.url}/#/`);
+    expect(await page.evaluate(() => sessionStorage.getItem("edgeswarm.token"))).toBe(stack.token);
+  });
+
+  it("starts a swarm from the form and fills its grid live until every task has ended", async () => {
+    // A quarter of the calls are refused (400): with one attempt each, those tasks fail.
+    stack.mock?.setScenario({ latency: { dist: "normal", mean: 150, stddev: 30 }, rates: { "400": 0.25 }, seed: 7 });
+    const id = await startFromForm(spec("browser: grid", 40));
+    expect(id).toMatch(/^sw_/);
+    await page.waitForFunction(() => document.querySelector("canvas[data-cells]")?.getAttribute("data-cells") === "40");
+    const seen = new Set<string>();
+    for (;;) {
+      const done = (await page.textContent("[data-testid=done]")) ?? "";
+      seen.add(done);
+      if (done === "40/40") break;
+      await page.waitForTimeout(100);
+    }
+    // The counter moved through intermediate values: the page was fed while the swarm ran.
+    expect([...seen].some((d) => d !== "0/40" && d !== "40/40")).toBe(true);
+    const failed = Number(await page.textContent("[data-testid=count-failed]"));
+    const succeeded = Number(await page.textContent("[data-testid=count-succeeded]"));
+    expect(failed + succeeded).toBe(40);
+    expect(failed).toBeGreaterThan(0);
+    await page.waitForSelector("[data-testid=answer]");
+    expect(await page.textContent("[data-testid=cost]")).toMatch(/^\$0\.\d{4}$/);
+  });
+
+  it("opens a failed task's transcript when its cell is clicked", async () => {
+    const failedId = await page.evaluate(() => document.querySelector<HTMLAnchorElement>("a[href*='/tasks/']")?.textContent ?? "");
+    expect(failedId).toMatch(/^t-\d\d$/);
+    const at = await page.evaluate((taskId) => (window as GridWindow).edgeswarmGrid?.cellCenter(taskId) ?? null, failedId);
+    if (at === null) throw new Error("the grid has no cell for the task");
+    await page.mouse.click(at.x, at.y);
+    await page.waitForURL(new RegExp(`/tasks/${failedId}$`));
+    await page.waitForSelector("[data-testid=task-error]");
+    expect(await page.textContent("[data-testid=task-state]")).toBe("failed");
+    expect(await page.textContent("[data-testid=task-error]")).toContain("bad_request");
+    // The call is listed with its status, and the messages hold the prompt.
+    expect(await page.textContent("table")).toContain("error");
+    expect(await page.textContent(".msg.user")).toContain("Task ");
+  });
+
+  it("reruns the failed tasks as a new swarm that names its parent", async () => {
+    stack.mock?.setScenario({ latency: { dist: "normal", mean: 150, stddev: 30 }, seed: 8 });
+    await page.goBack();
+    await page.waitForSelector("button:has-text('Rerun failed'):not([disabled])");
+    const parent = swarmIdOf(page.url());
+    const failed = Number(await page.textContent("[data-testid=count-failed]"));
+    await page.click("button:has-text('Rerun failed')");
+    await page.waitForURL((url) => swarmIdOf(url.href) !== parent && swarmIdOf(url.href) !== "");
+    await page.waitForFunction((n) => document.querySelector("[data-testid=done]")?.textContent === `${n}/${n}`, failed);
+    expect(await page.textContent("main")).toContain(`rerun of ${parent}`);
+    expect(Number(await page.textContent("[data-testid=count-succeeded]"))).toBe(failed);
+  });
+
+  it("cancels a running swarm from the list, and the selected ones at once", async () => {
+    // Slow calls keep the swarms running while the list is read.
+    stack.mock?.setScenario({ latency: 5_000, seed: 9 });
+    const id = await startFromForm(spec("browser: cancel me", 30, 3));
+    const second = await startFromForm(spec("browser: cancel us 1", 30, 3));
+    const third = await startFromForm(spec("browser: cancel us 2", 30, 3));
+    await page.click("text=Swarms");
+    const row = page.locator(`tr[data-swarm=${id}]`);
+    await row.locator("button:has-text('Cancel')").click();
+    await row.locator(".state:has-text('cancelled')").waitFor();
+    for (const other of [second, third]) await page.locator(`tr[data-swarm=${other}] input[type=checkbox]`).check();
+    await page.click("button:has-text('Cancel 2 selected')");
+    for (const other of [second, third]) await page.locator(`tr[data-swarm=${other}] .state:has-text('cancelled')`).waitFor();
+    stack.mock?.setScenario({ latency: 10, seed: 10 });
+    expect(pageErrors).toEqual([]);
+  });
+});
