@@ -1,5 +1,6 @@
 // End to end across both Workers, as `npm start` runs them: real `wrangler dev` (orchestrator +
 // agent in one workerd, local Queue, Durable Objects and D1) against the mock model over HTTP.
+import { spawn } from "node:child_process";
 import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -150,4 +151,50 @@ describe("the examples, on the local stack", () => {
     expect(output.invalid).toEqual([]);
     expect(output.value.invoices.length).toBeGreaterThanOrEqual(5);
   });
+});
+
+describe("tenants and keys with the CLI, on the local stack", () => {
+  const CLI = path.join(ROOT, "cli", "edgeswarm.ts");
+  const cli = (token: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+    new Promise((resolve) => {
+      const child = spawn(process.execPath, [CLI, ...args], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH, EDGESWARM_URL: stack.url, EDGESWARM_API_TOKEN: token, NO_COLOR: "1" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      child.stderr.on("data", (d) => (stderr += d));
+      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    });
+  const KeySchema = z.looseObject({ id: z.string(), key: z.string(), tenant_id: z.string() });
+
+  it("the local admin token makes two tenants and their keys; each tenant sees only its own swarm, a read key cannot start one, a revoked key is refused at once", async () => {
+    const a = (await cli(stack.token, ["tenants", "create", "team-a"])).stdout.trim();
+    const b = (await cli(stack.token, ["tenants", "create", "team-b"])).stdout.trim();
+    expect(a).toMatch(/^tn_/);
+    expect(b).toMatch(/^tn_/);
+    const aRun = KeySchema.parse(
+      JSON.parse((await cli(stack.token, ["keys", "create", "--tenant", a, "--name", "a-run", "--scopes", "run", "--json"])).stdout),
+    );
+    const bRead = KeySchema.parse(
+      JSON.parse((await cli(stack.token, ["keys", "create", "--tenant", b, "--name", "b-read", "--scopes", "read", "--json"])).stdout),
+    );
+    expect(aRun.key).toMatch(/^es_local_/);
+
+    const started = await cli(aRun.key, ["run", path.join(ROOT, "examples", "research.json"), "--no-wait", "--json"]);
+    expect(started.code).toBe(0);
+    const id = z.looseObject({ id: z.string() }).parse(JSON.parse(started.stdout.trim().split("\n").at(-1) ?? "")).id;
+    // Tenant B: another tenant's swarm is "not found" (exit 3: the API refused), and a read key starts nothing.
+    expect((await cli(bRead.key, ["status", id])).code).toBe(3);
+    const refused = await cli(bRead.key, ["run", path.join(ROOT, "examples", "research.json"), "--no-wait"]);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain("403");
+    expect((await cli(aRun.key, ["status", id])).code).not.toBe(3);
+
+    expect((await cli(stack.token, ["keys", "revoke", aRun.id])).code).toBe(0);
+    const revoked = await fetch(`${stack.url}/v1/me`, { headers: { authorization: `Bearer ${aRun.key}` } });
+    expect(revoked.status).toBe(401);
+  }, 60_000);
 });
