@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeApi, startFakeApi } from "./fake-api.ts";
+import { CLI, type CliRun, runCli } from "./run-cli.ts";
 
-const CLI = path.join(import.meta.dirname, "..", "edgeswarm.ts");
 let api: FakeApi;
 let dir: string;
 
@@ -21,18 +21,8 @@ beforeAll(async () => {
 });
 afterAll(async () => api.close());
 
-function run(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH, EDGESWARM_URL: api.url, EDGESWARM_API_TOKEN: "t0k", NO_COLOR: "1", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+function run(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+  return runCli(args, { EDGESWARM_URL: api.url, EDGESWARM_API_TOKEN: "t0k", ...env });
 }
 
 const spec = (name: string) => path.join(dir, `${name}.json`);

@@ -240,42 +240,35 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 
   let stopped = false;
   let cronTimer: ReturnType<typeof setInterval> | null = null;
+  /** Signals the process group of `wrangler dev` (workerd included) and waits for it to exit. */
+  const end = async (signal: "SIGTERM" | "SIGKILL"): Promise<void> => {
+    if (child.exitCode !== null || child.pid === undefined) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    const signalGroup = (sig: "SIGTERM" | "SIGKILL") => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, sig);
+      } catch {
+        // already gone
+      }
+    };
+    signalGroup(signal);
+    // A SIGTERM that is not heeded within 5 s becomes a SIGKILL.
+    const timer = signal === "SIGTERM" ? setTimeout(() => signalGroup("SIGKILL"), 5_000) : null;
+    await exited;
+    if (timer !== null) clearTimeout(timer);
+  };
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
     if (cronTimer !== null) clearInterval(cronTimer);
-    if (child.exitCode === null && child.pid !== undefined) {
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-      try {
-        process.kill(-child.pid, "SIGTERM");
-      } catch {
-        // already gone
-      }
-      const timer = setTimeout(() => {
-        try {
-          if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-        } catch {
-          // already gone
-        }
-      }, 5_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await end("SIGTERM");
     if (ownMock) await mock?.close();
   };
   const kill = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
     if (cronTimer !== null) clearInterval(cronTimer);
-    if (child.exitCode === null && child.pid !== undefined) {
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-      await exited;
-    }
+    await end("SIGKILL");
   };
 
   const url = `http://127.0.0.1:${port}`;

@@ -28,6 +28,22 @@ export const FLUSH_RETRY_MS = 5_000;
  */
 export const ORPHAN_CALL_MS = 30_000;
 
+/** A call's outcome columns of `calls`, in order: status, error_class, the five token counts, cost_usd, latency_ms. */
+function toOutcomeValues(call: CallRecord, cost: number | null): (string | number | null)[] {
+  const usage = call.usage;
+  return [
+    call.status,
+    call.errorClass,
+    usage?.prompt_tokens ?? null,
+    usage?.cached_tokens ?? null,
+    usage?.completion_tokens ?? null,
+    usage?.reasoning_tokens ?? null,
+    usage?.total_tokens ?? null,
+    cost,
+    Math.max(0, Math.round(call.latencyMs)),
+  ];
+}
+
 type OpenCallRow = {
   call_id: string;
   task_id: string;
@@ -220,15 +236,7 @@ export class SwarmLedger {
       report.attempt,
       call.turn,
       call.model,
-      call.status,
-      call.errorClass,
-      usage?.prompt_tokens ?? null,
-      usage?.cached_tokens ?? null,
-      usage?.completion_tokens ?? null,
-      usage?.reasoning_tokens ?? null,
-      usage?.total_tokens ?? null,
-      cost,
-      Math.max(0, Math.round(call.latencyMs)),
+      ...toOutcomeValues(call, cost),
       call.startedAt,
       charge.usd,
       charge.tokens,
@@ -248,21 +256,12 @@ export class SwarmLedger {
    * upserts over an `unknown` row). Returns whether there was an estimate to replace.
    */
   private replaceEstimate(callId: string, call: CallRecord, cost: number | null, charge: { usd: number; tokens: number }): boolean {
-    const usage = call.usage;
     const replaced = this.sql
       .exec<{ rowid: number }>(
         `UPDATE calls SET status = ?, error_class = ?, prompt_tokens = ?, cached_tokens = ?, completion_tokens = ?, reasoning_tokens = ?,
            total_tokens = ?, cost_usd = ?, latency_ms = ?, charged_usd = ?, charged_tokens = ?
          WHERE call_id = ? AND status = 'unknown' RETURNING rowid`,
-        call.status,
-        call.errorClass,
-        usage?.prompt_tokens ?? null,
-        usage?.cached_tokens ?? null,
-        usage?.completion_tokens ?? null,
-        usage?.reasoning_tokens ?? null,
-        usage?.total_tokens ?? null,
-        cost,
-        Math.max(0, Math.round(call.latencyMs)),
+        ...toOutcomeValues(call, cost),
         charge.usd,
         charge.tokens,
         callId,

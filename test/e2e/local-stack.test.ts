@@ -1,10 +1,10 @@
 // End to end across both Workers, as `npm start` runs them: real `wrangler dev` (orchestrator +
 // agent in one workerd, local Queue, Durable Objects and D1) against the mock model over HTTP.
-import { spawn } from "node:child_process";
 import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { runCli } from "../../cli/test/run-cli.ts";
 import { ROOT, generateToken, queryLocalD1, startStack, type Stack } from "../../scripts/lib/local-stack.ts";
 import { getAllResults, getJson, submitSwarm, waitForSwarm } from "../../scripts/lib/swarm-client.ts";
 
@@ -154,20 +154,7 @@ describe("the examples, on the local stack", () => {
 });
 
 describe("tenants and keys with the CLI, on the local stack", () => {
-  const CLI = path.join(ROOT, "cli", "edgeswarm.ts");
-  const cli = (token: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-    new Promise((resolve) => {
-      const child = spawn(process.execPath, [CLI, ...args], {
-        cwd: ROOT,
-        env: { PATH: process.env.PATH, EDGESWARM_URL: stack.url, EDGESWARM_API_TOKEN: token, NO_COLOR: "1" },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d) => (stdout += d));
-      child.stderr.on("data", (d) => (stderr += d));
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+  const cli = (token: string, args: string[]) => runCli(args, { EDGESWARM_URL: stack.url, EDGESWARM_API_TOKEN: token });
   const KeySchema = z.looseObject({ id: z.string(), key: z.string(), tenant_id: z.string() });
 
   it("the local admin token makes two tenants and their keys; each tenant sees only its own swarm, a read key cannot start one, a revoked key is refused at once", async () => {
