@@ -117,6 +117,12 @@ export interface ClaimedTask {
   leaseUntil: number;
   /** Epoch ms by which the task's calls must be over, however often its lease is renewed. */
   runUntil: number;
+  /**
+   * The grant noted this turn's call already (the attempt's first): started by `notedUntil` (the
+   * lane's clock), it needs no `startCalls`; the lane lists it in its pulls' `started` instead.
+   */
+  notedTurn?: number;
+  notedUntil?: number;
   kind: TaskKind;
   /** Set for plan and reduce tasks. */
   override: TaskOverride | null;
@@ -160,6 +166,13 @@ export interface PullRequest {
    * room renews each that is still this attempt's, up to its `runUntil`.
    */
   renew?: { taskId: string; attempt: number }[];
+  /**
+   * Calls the grant noted that the lane has started and not yet reported the outcome of (listed in
+   * every pull until the pull carrying their report is answered), and when this pull was built
+   * (the lane's clock). A noted call not listed by a pull built after its `notedUntil` never started.
+   */
+  started?: { taskId: string; attempt: number; turn: number }[];
+  sentAt?: number;
 }
 
 /** Short tasks, or the long-chain pool (`tasks[].long`), each on its own queue. */

@@ -87,7 +87,14 @@ export class SwarmDispatch {
    * reserved. `blocked`: nothing can be granted until something changes (every circuit open, the
    * budget waiting for reservations to settle, or no task fits the lane's remaining time).
    */
-  grantTasks(swarm: SwarmRow, want: number, now: number, pool: TaskPool, endBy: number | null): { granted: ClaimedTask[]; ended: boolean; blocked: boolean } {
+  grantTasks(
+    swarm: SwarmRow,
+    want: number,
+    now: number,
+    pool: TaskPool,
+    endBy: number | null,
+    lane?: string,
+  ): { granted: ClaimedTask[]; ended: boolean; blocked: boolean } {
     const result = { granted: [] as ClaimedTask[], ended: false, blocked: false };
     if (swarm.finished_at !== null || (swarm.state !== "running" && swarm.state !== "planning" && swarm.state !== "reducing")) return result;
     const config = this.store.toRunConfig(swarm);
@@ -184,6 +191,27 @@ export class SwarmDispatch {
       const held = IN_FLIGHT_TASK_STATES.includes(task.state) ? { usd: task.reserved_usd, tokens: task.reserved_tokens } : { usd: 0, tokens: 0 };
       this.totals.reserve({ usd: reservation.usd - held.usd, tokens: reservation.tokens - held.tokens });
       this.tasks.noteDeadline(leaseUntil);
+      const checkpoint = row.checkpoint === null ? null : CheckpointSchema.parse(JSON.parse(row.checkpoint));
+      // The grant notes the attempt's first call itself (a lane starts it at once, as a rule): only
+      // a lane that names itself can list what it started, so only its grants are noted here.
+      const notedTurn = (checkpoint?.turns ?? 0) + 1;
+      const noted =
+        lane === undefined
+          ? null
+          : this.ledger.preNote(
+              swarm,
+              {
+                taskId: task.id,
+                attempt: decision.attempt,
+                turn: notedTurn,
+                model,
+                promptTokens: Math.ceil((row.prompt.length + (swarm.system?.length ?? 0) + (row.checkpoint?.length ?? 0)) / 4),
+                maxTokens: config.limits.max_output_tokens,
+                startedAt: now,
+              },
+              lane,
+              now,
+            );
       result.granted.push({
         taskId: task.id,
         attempt: decision.attempt,
@@ -194,7 +222,8 @@ export class SwarmDispatch {
         timeoutS,
         kind: task.kind,
         override: row.override === null ? null : OverrideSchema.parse(JSON.parse(row.override)),
-        checkpoint: row.checkpoint === null ? null : CheckpointSchema.parse(JSON.parse(row.checkpoint)),
+        checkpoint,
+        ...(noted === null ? {} : { notedTurn, notedUntil: noted.until }),
       });
       if (result.granted.length >= want) break;
     }
@@ -202,14 +231,14 @@ export class SwarmDispatch {
   }
 
   /** Records outcomes and usage; idempotent by task and attempt (and by call id for usage). */
-  recordReports(swarm: SwarmRow, reports: TaskReport[], now: number): TaskAction[] {
+  recordReports(swarm: SwarmRow, reports: TaskReport[], now: number, started?: ReadonlySet<string>): TaskAction[] {
     const limits = this.store.limits(swarm);
     const actions: TaskAction[] = [];
     const budget = limits.retry_budget ?? defaultRetryBudget(swarm.task_count);
     let retriesUsed = swarm.retries_used;
     let { successes, rateLimited } = this.ledger.insertCalls(swarm, reports, now);
     // An outcome is in: a call its attempt noted and never recorded will not be (billed as unknown).
-    for (const report of reports) this.ledger.settleOpenCalls(swarm, report.taskId, report.attempt, now);
+    for (const report of reports) this.ledger.settleOpenCalls(swarm, report.taskId, report.attempt, now, started);
     // Before the outcomes: a retried or deferred attempt hands its checkpoint to the next one.
     for (const report of reports) {
       if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);

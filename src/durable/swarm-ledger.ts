@@ -53,7 +53,20 @@ type OpenCallRow = {
   prompt_tokens: number;
   max_tokens: number;
   started_at: number;
+  /** A grant's note (its first call): null once confirmed by an explicit note. */
+  note_until: number | null;
 };
+
+/**
+ * A grant's note of the attempt's first call holds for this long: a lane that starts the call by
+ * then sends no note of its own (it lists the call in its pulls' `started`); later, it notes it.
+ */
+export const PRE_NOTE_MS = 2_000;
+
+/** The call ids of the started calls a pull lists, as `open_calls` keys them. */
+export function toStartedIds(swarmId: string, started: readonly { taskId: string; attempt: number; turn: number }[] | undefined): Set<string> {
+  return new Set((started ?? []).map((s) => toCallId(swarmId, s.taskId, s.attempt, s.turn)));
+}
 
 export class SwarmLedger {
   /** p50/p95 over the calls recorded so far, recomputed only when a call was added (status is polled). */
@@ -113,9 +126,11 @@ export class SwarmLedger {
   noteStarts(swarm: SwarmRow, starts: readonly CallStart[]): void {
     for (const start of starts) {
       const callId = toCallId(swarm.id, start.taskId, start.attempt, start.turn);
+      // A call the grant noted is confirmed: it started, whatever its lane lists from now on.
       this.sql.exec(
-        `INSERT OR IGNORE INTO open_calls (call_id, task_id, attempt, turn, model, prompt_tokens, max_tokens, started_at)
-         SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM calls WHERE call_id = ?)`,
+        `INSERT INTO open_calls (call_id, task_id, attempt, turn, model, prompt_tokens, max_tokens, started_at)
+         SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM calls WHERE call_id = ?)
+         ON CONFLICT (call_id) DO UPDATE SET note_until = NULL`,
         callId,
         start.taskId,
         start.attempt,
@@ -131,14 +146,64 @@ export class SwarmLedger {
   }
 
   /**
-   * The attempt's outcome is known (reported), or its lease ended with none: each of its calls
-   * that was noted but never recorded is billed as `unknown`, at its estimate. Returns how many.
+   * The grant notes the attempt's first call (no RPC of the lane's): returns until when the note
+   * holds for a lane that starts it without noting it itself.
    */
-  settleOpenCalls(swarm: SwarmRow, taskId: string, attempt: number, now: number): number {
+  preNote(swarm: SwarmRow, start: CallStart, lane: string, now: number): { until: number } {
+    const until = now + PRE_NOTE_MS;
+    this.sql.exec(
+      `INSERT OR IGNORE INTO open_calls (call_id, task_id, attempt, turn, model, prompt_tokens, max_tokens, started_at, lane, note_until)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      toCallId(swarm.id, start.taskId, start.attempt, start.turn),
+      start.taskId,
+      start.attempt,
+      start.turn,
+      start.model,
+      start.promptTokens,
+      start.maxTokens,
+      start.startedAt,
+      lane,
+      until,
+    );
+    this.openCount = null;
+    return { until };
+  }
+
+  /**
+   * A lane's pull, built at `sentAt` (its clock), lists the grant-noted calls it started: a note of
+   * this lane past its time that the pull does not list was never started (the lane notes a call
+   * it starts later itself), so it goes, unbilled.
+   */
+  dropUnstartedNotes(lane: string, sentAt: number, started: ReadonlySet<string>): void {
+    if (this.openCalls() === 0) return;
+    const stale = this.sql
+      .exec<{ call_id: string }>("SELECT call_id FROM open_calls WHERE lane = ? AND note_until IS NOT NULL AND note_until < ?", lane, sentAt)
+      .toArray()
+      .filter((row) => !started.has(row.call_id));
+    for (const row of stale) this.sql.exec("DELETE FROM open_calls WHERE call_id = ?", row.call_id);
+    if (stale.length > 0) this.openCount = null;
+  }
+
+  /**
+   * The attempt's outcome is known (reported), or its lease ended with none: each of its calls
+   * that was noted but never recorded is billed as `unknown`, at its estimate. With the reporting
+   * pull's `started`, a grant's note the lane does not list was never started, and goes unbilled.
+   * Returns how many were billed.
+   */
+  settleOpenCalls(swarm: SwarmRow, taskId: string, attempt: number, now: number, started?: ReadonlySet<string>): number {
     if (this.openCalls() === 0) return 0;
     const open = this.sql.exec<OpenCallRow>("SELECT * FROM open_calls WHERE task_id = ? AND attempt = ?", taskId, attempt).toArray();
-    for (const row of open) this.settleOpenCall(swarm, row, now);
-    return open.length;
+    let billed = 0;
+    for (const row of open) {
+      if (started !== undefined && row.note_until !== null && !started.has(row.call_id)) {
+        this.sql.exec("DELETE FROM open_calls WHERE call_id = ?", row.call_id);
+        this.openCount = null;
+        continue;
+      }
+      this.settleOpenCall(swarm, row, now);
+      billed += 1;
+    }
+    return billed;
   }
 
   /**

@@ -160,7 +160,9 @@ CREATE TABLE IF NOT EXISTS open_calls (
   model         TEXT NOT NULL,
   prompt_tokens INTEGER NOT NULL,
   max_tokens    INTEGER NOT NULL,
-  started_at    INTEGER NOT NULL
+  started_at    INTEGER NOT NULL,
+  lane          TEXT,
+  note_until    INTEGER
 );
 `;
 

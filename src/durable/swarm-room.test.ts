@@ -1509,3 +1509,75 @@ describe("SwarmRoom: no call vanishes from the bill", () => {
     expect(status?.usage.calls).toBe(1);
   });
 });
+
+describe("SwarmRoom: the grant notes a task's first call", () => {
+  const notesOf = (stub: Stub) =>
+    runInDurableObject(stub, (_i, state) =>
+      state.storage.sql.exec<{ call_id: string; note_until: number | null }>("SELECT call_id, note_until FROM open_calls ORDER BY call_id").toArray(),
+    );
+
+  it("a named lane's grant carries the note (turn and deadline); an unnamed lane's does not", async () => {
+    const { input, stub } = newSwarm(2);
+    await stub.start(input);
+    const named = await pull(stub, { lane: "lane-a", seq: 1, want: 1 });
+    expect(named.granted[0]).toMatchObject({ notedTurn: 1, notedUntil: expect.any(Number) });
+    expect((named.granted[0]?.notedUntil ?? 0) - Date.now()).toBeLessThanOrEqual(2_000);
+    const unnamed = await pull(stub, { ticket: "lane-2", want: 1 });
+    expect(unnamed.granted[0]?.notedTurn).toBeUndefined();
+    expect(await notesOf(stub)).toHaveLength(1);
+  });
+
+  it("a noted call the lane lists as started is billed if its lane dies; one it never started goes unbilled", async () => {
+    const { swarmId, input, stub } = newSwarm(2);
+    await stub.start(input);
+    await pull(stub, { lane: "lane-a", seq: 1, want: 2 });
+    // task-001's call started (the lane lists it); task-002's did not, and its note's time is over.
+    await stub.pull({
+      ticket: "lane-1",
+      lane: "lane-a",
+      seq: 2,
+      reports: [],
+      want: 0,
+      slots: 8,
+      final: false,
+      started: [{ taskId: "task-001", attempt: 1, turn: 1 }],
+      sentAt: Date.now() + 5_000,
+    });
+    expect((await notesOf(stub)).map((n) => n.call_id)).toEqual([`${swarmId}:task-001:1:1`]);
+    // The lane dies: its lease ends, and the started call is billed at its estimate.
+    await endLeases(stub);
+    await runAlarmNow(stub);
+    const status = await stub.getStatus(TENANT);
+    expect(status?.usage.calls).toBe(1);
+    expect(status?.estimated_calls).toBe(1);
+  });
+
+  it("a deferral whose noted call never started gives its attempt back and bills nothing", async () => {
+    const { input, stub } = newSwarm(1, { max_attempts: 1 });
+    await stub.start(input);
+    await pull(stub, { lane: "lane-a", seq: 1, want: 1 });
+    await stub.pull({
+      ticket: "lane-1",
+      lane: "lane-a",
+      seq: 2,
+      reports: [{ taskId: "task-001", attempt: 1, outcome: deferred(0), calls: [] }],
+      want: 0,
+      slots: 8,
+      final: false,
+      started: [],
+      sentAt: Date.now(),
+    });
+    expect(await notesOf(stub)).toEqual([]);
+    expect((await stub.getStatus(TENANT))?.usage.calls).toBe(0);
+    expect(attemptsOf(await pull(stub, { ticket: "lane-2", want: 1 }))).toEqual([["task-001", 2]]);
+  });
+
+  it("an explicit note confirms the grant's note: a later pull that does not list it leaves it", async () => {
+    const { swarmId, input, stub } = newSwarm(1);
+    await stub.start(input);
+    await pull(stub, { lane: "lane-a", seq: 1, want: 1 });
+    await stub.startCalls([{ taskId: "task-001", attempt: 1, turn: 1, model: "mock-1", promptTokens: 10, maxTokens: 10, startedAt: Date.now() }]);
+    await stub.pull({ ticket: "lane-1", lane: "lane-a", seq: 2, reports: [], want: 0, slots: 8, final: false, started: [], sentAt: Date.now() + 5_000 });
+    expect(await notesOf(stub)).toEqual([{ call_id: `${swarmId}:task-001:1:1`, note_until: null }]);
+  });
+});

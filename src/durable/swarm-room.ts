@@ -30,7 +30,7 @@ import { capOfTenant } from "../core/tenant-budget.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
-import { FLUSH_RETRY_MS, SwarmLedger } from "./swarm-ledger.ts";
+import { FLUSH_RETRY_MS, SwarmLedger, toStartedIds } from "./swarm-ledger.ts";
 import { SwarmLineage, type RerunInput } from "./swarm-lineage.ts";
 import { SwarmLive } from "./swarm-live.ts";
 import { SwarmTranscripts } from "./swarm-transcripts.ts";
@@ -222,7 +222,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       // Heartbeats first: a lease renewed here cannot lapse while the reports below are recorded.
       const renewed = request.renew !== undefined && request.renew.length > 0 ? this.tasks.renewLeases(request.renew, now, this.settings.leaseMs) : [];
       this.transcripts.keep(request.reports);
-      const actions = request.reports.length > 0 ? this.dispatch.recordReports(swarm, request.reports, now) : [];
+      // A lane that names itself lists the grant-noted calls it started: the others never started.
+      const started = request.lane !== undefined && request.sentAt !== undefined ? toStartedIds(swarm.id, request.started) : undefined;
+      if (started !== undefined && request.lane !== undefined && request.sentAt !== undefined)
+        this.ledger.dropUnstartedNotes(request.lane, request.sentAt, started);
+      const actions = request.reports.length > 0 ? this.dispatch.recordReports(swarm, request.reports, now, started) : [];
       this.live.noteTasks(request.reports.map((report) => report.taskId));
       let ended = request.reports.length > 0;
       const current = this.store.swarm() ?? swarm;
@@ -235,7 +239,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           ? { granted: this.tasks.stillLeased(repeated), ended: false, blocked: false }
           : request.final || request.want <= 0
             ? { granted: [], ended: false, blocked: false }
-            : this.dispatch.grantTasks(current, request.want, now, pool, request.endBy ?? null);
+            : this.dispatch.grantTasks(current, request.want, now, pool, request.endBy ?? null, request.lane);
       this.tickets.rememberGrants(request.ticket, request.lane, request.seq, grant.granted, request.final);
       this.live.noteTasks(grant.granted.map((task) => task.taskId));
       if (grant.ended) this.live.noteAll();

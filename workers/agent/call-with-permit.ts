@@ -62,6 +62,8 @@ export interface PermitContext {
    * not be noted, and the call is not sent. Absent: calls are not noted (unit tests of the gateway).
    */
   noteStart?: (start: CallStart) => Promise<boolean>;
+  /** A call the grant noted starts without a note of its own: the lane lists it in its next pulls. */
+  markStarted?: (start: { taskId: string; attempt: number; turn: number }) => void;
 }
 
 /** One turn's call: the conversation so far and what this call may do. */
@@ -326,6 +328,11 @@ const START_NOT_NOTED: TaskOutcome = {
  */
 async function noteStart(task: ClaimedTask, turn: TurnRequest, request: ModelRequest, ctx: PermitContext): Promise<boolean> {
   if (ctx.noteStart === undefined) return true;
+  // The grant noted this call already, and it starts in time: no RPC, only a line in the next pulls.
+  if (ctx.markStarted !== undefined && task.notedTurn === turn.turn && task.notedUntil !== undefined && ctx.now() <= task.notedUntil) {
+    ctx.markStarted({ taskId: task.taskId, attempt: task.attempt, turn: turn.turn });
+    return true;
+  }
   const noted = await ctx.noteStart({
     taskId: task.taskId,
     attempt: task.attempt,

@@ -73,7 +73,15 @@ const PULL_BACKOFF = { baseMs: 200, capMs: 700 };
 export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reached: boolean }> {
   const room = ctx.rooms(ticket.swarm_id);
   const gate = createHeaderGate(ctx.headerSlots);
-  const permits: PermitContext = { ...ctx.permits, headerGate: gate, noteStart: (start) => ctx.callStarts.note(ticket.swarm_id, start) };
+  // Calls the grant noted that this lane started: listed in every pull until the pull carrying
+  // their task's report is answered, so the room can tell a noted call that never started.
+  const startedNoted = new Map<string, { taskId: string; attempt: number; turn: number }>();
+  const permits: PermitContext = {
+    ...ctx.permits,
+    headerGate: gate,
+    noteStart: (start) => ctx.callStarts.note(ticket.swarm_id, start),
+    markStarted: (start) => startedNoted.set(`${start.taskId}:${start.attempt}:${start.turn}`, start),
+  };
   const timing = createTimingAverages();
   // This lane's name and pull number: a pull sent again after an error keeps its number until one
   // is answered, so the room can give a lost answer's tasks again instead of stranding them.
@@ -188,6 +196,8 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       pool: ctx.pool,
       endBy: ctx.callsEndBy,
       ...(renew === undefined ? {} : { renew }),
+      started: [...startedNoted.values()],
+      sentAt: ctx.now(),
     };
     const answer = await pullWithRetry(room, ticket.swarm_id, request, ctx);
     ctx.tally.slots = request.slots;
@@ -209,6 +219,10 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     } else {
       reached = true;
       seq += 1;
+      // The room has these reports: their tasks' noted calls need listing no more.
+      for (const report of reports) {
+        for (const [key, start] of startedNoted) if (start.taskId === report.taskId && start.attempt === report.attempt) startedNoted.delete(key);
+      }
       if (final) return { reached };
       if (answer.leaseMs !== undefined) leaseMs = answer.leaseMs;
       const renewed = new Map((answer.renewed ?? []).map((lease) => [lease.taskId, lease.leaseUntil]));

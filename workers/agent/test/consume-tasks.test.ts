@@ -133,6 +133,9 @@ describe("consumeTasks with a fake SwarmRoom: one lane per ticket", () => {
       final: false,
       pool: "short",
       endBy: started + BASE.callsWithinMs,
+      // The grant-noted calls it has started (none yet), and when the pull was built.
+      started: [],
+      sentAt: started,
     });
     expect(a.pulls.at(-1)).toMatchObject({ ticket: "tk1", want: 0, final: true });
     // One lane: one name; each answered pull moves its number on.

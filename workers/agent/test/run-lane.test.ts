@@ -69,7 +69,7 @@ const taskOf = (request: ModelRequest): string => promptOf(request).replace(/^Su
  */
 function wrappedRooms(options: { failBefore?: (n: number, request: PullRequest) => boolean; failAfter?: (n: number, answer: PullResponse) => boolean } = {}) {
   const real = toSwarmRooms(env.SWARM_ROOM);
-  const seen = { pulls: 0, failed: 0, granted: 0, lostGrants: [] as string[] };
+  const seen = { pulls: 0, failed: 0, granted: 0, lostGrants: [] as string[], startNotes: 0 };
   const rooms: SwarmRooms = (swarmId) => {
     const stub = real(swarmId);
     const room: SwarmRoomRpc = {
@@ -90,7 +90,10 @@ function wrappedRooms(options: { failBefore?: (n: number, request: PullRequest) 
         return answer;
       },
       recordCalls: (reports) => stub.recordCalls(reports),
-      startCalls: (starts) => stub.startCalls(starts),
+      startCalls: (starts) => {
+        seen.startNotes += 1;
+        return stub.startCalls(starts);
+      },
       scratchpad: (request) => stub.scratchpad(request),
       recordDeadTicket: (ticket) => stub.recordDeadTicket(ticket),
     };
@@ -418,6 +421,17 @@ describe("coalescing (real SwarmRoom)", () => {
     await expectEveryTaskOnce(swarm, before);
     expect(seen.granted).toBe(100);
     expect(seen.pulls).toBeLessThanOrEqual(25);
+  }, 30_000);
+});
+
+describe("the grant notes first calls (real SwarmRoom)", () => {
+  it("single-call tasks started at once need no startCalls RPC; every call is still on the bill", async () => {
+    const swarm = await startSwarm(20, { concurrency: 10 });
+    const before = await mockStats();
+    const { rooms, seen } = wrappedRooms();
+    await deliver(tickets(swarm.swarmId, 1), { rooms, gateway: directGateway(mockModel(5)), concurrency: 10, headerSlots: 0 });
+    await expectEveryTaskOnce(swarm, before);
+    expect(seen.startNotes).toBe(0);
   }, 30_000);
 });
 
