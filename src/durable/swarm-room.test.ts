@@ -1581,3 +1581,32 @@ describe("SwarmRoom: the grant notes a task's first call", () => {
     expect(await notesOf(stub)).toEqual([{ call_id: `${swarmId}:task-001:1:1`, note_until: null }]);
   });
 });
+
+describe("SwarmRoom: a finished swarm goes quiet", () => {
+  it("once its last rows reach D1 it keeps no alarm, so its Durable Object can be evicted", async () => {
+    const { input, stub } = newSwarm(3);
+    await stub.start(input);
+    const granted = await pull(stub, { lane: "lane-a", seq: 1, want: 3 });
+    await stub.startCalls([{ taskId: "task-003", attempt: 1, turn: 2, model: "mock-1", promptTokens: 5, maxTokens: 5, startedAt: Date.now() }]);
+    await stub.pull({
+      ticket: "lane-1",
+      lane: "lane-a",
+      seq: 2,
+      reports: reportAll(granted, ok("done")),
+      want: 0,
+      slots: 8,
+      final: true,
+      started: granted.granted.map((g) => ({ taskId: g.taskId, attempt: g.attempt, turn: 1 })),
+      sentAt: Date.now(),
+    });
+    expect((await stub.getStatus(TENANT))?.state).toBe("completed");
+    // Each alarm that fires runs, as the runtime would, until none is set.
+    for (let i = 0; i < 10 && (await runDurableObjectAlarm(stub)); i += 1) {
+      // the alarm ran; it may have set the next one
+    }
+    expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).toBeNull();
+    // The stray note (a turn never reported) was billed when the swarm ended, not left open.
+    const open = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM open_calls").one().n);
+    expect(open).toBe(0);
+  });
+});
