@@ -13,6 +13,7 @@ import { RerunRequestSchema } from "../../../src/core/rerun-request.ts";
 import type { AppEnv } from "../app-env.ts";
 import { parseCreateSwarmQuery } from "../create-swarm-query.ts";
 import { idempotent, toKeyedSwarmId } from "../idempotency.ts";
+import { bridgeLiveSocket } from "../live-bridge.ts";
 import { readJsonBody } from "../json-body.ts";
 import { parseQuery } from "../parse-query.ts";
 import { recordRequestAudit } from "../audit-trail.ts";
@@ -202,8 +203,11 @@ export const swarmRoutes = new Hono<AppEnv>()
       throw new ApiError("invalid_request", "this route is a WebSocket: send Upgrade: websocket (or read GET /v1/swarms/:id/events)");
     }
     const live = await c.var.deps.swarmRooms.openLive(requireSwarmId(c.req.param("id")), c.var.tenant, toLastEventId(c));
-    if (live === null) throw swarmNotFound();
-    return live;
+    if (live?.webSocket == null) throw swarmNotFound();
+    const { requestId, caller, deps } = c.var;
+    // Bridged, not handed over: a revoked key's open socket closes within a few seconds.
+    const client = bridgeLiveSocket({ room: live.webSocket, stillAllowed: () => isCallerStillValid(deps, caller), requestId });
+    return new Response(null, { status: 101, webSocket: client });
   })
 
   .get("/:id/events", async (c) => {

@@ -180,6 +180,24 @@ describe("revoke, rotate and expiry take effect on the very next request", () =>
     expect(rest).toContain('"code":"unauthorized"');
   }, 20_000);
 
+  it("a revoked key's open live WebSocket closes within seconds, with 1008", async () => {
+    const key = await createTenantKey({ name: "live socket", scopes: ["run"] });
+    const started = await startSwarm(key.key);
+    const { id } = z.object({ id: z.string() }).parse(await started.json());
+    const response = await callApi(`/v1/swarms/${id}/live`, { token: key.key, headers: { upgrade: "websocket" } });
+    expect(response.status).toBe(101);
+    const socket = response.webSocket;
+    if (socket === null) throw new Error("no socket");
+    const types: string[] = [];
+    socket.addEventListener("message", (event) => types.push(z.object({ type: z.string() }).parse(JSON.parse(String(event.data))).type));
+    const closed = new Promise<number>((resolve) => socket.addEventListener("close", (event) => resolve(event.code)));
+    socket.accept();
+    expect((await callApi(`/v1/keys/${key.keyId}`, { method: "DELETE" })).status).toBe(204);
+    expect(await closed).toBe(1008);
+    expect(types[0]).toBe("snapshot");
+    expect(types).not.toContain("done");
+  }, 20_000);
+
   it("rotation gives a new secret under the same id; the old one is refused at once", async () => {
     const key = await createTenantKey({ name: "rotated", scopes: ["run"] });
     const response = await callApi(`/v1/keys/${key.keyId}/rotate`, { method: "POST" });
