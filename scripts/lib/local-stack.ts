@@ -240,8 +240,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 
   let stopped = false;
   let cronTimer: ReturnType<typeof setInterval> | null = null;
-  /** Signals the process group of `wrangler dev` (workerd included) and waits for it to exit. */
+  /** Signals the process group of `wrangler dev` (workerd included), once, and waits for it to exit. */
   const end = async (signal: "SIGTERM" | "SIGKILL"): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    if (cronTimer !== null) clearInterval(cronTimer);
     if (child.exitCode !== null || child.pid === undefined) return;
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     const signalGroup = (sig: "SIGTERM" | "SIGKILL") => {
@@ -259,17 +262,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   };
   const stop = async (): Promise<void> => {
     if (stopped) return;
-    stopped = true;
-    if (cronTimer !== null) clearInterval(cronTimer);
     await end("SIGTERM");
     if (ownMock) await mock?.close();
   };
-  const kill = async (): Promise<void> => {
-    if (stopped) return;
-    stopped = true;
-    if (cronTimer !== null) clearInterval(cronTimer);
-    await end("SIGKILL");
-  };
+  const kill = (): Promise<void> => end("SIGKILL");
 
   const url = `http://127.0.0.1:${port}`;
   try {

@@ -223,9 +223,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const renewed = request.renew !== undefined && request.renew.length > 0 ? this.tasks.renewLeases(request.renew, now, this.settings.leaseMs) : [];
       this.transcripts.keep(request.reports);
       // A lane that names itself lists the grant-noted calls it started: the others never started.
-      const started = request.lane !== undefined && request.sentAt !== undefined ? toStartedIds(swarm.id, request.started) : undefined;
-      if (started !== undefined && request.lane !== undefined && request.sentAt !== undefined)
+      let started: Set<string> | undefined;
+      if (request.lane !== undefined && request.sentAt !== undefined) {
+        started = toStartedIds(swarm.id, request.started);
         this.ledger.dropUnstartedNotes(request.lane, request.sentAt, started);
+      }
       const actions = request.reports.length > 0 ? this.dispatch.recordReports(swarm, request.reports, now, started) : [];
       this.live.noteTasks(request.reports.map((report) => report.taskId));
       let ended = request.reports.length > 0;

@@ -6,6 +6,7 @@ import type { ErrorClass } from "../core/error-class.ts";
 import type { AgentCheckpoint, TaskState } from "../core/swarm-contract.ts";
 import { boundMessages, type TaskTranscript, toTranscriptMessages } from "../core/task-transcript.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
+import type { LedgerRow } from "../ledger/d1-ledger.ts";
 
 const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
@@ -66,22 +67,7 @@ export class SwarmTranscripts {
       .toArray()[0];
     if (task === undefined) return null;
     const calls = this.sql
-      .exec<{
-        call_id: string;
-        attempt: number;
-        turn: number;
-        model: string;
-        status: string;
-        error_class: string | null;
-        prompt_tokens: number | null;
-        cached_tokens: number | null;
-        completion_tokens: number | null;
-        reasoning_tokens: number | null;
-        total_tokens: number | null;
-        cost_usd: number | null;
-        latency_ms: number;
-        created_at: number;
-      }>(
+      .exec<Omit<LedgerRow, "swarm_id" | "task_id" | "tenant">>(
         `SELECT call_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens,
                 total_tokens, cost_usd, latency_ms, created_at FROM calls WHERE task_id = ? ORDER BY attempt, turn`,
         taskId,

@@ -47,7 +47,8 @@ export type SwarmIndexRow = {
   cost_usd: number;
 };
 
-const LEDGER_COLUMNS = [
+/** The D1 `ledger` columns, in insert order. */
+export const LEDGER_COLUMNS = [
   "call_id",
   "swarm_id",
   "task_id",

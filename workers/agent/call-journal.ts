@@ -228,8 +228,8 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   };
 }
 
-/** The ledger's call id without the swarm (a journal is per swarm). */
-function callKey(taskId: string, attempt: number, turn: number): string {
+/** The ledger's call id without the swarm (a journal, a lane, is per swarm). */
+export function callKey(taskId: string, attempt: number, turn: number): string {
   return `${taskId}:${attempt}:${turn}`;
 }
 

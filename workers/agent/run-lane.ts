@@ -8,7 +8,7 @@ import { toLaneSlots, type LaneTiming } from "../../src/core/lane-sizing.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
 import type { ClaimedTask, PullRequest, PullResponse, TaskPool, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
 import type { Ticket } from "../../src/core/ticket.ts";
-import type { CallJournal } from "./call-journal.ts";
+import { callKey, type CallJournal } from "./call-journal.ts";
 import type { CallStarts } from "./call-starts.ts";
 import type { PermitContext } from "./call-with-permit.ts";
 import { createHeaderGate } from "./header-gate.ts";
@@ -80,7 +80,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     ...ctx.permits,
     headerGate: gate,
     noteStart: (start) => ctx.callStarts.note(ticket.swarm_id, start),
-    markStarted: (start) => startedNoted.set(`${start.taskId}:${start.attempt}:${start.turn}`, start),
+    markStarted: (start) => startedNoted.set(callKey(start.taskId, start.attempt, start.turn), start),
   };
   const timing = createTimingAverages();
   // This lane's name and pull number: a pull sent again after an error keeps its number until one

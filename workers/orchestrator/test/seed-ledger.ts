@@ -1,28 +1,8 @@
 // Test helper: inserts ledger rows straight into local D1, with defaults for the columns a test does not care about.
 import { env } from "cloudflare:workers";
-import type { LedgerRow } from "../../../src/ledger/d1-ledger.ts";
+import { LEDGER_COLUMNS as COLUMNS, type LedgerRow } from "../../../src/ledger/d1-ledger.ts";
 
 export type SeedRow = Partial<LedgerRow> & Pick<LedgerRow, "call_id" | "tenant" | "created_at">;
-
-const COLUMNS = [
-  "call_id",
-  "swarm_id",
-  "task_id",
-  "attempt",
-  "turn",
-  "tenant",
-  "model",
-  "status",
-  "error_class",
-  "prompt_tokens",
-  "cached_tokens",
-  "completion_tokens",
-  "reasoning_tokens",
-  "total_tokens",
-  "cost_usd",
-  "latency_ms",
-  "created_at",
-] as const satisfies readonly (keyof LedgerRow)[];
 
 export function toLedgerRow(row: SeedRow): LedgerRow {
   return {
