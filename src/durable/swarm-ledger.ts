@@ -151,7 +151,7 @@ export class SwarmLedger {
    */
   preNote(swarm: SwarmRow, start: CallStart, lane: string, now: number): { until: number } {
     const until = now + PRE_NOTE_MS;
-    this.sql.exec(
+    const cursor = this.sql.exec(
       `INSERT OR IGNORE INTO open_calls (call_id, task_id, attempt, turn, model, prompt_tokens, max_tokens, started_at, lane, note_until)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       toCallId(swarm.id, start.taskId, start.attempt, start.turn),
@@ -165,7 +165,7 @@ export class SwarmLedger {
       lane,
       until,
     );
-    this.openCount = null;
+    if (cursor.rowsWritten > 0) this.countOpen(1);
     return { until };
   }
 
@@ -180,8 +180,7 @@ export class SwarmLedger {
       .exec<{ call_id: string }>("SELECT call_id FROM open_calls WHERE lane = ? AND note_until IS NOT NULL AND note_until < ?", lane, sentAt)
       .toArray()
       .filter((row) => !started.has(row.call_id));
-    for (const row of stale) this.sql.exec("DELETE FROM open_calls WHERE call_id = ?", row.call_id);
-    if (stale.length > 0) this.openCount = null;
+    for (const row of stale) this.deleteOpenCall(row.call_id);
   }
 
   /**
@@ -196,8 +195,7 @@ export class SwarmLedger {
     let billed = 0;
     for (const row of open) {
       if (started !== undefined && row.note_until !== null && !started.has(row.call_id)) {
-        this.sql.exec("DELETE FROM open_calls WHERE call_id = ?", row.call_id);
-        this.openCount = null;
+        this.deleteOpenCall(row.call_id);
         continue;
       }
       this.settleOpenCall(swarm, row, now);
@@ -247,10 +245,10 @@ export class SwarmLedger {
       errorClass: null,
       startedAt: row.started_at,
     };
-    this.insertCall(swarm, { taskId: row.task_id, attempt: row.attempt }, call, this.store.callsPerTask(swarm));
-    this.sql.exec("DELETE FROM open_calls WHERE call_id = ?", row.call_id);
-    this.openCount = null;
-    this.unknownCount = null;
+    if (this.insertCall(swarm, { taskId: row.task_id, attempt: row.attempt }, call, this.store.callsPerTask(swarm)) && this.unknownCount !== null) {
+      this.unknownCount += 1;
+    }
+    this.deleteOpenCall(row.call_id);
     console.warn(JSON.stringify({ event: "call_outcome_unknown", swarm_id: swarm.id, call_id: row.call_id, estimated_tokens: usage.total_tokens }));
   }
 
@@ -264,6 +262,16 @@ export class SwarmLedger {
   private unknownCalls(): number {
     this.unknownCount ??= this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE status = 'unknown'").one().n;
     return this.unknownCount;
+  }
+
+  /** A call's note goes (it is recorded, billed, or was never started). */
+  private deleteOpenCall(callId: string): void {
+    if (this.sql.exec("DELETE FROM open_calls WHERE call_id = ?", callId).rowsWritten > 0) this.countOpen(-1);
+  }
+
+  /** Kept as notes come and go, so the count is read from the table once per instance, not once per pull. */
+  private countOpen(delta: number): void {
+    if (this.openCount !== null) this.openCount += delta;
   }
 
   /** Calls noted and not yet recorded (cached per instance; null = read again). */
@@ -308,10 +316,7 @@ export class SwarmLedger {
     );
     if (cursor.rowsWritten === 0) return false;
     this.totals.addCall(charge, usage, cost);
-    if (call.status !== "unknown" && this.openCalls() > 0) {
-      const removed = this.sql.exec("DELETE FROM open_calls WHERE call_id = ?", callId).rowsWritten;
-      if (removed > 0) this.openCount = null;
-    }
+    if (call.status !== "unknown" && this.openCalls() > 0) this.deleteOpenCall(callId);
     return true;
   }
 
@@ -333,7 +338,7 @@ export class SwarmLedger {
       )
       .toArray()[0];
     if (replaced === undefined) return false;
-    this.unknownCount = null;
+    if (this.unknownCount !== null) this.unknownCount -= 1;
     // Rows past the mark are flushed again (D1 ignores those it has, and takes this one).
     this.sql.exec("UPDATE ledger_sync SET flushed_rowid = MIN(flushed_rowid, ?) WHERE id = 1", replaced.rowid - 1);
     this.totals.invalidate();
