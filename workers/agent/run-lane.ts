@@ -118,16 +118,19 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     const due = [...leases].filter(([, lease]) => renewable(lease) && lease.until - now <= half).map(([taskId, lease]) => ({ taskId, attempt: lease.attempt }));
     return due.length === 0 ? undefined : due;
   };
-  /** Until a running task ends (or newer outcomes wait), or a lease is due for renewal. */
-  const waitForWake = async (): Promise<void> => {
-    const at = renewAt();
-    await new Promise<void>((resolve) => {
-      const timer = at === null ? null : setTimeout(resolve, Math.max(0, at - ctx.now()));
+  /** Until a running task ends (or newer outcomes wait), or `ms` pass (null: no timer). */
+  const untilWoken = (ms: number | null): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const timer = ms === null ? null : setTimeout(resolve, Math.max(0, ms));
       wake = () => {
         if (timer !== null) clearTimeout(timer);
         resolve();
       };
     });
+  /** Until a running task ends (or newer outcomes wait), or a lease is due for renewal. */
+  const waitForWake = async (): Promise<void> => {
+    const at = renewAt();
+    await untilWoken(at === null ? null : at - ctx.now());
     wake = null;
   };
 
@@ -263,11 +266,10 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     // With nothing left to hand out (a swarm's tail), outcomes wait longer for company: no free
     // slot waits for the pull, and the tail's calls, ending one by one, share pulls.
     const ms = drained || stopping ? Math.max(ctx.coalesce.ms, TAIL_COALESCE_MS) : coalesceMs(ctx.coalesce.ms, timing.current().latencyMs);
-    await coalesce(outbox, running, ctx, ms, (resolve) => (wake = resolve));
+    await coalesce(outbox, running, ctx, ms, untilWoken);
   }
 }
 
-/** Lets a few more outcomes join the first: until `outcomes` are waiting, `ms` passed, or nothing runs. */
 /**
  * How long outcomes wait for company: the setting, or 5% of the mean call latency when that is
  * longer (at most 50 ms). A slot waiting that long costs ≤ 5% of its throughput, while slow calls,
@@ -278,25 +280,20 @@ export function coalesceMs(settingMs: number, meanLatencyMs: number | null): num
   return Math.max(settingMs, Math.min(50, Math.round((meanLatencyMs ?? 0) * 0.05)));
 }
 
+/** Lets a few more outcomes join the first: until `outcomes` are waiting, `ms` passed, or nothing runs. */
 async function coalesce(
   outbox: readonly TaskReport[],
   running: ReadonlySet<string>,
   ctx: LaneContext,
   ms: number,
-  onWake: (resolve: () => void) => void,
+  untilWoken: (ms: number) => Promise<void>,
 ): Promise<void> {
   if (outbox.length === 0 || running.size === 0) return;
   const until = ctx.now() + ms;
   while (outbox.length < ctx.coalesce.outcomes && running.size > 0) {
     const left = until - ctx.now();
     if (left <= 0) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, left);
-      onWake(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    await untilWoken(left);
   }
 }
 
