@@ -6,6 +6,7 @@
 import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
 import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
+import { estimatePromptTokens } from "../core/estimate-swarm.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import type { Limits } from "../core/spec-schema.ts";
 import { IN_FLIGHT_TASK_STATES, type ClaimedTask, type TaskAction, type TaskPool, type TaskReport } from "../core/swarm-contract.ts";
@@ -205,7 +206,8 @@ export class SwarmDispatch {
                 attempt: decision.attempt,
                 turn: notedTurn,
                 model,
-                promptTokens: Math.ceil((row.prompt.length + (swarm.system?.length ?? 0) + (row.checkpoint?.length ?? 0)) / 4),
+                // The estimate the swarm is priced with, plus the conversation a resumed attempt carries.
+                promptTokens: estimatePromptTokens(swarm.system, row.prompt) + Math.ceil((row.checkpoint?.length ?? 0) / 4),
                 maxTokens: config.limits.max_output_tokens,
                 startedAt: now,
               },

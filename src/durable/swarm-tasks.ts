@@ -33,7 +33,7 @@ export class SwarmTasks {
     this.totals.move(task.kind, task.state, "retry_wait");
   }
 
-  /** The tasks of an earlier grant that are still leased under that grant (same attempt, lease not lapsed). */
+  /** The tasks of an earlier grant still held under it (running, same attempt), with their lease as it now stands. */
   stillLeased(granted: readonly ClaimedTask[]): ClaimedTask[] {
     return granted.flatMap((task) => {
       const row = this.store.task(task.taskId);
