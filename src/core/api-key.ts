@@ -2,11 +2,7 @@
 // the SHA-256 digest that is all D1 keeps of them. No I/O; SHA-256 through the WebCrypto global.
 // The raw key exists only in the create/rotate answer and in the caller's Authorization header.
 
-// The core's tsconfig has no DOM or Workers types: the WebCrypto members used here are declared.
-declare const crypto: { subtle: { digest(algorithm: "SHA-256", data: Uint8Array): Promise<ArrayBuffer> } };
-declare class TextEncoder {
-  encode(input: string): Uint8Array;
-}
+import { sha256Hex, toHex } from "./sha256.ts";
 
 export const API_KEY_KINDS = ["live", "local"] as const;
 /** `live` in production, `local` under `wrangler dev` (the API_KEY_KIND setting), so a leaked key says where it opens. */
@@ -22,8 +18,6 @@ export interface NewApiKey {
   /** `es_<kind>_` + the first 8 hex chars: stored and shown, so a key can be recognised and found. */
   prefix: string;
 }
-
-const toHex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
 /** A fresh key from 192 random bits. A `random` that returns fewer bytes than asked for throws. */
 export function newApiKey(kind: ApiKeyKind, random: (bytes: number) => Uint8Array): NewApiKey {
@@ -42,7 +36,7 @@ export function toKeyPrefix(presented: string): string | null {
 
 /** Lowercase hex SHA-256 of the whole key: what D1 stores and compares. */
 export async function hashApiKey(key: string): Promise<string> {
-  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key))));
+  return sha256Hex(key);
 }
 
 /**

@@ -1,6 +1,8 @@
 // The signature on webhook tool requests: how the agent signs them and how a receiver verifies them.
 // No I/O; HMAC-SHA256 through the WebCrypto `crypto.subtle` global (Workers, Node ≥ 20).
 
+import { toHex } from "./sha256.ts";
+
 // The core's tsconfig has no DOM or Workers types (see STYLE.md): the few WebCrypto and Encoding
 // members used here are declared for this module only.
 declare const crypto: {
@@ -104,7 +106,7 @@ async function hmacHex(secret: string, message: string): Promise<string> {
   const encoder = new TextEncoder();
   const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(message)));
-  return Array.from(mac, (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return toHex(mac);
 }
 
 /** Equal-length strings compared without an early exit; lengths are public (always 64 here). */

@@ -12,15 +12,8 @@ import {
   toIdempotentSwarmIdInput,
 } from "../../src/core/idempotency-key.ts";
 import { toSwarmId } from "../../src/core/ids.ts";
+import { sha256, sha256Hex } from "../../src/core/sha256.ts";
 import type { AppEnv } from "./app-env.ts";
-
-const encoder = new TextEncoder();
-
-async function sha256(text: string): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
-}
-
-const toHex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
 /** The swarm id a keyed POST /v1/swarms starts (the same for every request with the key). */
 export async function toKeyedSwarmId(tenant: string, key: string): Promise<string> {
@@ -39,7 +32,7 @@ export function idempotent() {
     const url = new URL(c.req.url);
     // Hono keeps the body it read, so the handler reads the same text again.
     const body = await c.req.text();
-    const fingerprint = toHex(await sha256(toFingerprintInput({ method: c.req.method, path: url.pathname, search: url.search, body })));
+    const fingerprint = await sha256Hex(toFingerprintInput({ method: c.req.method, path: url.pathname, search: url.search, body }));
     const claim = await deps.idempotency.claim(tenant, key.value, fingerprint, deps.now());
 
     if (claim.kind === "existing") {
