@@ -57,6 +57,8 @@ function pull(stub: Stub, lane: Partial<Omit<PullRequest, "pool">> & { pool?: Ta
   if (lane.lane !== undefined) request.lane = lane.lane;
   if (lane.seq !== undefined) request.seq = lane.seq;
   if (lane.renew !== undefined) request.renew = lane.renew;
+  if (lane.started !== undefined) request.started = lane.started;
+  if (lane.sentAt !== undefined) request.sentAt = lane.sentAt;
   return stub.pull(request);
 }
 
@@ -1532,14 +1534,10 @@ describe("SwarmRoom: the grant notes a task's first call", () => {
     await stub.start(input);
     await pull(stub, { lane: "lane-a", seq: 1, want: 2 });
     // task-001's call started (the lane lists it); task-002's did not, and its note's time is over.
-    await stub.pull({
-      ticket: "lane-1",
+    await pull(stub, {
       lane: "lane-a",
       seq: 2,
-      reports: [],
       want: 0,
-      slots: 8,
-      final: false,
       started: [{ taskId: "task-001", attempt: 1, turn: 1 }],
       sentAt: Date.now() + 5_000,
     });
@@ -1556,14 +1554,11 @@ describe("SwarmRoom: the grant notes a task's first call", () => {
     const { input, stub } = newSwarm(1, { max_attempts: 1 });
     await stub.start(input);
     await pull(stub, { lane: "lane-a", seq: 1, want: 1 });
-    await stub.pull({
-      ticket: "lane-1",
+    await pull(stub, {
       lane: "lane-a",
       seq: 2,
       reports: [{ taskId: "task-001", attempt: 1, outcome: deferred(0), calls: [] }],
       want: 0,
-      slots: 8,
-      final: false,
       started: [],
       sentAt: Date.now(),
     });
@@ -1577,7 +1572,7 @@ describe("SwarmRoom: the grant notes a task's first call", () => {
     await stub.start(input);
     await pull(stub, { lane: "lane-a", seq: 1, want: 1 });
     await stub.startCalls([{ taskId: "task-001", attempt: 1, turn: 1, model: "mock-1", promptTokens: 10, maxTokens: 10, startedAt: Date.now() }]);
-    await stub.pull({ ticket: "lane-1", lane: "lane-a", seq: 2, reports: [], want: 0, slots: 8, final: false, started: [], sentAt: Date.now() + 5_000 });
+    await pull(stub, { lane: "lane-a", seq: 2, want: 0, started: [], sentAt: Date.now() + 5_000 });
     expect(await notesOf(stub)).toEqual([{ call_id: `${swarmId}:task-001:1:1`, note_until: null }]);
   });
 });
@@ -1588,13 +1583,11 @@ describe("SwarmRoom: a finished swarm goes quiet", () => {
     await stub.start(input);
     const granted = await pull(stub, { lane: "lane-a", seq: 1, want: 3 });
     await stub.startCalls([{ taskId: "task-003", attempt: 1, turn: 2, model: "mock-1", promptTokens: 5, maxTokens: 5, startedAt: Date.now() }]);
-    await stub.pull({
-      ticket: "lane-1",
+    await pull(stub, {
       lane: "lane-a",
       seq: 2,
       reports: reportAll(granted, ok("done")),
       want: 0,
-      slots: 8,
       final: true,
       started: granted.granted.map((g) => ({ taskId: g.taskId, attempt: g.attempt, turn: 1 })),
       sentAt: Date.now(),
