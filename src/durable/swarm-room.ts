@@ -371,17 +371,18 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * and may report a stale one: workerd#3138). `woken` when it set one.
    */
   async wake(): Promise<{ woken: boolean }> {
-    return this.serve(async () => {
-      const swarm = this.store.swarm();
-      if (swarm === null || (swarm.finished_at !== null && swarm.index_dirty === 0 && this.totals.unflushed() === 0)) return { woken: false };
-      const now = Date.now();
-      const stored = await this.ctx.storage.getAlarm();
-      // An alarm that should have run a while ago did not: this instance is fresh after a restart.
-      if (stored !== null && stored > now - STALE_ALARM_MS) return { woken: false };
-      await this.ctx.storage.setAlarm(now);
-      this.alarmAt = now;
-      return { woken: true };
-    });
+    // Read-only as a rule (cron asks every unfinished swarm, locally every 5 s): its count is
+    // stored with the room's next write, as a status read's is.
+    this.begin();
+    const swarm = this.store.swarm();
+    if (swarm === null || (swarm.finished_at !== null && swarm.index_dirty === 0 && this.totals.unflushed() === 0)) return { woken: false };
+    const now = Date.now();
+    const stored = await this.ctx.storage.getAlarm();
+    // An alarm that should have run a while ago did not: this instance is fresh after a restart.
+    if (stored !== null && stored > now - STALE_ALARM_MS) return { woken: false };
+    await this.ctx.storage.setAlarm(now);
+    this.alarmAt = now;
+    return { woken: true };
   }
 
   // ── Live progress: hibernatable WebSockets (the orchestrator forwards /live and bridges /events) ──
