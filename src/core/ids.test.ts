@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isScheduleId, isSwarmId, newScheduleId, newSwarmId, toCallId } from "./ids.ts";
+import { callIdRange, isScheduleId, isSwarmId, newScheduleId, newSwarmId, toCallId } from "./ids.ts";
 
 /** Returns `pattern` repeated to the asked length, recording the lengths asked for. */
 function fixedBytes(pattern: string, asked: number[] = []): (n: number) => Uint8Array {
@@ -74,5 +74,22 @@ describe("toCallId", () => {
     ["sw_abcdefghijklmnopqrst", "intro-para", 3, 2, "sw_abcdefghijklmnopqrst:intro-para:3:2"],
   ])("%s %s %i %i → %s", (swarm, task, attempt, turn, expected) => {
     expect(toCallId(swarm, task, attempt, turn)).toBe(expected);
+  });
+});
+
+describe("callIdRange", () => {
+  const swarm = "sw_abcdefghijklmnopqrst";
+  const range = callIdRange(swarm, "t1", 1);
+  const inRange = (id: string): boolean => id >= range.from && id < range.to;
+  it.each([
+    ["turn 1 of the attempt", toCallId(swarm, "t1", 1, 1), true],
+    ["turn 12 of the attempt", toCallId(swarm, "t1", 1, 12), true],
+    ["attempt 10 (shares the digit)", toCallId(swarm, "t1", 10, 1), false],
+    ["attempt 2", toCallId(swarm, "t1", 2, 1), false],
+    // Task ids never contain ":" (spec-schema.ts), so the stem cannot run into another task's.
+    ["task t10 (shares the prefix)", toCallId(swarm, "t10", 1, 1), false],
+    ["another swarm", toCallId("sw_bbcdefghijklmnopqrst", "t1", 1, 1), false],
+  ])("%s: %s → %s", (_label, id, expected) => {
+    expect(inRange(id)).toBe(expected);
   });
 });

@@ -60,6 +60,16 @@ export function toCallId(swarmId: string, taskId: string, attempt: number, turn:
   return `${swarmId}:${taskId}:${attempt}:${turn}`;
 }
 
+/**
+ * The call ids of one attempt, as a half-open range [from, to): they all start with
+ * `swarm:task:attempt:`, and ';' is the character after ':'. A range of a primary key on call ids
+ * finds an attempt's calls without a scan.
+ */
+export function callIdRange(swarmId: string, taskId: string, attempt: number): { from: string; to: string } {
+  const stem = `${swarmId}:${taskId}:${attempt}`;
+  return { from: `${stem}:`, to: `${stem};` };
+}
+
 export function isSwarmId(s: string): boolean {
   return SWARM_ID_PATTERN.test(s);
 }

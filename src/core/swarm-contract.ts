@@ -123,6 +123,12 @@ export interface ClaimedTask {
    */
   notedTurn?: number;
   notedUntil?: number;
+  /**
+   * A standby task (src/core/standby.ts): leased to the lane and its budget reserved, but outside
+   * the window. The lane starts it only in the place of one of its tasks that ended for good (and
+   * says so in its next pull's `promoted`), or hands it back unstarted (`released`).
+   */
+  standby?: boolean;
   kind: TaskKind;
   /** Set for plan and reduce tasks. */
   override: TaskOverride | null;
@@ -173,6 +179,18 @@ export interface PullRequest {
    */
   started?: { taskId: string; attempt: number; turn: number }[];
   sentAt?: number;
+  /** Standby tasks the lane wants on top of `want` (granted only while the window is full). */
+  standby?: number;
+  /**
+   * Standby tasks the lane started, each in the place of a task of its own that ended for good
+   * (a success, or a failure never retried) and is reported in this pull or an earlier one; listed
+   * until a pull carrying them is answered. Recorded before the reports.
+   */
+  promoted?: { taskId: string; attempt: number }[];
+  /** Standby tasks handed back unstarted (the lane stops): they are handed out again as they were. */
+  released?: { taskId: string; attempt: number }[];
+  /** Standby tasks the lane holds unstarted: the window's room (up to `want`) goes to them first (`PullResponse.run`). */
+  held?: { taskId: string; attempt: number }[];
 }
 
 /** Short tasks, or the long-chain pool (`tasks[].long`), each on its own queue. */
@@ -200,6 +218,13 @@ export interface PullResponse {
   leaseMs?: number;
   /** The new lease end of the tasks in `renew` that were renewed (the others are no longer this lane's). */
   renewed?: { taskId: string; leaseUntil: number }[];
+  /**
+   * Whether a standby task may take an ended task's slot until the next answer: false while more
+   * tasks run than the window allows (it shrank), so the lane's running tasks drain down to it.
+   */
+  transfer?: boolean;
+  /** Standby tasks of `held` that entered the window: the lane starts them now. */
+  run?: { taskId: string; attempt: number }[];
 }
 
 /** One upstream model call, as it goes into the ledger. */

@@ -7,6 +7,7 @@ import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
 import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
 import { estimatePromptTokens } from "../core/estimate-swarm.ts";
+import { STANDBY_MAX } from "../core/standby.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import type { Limits } from "../core/spec-schema.ts";
 import { IN_FLIGHT_TASK_STATES, type ClaimedTask, type TaskAction, type TaskPool, type TaskReport } from "../core/swarm-contract.ts";
@@ -84,9 +85,11 @@ export class SwarmDispatch {
 
   /**
    * Up to `want` tasks of the pool, due retries first (they hold their place in the window), then
-   * pending tasks while the window has room. Each is leased as its next attempt, with its budget
-   * reserved. `blocked`: nothing can be granted until something changes (every circuit open, the
-   * budget waiting for reservations to settle, or no task fits the lane's remaining time).
+   * pending tasks while the window has room, then — once the window is full — up to `standby`
+   * pending tasks as standby (leased outside the window: src/core/standby.ts). Each is leased as
+   * its next attempt, with its budget reserved. `blocked`: nothing can be granted until something
+   * changes (every circuit open, the budget waiting for reservations to settle, or no task fits the
+   * lane's remaining time).
    */
   grantTasks(
     swarm: SwarmRow,
@@ -95,12 +98,15 @@ export class SwarmDispatch {
     pool: TaskPool,
     endBy: number | null,
     lane?: string,
+    standby = 0,
   ): { granted: ClaimedTask[]; ended: boolean; blocked: boolean } {
     const result = { granted: [] as ClaimedTask[], ended: false, blocked: false };
     if (swarm.finished_at !== null || (swarm.state !== "running" && swarm.state !== "planning" && swarm.state !== "reducing")) return result;
     const config = this.store.toRunConfig(swarm);
     const long = pool === "long" ? 1 : 0;
     const limit = Math.min(want, 1_000);
+    // Standby tasks go to a lane that names itself (it reports what it starts in their place).
+    const standbyLimit = lane === undefined ? 0 : Math.max(0, Math.min(standby, STANDBY_MAX));
     const candidates = this.sql
       .exec<TaskRow & { size: number }>(
         `SELECT ${TASK_COLUMNS}, LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS size FROM tasks
@@ -110,22 +116,31 @@ export class SwarmDispatch {
         limit,
       )
       .toArray();
+    const retries = candidates.length;
     const room = swarm.window - this.totals.inFlight();
-    if (candidates.length < limit && room > 0) {
+    // Pending tasks past the window's room (or past `want`) are the standby ones.
+    const windowed = Math.max(0, Math.min(limit - candidates.length, room));
+    // Only once the window is full (not over it: a window that shrank drains first).
+    const standbyRoom = windowed < room || room < 0 ? 0 : standbyLimit;
+    if (windowed + standbyRoom > 0) {
       candidates.push(
         ...this.sql
           .exec<TaskRow & { size: number }>(
             `SELECT ${TASK_COLUMNS}, LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS size FROM tasks
              WHERE state = 'pending' AND long = ? ORDER BY seq LIMIT ?`,
             long,
-            Math.min(limit - candidates.length, room),
+            windowed + standbyRoom,
           )
           .toArray(),
       );
     }
+    /** Candidates from this index on are standby (the due retries and the window's share come first). */
+    const firstStandby = retries + windowed;
     const budget = this.store.budget(swarm);
     let promptChars = 0;
-    for (const task of candidates) {
+    let windowGrants = 0;
+    for (const [index, task] of candidates.entries()) {
+      const asStandby = index >= firstStandby;
       const decision = decideGrant({ ...toLifeRow(task), retryAt: task.retry_at }, now, config.limits.max_attempts + this.store.freeAttempts(task.id));
       if (decision.kind === "skip") continue;
       if (decision.kind === "fail") {
@@ -177,18 +192,21 @@ export class SwarmDispatch {
       const row = this.sql
         .exec<{ prompt: string; checkpoint: string | null; override: string | null }>(
           `UPDATE tasks SET state = 'running', attempts = ?, deadline = ?, run_until = ?, retry_at = NULL, model = ?, reserved_usd = ?,
-             reserved_tokens = ?, started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt, checkpoint, override`,
+             reserved_tokens = ?, standby = ?, started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING prompt, checkpoint, override`,
           decision.attempt,
           leaseUntil,
           runUntil,
           model,
           reservation.usd,
           reservation.tokens,
+          asStandby ? 1 : 0,
           now,
           task.id,
         )
         .one();
       this.totals.move(task.kind, task.state, "running");
+      if (asStandby) this.totals.standbyMoved(1);
+      else windowGrants += 1;
       const held = IN_FLIGHT_TASK_STATES.includes(task.state) ? { usd: task.reserved_usd, tokens: task.reserved_tokens } : { usd: 0, tokens: 0 };
       this.totals.reserve({ usd: reservation.usd - held.usd, tokens: reservation.tokens - held.tokens });
       this.tasks.noteDeadline(leaseUntil);
@@ -226,10 +244,71 @@ export class SwarmDispatch {
         override: row.override === null ? null : OverrideSchema.parse(JSON.parse(row.override)),
         checkpoint,
         ...(noted === null ? {} : { notedTurn, notedUntil: noted.until }),
+        ...(asStandby ? { standby: true } : {}),
       });
-      if (result.granted.length >= want) break;
+      if (windowGrants >= want && result.granted.length - windowGrants >= standbyRoom) break;
     }
     return result;
+  }
+
+  /**
+   * Standby tasks a lane started in the place of tasks that ended: they now hold those places in
+   * the window. Idempotent (a repeated pull promotes nothing twice).
+   */
+  promote(promoted: readonly { taskId: string; attempt: number }[]): void {
+    for (const task of promoted) this.intoWindow(task);
+  }
+
+  /**
+   * Of the standby tasks a lane holds, as many as the window has room for (and the lane wants)
+   * enter it now: the lane starts them (`PullResponse.run`). Before any new grant, so a task the
+   * lane already holds is never outrun by one it would have to be sent.
+   */
+  runHeld(swarm: SwarmRow, held: readonly { taskId: string; attempt: number }[], want: number): { taskId: string; attempt: number }[] {
+    const run: { taskId: string; attempt: number }[] = [];
+    let room = Math.min(want, swarm.window - this.totals.inFlight());
+    for (const task of held) {
+      if (room <= 0) break;
+      if (!this.intoWindow(task)) continue;
+      run.push(task);
+      room -= 1;
+    }
+    return run;
+  }
+
+  private intoWindow(task: { taskId: string; attempt: number }): boolean {
+    const cursor = this.sql.exec("UPDATE tasks SET standby = 0 WHERE id = ? AND attempts = ? AND state = 'running' AND standby = 1", task.taskId, task.attempt);
+    if (cursor.rowsWritten === 0) return false;
+    this.totals.standbyMoved(-1);
+    return true;
+  }
+
+  /**
+   * Standby tasks handed back unstarted: pending again (cancelled in a cancelled swarm), their
+   * reservation released, their attempt given back to max_attempts (it made no call, and its number
+   * is never handed out again) and their grant's note dropped unbilled. Returns whether any ended.
+   */
+  release(swarm: SwarmRow, released: readonly { taskId: string; attempt: number }[], now: number): boolean {
+    let ended = false;
+    for (const { taskId, attempt } of released) {
+      const task = this.store.task(taskId);
+      if (task === null || task.state !== "running" || task.standby !== 1 || task.attempts !== attempt) continue;
+      this.ledger.settleOpenCalls(swarm, taskId, attempt, now, new Set());
+      if (swarm.state === "cancelled") {
+        this.tasks.endTask(task, "cancelled", now, { errorClass: null, message: "cancelled before it started" });
+        ended = true;
+        continue;
+      }
+      this.sql.exec(
+        "UPDATE tasks SET state = 'pending', standby = 0, deadline = NULL, run_until = NULL, reserved_usd = 0, reserved_tokens = 0 WHERE id = ?",
+        taskId,
+      );
+      this.totals.move(task.kind, "running", "pending");
+      this.totals.standbyMoved(-1);
+      this.totals.reserve({ usd: -task.reserved_usd, tokens: -task.reserved_tokens });
+      this.store.addFreeAttempt(taskId);
+    }
+    return ended;
   }
 
   /** Records outcomes and usage; idempotent by task and attempt (and by call id for usage). */

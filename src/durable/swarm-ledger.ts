@@ -4,7 +4,7 @@
 import { chargeOfCall } from "../core/budget.ts";
 import { isUpstreamHealthFailure } from "../core/circuit-breaker.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
-import { toCallId } from "../core/ids.ts";
+import { callIdRange, toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
 import { costOfUsage, resolvePrice } from "../core/pricing.ts";
 import type { CallRecord, CallStart, TaskKind } from "../core/swarm-contract.ts";
@@ -191,7 +191,10 @@ export class SwarmLedger {
    */
   settleOpenCalls(swarm: SwarmRow, taskId: string, attempt: number, now: number, started?: ReadonlySet<string>): number {
     if (this.openCalls() === 0) return 0;
-    const open = this.sql.exec<OpenCallRow>("SELECT * FROM open_calls WHERE task_id = ? AND attempt = ?", taskId, attempt).toArray();
+    // The attempt's call ids share a prefix (toCallId: swarm:task:attempt:turn), so a range of the
+    // primary key finds them without a scan of every open call (about the window's worth).
+    const range = callIdRange(swarm.id, taskId, attempt);
+    const open = this.sql.exec<OpenCallRow>("SELECT * FROM open_calls WHERE call_id >= ? AND call_id < ?", range.from, range.to).toArray();
     let billed = 0;
     for (const row of open) {
       if (started !== undefined && row.note_until !== null && !started.has(row.call_id)) {

@@ -63,9 +63,11 @@ export type TaskRow = {
   reserved_tokens: number;
   kind: TaskKind;
   model_hint: string | null;
+  /** 1: a running task leased outside the window, not started yet (src/core/standby.ts). */
+  standby: number;
 };
 
-export const TASK_COLUMNS = "seq, id, state, attempts, deadline, retry_at, long, reserved_usd, reserved_tokens, kind, model_hint";
+export const TASK_COLUMNS = "seq, id, state, attempts, deadline, retry_at, long, reserved_usd, reserved_tokens, kind, model_hint, standby";
 
 /** `tasks.checkpoint`: AgentCheckpoint. */
 export const CheckpointSchema = z.object({ step: z.number(), turns: z.number(), toolCalls: z.number(), repairs: z.number(), messages_json: z.string() });

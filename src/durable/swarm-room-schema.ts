@@ -166,7 +166,13 @@ CREATE TABLE IF NOT EXISTS open_calls (
 );
 `;
 
-const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9];
+// v10 (standby tasks, src/core/standby.ts): a running task with `standby = 1` is leased to its lane
+// outside the window, not started yet; the lane starts it in the place of a task that ended.
+const SCHEMA_V10 = `
+ALTER TABLE tasks ADD COLUMN standby INTEGER NOT NULL DEFAULT 0;
+`;
+
+const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */
 export function migrateSwarmRoom(sql: SqlStorage): void {

@@ -228,20 +228,29 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         started = toStartedIds(swarm.id, request.started);
         this.ledger.dropUnstartedNotes(request.lane, request.sentAt, started);
       }
+      // Standby tasks started in ended tasks' places take those places before the ends free them.
+      if (request.promoted !== undefined && request.promoted.length > 0) this.dispatch.promote(request.promoted);
       const actions = request.reports.length > 0 ? this.dispatch.recordReports(swarm, request.reports, now, started) : [];
+      const releasedEnded = request.released !== undefined && request.released.length > 0 && this.dispatch.release(swarm, request.released, now);
       this.live.noteTasks(request.reports.map((report) => report.taskId));
-      let ended = request.reports.length > 0;
+      let ended = request.reports.length > 0 || releasedEnded;
       const current = this.store.swarm() ?? swarm;
       const pool: TaskPool = request.pool ?? "short";
       // A pull sent again after its answer was lost gets that answer's tasks again, as far as
       // they are still leased to it under the same attempt; nothing new (it asked for these slots).
       const repeated = this.tickets.repeatedGrants(request.ticket, request.lane, request.seq);
+      // Standby tasks the lane holds enter a window with room first: it has them already.
+      const run =
+        repeated === null && !request.final && request.held !== undefined && request.held.length > 0
+          ? this.dispatch.runHeld(current, request.held, request.want)
+          : [];
+      const want = request.want - run.length;
       const grant =
         repeated !== null
           ? { granted: this.tasks.stillLeased(repeated), ended: false, blocked: false }
-          : request.final || request.want <= 0
+          : request.final || (want <= 0 && (request.standby ?? 0) <= 0)
             ? { granted: [], ended: false, blocked: false }
-            : this.dispatch.grantTasks(current, request.want, now, pool, request.endBy ?? null, request.lane);
+            : this.dispatch.grantTasks(current, Math.max(0, want), now, pool, request.endBy ?? null, request.lane, request.standby ?? 0);
       this.tickets.rememberGrants(request.ticket, request.lane, request.seq, grant.granted, request.final);
       this.live.noteTasks(grant.granted.map((task) => task.taskId));
       if (grant.ended) this.live.noteAll();
@@ -253,9 +262,22 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       if (this.tickets.pulled(request.ticket, request.slots, now, leaseUntil, request.final || finished, pool).delivered) this.meters.add("queue_received");
       const retryInMs = grant.granted.length === 0 && !finished ? this.tasks.nextRetryIn(now, pool) : null;
       const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
-      const stop = grant.granted.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
+      const stop = grant.granted.length === 0 && run.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
       await this.planAlarm(after, now);
-      return { config: this.store.toRunConfig(after), granted: grant.granted, actions, stop, retryInMs, waiting, leaseMs: this.settings.leaseMs, renewed };
+      // More tasks run than the window allows (it shrank): no standby task takes an ended one's place.
+      const transfer = !finished && this.totals.inFlight() <= after.window;
+      return {
+        config: this.store.toRunConfig(after),
+        granted: grant.granted,
+        actions,
+        stop,
+        retryInMs,
+        waiting,
+        leaseMs: this.settings.leaseMs,
+        renewed,
+        transfer,
+        ...(run.length > 0 ? { run } : {}),
+      };
     });
   }
 

@@ -23,7 +23,7 @@ export class SwarmTasks {
   /** The task waits to be handed out again at `retryAt`, holding its place in the window. */
   toRetryWait(task: TaskRow, retryAt: number, error?: { errorClass: ErrorClass; message: string }): void {
     this.sql.exec(
-      `UPDATE tasks SET state = 'retry_wait', retry_at = ?, deadline = NULL,
+      `UPDATE tasks SET state = 'retry_wait', retry_at = ?, deadline = NULL, standby = 0,
          error_class = COALESCE(?, error_class), error_message = COALESCE(?, error_message) WHERE id = ?`,
       retryAt,
       error?.errorClass ?? null,
@@ -31,6 +31,12 @@ export class SwarmTasks {
       task.id,
     );
     this.totals.move(task.kind, task.state, "retry_wait");
+    this.leftStandby(task);
+  }
+
+  /** A standby task left it (it ended, or its lease ran out): one fewer outside the window. */
+  private leftStandby(task: TaskRow): void {
+    if (task.state === "running" && task.standby === 1) this.totals.standbyMoved(-1);
   }
 
   /** The tasks of an earlier grant still held under it (running, same attempt), with their lease as it now stands. */
@@ -134,7 +140,7 @@ export class SwarmTasks {
     if ("finishReason" in detail) {
       this.sql.exec(
         `UPDATE tasks SET state = ?, output = ?, finish_reason = ?, error_class = NULL, error_message = NULL,
-           deadline = NULL, retry_at = NULL, reserved_usd = 0, reserved_tokens = 0, checkpoint = NULL, finished_at = ? WHERE id = ?`,
+           deadline = NULL, retry_at = NULL, reserved_usd = 0, reserved_tokens = 0, checkpoint = NULL, standby = 0, finished_at = ? WHERE id = ?`,
         state,
         detail.output,
         detail.finishReason,
@@ -145,7 +151,7 @@ export class SwarmTasks {
       // A failed task keeps its raw answer when it had one (invalid_output).
       this.sql.exec(
         `UPDATE tasks SET state = ?, error_class = ?, error_message = ?, output = COALESCE(?, output), deadline = NULL, retry_at = NULL,
-           reserved_usd = 0, reserved_tokens = 0, checkpoint = NULL, finished_at = ? WHERE id = ?`,
+           reserved_usd = 0, reserved_tokens = 0, checkpoint = NULL, standby = 0, finished_at = ? WHERE id = ?`,
         state,
         detail.errorClass,
         detail.message,
@@ -155,6 +161,7 @@ export class SwarmTasks {
       );
     }
     this.totals.move(task.kind, task.state, state);
+    this.leftStandby(task);
     if (IN_FLIGHT_TASK_STATES.includes(task.state)) this.totals.reserve({ usd: -task.reserved_usd, tokens: -task.reserved_tokens });
   }
 

@@ -16,6 +16,8 @@ interface Loaded {
   usage: UsageSums;
   /** Ledger rows not yet flushed to D1. */
   unflushed: number;
+  /** Running tasks that are standby (leased outside the window: src/core/standby.ts). */
+  standby: number;
 }
 
 const IN_FLIGHT: readonly TaskState[] = ["dispatched", "running", "retry_wait"];
@@ -38,6 +40,11 @@ export class SwarmTotals {
     const { byState } = this.loaded;
     if (from !== null) byState.set(`${kind}:${from}`, (byState.get(`${kind}:${from}`) ?? 0) - 1);
     byState.set(`${kind}:${to}`, (byState.get(`${kind}:${to}`) ?? 0) + 1);
+  }
+
+  /** Standby tasks: `delta` more (granted as standby) or fewer (started in a slot, handed back, ended). */
+  standbyMoved(delta: number): void {
+    if (this.loaded !== null) this.loaded.standby += delta;
   }
 
   /** A call was recorded (and awaits its flush to D1): its charge, its usage and cost. */
@@ -85,9 +92,14 @@ export class SwarmTotals {
     return this.load().unflushed;
   }
 
-  /** Tasks of every kind holding a place in the window. */
+  /** Tasks of every kind holding a place in the window (standby tasks are leased outside it). */
   inFlight(): number {
-    return this.sum(KINDS, IN_FLIGHT);
+    return this.sum(KINDS, IN_FLIGHT) - this.load().standby;
+  }
+
+  /** Running tasks that are standby. */
+  standby(): number {
+    return this.load().standby;
   }
 
   /** Tasks of every kind not yet ended. */
@@ -103,9 +115,11 @@ export class SwarmTotals {
   /** The status counts (sub-tasks only). */
   counts(): TaskCounts {
     const n = (state: TaskState) => this.sum(["task"], [state]);
+    // A standby task is leased but not started: it still waits, as far as a reader is concerned.
+    const standby = this.load().standby;
     return {
-      queued: n("pending") + n("dispatched") + n("retry_wait"),
-      running: n("running"),
+      queued: n("pending") + n("dispatched") + n("retry_wait") + standby,
+      running: n("running") - standby,
       succeeded: n("succeeded"),
       failed: n("failed"),
       cancelled: n("cancelled"),
@@ -124,10 +138,12 @@ export class SwarmTotals {
     if (this.loaded !== null) return this.loaded;
     const byState = new Map<string, number>();
     const reserved = { usd: 0, tokens: 0 };
-    for (const row of this.sql.exec<{ kind: TaskKind; state: TaskState; n: number; usd: number | null; tokens: number | null }>(
-      "SELECT kind, state, COUNT(*) AS n, SUM(reserved_usd) AS usd, SUM(reserved_tokens) AS tokens FROM tasks GROUP BY kind, state",
+    let standby = 0;
+    for (const row of this.sql.exec<{ kind: TaskKind; state: TaskState; n: number; usd: number | null; tokens: number | null; standby: number | null }>(
+      "SELECT kind, state, COUNT(*) AS n, SUM(reserved_usd) AS usd, SUM(reserved_tokens) AS tokens, SUM(standby) AS standby FROM tasks GROUP BY kind, state",
     )) {
       byState.set(`${row.kind}:${row.state}`, row.n);
+      if (row.state === "running") standby += row.standby ?? 0;
       if (IN_FLIGHT.includes(row.state)) {
         reserved.usd += row.usd ?? 0;
         reserved.tokens += row.tokens ?? 0;
@@ -156,6 +172,7 @@ export class SwarmTotals {
       charged: { usd: calls.usd ?? 0, tokens: calls.tokens ?? 0 },
       reserved,
       unflushed: calls.unflushed ?? 0,
+      standby,
       usage: {
         calls: calls.calls,
         prompt_tokens: calls.p ?? 0,

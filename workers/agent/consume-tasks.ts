@@ -71,6 +71,8 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
     deferred: 0,
     threw: 0,
     lost: 0,
+    promoted: 0,
+    released: 0,
     slots: 0,
     ttfbMs: null,
     latencyMs: null,

@@ -5,6 +5,7 @@
 // before its invocation's wall-time and CPU allowance, and records everything it started first.
 import { toCheckpoint } from "../../src/core/agent-conversation.ts";
 import { toLaneSlots, type LaneTiming } from "../../src/core/lane-sizing.ts";
+import { freesSlot, standbyTarget } from "../../src/core/standby.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
 import type { ClaimedTask, PullRequest, PullResponse, TaskPool, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
 import type { Ticket } from "../../src/core/ticket.ts";
@@ -28,6 +29,9 @@ export interface LaneTally {
   threw: number;
   /** Reports that no pull could record (the room was unreachable): their leases bring them back. */
   lost: number;
+  /** Standby tasks started in the place of ended ones, and handed back unstarted. */
+  promoted: number;
+  released: number;
   /** The last lane's slots and the timing that sized them (mean time to headers and latency, ms). */
   slots: number;
   ttfbMs: number | null;
@@ -89,6 +93,17 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   let seq = 1;
   const running = new Set<string>();
   const outbox: TaskReport[] = [];
+  // Standby tasks (src/core/standby.ts): granted outside the window, each started the moment one
+  // of this lane's tasks ends for good, in its place — no slot waits for a pull's round trip.
+  const standby: { task: ClaimedTask; run: TaskRunConfig }[] = [];
+  /** Standby tasks started in ended ones' places, listed until a pull carrying them is answered. */
+  const promoted = new Map<string, { taskId: string; attempt: number }>();
+  /** Standby tasks to hand back unstarted, until a pull carrying them is answered. */
+  const releasing = new Map<string, { taskId: string; attempt: number }>();
+  /** The room lets standby tasks take ended ones' places (false while the window is over-used). */
+  let transfer = true;
+  /** Mean time from a pull's start to its answer, ms (what a freed slot would wait without standby). */
+  let pullMs: number | null = null;
   let config: TaskRunConfig | null = null;
   let tools: SwarmTools | null = null;
   let stopping = false;
@@ -139,11 +154,32 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   // a slot, as production's runtime would queue them, and the room sends more lanes meanwhile.
   const capacity = (): number => toLaneSlots(ctx.concurrency, ctx.headerSlots, timing.current());
 
+  /** A task of this lane ended for good: the next standby task takes its slot, unless the room said not to. */
+  const promoteNext = (): void => {
+    if (stopping || !transfer || ctx.allowance.tasks <= 0 || ctx.now() >= ctx.pullUntil) return;
+    const next = standby.shift();
+    if (next === undefined) return;
+    promoted.set(next.task.taskId, { taskId: next.task.taskId, attempt: next.task.attempt });
+    ctx.tally.promoted += 1;
+    start(next.task, next.run);
+  };
+  /** Every standby task goes back unstarted with the next pull (the lane stops, or the swarm does). */
+  const releaseStandby = (): void => {
+    for (const { task } of standby.splice(0)) {
+      releasing.set(task.taskId, { taskId: task.taskId, attempt: task.attempt });
+      leases.delete(task.taskId);
+      ctx.tally.released += 1;
+    }
+  };
+
   const start = (task: ClaimedTask, run: TaskRunConfig): void => {
     tools ??= createSwarmTools(run.tools, run.httpAllowlist, run.tenant, { ...ctx.tools, scratchpad: (request) => room.scratchpad(request) });
     const taskTools = tools;
     running.add(task.taskId);
-    leases.set(task.taskId, { attempt: task.attempt, until: task.leaseUntil, runUntil: task.runUntil });
+    // A standby task's lease was renewed while it waited: keep the newer end.
+    const held = leases.get(task.taskId);
+    if (held === undefined || held.attempt !== task.attempt)
+      leases.set(task.taskId, { attempt: task.attempt, until: task.leaseUntil, runUntil: task.runUntil });
     ctx.allowance.tasks -= 1;
     ctx.tally.granted += 1;
     void runAgentTask(run, task, {
@@ -163,6 +199,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
           countOutcome(ctx.tally, report);
           for (const call of report.calls) timing.add(call.ttfbMs ?? null, call.latencyMs);
           outbox.push(report);
+          if (freesSlot(report.outcome)) promoteNext();
         },
         (error: unknown) => {
           // Its outcome is unknown, so it is not recorded: its lease brings the task back, resuming
@@ -187,7 +224,24 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     // (holding their leases) while the room could give them to a lane with room.
     const free = stopping || gate.waiting() > 0 ? 0 : Math.max(0, Math.min(ctx.concurrency - running.size, ctx.allowance.tasks));
     const reports = outbox.splice(0);
+    if (stopping) releaseStandby();
     const renew = toRenew(ctx.now());
+    const { latencyMs } = timing.current();
+    // Standby tasks count against the invocation's allowance as the tasks they will be.
+    const wantStandby = stopping
+      ? 0
+      : Math.max(
+          0,
+          Math.min(
+            ctx.allowance.tasks - free - standby.length,
+            standbyTarget({
+              concurrency: ctx.concurrency,
+              running: running.size,
+              latencyMs,
+              refillMs: pullMs === null ? null : pullMs + coalesceMs(ctx.coalesce.ms, latencyMs),
+            }) - standby.length,
+          ),
+        );
     const request: PullRequest = {
       ticket: ticket.ticket,
       lane,
@@ -201,7 +255,12 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       ...(renew === undefined ? {} : { renew }),
       started: [...startedNoted.values()],
       sentAt: ctx.now(),
+      ...(wantStandby > 0 ? { standby: wantStandby } : {}),
+      ...(promoted.size > 0 ? { promoted: [...promoted.values()] } : {}),
+      ...(releasing.size > 0 ? { released: [...releasing.values()] } : {}),
+      ...(standby.length > 0 ? { held: standby.map(({ task }) => ({ taskId: task.taskId, attempt: task.attempt })) } : {}),
     };
+    const pullStarted = ctx.now();
     const answer = await pullWithRetry(room, ticket.swarm_id, request, ctx);
     ctx.tally.slots = request.slots;
     ({ ttfbMs: ctx.tally.ttfbMs, latencyMs: ctx.tally.latencyMs } = timing.current());
@@ -222,6 +281,10 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     } else {
       reached = true;
       seq += 1;
+      const took = ctx.now() - pullStarted;
+      pullMs = pullMs === null ? took : pullMs + 0.2 * (took - pullMs);
+      for (const { taskId } of request.promoted ?? []) promoted.delete(taskId);
+      for (const { taskId } of request.released ?? []) releasing.delete(taskId);
       // The room has these reports: their tasks' noted calls need listing no more.
       for (const report of reports) {
         for (const [key, start] of startedNoted) if (start.taskId === report.taskId && start.attempt === report.attempt) startedNoted.delete(key);
@@ -234,14 +297,37 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
         const held = leases.get(taskId);
         // Not renewed: the task is no longer this attempt's (it was handed out again). Its call runs
         // on and its outcome is still reported (a success is kept), but it needs no more heartbeats.
-        if (until === undefined) leases.delete(taskId);
-        else if (held !== undefined) held.until = until;
+        // A standby task not renewed is not this lane's to start any more.
+        if (until === undefined) {
+          leases.delete(taskId);
+          const index = standby.findIndex(({ task }) => task.taskId === taskId);
+          if (index >= 0) standby.splice(index, 1);
+        } else if (held !== undefined) held.until = until;
       }
+      transfer = answer.transfer ?? true;
       if (answer.config === null) stopping = true;
       else config = answer.config;
-      if (config !== null) for (const task of answer.granted) start(task, config);
+      // Held standby tasks the window now has room for start at once.
+      for (const { taskId } of answer.run ?? []) {
+        const index = standby.findIndex(({ task }) => task.taskId === taskId);
+        if (index < 0) continue;
+        const [next] = standby.splice(index, 1);
+        if (next !== undefined) start(next.task, next.run);
+      }
+      if (config !== null) {
+        for (const task of answer.granted) {
+          if (task.standby === true) {
+            standby.push({ task, run: config });
+            leases.set(task.taskId, { attempt: task.attempt, until: task.leaseUntil, runUntil: task.runUntil });
+          } else start(task, config);
+        }
+      }
+      // The swarm hands out nothing more and may not transfer (it ended, was cancelled or is blocked),
+      // or nothing of this lane runs to make room and the window has none: what waits in standby
+      // goes back, for lanes whose tasks end to take.
+      if ((answer.stop && !transfer) || (running.size === 0 && standby.length > 0)) releaseStandby();
       drained = answer.waiting === 0;
-      if (answer.granted.length === 0 && running.size === 0 && outbox.length === 0) {
+      if (answer.granted.length === 0 && running.size === 0 && outbox.length === 0 && standby.length === 0 && releasing.size === 0) {
         const waitMs = answer.retryInMs;
         if (answer.stop || waitMs === null || waitMs > ctx.idleWaitMaxMs || ctx.now() + waitMs >= ctx.pullUntil) {
           stopping = true;

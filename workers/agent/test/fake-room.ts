@@ -49,6 +49,8 @@ export interface FakeTask {
   error: string | null;
   /** Attempts deferred before any call: each gives its place in maxAttempts back. */
   freeAttempts: number;
+  /** Running, but leased outside the window and not started (src/core/standby.ts). */
+  standby: boolean;
 }
 
 export interface FakeRoomOptions {
@@ -153,6 +155,7 @@ export class FakeRoom implements SwarmRoomRpc {
         checkpoint: null,
         error: null,
         freeAttempts: 0,
+        standby: false,
       });
   }
 
@@ -168,14 +171,35 @@ export class FakeRoom implements SwarmRoomRpc {
     }
     const renewed = this.renew(request.renew ?? [], now);
     this.expireLeases(now);
+    // Standby tasks started in ended ones' places take them before the ends free them.
+    for (const task of request.promoted ?? []) this.intoWindow(task);
     const actions = request.reports.map((report) => this.record(report, now));
-    const { granted, blocked } = request.final || request.want <= 0 ? { granted: [], blocked: false } : this.grant(request, now);
+    for (const released of request.released ?? []) this.release(released);
+    const run: { taskId: string; attempt: number }[] = [];
+    for (const held of request.final ? [] : (request.held ?? [])) {
+      if (run.length >= Math.min(request.want, this.window - this.inWindow())) break;
+      if (this.intoWindow(held)) run.push(held);
+    }
+    const want = request.want - run.length;
+    const { granted, blocked } =
+      request.final || (want <= 0 && (request.standby ?? 0) <= 0) ? { granted: [], blocked: false } : this.grant({ ...request, want: Math.max(0, want) }, now);
     if (request.final) this.closedTickets.add(request.ticket);
     const finished = this.cancelled || [...this.tasks.values()].every((t) => TERMINAL.includes(t.state));
     const retryInMs = granted.length === 0 && !finished ? this.nextRetryIn(now) : null;
     const waiting = this.count("pending") + this.count("retry_wait");
-    const stop = granted.length === 0 && (finished || blocked || (waiting === 0 && retryInMs === null));
-    const answer: PullResponse = { config: this.config, granted, actions, stop, retryInMs, leaseMs: this.leaseMs, renewed };
+    const stop = granted.length === 0 && run.length === 0 && (finished || blocked || (waiting === 0 && retryInMs === null));
+    const transfer = !finished && this.inWindow() <= this.window;
+    const answer: PullResponse = {
+      config: this.config,
+      granted,
+      actions,
+      stop,
+      retryInMs,
+      leaseMs: this.leaseMs,
+      renewed,
+      transfer,
+      ...(run.length > 0 ? { run } : {}),
+    };
     this.answers.push(answer);
     this.afterPull(request, answer);
     return answer;
@@ -310,15 +334,54 @@ export class FakeRoom implements SwarmRoomRpc {
     return retry(report.taskId, (task.retryAt ?? now) - now);
   }
 
-  /** Due retries first (they hold their place in the window), then pending tasks while the window has room. */
+  /** Tasks holding a place in the window: running (standby ones aside) and waiting to retry. */
+  inWindow(): number {
+    return [...this.tasks.values()].filter((t) => (t.state === "running" && !t.standby) || t.state === "retry_wait").length;
+  }
+
+  /** Running tasks leased outside the window, not started. */
+  standbyCount(): number {
+    return [...this.tasks.values()].filter((t) => t.state === "running" && t.standby).length;
+  }
+
+  private intoWindow({ taskId, attempt }: { taskId: string; attempt: number }): boolean {
+    const task = this.tasks.get(taskId);
+    if (task === undefined || task.state !== "running" || !task.standby || task.attempts !== attempt) return false;
+    task.standby = false;
+    return true;
+  }
+
+  /** A standby task handed back unstarted: pending again (cancelled after a cancel), its attempt given back. */
+  private release({ taskId, attempt }: { taskId: string; attempt: number }): void {
+    const task = this.tasks.get(taskId);
+    if (task === undefined || task.state !== "running" || !task.standby || task.attempts !== attempt) return;
+    task.standby = false;
+    if (this.cancelled) {
+      this.end(task, "cancelled", "cancelled before it started");
+      return;
+    }
+    task.state = "pending";
+    task.leaseUntil = null;
+    task.ticket = null;
+    task.freeAttempts += 1;
+  }
+
+  /**
+   * Due retries first (they hold their place in the window), then pending tasks while the window
+   * has room, then — the window full — up to `standby` pending ones as standby, to a named lane.
+   */
   private grant(request: PullRequest, now: number): { granted: ClaimedTask[]; blocked: boolean } {
     const granted: ClaimedTask[] = [];
     const all = [...this.tasks.values()];
     const due = all.filter((t) => t.state === "retry_wait" && (t.retryAt ?? 0) <= now).sort((a, b) => (a.retryAt ?? 0) - (b.retryAt ?? 0));
-    const room = this.window - this.count("running") - this.count("retry_wait");
-    const pending = all.filter((t) => t.state === "pending").slice(0, Math.max(0, room));
-    for (const task of [...due, ...pending]) {
-      if (granted.length >= request.want) break;
+    const room = this.window - this.inWindow();
+    const windowed = Math.max(0, Math.min(request.want - due.length, room));
+    const standbyRoom = request.lane === undefined || windowed < room || room < 0 ? 0 : Math.min(request.standby ?? 0, 64);
+    const pending = all.filter((t) => t.state === "pending").slice(0, windowed + standbyRoom);
+    const firstStandby = due.length + windowed;
+    for (const [index, task] of [...due, ...pending].entries()) {
+      const asStandby = index >= firstStandby;
+      if (!asStandby && granted.length >= request.want) continue;
       const timeoutS = this.timeouts.get(task.id) ?? this.timeoutS;
       // The lane must end before this task could: another lane takes it.
       if (request.endBy !== undefined && request.endBy !== null && now + timeoutS * 1_000 > request.endBy) return { granted, blocked: true };
@@ -328,6 +391,7 @@ export class FakeRoom implements SwarmRoomRpc {
       task.runUntil = now + Math.max(this.leaseMs, timeoutS * 1_000);
       task.retryAt = null;
       task.ticket = request.ticket;
+      task.standby = asStandby;
       const claimed: ClaimedTask = {
         taskId: task.id,
         attempt: task.attempts,
@@ -339,6 +403,7 @@ export class FakeRoom implements SwarmRoomRpc {
         kind: "task",
         override: null,
         checkpoint: task.checkpoint,
+        ...(asStandby ? { standby: true } : {}),
       };
       granted.push(claimed);
       this.grants.push(claimed);
@@ -352,6 +417,7 @@ export class FakeRoom implements SwarmRoomRpc {
   }
 
   private toRetryWait(task: FakeTask, retryAt: number): void {
+    task.standby = false;
     task.state = "retry_wait";
     task.retryAt = retryAt;
     task.leaseUntil = null;
@@ -359,6 +425,7 @@ export class FakeRoom implements SwarmRoomRpc {
   }
 
   private end(task: FakeTask, state: "succeeded" | "failed" | "cancelled", error: string | null): void {
+    task.standby = false;
     task.state = state;
     task.leaseUntil = null;
     task.retryAt = null;

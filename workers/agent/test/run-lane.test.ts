@@ -69,7 +69,7 @@ const taskOf = (request: ModelRequest): string => promptOf(request).replace(/^Su
  */
 function wrappedRooms(options: { failBefore?: (n: number, request: PullRequest) => boolean; failAfter?: (n: number, answer: PullResponse) => boolean } = {}) {
   const real = toSwarmRooms(env.SWARM_ROOM);
-  const seen = { pulls: 0, failed: 0, granted: 0, lostGrants: [] as string[], startNotes: 0 };
+  const seen = { pulls: 0, failed: 0, granted: 0, lostGrants: [] as string[], startNotes: 0, standby: 0, promoted: 0, released: 0, ran: 0 };
   const rooms: SwarmRooms = (swarmId) => {
     const stub = real(swarmId);
     const room: SwarmRoomRpc = {
@@ -87,6 +87,10 @@ function wrappedRooms(options: { failBefore?: (n: number, request: PullRequest) 
           throw new Error("Durable Object reset because its code was updated");
         }
         seen.granted += answer.granted.length;
+        seen.standby += answer.granted.filter((task) => task.standby === true).length;
+        seen.ran += answer.run?.length ?? 0;
+        seen.promoted += request.promoted?.length ?? 0;
+        seen.released += request.released?.length ?? 0;
         return answer;
       },
       recordCalls: (reports) => stub.recordCalls(reports),
@@ -375,6 +379,91 @@ describe("cancel while a lane pulls (real SwarmRoom)", () => {
     const after = await mockStats();
     expect(await ledgerRows(swarm.swarmId, after.calls - before.calls)).toHaveLength(after.calls - before.calls);
   });
+});
+
+describe("standby tasks (real SwarmRoom)", () => {
+  /** The mock behind a counter of the calls in flight at once. */
+  function countedModel(delayMs: number, onRequest: (count: number) => void = () => {}) {
+    const counter = { now: 0, max: 0 };
+    const inner = mockModel(delayMs, () => {
+      counter.now += 1;
+      counter.max = Math.max(counter.max, counter.now);
+      onRequest(inner.requests.length);
+    });
+    const model: ModelClient & { requests: ModelRequest[] } = {
+      requests: inner.requests,
+      async complete(request) {
+        try {
+          return await inner.complete(request);
+        } finally {
+          counter.now -= 1;
+        }
+      },
+    };
+    return { model, counter };
+  }
+
+  it("with the window full, a lane starts standby tasks in the places of ended ones: never more calls at once than the window, every task once", async () => {
+    const swarm = await startSwarm(60, { concurrency: 10 });
+    const before = await mockStats();
+    const { rooms, seen } = wrappedRooms();
+    const { model, counter } = countedModel(20);
+
+    await deliver(tickets(swarm.swarmId, 1), { rooms, gateway: directGateway(model), concurrency: 20, headerSlots: 0 });
+
+    await expectEveryTaskOnce(swarm, before);
+    expect(counter.max).toBeLessThanOrEqual(10);
+    expect(seen.standby).toBeGreaterThan(0);
+    // Most slots were filled by a standby task the moment they freed, not by a pull's answer.
+    expect(seen.promoted).toBeGreaterThan(25);
+    expect(model.requests).toHaveLength(60);
+  }, 30_000);
+
+  it("a lane that stops hands its standby tasks back unstarted: nothing unstarted is billed, and they run once on the next ticket", async () => {
+    const swarm = await startSwarm(12, { concurrency: 2 });
+    const before = await mockStats();
+    const { rooms, seen } = wrappedRooms();
+
+    // The lane stops pulling 20 ms in, before its first tasks end: its standby tasks never start.
+    await deliver(tickets(swarm.swarmId, 1), { rooms, gateway: directGateway(mockModel(60)), concurrency: 4, headerSlots: 0, pullForMs: 20 });
+
+    expect(seen.standby).toBe(2);
+    expect(seen.released).toBe(2);
+    expect(seen.promoted).toBe(0);
+    const counts = (await swarm.status()).counts;
+    expect(counts).toMatchObject({ succeeded: 2, running: 0, queued: 10 });
+    await deliver(tickets(swarm.swarmId, 1), { gateway: directGateway(mockModel()), concurrency: 4, headerSlots: 0 });
+    const rows = await expectEveryTaskOnce(swarm, before);
+    // Only calls that were made are on the bill: none of an unstarted standby task.
+    expect(rows.every((row) => row.status === "ok")).toBe(true);
+  }, 30_000);
+
+  it("cancel while a lane holds standby tasks: they end cancelled without a call, and the swarm ends", async () => {
+    const swarm = await startSwarm(40, { concurrency: 4 });
+    const before = await mockStats();
+    let cancelled = false;
+    const { model } = countedModel(30, (count) => {
+      if (count === 6 && !cancelled) {
+        cancelled = true;
+        void swarm.stub.cancel(TENANT);
+      }
+    });
+    const { rooms, seen } = wrappedRooms();
+
+    const result = await deliver(tickets(swarm.swarmId, 1), { rooms, gateway: directGateway(model), concurrency: 8, headerSlots: 0 });
+
+    expect(result.explicitAcks).toHaveLength(1);
+    expect(seen.standby).toBeGreaterThan(0);
+    const status = await swarm.status();
+    expect(status.state).toBe("cancelled");
+    expect(status.counts.running).toBe(0);
+    expect(status.counts.queued).toBe(0);
+    // Every call made is a task that succeeded; no standby task called once it was cancelled.
+    expect(model.requests).toHaveLength(status.counts.succeeded);
+    expect(status.counts.succeeded + status.counts.cancelled).toBe(40);
+    const after = await mockStats();
+    expect(await ledgerRows(swarm.swarmId, after.calls - before.calls)).toHaveLength(after.calls - before.calls);
+  }, 30_000);
 });
 
 describe("the header gate and the lease (real SwarmRoom)", () => {

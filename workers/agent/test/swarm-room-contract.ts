@@ -259,6 +259,71 @@ export function describeSwarmRoomContract(name: string, subject: SwarmRoomContra
       for (const other of swarm.taskIds.slice(1)) expect((await swarm.task(other)).state).toBe("cancelled");
     });
 
+    it("grants a named lane standby tasks only once the window is full; they hold no place in it until started in an ended task's place or run into room", async () => {
+      const swarm = await subject.start({ tasks: 8, window: 2, maxAttempts: 3 });
+      const lane = { ticket: newTicket(), lane: "lane-standby", seq: 1 };
+      const named = (want: number, reports: TaskReport[], extra: Partial<PullRequest>): PullRequest => {
+        const request = pullOf(lane.ticket, want, reports, { lane: lane.lane, seq: lane.seq, ...extra });
+        lane.seq += 1;
+        return request;
+      };
+      // A lane that wants fewer than the window's room gets no standby: the window still has room.
+      const partial = await swarm.room.pull(pullOf(newTicket(), 1, [], { lane: "lane-small", seq: 1, standby: 3 }));
+      expect(partial.granted.map((t) => t.standby ?? false)).toEqual([false]);
+
+      const first = await swarm.room.pull(named(4, [], { standby: 2 }));
+      const windowed = first.granted.filter((t) => t.standby !== true);
+      const standby = first.granted.filter((t) => t.standby === true);
+      expect(windowed).toHaveLength(1);
+      expect(standby).toHaveLength(2);
+      expect(first.transfer).toBe(true);
+      // Nothing is lost: a standby task is leased like any other, under its own attempt.
+      for (const task of standby) expect(await swarm.task(task.taskId)).toEqual({ state: "running", attempts: 1 });
+      // The window is full: standby tasks take no place in it, and an unnamed pull gets none.
+      expect((await swarm.room.pull(pullOf(newTicket(), 3, [], { standby: 3 }))).granted).toEqual([]);
+
+      const [small] = partial.granted;
+      const [s1, s2] = standby;
+      if (small === undefined || s1 === undefined || s2 === undefined) throw new Error("nothing granted");
+      // The small lane's task ends and one standby task starts in its place: the window stays full.
+      await swarm.room.pull(pullOf(newTicket(), 0, [succeeded(small)]));
+      const promoted = await swarm.room.pull(named(0, [], { promoted: [{ taskId: s1.taskId, attempt: s1.attempt }] }));
+      expect(promoted.transfer).toBe(true);
+      expect((await swarm.room.pull(pullOf(newTicket(), 3))).granted).toEqual([]);
+
+      // A windowed task ends with no standby started in its place: the held one runs into the room.
+      const [w] = windowed;
+      if (w === undefined) throw new Error("nothing granted");
+      const ran = await swarm.room.pull(named(3, [succeeded(w)], { held: [{ taskId: s2.taskId, attempt: s2.attempt }] }));
+      expect(ran.run).toEqual([{ taskId: s2.taskId, attempt: s2.attempt }]);
+      expect(ran.granted.filter((t) => t.standby !== true)).toEqual([]);
+      expect((await swarm.room.pull(pullOf(newTicket(), 3))).granted).toEqual([]);
+    });
+
+    it("hands a released standby task out again as its next attempt, and ends one released after a cancel cancelled", async () => {
+      const swarm = await subject.start({ tasks: 4, window: 1, maxAttempts: 1 });
+      const ticket = newTicket();
+      const first = await swarm.room.pull(pullOf(ticket, 1, [], { lane: "lane-r", seq: 1, standby: 2 }));
+      const [windowed, kept, handedBack] = first.granted;
+      if (windowed === undefined || kept === undefined || handedBack === undefined) throw new Error("nothing granted");
+      expect([kept.standby, handedBack.standby]).toEqual([true, true]);
+
+      // Handed back unstarted, it waits again — and its attempt, which made no call, is given back:
+      // with max_attempts 1 it still runs once more.
+      const released = await swarm.room.pull(
+        pullOf(ticket, 0, [succeeded(windowed)], { lane: "lane-r", seq: 2, released: [{ taskId: handedBack.taskId, attempt: 1 }] }),
+      );
+      expect(released.actions).toEqual([{ taskId: windowed.taskId, action: "ack", delaySeconds: 0 }]);
+      expect((await swarm.task(handedBack.taskId)).state).toBe("pending");
+      const again = await pullUntilGranted(swarm.room, newTicket(), 2_000);
+      expect(again.granted.map((t) => [t.taskId, t.attempt])).toEqual([[handedBack.taskId, 2]]);
+
+      await swarm.cancel();
+      const after = await swarm.room.pull(pullOf(ticket, 0, [], { lane: "lane-r", seq: 3, released: [{ taskId: kept.taskId, attempt: 1 }] }));
+      expect(after.transfer).toBe(false);
+      expect(await swarm.task(kept.taskId)).toMatchObject({ state: "cancelled" });
+    });
+
     it("answers a swarm that was never started with no settings, nothing granted and stop", async () => {
       const answer = await subject.missing().pull(pullOf(newTicket(), 4));
       expect(answer).toMatchObject({ config: null, granted: [], stop: true });

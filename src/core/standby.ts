@@ -1,0 +1,58 @@
+// Standby tasks: a lane holds a few granted tasks beyond its window slots, so that a slot freed by
+// a task that ends is filled at once, not one pull round trip later. The SwarmRoom still owns the
+// window: a standby task is leased (and its budget reserved) but outside the window, and the lane
+// starts one only in the place of a task of its own that ended for good, which the room learns
+// from the same pull that reports that end. Pure arithmetic and rules. No I/O.
+import type { TaskOutcome } from "./swarm-contract.ts";
+
+/** A lane never holds more standby tasks than this, whatever its timing says. */
+export const STANDBY_MAX = 64;
+
+/** With no timing measured yet (the first pull), a lane asks for this share of its concurrency. */
+const FIRST_PULL_SHARE = 1 / 2;
+
+/**
+ * Never fewer than this share of the running tasks: tasks started together (a swarm's first
+ * grant) end together, in waves that the mean rate of completions does not see.
+ */
+const WAVE_SHARE = 1 / 2;
+
+/** Cover this many pull round trips: a pull may wait behind another, or be slow. */
+const ROUND_TRIPS_COVERED = 2;
+
+export interface StandbyInput {
+  /** Tasks the lane may run at once (AGENT_CONCURRENCY). */
+  concurrency: number;
+  /** Tasks running on the lane now. */
+  running: number;
+  /** Mean latency of the lane's recent calls, ms (null: none measured yet). */
+  latencyMs: number | null;
+  /** Mean time from building a pull to its answer, ms, plus how long outcomes wait for company. */
+  refillMs: number | null;
+}
+
+/**
+ * How many standby tasks a lane should hold: what its running tasks complete, on average, over
+ * two refills (completions arrive at running / latency per ms), and at least half its running
+ * tasks (waves) and 1 while tasks run; at most STANDBY_MAX and its concurrency. Before any timing:
+ * half its concurrency.
+ */
+export function standbyTarget(input: StandbyInput): number {
+  const cap = Math.min(STANDBY_MAX, Math.max(0, Math.floor(input.concurrency)));
+  if (cap === 0) return 0;
+  if (input.latencyMs === null || input.refillMs === null) return Math.min(cap, Math.ceil(input.concurrency * FIRST_PULL_SHARE));
+  if (input.running <= 0) return 0;
+  const completions = (input.running / Math.max(1, input.latencyMs)) * input.refillMs * ROUND_TRIPS_COVERED;
+  return Math.max(1, Math.min(cap, Math.ceil(Math.max(completions, input.running * WAVE_SHARE))));
+}
+
+/**
+ * May a standby task take the slot of a task that ended with this outcome? Only if the end is for
+ * good: a success, or a failure that is never retried. A retryable failure or a deferral keeps its
+ * place in the window (the task waits there to retry), so its slot is not free.
+ */
+export function freesSlot(outcome: TaskOutcome): boolean {
+  if (outcome.kind === "succeeded") return true;
+  if (outcome.kind === "failed") return !outcome.retryable;
+  return false;
+}
