@@ -7,7 +7,7 @@ describe("standby target", () => {
     ["first pull (no timing): half the concurrency, capped", { concurrency: 128, running: 0, latencyMs: null, refillMs: null }, 64],
     ["first pull, small lane: rounded up", { concurrency: 3, running: 0, latencyMs: null, refillMs: null }, 2],
     ["40 running × 100 ms, a 60 ms refill: 40/100 × 60 × 2", { concurrency: 128, running: 40, latencyMs: 100, refillMs: 60 }, 48],
-    ["100 running × 200 ms, a 40 ms refill: 40 by the rate, but half the running (waves)", { concurrency: 128, running: 100, latencyMs: 200, refillMs: 40 }, 50],
+    ["100 × 200 ms, 40 ms refill: 40 by rate, but half the running", { concurrency: 128, running: 100, latencyMs: 200, refillMs: 40 }, 50],
     ["slow calls end few at a time: half the running", { concurrency: 128, running: 10, latencyMs: 30_000, refillMs: 20 }, 5],
     ["one slow call: at least 1", { concurrency: 128, running: 1, latencyMs: 30_000, refillMs: 20 }, 1],
     ["nothing running: none (nothing will end to make room)", { concurrency: 128, running: 0, latencyMs: 200, refillMs: 40 }, 0],
