@@ -26,6 +26,10 @@ export default defineConfig({
         test: { name: "cli", environment: "node", include: ["cli/**/*.test.ts", "src/client/**/*.test.ts"] },
       },
       {
+        // The bench's and other scripts' pure helpers (no stack).
+        test: { name: "scripts", environment: "node", include: ["scripts/lib/**/*.test.ts"] },
+      },
+      {
         plugins: [
           cloudflareTest(({ inject }) => ({
             wrangler: { configPath: "./wrangler.toml" },

@@ -5,8 +5,8 @@
 // (docs/architecture.md §4). Figures only, no pass/fail. docs/benchmarks.md explains every figure.
 //   --tasks N (≤ 10,000)   --concurrency W (≤ 1,500)   --latency SPEC (200, uniform:100:300,
 //   normal:200:50, lognormal:MEDIAN:P95)   --ttfb MS   --faults none|mixed   --no-gate
-//   --no-baseline   --tool-turns T   --max-output-tokens N   --timeout-s S
-import { readdirSync, statSync } from "node:fs";
+//   --no-baseline   --tool-turns T   --max-output-tokens N   --timeout-s S   --pool-cpu-prof   --workerd-cpu-prof
+import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -18,6 +18,7 @@ import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { summarizeCpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild, type PoolResult } from "./lib/promise-pool-baseline.ts";
+import { selfTimeByFunction, startWorkerdProfiles, writeProfiles, type CpuProfile } from "./lib/workerd-profiler.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
 const { values } = parseArgs({
@@ -33,6 +34,7 @@ const { values } = parseArgs({
     "max-output-tokens": { type: "string", default: "32" },
     "tool-turns": { type: "string", default: "0" },
     "pool-cpu-prof": { type: "boolean", default: false },
+    "workerd-cpu-prof": { type: "boolean", default: false },
     "timeout-s": { type: "string" },
     seed: { type: "string", default: "1" },
   },
@@ -143,6 +145,8 @@ try {
   }
 
   const sampler = startRun(mock);
+  // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
+  const workerdProfiles = values["workerd-cpu-prof"] ? await startWorkerdProfiles(stack.inspectorPort) : null;
   const cpuBefore = usageOfDescendants(stack.wranglerPid, "workerd");
   const submittedAt = Date.now();
   const spec = {
@@ -161,6 +165,7 @@ try {
   const { id } = await submitSwarm(stack.url, stack.token, spec);
   const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: 200 });
   const cpuAfter = usageOfDescendants(stack.wranglerPid, "workerd");
+  const profiles = workerdProfiles === null ? null : await workerdProfiles.stop();
   const upstream = mock.stats();
   const meanInFlight = sampler.stop(submittedAt, Date.now());
 
@@ -219,6 +224,7 @@ try {
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
     console.log(`ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)}`);
   }
+  if (profiles !== null) printWorkerdProfiles(profiles, tasks, workerd?.cpuMs ?? null);
 } finally {
   await stack.stop();
 }
@@ -308,6 +314,28 @@ function formatBillable(status: SwarmStatusBody, taskCount: number): string | nu
 }
 
 /** Where the baseline's CPU went, by package or Node internal module (self time, per task). */
+/** Where workerd's CPU went: each Worker's sampled self time per task, its top functions, and what the inspector cannot see. */
+function printWorkerdProfiles(profiles: Array<{ target: string; profile: CpuProfile }>, taskCount: number, workerdCpuMs: number | null): void {
+  const dir = path.join(ROOT, ".tmp", "workerd-cpu-prof");
+  mkdirSync(dir, { recursive: true });
+  const files = writeProfiles(dir, profiles);
+  let sampled = 0;
+  for (const [i, { target, profile }] of profiles.entries()) {
+    const functions = selfTimeByFunction(profile);
+    const total = functions.reduce((sum, f) => sum + f.ms, 0);
+    sampled += total;
+    console.log(`workerd CPU profile of ${target} (${files[i]}): ${(total / taskCount).toFixed(3)} ms/task sampled, top functions (self time per task):`);
+    for (const { name, ms } of functions.slice(0, 15))
+      console.log(`  ${(ms / taskCount).toFixed(3).padStart(7)} ms  ${((100 * ms) / Math.max(total, 1e-9)).toFixed(1).padStart(5)}%  ${name}`);
+  }
+  if (workerdCpuMs !== null) {
+    // Not in any profile: miniflare's Queue and D1 simulators, workerd's threads besides the isolates' own.
+    console.log(
+      `workerd CPU not in the Workers' profiles (local Queue and D1, workerd's other threads): ${(Math.max(0, workerdCpuMs - sampled) / taskCount).toFixed(3)} ms/task of ${(workerdCpuMs / taskCount).toFixed(3)}`,
+    );
+  }
+}
+
 function printPoolProfile(dir: string, taskCount: number): void {
   const files = readdirSync(dir)
     .filter((f) => f.endsWith(".cpuprofile"))

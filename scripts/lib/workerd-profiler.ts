@@ -1,0 +1,124 @@
+// CPU profiles of the local stack's Workers through wrangler dev's DevTools inspector: one target per
+// Worker script (the orchestrator's isolate runs its Durable Objects too), each profiled with the
+// Chrome DevTools Protocol's Profiler domain over its WebSocket (Node's global WebSocket). For
+// `npm run bench -- --workerd-cpu-prof`: where workerd's CPU goes, function by function. miniflare's
+// own simulators (the local Queue and D1) run in isolates the inspector does not list.
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+
+const TargetsSchema = z.array(z.looseObject({ id: z.string(), title: z.string().optional(), webSocketDebuggerUrl: z.string() }));
+
+const ProfileSchema = z.object({
+  nodes: z.array(z.object({ id: z.number(), callFrame: z.object({ functionName: z.string(), url: z.string(), lineNumber: z.number() }) })),
+  samples: z.array(z.number()),
+  timeDeltas: z.array(z.number()),
+});
+export type CpuProfile = z.infer<typeof ProfileSchema>;
+
+/** A profile being taken of each Worker the inspector lists; `stop` ends them all. */
+export interface WorkerdProfiles {
+  stop(): Promise<Array<{ target: string; profile: CpuProfile }>>;
+}
+
+/** Sampling interval, µs: V8's default; finer sampling costs the profiled isolate noticeably more CPU. */
+const SAMPLING_INTERVAL_US = 1_000;
+
+export async function startWorkerdProfiles(inspectorPort: number): Promise<WorkerdProfiles> {
+  const response = await fetch(`http://127.0.0.1:${inspectorPort}/json`);
+  if (!response.ok) throw new Error(`the inspector at port ${inspectorPort} answered ${response.status}`);
+  const targets = TargetsSchema.parse(await response.json());
+  const sessions = await Promise.all(
+    targets.map(async (target) => ({ target: target.title ?? target.id, session: await openSession(target.webSocketDebuggerUrl) })),
+  );
+  for (const { session } of sessions) {
+    await session.send("Profiler.enable");
+    await session.send("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
+    await session.send("Profiler.start");
+  }
+  return {
+    async stop() {
+      const profiles: Array<{ target: string; profile: CpuProfile }> = [];
+      for (const { target, session } of sessions) {
+        const result = z.object({ profile: ProfileSchema }).parse(await session.send("Profiler.stop"));
+        profiles.push({ target, profile: result.profile });
+        session.close();
+      }
+      return profiles;
+    },
+  };
+}
+
+interface Session {
+  send(method: string, params?: Record<string, unknown>): Promise<unknown>;
+  close(): void;
+}
+
+async function openSession(url: string): Promise<Session> {
+  // miniflare's inspector proxy refuses an upgrade without an allowed Origin (DevTools sends one;
+  // Node's WebSocket sends a User-Agent, so the proxy's default for agents without one does not apply).
+  // undici's WebSocket takes headers as a second argument (not in the DOM typings).
+  const socket = new (WebSocket as unknown as new (url: string, options: { headers: Record<string, string> }) => WebSocket)(url, {
+    headers: { origin: "http://localhost" },
+  });
+  await new Promise<void>((resolve, reject) => {
+    socket.addEventListener("open", () => resolve(), { once: true });
+    socket.addEventListener("error", () => reject(new Error(`could not connect to the inspector at ${url}`)), { once: true });
+  });
+  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  socket.addEventListener("message", (event) => {
+    const message = z
+      .looseObject({ id: z.number().optional(), result: z.unknown().optional(), error: z.unknown().optional() })
+      .parse(JSON.parse(String(event.data)));
+    if (message.id === undefined) return;
+    const waiter = pending.get(message.id);
+    pending.delete(message.id);
+    if (message.error !== undefined) waiter?.reject(new Error(`inspector: ${JSON.stringify(message.error)}`));
+    else waiter?.resolve(message.result);
+  });
+  let next = 1;
+  return {
+    send(method, params = {}) {
+      const id = next++;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        socket.send(JSON.stringify({ id, method, params }));
+      });
+    },
+    close: () => socket.close(),
+  };
+}
+
+/**
+ * Self time in ms by function (name and line in its bundle), largest first; `(idle)` left out.
+ * `(program)` is time in workerd's own code outside any JavaScript frame (its streams, sockets,
+ * RPC and storage), `(garbage collector)` V8's.
+ */
+export function selfTimeByFunction(profile: CpuProfile): { name: string; ms: number }[] {
+  const names = new Map(
+    profile.nodes.map((node) => {
+      const { functionName, lineNumber } = node.callFrame;
+      return [
+        node.id,
+        functionName === "" ? `(anonymous):${lineNumber + 1}` : functionName.startsWith("(") ? functionName : `${functionName}:${lineNumber + 1}`,
+      ];
+    }),
+  );
+  const byName = new Map<string, number>();
+  profile.samples.forEach((id, i) => {
+    const name = names.get(id) ?? "(unknown)";
+    byName.set(name, (byName.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1_000);
+  });
+  byName.delete("(idle)");
+  byName.delete("(root)");
+  return [...byName.entries()].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms);
+}
+
+/** Writes each profile as `<dir>/<target>.cpuprofile` (DevTools opens them) and returns the paths. */
+export function writeProfiles(dir: string, profiles: Array<{ target: string; profile: CpuProfile }>): string[] {
+  return profiles.map(({ target, profile }) => {
+    const file = path.join(dir, `${target.replace(/[^\w.-]+/g, "_")}.cpuprofile`);
+    writeFileSync(file, JSON.stringify(profile));
+    return file;
+  });
+}
