@@ -18,7 +18,7 @@ import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { summarizeCpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild, type PoolResult } from "./lib/promise-pool-baseline.ts";
-import { selfTimeByFunction, startWorkerdProfiles, writeProfiles, type CpuProfile } from "./lib/workerd-profiler.ts";
+import { selfTimeByFunction, startWorkerdProfiles, writeProfiles, type CpuProfile } from "./lib/workerd-inspector.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
 const { values } = parseArgs({

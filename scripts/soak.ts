@@ -11,6 +11,7 @@ import { startMockModel } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
+import { readHeapUsage } from "./lib/workerd-inspector.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
 const { values } = parseArgs({
@@ -45,6 +46,8 @@ interface Sample {
   tasksPerS: number;
   callsPerTask: number;
   workerdRssMb: number;
+  /** The agent isolate's JavaScript heap in use after a full GC (through the inspector); null if unreadable. */
+  agentHeapMb: number | null;
   nodeHeapMb: number;
 }
 
@@ -69,7 +72,8 @@ try {
     `soak: ${minutes} min, swarms of ${tasks} tasks at W=${concurrency}, ${latency} ms calls, faults ${JSON.stringify(RATES)}, a 20-task schedule every minute`,
   );
   // tasks/s: over the swarms' own wall time (the ledger checks between swarms do not count).
-  console.log("minute  swarms  tasks/s  calls/task  workerd RSS  node heap  invariants");
+  // The agent heap tells a leak in the agent's JavaScript apart from workerd's native memory (RSS).
+  console.log("minute  swarms  tasks/s  calls/task  workerd RSS  agent heap  node heap  invariants");
   const started = Date.now();
   const end = started + minutes * 60_000;
   let swarms = 0;
@@ -108,17 +112,22 @@ try {
     if (Date.now() - windowStart >= 60_000 || Date.now() >= end) {
       const seconds = Math.max(0.001, windowSwarmS);
       const workerd = usageOfDescendants(stack.wranglerPid, "workerd").reduce((mb, p) => mb + p.rssMb, 0);
+      const agentHeapMb = await readHeapUsage(stack.inspectorPort).then(
+        (usage) => usage.reduce((mb, isolate) => mb + isolate.usedMb, 0),
+        () => null,
+      );
       const sample: Sample = {
         minute: Math.round((Date.now() - started) / 60_000),
         swarms,
         tasksPerS: windowTasks / seconds,
         callsPerTask: windowCalls / Math.max(1, windowTasks),
         workerdRssMb: workerd,
+        agentHeapMb,
         nodeHeapMb: process.memoryUsage().heapUsed / 2 ** 20,
       };
       samples.push(sample);
       console.log(
-        `${String(sample.minute).padStart(6)}  ${String(swarms).padStart(6)}  ${sample.tasksPerS.toFixed(1).padStart(7)}  ${sample.callsPerTask.toFixed(2).padStart(10)}  ${`${sample.workerdRssMb.toFixed(0)} MB`.padStart(11)}  ${`${sample.nodeHeapMb.toFixed(0)} MB`.padStart(9)}  ${failures === 0 ? "held" : `${failures} failed`}`,
+        `${String(sample.minute).padStart(6)}  ${String(swarms).padStart(6)}  ${sample.tasksPerS.toFixed(1).padStart(7)}  ${sample.callsPerTask.toFixed(2).padStart(10)}  ${`${sample.workerdRssMb.toFixed(0)} MB`.padStart(11)}  ${(sample.agentHeapMb === null ? "n/a" : `${sample.agentHeapMb.toFixed(1)} MB`).padStart(10)}  ${`${sample.nodeHeapMb.toFixed(0)} MB`.padStart(9)}  ${failures === 0 ? "held" : `${failures} failed`}`,
       );
       windowStart = Date.now();
       windowTasks = 0;
@@ -141,6 +150,8 @@ try {
     console.log("\n            first     middle    last");
     console.log(`tasks/s     ${first.tasksPerS.toFixed(1).padEnd(9)} ${middle.tasksPerS.toFixed(1).padEnd(9)} ${last.tasksPerS.toFixed(1)}`);
     console.log(`workerd MB  ${first.workerdRssMb.toFixed(0).padEnd(9)} ${middle.workerdRssMb.toFixed(0).padEnd(9)} ${last.workerdRssMb.toFixed(0)}`);
+    const heap = (sample: Sample) => (sample.agentHeapMb === null ? "n/a" : sample.agentHeapMb.toFixed(1));
+    console.log(`agent heap  ${heap(first).padEnd(9)} ${heap(middle).padEnd(9)} ${heap(last)}`);
     console.log(`(minutes    ${String(first.minute).padEnd(9)} ${String(middle.minute).padEnd(9)} ${last.minute})`);
   }
   console.log(failures === 0 ? "every invariant held" : `${failures} invariant check(s) failed`);

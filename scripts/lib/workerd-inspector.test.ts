@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { selfTimeByFunction, type CpuProfile } from "./workerd-profiler.ts";
+import { selfTimeByFunction, type CpuProfile } from "./workerd-inspector.ts";
 
 /** A profile whose samples hit the given nodes, each sample `deltaUs` after the last. */
 function profileOf(frames: Array<[name: string, line: number]>, samples: number[], deltaUs = 1_000): CpuProfile {

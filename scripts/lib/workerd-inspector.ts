@@ -1,8 +1,9 @@
-// CPU profiles of the local stack's Workers through wrangler dev's DevTools inspector: one target per
-// Worker script (the orchestrator's isolate runs its Durable Objects too), each profiled with the
-// Chrome DevTools Protocol's Profiler domain over its WebSocket (Node's global WebSocket). For
-// `npm run bench -- --workerd-cpu-prof`: where workerd's CPU goes, function by function. miniflare's
-// own simulators (the local Queue and D1) run in isolates the inspector does not list.
+// The local stack's Workers through wrangler dev's DevTools inspector, with the Chrome DevTools
+// Protocol over each target's WebSocket (Node's global WebSocket): CPU profiles (the Profiler
+// domain) for `npm run bench -- --workerd-cpu-prof`, where workerd's CPU goes function by function,
+// and the JavaScript heap in use (Runtime.getHeapUsage) for `npm run soak`. wrangler lists one
+// target, the agent's isolate; miniflare's own simulators (the local Queue and D1) and the
+// orchestrator's isolate are not listed.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
@@ -24,10 +25,30 @@ export interface WorkerdProfiles {
 /** Sampling interval, µs: V8's default; finer sampling costs the profiled isolate noticeably more CPU. */
 const SAMPLING_INTERVAL_US = 1_000;
 
-export async function startWorkerdProfiles(inspectorPort: number): Promise<WorkerdProfiles> {
+async function listTargets(inspectorPort: number): Promise<z.infer<typeof TargetsSchema>> {
   const response = await fetch(`http://127.0.0.1:${inspectorPort}/json`);
   if (!response.ok) throw new Error(`the inspector at port ${inspectorPort} answered ${response.status}`);
-  const targets = TargetsSchema.parse(await response.json());
+  return TargetsSchema.parse(await response.json());
+}
+
+/** The JavaScript heap each listed isolate uses now (after a full garbage collection), MB. */
+export async function readHeapUsage(inspectorPort: number): Promise<Array<{ target: string; usedMb: number; totalMb: number }>> {
+  const usage: Array<{ target: string; usedMb: number; totalMb: number }> = [];
+  for (const target of await listTargets(inspectorPort)) {
+    const session = await openSession(target.webSocketDebuggerUrl);
+    try {
+      await session.send("HeapProfiler.collectGarbage");
+      const heap = z.object({ usedSize: z.number(), totalSize: z.number() }).parse(await session.send("Runtime.getHeapUsage"));
+      usage.push({ target: target.title ?? target.id, usedMb: heap.usedSize / 2 ** 20, totalMb: heap.totalSize / 2 ** 20 });
+    } finally {
+      session.close();
+    }
+  }
+  return usage;
+}
+
+export async function startWorkerdProfiles(inspectorPort: number): Promise<WorkerdProfiles> {
+  const targets = await listTargets(inspectorPort);
   const sessions = await Promise.all(
     targets.map(async (target) => ({ target: target.title ?? target.id, session: await openSession(target.webSocketDebuggerUrl) })),
   );
