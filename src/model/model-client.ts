@@ -9,6 +9,7 @@ import type { ResponseFormat } from "../core/spec-schema.ts";
 import { classifyUpstreamError } from "../core/upstream-error.ts";
 import type { UpstreamFailure } from "../core/upstream-error.ts";
 import { extractStreamUsage, normalizeUsage } from "../core/usage.ts";
+import { readChatStream, StreamErrorEvent } from "./chat-stream.ts";
 import type { Usage } from "../core/usage.ts";
 
 export interface ModelRequest {
@@ -108,9 +109,9 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
     // Streaming: a Worker invocation may have only 6 connections waiting for response headers;
     // a streamed response sends its headers at once and frees the slot, so one consumer
     // invocation can keep many model calls open (docs/architecture.md §4).
-    const { data: stream, response } = await client.chat.completions
-      .create(toParams(request), { signal: deadline.signal, timeout: request.timeoutMs })
-      .withResponse();
+    // The raw response: the SDK sends the request and throws an APIError for an error status;
+    // the body is read by readChatStream (src/model/chat-stream.ts says why not by the SDK's Stream).
+    const response = await client.chat.completions.create(toParams(request), { signal: deadline.signal, timeout: request.timeoutMs }).asResponse();
     // Headers are here: the connection no longer waits for them, so its slot frees.
     ttfbMs = Math.max(0, Date.now() - startedAt);
     releaseSlot();
@@ -128,18 +129,21 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
     // Each chunk's raw `delta.tool_calls`, normalized across vendor dialects once the stream ends.
     const toolDeltas: unknown[] = [];
     try {
-      for await (const chunk of stream) {
+      await readChatStream(response, deadline.signal, (chunk) => {
         const raw = extractStreamUsage(chunk);
         const chunkUsage = raw === undefined ? null : normalizeUsage(raw);
         if (chunkUsage !== null) usage = chunkUsage;
         // Some vendors send keep-alive or usage-only chunks without `choices`, whatever the types say.
-        const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
-        const piece = choice?.delta?.content;
+        const choices = isRecord(chunk) && Array.isArray(chunk.choices) ? chunk.choices : [];
+        const choice: unknown = choices[0];
+        if (!isRecord(choice)) return;
+        const delta = isRecord(choice.delta) ? choice.delta : null;
+        const piece = delta?.content;
         if (typeof piece === "string") text += piece;
-        const calls: unknown = choice?.delta?.tool_calls;
+        const calls: unknown = delta?.tool_calls;
         if (calls !== undefined && calls !== null) toolDeltas.push(calls);
-        if (typeof choice?.finish_reason === "string") finishReason = choice.finish_reason;
-      }
+        if (typeof choice.finish_reason === "string") finishReason = choice.finish_reason;
+      });
     } catch (error) {
       // Only the chunks after the finish_reason were lost (at most the usage): the answer is
       // complete and paid for, so it is kept, like one whose deadline hit at that point.
@@ -148,7 +152,7 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
     // A finished answer is kept even if the deadline hit (or the body broke) while waiting for the
     // usage chunk; its usage is then recorded as missing.
     if (finishReason !== null) return { ok: true, text, finishReason, usage, toolCalls: accumulateToolCalls(toolDeltas), ...timing() };
-    // The SDK ends the iteration quietly when the request is aborted mid-stream.
+    // The body ended (or was aborted) before a finished choice.
     return fail(timedOut ? timeoutFailure(request.timeoutMs) : { kind: "truncated" });
   } catch (error) {
     return fail(toUpstreamFailure(error, { timedOut, streaming, timeoutMs: request.timeoutMs }));
@@ -220,8 +224,11 @@ function toUpstreamFailure(error: unknown, context: { timedOut: boolean; streami
   // Our deadline surfaces as APIUserAbortError before the headers; the SDK's own as a timeout error.
   if (context.timedOut || error instanceof OpenAI.APIConnectionTimeoutError) return timeoutFailure(context.timeoutMs);
   if (error instanceof OpenAI.APIConnectionError) return { kind: "connection", message: error.message };
-  // The SDK throws a SyntaxError for an SSE event whose data is not JSON.
+  // A SyntaxError for an SSE event whose data is not JSON (readChatStream, as the SDK).
   if (error instanceof SyntaxError) return { kind: "malformed", message: error.message };
+  // An error event inside a 200 stream: no status, so the classifier calls it a retryable
+  // upstream_error, with the upstream's own message.
+  if (error instanceof StreamErrorEvent) return { kind: "http", headers: toHeaderRecord(error.headers), body: error.body };
   if (error instanceof OpenAI.APIError) {
     // status is undefined for an error event inside a 200 stream: the classifier calls that
     // a retryable upstream_error, with the upstream's own message.
