@@ -466,6 +466,62 @@ describe("standby tasks (real SwarmRoom)", () => {
   }, 30_000);
 });
 
+describe("standby tasks when the window moves (fake room)", () => {
+  /** A fake model that records how many calls were in flight as each started. */
+  function observedModel() {
+    const inFlightAtStart: number[] = [];
+    const model = fakeModel(20);
+    const client: ModelClient = {
+      complete(request) {
+        inFlightAtStart.push(model.inFlight());
+        return model.client.complete(request);
+      },
+    };
+    return { model, client, inFlightAtStart };
+  }
+
+  it("a window that shrinks: once an answer says so, no standby task takes an ended one's slot until the window holds again", async () => {
+    const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 10 }, (_, i) => `t${i + 1}`), window: 3 });
+    // Right after the first grant (3 in the window, 3 standby), the window shrinks to 1, as on 429s.
+    room.afterPull = () => {
+      if (room.pulls.length === 1) room.window = 1;
+    };
+    const { model, client, inFlightAtStart } = observedModel();
+
+    const { explicitAcks } = await run([ticketMessage("m1", "sw_a")], { ...BASE, concurrency: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(explicitAcks).toEqual(["m1"]);
+    expect(room.count("succeeded")).toBe(10);
+    expect(model.requests).toHaveLength(10);
+    expect(room.answers[0]?.granted.filter((task) => task.standby === true)).toHaveLength(3);
+    expect(room.answers.some((answer) => answer.transfer === false)).toBe(true);
+    // The first ended task's slot went to a standby task under the first answer, which did not know
+    // of the shrink yet; once the room answered `transfer: false`, ended slots stayed empty until
+    // one call was left, and every later call started with no other in flight.
+    expect(room.pulls[1]?.promoted).toHaveLength(1);
+    expect(inFlightAtStart.slice(4).every((n) => n === 0)).toBe(true);
+    expect(room.grants).toHaveLength(10);
+  });
+
+  it("a window that grows runs the lane's held standby tasks at once (`run`), without handing them out again", async () => {
+    const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 10 }, (_, i) => `t${i + 1}`), window: 3 });
+    room.afterPull = () => {
+      if (room.pulls.length === 1) room.window = 6;
+    };
+    const { model, client } = observedModel();
+
+    await run([ticketMessage("m1", "sw_a")], { ...BASE, concurrency: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(10);
+    expect(model.requests).toHaveLength(10);
+    const ran = room.answers.flatMap((answer) => answer.run ?? []).map((task) => task.taskId);
+    expect(ran.length).toBeGreaterThan(0);
+    // Each ran under the attempt it was granted as standby: no task was handed out twice.
+    expect(room.grants).toHaveLength(10);
+    expect(model.maxInFlight()).toBeLessThanOrEqual(6);
+  });
+});
+
 describe("the header gate and the lease (real SwarmRoom)", () => {
   it("a call that could no longer end inside its task's lease is handed back without a request (a deferral), and runs as a later attempt: each task calls the upstream once", async () => {
     // timeout_s 1 + LEASE_GRACE_S 1: each lease ends 2 s after its grant, so a call must start within 1 s of it.
