@@ -10,8 +10,10 @@ import { z } from "zod";
 
 const TargetsSchema = z.array(z.looseObject({ id: z.string(), title: z.string().optional(), webSocketDebuggerUrl: z.string() }));
 
-const ProfileSchema = z.object({
-  nodes: z.array(z.object({ id: z.number(), callFrame: z.object({ functionName: z.string(), url: z.string(), lineNumber: z.number() }) })),
+// Loose: what is not named here (the call tree's `children`, start and end times) is kept, so the
+// written .cpuprofile is whole for DevTools.
+const ProfileSchema = z.looseObject({
+  nodes: z.array(z.looseObject({ id: z.number(), callFrame: z.looseObject({ functionName: z.string(), url: z.string(), lineNumber: z.number() }) })),
   samples: z.array(z.number()),
   timeDeltas: z.array(z.number()),
 });
