@@ -216,7 +216,7 @@ try {
     );
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
     console.log(
-      `ratio edgeswarm/baseline: wall=${ratio(edgeswarm.wallS, base.wallS)} p50=${ratio(edgeswarm.p50, base.p50)} p95=${ratio(edgeswarm.p95, base.p95)} cpu/task=${ratio(edgeswarm.cpuPerTask, base.cpuPerTask)}` +
+      `ratio edgeswarm/baseline: wall=${ratio(edgeswarm.wallS, base.wallS)} upstream_wall=${ratio(upstreamWallS(edgeswarm.upstream), upstreamWallS(base.upstream))} p50=${ratio(edgeswarm.p50, base.p50)} p95=${ratio(edgeswarm.p95, base.p95)} cpu/task=${ratio(edgeswarm.cpuPerTask, base.cpuPerTask)}` +
         `    ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)} (baseline ${wallOverIdeal(base.wallS)})`,
     );
   } else {
@@ -262,10 +262,21 @@ function startRun(mock: MockModelHandle): { stop(from: number, to: number): numb
   };
 }
 
+/**
+ * The upstream's view of a run's wall: from the first request the mock received to the end of the
+ * last, the same measure for both runners (the pool's own wall is nearly this; edgeswarm's wall
+ * also holds its start — the room's ticket through the queue to the first lane's first grant).
+ */
+function upstreamWallS(upstream: StatsSnapshot): number | null {
+  return upstream.first_request_at === null || upstream.last_end_at === null ? null : (upstream.last_end_at - upstream.first_request_at) / 1_000;
+}
+
 function formatRun(r: RunFigures): string {
   const ms = (v: number | null) => (v === null ? "n/a" : `${Math.round(v)}`);
+  const upstreamWall = upstreamWallS(r.upstream);
   return [
     `wall=${r.wallS.toFixed(2)} s`,
+    `upstream_wall=${upstreamWall === null ? "n/a" : upstreamWall.toFixed(2)} s`,
     `p50=${ms(r.p50)} ms`,
     `p95=${ms(r.p95)} ms`,
     `cpu/task=${r.cpuPerTask === null ? "n/a" : r.cpuPerTask.toFixed(2)} ms`,

@@ -71,6 +71,12 @@ export interface StatsSnapshot {
   webhook_rejected: number;
   started_at: string;
   reset_at: string;
+  /**
+   * When the first chat-completion request since the last reset arrived, and when the last one
+   * ended (epoch ms; null before any): the upstream's own view of a run's wall, the same for any client.
+   */
+  first_request_at: number | null;
+  last_end_at: number | null;
 }
 
 export interface Usage {
@@ -134,9 +140,12 @@ export class Stats {
   #faults = new Map<string, number>();
   #maxPrompt = 0;
   #counters = zeroCounters();
+  #firstRequestAt: number | null = null;
+  #lastEndAt: number | null = null;
 
   /** A chat-completion request arrived; pair with exactly one `headers()` and one `end()`. */
   begin(): void {
+    this.#firstRequestAt ??= Date.now();
     this.#calls++;
     this.#inFlight++;
     if (this.#inFlight > this.#maxInFlight) this.#maxInFlight = this.#inFlight;
@@ -150,6 +159,7 @@ export class Stats {
   }
 
   end(outcome: "completed" | "aborted" | "other"): void {
+    this.#lastEndAt = Date.now();
     this.#inFlight--;
     if (outcome === "completed") this.#completed++;
     else if (outcome === "aborted") this.#aborted++;
@@ -204,6 +214,8 @@ export class Stats {
     this.#faults.clear();
     this.#maxPrompt = 0;
     this.#counters = zeroCounters();
+    this.#firstRequestAt = null;
+    this.#lastEndAt = null;
   }
 
   snapshot(): StatsSnapshot {
@@ -227,6 +239,8 @@ export class Stats {
       ...this.#counters,
       started_at: this.#startedAt,
       reset_at: this.#resetAt,
+      first_request_at: this.#firstRequestAt,
+      last_end_at: this.#lastEndAt,
     };
   }
 
