@@ -299,13 +299,7 @@ export class SwarmDispatch {
         ended = true;
         continue;
       }
-      this.sql.exec(
-        "UPDATE tasks SET state = 'pending', standby = 0, deadline = NULL, run_until = NULL, reserved_usd = 0, reserved_tokens = 0 WHERE id = ?",
-        taskId,
-      );
-      this.totals.move(task.kind, "running", "pending");
-      this.totals.standbyMoved(-1);
-      this.totals.reserve({ usd: -task.reserved_usd, tokens: -task.reserved_tokens });
+      this.tasks.toPending(task);
       this.store.addFreeAttempt(taskId);
     }
     return ended;

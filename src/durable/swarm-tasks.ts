@@ -1,5 +1,5 @@
-// The life of a task once granted: its end (succeeded, failed, cancelled), its wait for a retry,
-// its checkpoints, and its lease — which leases ran out, and when the alarm must next look at one.
+// The life of a task once granted: its end (succeeded, failed, cancelled), its wait for a retry, its
+// return unstarted, its checkpoints, and its lease — which leases ran out, and when the alarm must next look at one.
 // It never grants a task (SwarmDispatch does) and never decides an outcome (core/task-transitions.ts).
 import type { ErrorClass } from "../core/error-class.ts";
 import { IN_FLIGHT_TASK_STATES, type AgentCheckpoint, type ClaimedTask, type TaskPool } from "../core/swarm-contract.ts";
@@ -34,7 +34,21 @@ export class SwarmTasks {
     this.leftStandby(task);
   }
 
-  /** A standby task left it (it ended, or its lease ran out): one fewer outside the window. */
+  /**
+   * A task handed back unstarted (a standby task its lane released): pending again, its lease and
+   * its reservation let go, as if it had never been granted (its attempt number stays used).
+   */
+  toPending(task: TaskRow): void {
+    this.sql.exec(
+      "UPDATE tasks SET state = 'pending', standby = 0, deadline = NULL, run_until = NULL, reserved_usd = 0, reserved_tokens = 0 WHERE id = ?",
+      task.id,
+    );
+    this.totals.move(task.kind, task.state, "pending");
+    this.leftStandby(task);
+    if (IN_FLIGHT_TASK_STATES.includes(task.state)) this.totals.reserve({ usd: -task.reserved_usd, tokens: -task.reserved_tokens });
+  }
+
+  /** A standby task left it (it ended, went back, or its lease ran out): one fewer outside the window. */
   private leftStandby(task: TaskRow): void {
     if (task.state === "running" && task.standby === 1) this.totals.standbyMoved(-1);
   }
