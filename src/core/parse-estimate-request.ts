@@ -5,6 +5,7 @@ import { toIssuePath, type ErrorDetail } from "./errors.ts";
 import { DEFAULT_DAYS_PER_MONTH, type Projection } from "./estimate-swarm.ts";
 import { parseSwarmSpec, type PlannedSwarm } from "./parse-swarm-spec.ts";
 import { err, ok, type Result } from "./result.ts";
+import { isRecord } from "./is-record.ts";
 
 /** Bounds keep the projected figures far inside exact double arithmetic. */
 export const JOBS_PER_DAY_MAX = 1_000_000;
@@ -17,10 +18,6 @@ export const ProjectionSchema = z.strictObject({
 export interface EstimateRequest {
   swarm: PlannedSwarm;
   projection: Projection | null;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Spec problems and projection problems are reported together, each with its path in the body. */

@@ -1,6 +1,7 @@
 // Classifies a failed upstream model call once, into an ErrorClass with a short, secret-free
 // message and the upstream's Retry-After. No I/O; the current time is passed in.
 import type { ClassifiedError, ErrorClass } from "./error-class.ts";
+import { isRecord } from "./is-record.ts";
 
 export interface UpstreamFailure {
   kind: "http" | "timeout" | "connection" | "malformed" | "truncated";
@@ -159,10 +160,6 @@ function parseHttpDate(text: string): number | null {
   if (month === -1 || d < 1 || d > 31 || h > 23 || m > 59 || sec > 60) return null;
   const ms = Date.UTC(Number(year), month, d, h, m, sec);
   return Number.isFinite(ms) ? ms : null;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** The error object of a body: `{ error: {...} }`, `[{ error: {...} }]` (Gemini), or the body itself. */

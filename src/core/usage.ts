@@ -1,6 +1,7 @@
 // Token usage of one model call, normalized across vendors. No I/O.
 // `cached_tokens` is part of `prompt_tokens` and `reasoning_tokens` part of `completion_tokens`
 // (the OpenAI convention), so nothing is counted twice.
+import { isRecord } from "./is-record.ts";
 
 export interface Usage {
   prompt_tokens: number;
@@ -8,10 +9,6 @@ export interface Usage {
   completion_tokens: number;
   reasoning_tokens: number;
   total_tokens: number;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** A token count: a non-negative integer, else null. */

@@ -5,6 +5,7 @@
 // (`npm run bench -- --workerd-cpu-prof`, docs/benchmarks.md). The SDK still builds and sends the
 // request and turns an HTTP error status into an APIError; only a 2xx body is read here.
 import { createParser } from "eventsource-parser";
+import { isRecord } from "../core/is-record.ts";
 
 /** An error event inside a 200 stream (`event: error`, or a chunk carrying `error`), as the SDK reports it. */
 export class StreamErrorEvent extends Error {
@@ -97,8 +98,4 @@ function drainInBackground(reader: ReadableStreamDefaultReader<Uint8Array>): voi
     },
     () => undefined,
   );
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

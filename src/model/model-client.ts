@@ -11,6 +11,7 @@ import type { UpstreamFailure } from "../core/upstream-error.ts";
 import { extractStreamUsage, normalizeUsage } from "../core/usage.ts";
 import { readChatStream, StreamErrorEvent } from "./chat-stream.ts";
 import type { Usage } from "../core/usage.ts";
+import { isRecord } from "../core/is-record.ts";
 
 export interface ModelRequest {
   model: string;
@@ -192,10 +193,6 @@ function toJsonAnswer(text: string): JsonAnswer {
 function isJsonMediaType(contentType: string | null): boolean {
   const mediaType = contentType?.split(";")[0]?.trim().toLowerCase() ?? "";
   return mediaType === "application/json" || mediaType.endsWith("+json");
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function toParams(request: ModelRequest): ChatCompletionCreateParamsStreaming {
