@@ -16,9 +16,9 @@ import type { FaultKind, MockModelHandle, Scenario, StatsSnapshot } from "../dev
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
-import { summarizeCpuProfile } from "./lib/cpu-profile-summary.ts";
+import { formatSelfTimeRows, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild, type PoolResult } from "./lib/promise-pool-baseline.ts";
-import { selfTimeByFunction, startWorkerdProfiles, writeProfiles, type CpuProfile } from "./lib/workerd-inspector.ts";
+import { startWorkerdProfiles, writeProfiles } from "./lib/workerd-inspector.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
 const { values } = parseArgs({
@@ -324,7 +324,6 @@ function formatBillable(status: SwarmStatusBody, taskCount: number): string | nu
   ].join(" ");
 }
 
-/** Where the baseline's CPU went, by package or Node internal module (self time, per task). */
 /** Where workerd's CPU went: each Worker's sampled self time per task, its top functions, and what the inspector cannot see. */
 function printWorkerdProfiles(profiles: Array<{ target: string; profile: CpuProfile }>, taskCount: number, workerdCpuMs: number | null): void {
   const dir = path.join(ROOT, ".tmp", "workerd-cpu-prof");
@@ -336,8 +335,7 @@ function printWorkerdProfiles(profiles: Array<{ target: string; profile: CpuProf
     const total = functions.reduce((sum, f) => sum + f.ms, 0);
     sampled += total;
     console.log(`workerd CPU profile of ${target} (${files[i]}): ${(total / taskCount).toFixed(3)} ms/task sampled, top functions (self time per task):`);
-    for (const { name, ms } of functions.slice(0, 15))
-      console.log(`  ${(ms / taskCount).toFixed(3).padStart(7)} ms  ${((100 * ms) / Math.max(total, 1e-9)).toFixed(1).padStart(5)}%  ${name}`);
+    for (const line of formatSelfTimeRows(functions, taskCount, 15)) console.log(line);
   }
   if (workerdCpuMs !== null) {
     // Not in any profile: miniflare's Queue and D1 simulators, workerd's threads besides the isolates' own.
@@ -347,6 +345,7 @@ function printWorkerdProfiles(profiles: Array<{ target: string; profile: CpuProf
   }
 }
 
+/** Where the baseline's CPU went, by package or Node internal module (self time, per task). */
 function printPoolProfile(dir: string, taskCount: number): void {
   const files = readdirSync(dir)
     .filter((f) => f.endsWith(".cpuprofile"))
@@ -356,6 +355,5 @@ function printPoolProfile(dir: string, taskCount: number): void {
   const owners = summarizeCpuProfile(newest);
   const total = owners.reduce((sum, o) => sum + o.ms, 0);
   console.log(`baseline CPU profile (${newest}): ${(total / taskCount).toFixed(3)} ms/task sampled, by owner (self time per task):`);
-  for (const { owner, ms } of owners.slice(0, 12))
-    console.log(`  ${(ms / taskCount).toFixed(3).padStart(7)} ms  ${((100 * ms) / total).toFixed(1).padStart(5)}%  ${owner}`);
+  for (const line of formatSelfTimeRows(owners, taskCount, 12)) console.log(line);
 }

@@ -1,14 +1,31 @@
-// Reads a V8 .cpuprofile (Node's --cpu-prof) and sums self time by where the code lives: a package
-// under node_modules, a Node internal module, or the script itself. For the bench's "where the
-// baseline's CPU goes" lines; no I/O but the file read.
+// V8 CPU profiles (Node's --cpu-prof, workerd's through the inspector) summed into self time:
+// by where the code lives (a package under node_modules, a Node internal module, the script) for
+// the bench's "where the baseline's CPU goes" lines, or by function for workerd's. No I/O but the
+// file read.
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 
-const ProfileSchema = z.object({
-  nodes: z.array(z.object({ id: z.number(), callFrame: z.object({ functionName: z.string(), url: z.string() }) })),
+// Loose: what is not named here (the call tree's `children`, start and end times) is kept, so a
+// profile written back is whole for DevTools.
+export const CpuProfileSchema = z.looseObject({
+  nodes: z.array(z.looseObject({ id: z.number(), callFrame: z.looseObject({ functionName: z.string(), url: z.string(), lineNumber: z.number() }) })),
   samples: z.array(z.number()),
   timeDeltas: z.array(z.number()),
 });
+export type CpuProfile = z.infer<typeof CpuProfileSchema>;
+type CallFrame = CpuProfile["nodes"][number]["callFrame"];
+
+/** Self time in ms by `keyOf` each sample's frame, largest first, without the keys in `leaveOut`. */
+function selfTime(profile: CpuProfile, keyOf: (frame: CallFrame) => string, leaveOut: readonly string[]): { name: string; ms: number }[] {
+  const keys = new Map(profile.nodes.map((node) => [node.id, keyOf(node.callFrame)]));
+  const byKey = new Map<string, number>();
+  profile.samples.forEach((id, i) => {
+    const key = keys.get(id) ?? "(unknown)";
+    byKey.set(key, (byKey.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1_000);
+  });
+  for (const key of leaveOut) byKey.delete(key);
+  return [...byKey.entries()].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms);
+}
 
 /** The bucket a frame's URL belongs to: `openai`, `node:internal/deps/undici`, `(gc)`, the script's file… */
 export function toCodeOwner(url: string, functionName: string): string {
@@ -19,15 +36,27 @@ export function toCodeOwner(url: string, functionName: string): string {
   return url.split("/").slice(-1)[0] ?? url;
 }
 
-/** Self time in ms by owner, largest first; `(idle)` left out. */
-export function summarizeCpuProfile(path: string): { owner: string; ms: number }[] {
-  const profile = ProfileSchema.parse(JSON.parse(readFileSync(path, "utf8")));
-  const owners = new Map(profile.nodes.map((node) => [node.id, toCodeOwner(node.callFrame.url, node.callFrame.functionName)]));
-  const byOwner = new Map<string, number>();
-  profile.samples.forEach((id, i) => {
-    const owner = owners.get(id) ?? "(unknown)";
-    byOwner.set(owner, (byOwner.get(owner) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1_000);
-  });
-  byOwner.delete("(idle)");
-  return [...byOwner.entries()].map(([owner, ms]) => ({ owner, ms })).sort((a, b) => b.ms - a.ms);
+/** Self time in ms by owner (toCodeOwner), largest first; `(idle)` left out. */
+export function summarizeCpuProfile(path: string): { name: string; ms: number }[] {
+  const profile = CpuProfileSchema.parse(JSON.parse(readFileSync(path, "utf8")));
+  return selfTime(profile, (frame) => toCodeOwner(frame.url, frame.functionName), ["(idle)"]);
+}
+
+/**
+ * Self time in ms by function (name and line in its bundle), largest first; `(idle)` and `(root)`
+ * left out. `(program)` is time in workerd's own code outside any JavaScript frame (its streams,
+ * sockets, RPC and storage), `(garbage collector)` V8's.
+ */
+export function selfTimeByFunction(profile: CpuProfile): { name: string; ms: number }[] {
+  const nameOf = ({ functionName, lineNumber }: CallFrame): string =>
+    functionName === "" ? `(anonymous):${lineNumber + 1}` : functionName.startsWith("(") ? functionName : `${functionName}:${lineNumber + 1}`;
+  return selfTime(profile, nameOf, ["(idle)", "(root)"]);
+}
+
+/** The `limit` largest rows, each as self time per task and share of the total. */
+export function formatSelfTimeRows(rows: readonly { name: string; ms: number }[], taskCount: number, limit: number): string[] {
+  const total = rows.reduce((sum, row) => sum + row.ms, 0);
+  return rows
+    .slice(0, limit)
+    .map(({ name, ms }) => `  ${(ms / taskCount).toFixed(3).padStart(7)} ms  ${((100 * ms) / Math.max(total, 1e-9)).toFixed(1).padStart(5)}%  ${name}`);
 }

@@ -7,17 +7,9 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { CpuProfileSchema, type CpuProfile } from "./cpu-profile-summary.ts";
 
 const TargetsSchema = z.array(z.looseObject({ id: z.string(), title: z.string().optional(), webSocketDebuggerUrl: z.string() }));
-
-// Loose: what is not named here (the call tree's `children`, start and end times) is kept, so the
-// written .cpuprofile is whole for DevTools.
-const ProfileSchema = z.looseObject({
-  nodes: z.array(z.looseObject({ id: z.number(), callFrame: z.looseObject({ functionName: z.string(), url: z.string(), lineNumber: z.number() }) })),
-  samples: z.array(z.number()),
-  timeDeltas: z.array(z.number()),
-});
-export type CpuProfile = z.infer<typeof ProfileSchema>;
 
 /** A profile being taken of each Worker the inspector lists; `stop` ends them all. */
 export interface WorkerdProfiles {
@@ -63,7 +55,7 @@ export async function startWorkerdProfiles(inspectorPort: number): Promise<Worke
     async stop() {
       const profiles: Array<{ target: string; profile: CpuProfile }> = [];
       for (const { target, session } of sessions) {
-        const result = z.object({ profile: ProfileSchema }).parse(await session.send("Profiler.stop"));
+        const result = z.object({ profile: CpuProfileSchema }).parse(await session.send("Profiler.stop"));
         profiles.push({ target, profile: result.profile });
         session.close();
       }
@@ -110,31 +102,6 @@ async function openSession(url: string): Promise<Session> {
     },
     close: () => socket.close(),
   };
-}
-
-/**
- * Self time in ms by function (name and line in its bundle), largest first; `(idle)` left out.
- * `(program)` is time in workerd's own code outside any JavaScript frame (its streams, sockets,
- * RPC and storage), `(garbage collector)` V8's.
- */
-export function selfTimeByFunction(profile: CpuProfile): { name: string; ms: number }[] {
-  const names = new Map(
-    profile.nodes.map((node) => {
-      const { functionName, lineNumber } = node.callFrame;
-      return [
-        node.id,
-        functionName === "" ? `(anonymous):${lineNumber + 1}` : functionName.startsWith("(") ? functionName : `${functionName}:${lineNumber + 1}`,
-      ];
-    }),
-  );
-  const byName = new Map<string, number>();
-  profile.samples.forEach((id, i) => {
-    const name = names.get(id) ?? "(unknown)";
-    byName.set(name, (byName.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1_000);
-  });
-  byName.delete("(idle)");
-  byName.delete("(root)");
-  return [...byName.entries()].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms);
 }
 
 /** Writes each profile as `<dir>/<target>.cpuprofile` (DevTools opens them) and returns the paths. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { selfTimeByFunction, type CpuProfile } from "./workerd-inspector.ts";
+import { formatSelfTimeRows, selfTimeByFunction, type CpuProfile } from "./cpu-profile-summary.ts";
 
 /** A profile whose samples hit the given nodes, each sample `deltaUs` after the last. */
 function profileOf(frames: Array<[name: string, line: number]>, samples: number[], deltaUs = 1_000): CpuProfile {
@@ -34,5 +34,16 @@ describe("self time by function", () => {
     ["no samples: nothing", [], []],
   ])("%s", (_label, samples, expected) => {
     expect(selfTimeByFunction(profileOf(frames, samples))).toEqual(expected);
+  });
+});
+
+describe("self time rows", () => {
+  it("prints the largest rows per task, with their share of all", () => {
+    const rows = [
+      { name: "fetch:0", ms: 300 },
+      { name: "(program)", ms: 100 },
+      { name: "runLane:9", ms: 100 },
+    ];
+    expect(formatSelfTimeRows(rows, 1_000, 2)).toEqual(["    0.300 ms   60.0%  fetch:0", "    0.100 ms   20.0%  (program)"]);
   });
 });
