@@ -163,6 +163,15 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     ctx.tally.promoted += 1;
     start(next.task, next.run);
   };
+  /** The lease of a granted task, renewed by this lane's heartbeats from now on. */
+  const holdLease = (task: ClaimedTask): void => {
+    leases.set(task.taskId, { attempt: task.attempt, until: task.leaseUntil, runUntil: task.runUntil });
+  };
+  /** Takes a standby task out of the queue (to start it, or because it is no longer this lane's). */
+  const takeStandby = (taskId: string): { task: ClaimedTask; run: TaskRunConfig } | undefined => {
+    const index = standby.findIndex(({ task }) => task.taskId === taskId);
+    return index < 0 ? undefined : standby.splice(index, 1)[0];
+  };
   /** Every standby task goes back unstarted with the next pull (the lane stops, or the swarm does). */
   const releaseStandby = (): void => {
     for (const { task } of standby.splice(0)) {
@@ -177,9 +186,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     const taskTools = tools;
     running.add(task.taskId);
     // A standby task's lease was renewed while it waited: keep the newer end.
-    const held = leases.get(task.taskId);
-    if (held === undefined || held.attempt !== task.attempt)
-      leases.set(task.taskId, { attempt: task.attempt, until: task.leaseUntil, runUntil: task.runUntil });
+    if (leases.get(task.taskId)?.attempt !== task.attempt) holdLease(task);
     ctx.allowance.tasks -= 1;
     ctx.tally.granted += 1;
     void runAgentTask(run, task, {
@@ -300,8 +307,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
         // A standby task not renewed is not this lane's to start any more.
         if (until === undefined) {
           leases.delete(taskId);
-          const index = standby.findIndex(({ task }) => task.taskId === taskId);
-          if (index >= 0) standby.splice(index, 1);
+          takeStandby(taskId);
         } else if (held !== undefined) held.until = until;
       }
       transfer = answer.transfer ?? true;
@@ -309,16 +315,14 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       else config = answer.config;
       // Held standby tasks the window now has room for start at once.
       for (const { taskId } of answer.run ?? []) {
-        const index = standby.findIndex(({ task }) => task.taskId === taskId);
-        if (index < 0) continue;
-        const [next] = standby.splice(index, 1);
+        const next = takeStandby(taskId);
         if (next !== undefined) start(next.task, next.run);
       }
       if (config !== null) {
         for (const task of answer.granted) {
           if (task.standby === true) {
             standby.push({ task, run: config });
-            leases.set(task.taskId, { attempt: task.attempt, until: task.leaseUntil, runUntil: task.runUntil });
+            holdLease(task);
           } else start(task, config);
         }
       }
