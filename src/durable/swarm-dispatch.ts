@@ -183,8 +183,6 @@ export class SwarmDispatch {
         reservation = worst;
       }
       promptChars += task.size;
-      // A lapsed lease nobody expired yet: what its attempt sent and never reported is billed now.
-      if (task.state === "running") this.ledger.settleOpenCalls(swarm, task.id, task.attempts, now);
       // The hard bound covers every call the task may make; the lease is short and renewed by its
       // lane's heartbeats while they run, so a lane that dies gives its tasks back in seconds.
       const runUntil = now + runMs + this.leases.leaseGraceMs;
