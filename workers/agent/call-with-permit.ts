@@ -130,10 +130,9 @@ export async function callWithPermit(
     // One key without limits (the default config): a KeyPool would have nothing to count and no
     // other key to turn to, so its two RPCs per call would buy nothing. A 429 still shrinks the
     // swarm's window and is retried after its Retry-After by the SwarmRoom, as before the gateway.
-    const slotted = await withHeaderSlot(request, ctx, latestStart);
-    if (slotted === null) return notCalled(NO_HEADER_SLOT);
-    if (!(await noteStart(task, turn, slotted, ctx))) return notCalled(START_NOT_NOTED);
-    const result = await ctx.gateway.clientFor(only.id).complete(slotted);
+    const ready = await readyToSend(task, turn, request, ctx, latestStart);
+    if ("outcome" in ready) return notCalled(ready.outcome);
+    const result = await ctx.gateway.clientFor(only.id).complete(ready.request);
     onCallEnded(result);
     return { kind: "called", result };
   }
@@ -150,11 +149,10 @@ export async function callWithPermit(
   let result: ModelCallResult | null = null;
   let called = false;
   try {
-    const slotted = await withHeaderSlot(request, ctx, latestStart);
-    if (slotted === null) return notCalled(NO_HEADER_SLOT);
-    if (!(await noteStart(task, turn, slotted, ctx))) return notCalled(START_NOT_NOTED);
+    const ready = await readyToSend(task, turn, request, ctx, latestStart);
+    if ("outcome" in ready) return notCalled(ready.outcome);
     called = true;
-    result = await ctx.gateway.clientFor(permit.keyId).complete(slotted);
+    result = await ctx.gateway.clientFor(permit.keyId).complete(ready.request);
     onCallEnded(result);
     return { kind: "called", result };
   } finally {
@@ -320,6 +318,24 @@ const START_NOT_NOTED: TaskOutcome = {
   retryAfterMs: 1_000,
   reason: "the call's start could not be noted in the SwarmRoom, so it was not sent",
 };
+
+/**
+ * What every request passes right before it leaves, in this order: a header slot of the lane's
+ * gate (by `latestStart`), then its note in the SwarmRoom. Either missing, nothing is sent and the
+ * task's outcome says why.
+ */
+async function readyToSend(
+  task: ClaimedTask,
+  turn: TurnRequest,
+  request: ModelRequest,
+  ctx: PermitContext,
+  latestStart: number,
+): Promise<{ request: ModelRequest } | { outcome: TaskOutcome }> {
+  const slotted = await withHeaderSlot(request, ctx, latestStart);
+  if (slotted === null) return { outcome: NO_HEADER_SLOT };
+  if (!(await noteStart(task, turn, slotted, ctx))) return { outcome: START_NOT_NOTED };
+  return { request: slotted };
+}
 
 /**
  * Notes the call in its SwarmRoom, everything else that could stop it (the permit, the header
