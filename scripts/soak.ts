@@ -11,7 +11,7 @@ import { startMockModel } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
-import { readHeapUsage } from "./lib/workerd-inspector.ts";
+import { findWorkerdInspector, readHeapUsage } from "./lib/workerd-inspector.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
 const { values } = parseArgs({
@@ -46,11 +46,14 @@ interface Sample {
   tasksPerS: number;
   callsPerTask: number;
   workerdRssMb: number;
-  /** The agent isolate's JavaScript heap in use after a full GC (through the inspector); null if unreadable. */
+  /** The agent isolate's JavaScript heap in use after a full GC (through workerd's inspector); null if unreadable. */
   agentHeapMb: number | null;
+  /** The same of the orchestrator's isolate, which hosts the SwarmRooms and KeyPools. */
+  orchestratorHeapMb: number | null;
   nodeHeapMb: number;
 }
 
+const mb = (value: number | null): string => (value === null ? "n/a" : `${value.toFixed(1)} MB`);
 const callsOf = (model: string) => mock.stats().by_model[model]?.calls ?? 0;
 const ledgerCount = (where: string) =>
   z.array(z.object({ n: z.number() })).parse(queryLocalD1(persistTo, `SELECT COUNT(*) AS n FROM ledger WHERE ${where}`))[0]?.n ?? 0;
@@ -72,8 +75,17 @@ try {
     `soak: ${minutes} min, swarms of ${tasks} tasks at W=${concurrency}, ${latency} ms calls, faults ${JSON.stringify(RATES)}, a 20-task schedule every minute`,
   );
   // tasks/s: over the swarms' own wall time (the ledger checks between swarms do not count).
-  // The agent heap tells a leak in the agent's JavaScript apart from workerd's native memory (RSS).
-  console.log("minute  swarms  tasks/s  calls/task  workerd RSS  agent heap  node heap  invariants");
+  // The heaps tell a leak in the Workers' JavaScript (the orchestrator's holds the SwarmRooms)
+  // apart from workerd's native memory (RSS).
+  const inspectorPort = await findWorkerdInspector(stack.wranglerPid);
+  const heapOf = async (worker: string): Promise<number | null> =>
+    inspectorPort === null
+      ? null
+      : readHeapUsage(inspectorPort, (id) => id === `core:user:${worker}`).then(
+          (usage) => usage[0]?.usedMb ?? null,
+          () => null,
+        );
+  console.log("minute  swarms  tasks/s  calls/task  workerd RSS  agent heap  orch. heap  node heap  invariants");
   const started = Date.now();
   const end = started + minutes * 60_000;
   let swarms = 0;
@@ -112,10 +124,8 @@ try {
     if (Date.now() - windowStart >= 60_000 || Date.now() >= end) {
       const seconds = Math.max(0.001, windowSwarmS);
       const workerd = usageOfDescendants(stack.wranglerPid, "workerd").reduce((mb, p) => mb + p.rssMb, 0);
-      const agentHeapMb = await readHeapUsage(stack.inspectorPort).then(
-        (usage) => usage.reduce((mb, isolate) => mb + isolate.usedMb, 0),
-        () => null,
-      );
+      const agentHeapMb = await heapOf("edgeswarm-agent");
+      const orchestratorHeapMb = await heapOf("edgeswarm-orchestrator");
       const sample: Sample = {
         minute: Math.round((Date.now() - started) / 60_000),
         swarms,
@@ -123,11 +133,12 @@ try {
         callsPerTask: windowCalls / Math.max(1, windowTasks),
         workerdRssMb: workerd,
         agentHeapMb,
+        orchestratorHeapMb,
         nodeHeapMb: process.memoryUsage().heapUsed / 2 ** 20,
       };
       samples.push(sample);
       console.log(
-        `${String(sample.minute).padStart(6)}  ${String(swarms).padStart(6)}  ${sample.tasksPerS.toFixed(1).padStart(7)}  ${sample.callsPerTask.toFixed(2).padStart(10)}  ${`${sample.workerdRssMb.toFixed(0)} MB`.padStart(11)}  ${(sample.agentHeapMb === null ? "n/a" : `${sample.agentHeapMb.toFixed(1)} MB`).padStart(10)}  ${`${sample.nodeHeapMb.toFixed(0)} MB`.padStart(9)}  ${failures === 0 ? "held" : `${failures} failed`}`,
+        `${String(sample.minute).padStart(6)}  ${String(swarms).padStart(6)}  ${sample.tasksPerS.toFixed(1).padStart(7)}  ${sample.callsPerTask.toFixed(2).padStart(10)}  ${`${sample.workerdRssMb.toFixed(0)} MB`.padStart(11)}  ${mb(sample.agentHeapMb).padStart(10)}  ${mb(sample.orchestratorHeapMb).padStart(10)}  ${`${sample.nodeHeapMb.toFixed(0)} MB`.padStart(9)}  ${failures === 0 ? "held" : `${failures} failed`}`,
       );
       windowStart = Date.now();
       windowTasks = 0;
@@ -150,8 +161,9 @@ try {
     console.log("\n            first     middle    last");
     console.log(`tasks/s     ${first.tasksPerS.toFixed(1).padEnd(9)} ${middle.tasksPerS.toFixed(1).padEnd(9)} ${last.tasksPerS.toFixed(1)}`);
     console.log(`workerd MB  ${first.workerdRssMb.toFixed(0).padEnd(9)} ${middle.workerdRssMb.toFixed(0).padEnd(9)} ${last.workerdRssMb.toFixed(0)}`);
-    const heap = (sample: Sample) => (sample.agentHeapMb === null ? "n/a" : sample.agentHeapMb.toFixed(1));
-    console.log(`agent heap  ${heap(first).padEnd(9)} ${heap(middle).padEnd(9)} ${heap(last)}`);
+    const heap = (value: number | null) => (value === null ? "n/a" : value.toFixed(1));
+    console.log(`agent heap  ${heap(first.agentHeapMb).padEnd(9)} ${heap(middle.agentHeapMb).padEnd(9)} ${heap(last.agentHeapMb)}`);
+    console.log(`orch. heap  ${heap(first.orchestratorHeapMb).padEnd(9)} ${heap(middle.orchestratorHeapMb).padEnd(9)} ${heap(last.orchestratorHeapMb)}`);
     console.log(`(minutes    ${String(first.minute).padEnd(9)} ${String(middle.minute).padEnd(9)} ${last.minute})`);
   }
   console.log(failures === 0 ? "every invariant held" : `${failures} invariant check(s) failed`);

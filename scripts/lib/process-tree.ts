@@ -1,7 +1,7 @@
 // CPU time and peak memory of the workerd processes under a `wrangler dev` child, read from Linux
 // /proc (utime + stime in clock ticks, VmHWM), for the bench's edgeswarm CPU figure.
 import { spawnSync } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 
 export interface ProcessUsage {
   pid: number;
@@ -84,4 +84,42 @@ export function usageOfDescendants(rootPid: number, name: string): ProcessUsage[
     const stat = stats.get(pid);
     return stat?.comm === name ? [{ pid, cpuMs: stat.ticks * msPerTick, peakRssMb: statusMb(pid, "VmHWM"), rssMb: statusMb(pid, "VmRSS") }] : [];
   });
+}
+
+/**
+ * The loopback TCP ports the processes named `name` below `rootPid` listen on, read from
+ * /proc/<pid>/net/tcp (state 0A = LISTEN) and matched to the process's own socket fds; [] without
+ * /proc. The bench finds workerd's own inspector this way: miniflare starts workerd with
+ * `--inspector-addr=127.0.0.1:0`, which lists every isolate (each Worker, miniflare's outbound
+ * interceptors, the local Queue and D1), where wrangler's `--inspector-port` lists one.
+ */
+export function listeningPortsOfDescendants(rootPid: number, name: string): number[] {
+  const ports: number[] = [];
+  for (const { pid } of usageOfDescendants(rootPid, name)) {
+    let inodes: Set<string>;
+    let table: string;
+    try {
+      inodes = new Set(
+        readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+          try {
+            const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+            return target.startsWith("socket:[") ? [target.slice("socket:[".length, -1)] : [];
+          } catch {
+            return [];
+          }
+        }),
+      );
+      table = readFileSync(`/proc/${pid}/net/tcp`, "utf8");
+    } catch {
+      continue;
+    }
+    // Rows: sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode …; addresses are hex ip:port.
+    for (const row of table.split("\n").slice(1)) {
+      const fields = row.trim().split(/\s+/);
+      const [local, state, inode] = [fields[1], fields[3], fields[9]];
+      if (local === undefined || state !== "0A" || inode === undefined || !inodes.has(inode)) continue;
+      ports.push(Number.parseInt(local.split(":")[1] ?? "", 16));
+    }
+  }
+  return ports;
 }

@@ -1,13 +1,17 @@
-// The local stack's Workers through wrangler dev's DevTools inspector, with the Chrome DevTools
+// The local stack's isolates through workerd's own DevTools inspector, with the Chrome DevTools
 // Protocol over each target's WebSocket (Node's global WebSocket): CPU profiles (the Profiler
 // domain) for `npm run bench -- --workerd-cpu-prof`, where workerd's CPU goes function by function,
-// and the JavaScript heap in use (Runtime.getHeapUsage) for `npm run soak`. wrangler lists one
-// target, the agent's isolate; miniflare's own simulators (the local Queue and D1) and the
-// orchestrator's isolate are not listed.
+// and the JavaScript heap in use (Runtime.getHeapUsage) for `npm run soak`. wrangler's own
+// `--inspector-port` lists one target (the first config's Worker); miniflare starts workerd with
+// `--inspector-addr=127.0.0.1:0`, whose inspector lists every isolate by service name:
+// `core:user:<worker>` (a Worker and the Durable Objects it hosts), `outbound:<n>` (miniflare's
+// interceptor, a JavaScript Worker that every outbound fetch of a local Worker passes through),
+// `d1:db`, `queues:queue`, and miniflare's other simulators.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { CpuProfileSchema, type CpuProfile } from "./cpu-profile-summary.ts";
+import { listeningPortsOfDescendants } from "./process-tree.ts";
 
 const TargetsSchema = z.array(z.looseObject({ id: z.string(), title: z.string().optional(), webSocketDebuggerUrl: z.string() }));
 
@@ -25,15 +29,39 @@ async function listTargets(inspectorPort: number): Promise<z.infer<typeof Target
   return TargetsSchema.parse(await response.json());
 }
 
-/** The JavaScript heap each listed isolate uses now (after a full garbage collection), MB. */
-export async function readHeapUsage(inspectorPort: number): Promise<Array<{ target: string; usedMb: number; totalMb: number }>> {
+/**
+ * workerd's own inspector, which lists every isolate by service name (`core:user:<worker>`,
+ * `outbound:<n>` — miniflare's interceptor that every outbound fetch of a local Worker passes
+ * through —, `d1:db`, `queues:queue`, …): the one of the listening ports of the workerd processes
+ * under wrangler that answers /json/list with targets. Null when there is none (no /proc, or a
+ * workerd started without `--inspector-addr`).
+ */
+export async function findWorkerdInspector(wranglerPid: number): Promise<number | null> {
+  for (const port of listeningPortsOfDescendants(wranglerPid, "workerd")) {
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(2_000) });
+      if (!response.ok) continue;
+      const targets = TargetsSchema.safeParse(await response.json());
+      if (targets.success && targets.data.some((t) => t.id.startsWith("core:user:"))) return port;
+    } catch {
+      // Not an inspector (the Workers' own HTTP ports answer something else, or nothing).
+    }
+  }
+  return null;
+}
+
+/** The JavaScript heap in use now (after a full garbage collection) of each isolate `include` accepts, MB. */
+export async function readHeapUsage(
+  inspectorPort: number,
+  include: (id: string) => boolean = () => true,
+): Promise<Array<{ target: string; usedMb: number; totalMb: number }>> {
   const usage: Array<{ target: string; usedMb: number; totalMb: number }> = [];
-  for (const target of await listTargets(inspectorPort)) {
-    const session = await openSession(target.webSocketDebuggerUrl);
+  for (const target of (await listTargets(inspectorPort)).filter((t) => include(t.id))) {
+    const session = await openProbedSession(target.webSocketDebuggerUrl);
     try {
       await session.send("HeapProfiler.collectGarbage");
       const heap = z.object({ usedSize: z.number(), totalSize: z.number() }).parse(await session.send("Runtime.getHeapUsage"));
-      usage.push({ target: target.title ?? target.id, usedMb: heap.usedSize / 2 ** 20, totalMb: heap.totalSize / 2 ** 20 });
+      usage.push({ target: target.id, usedMb: heap.usedSize / 2 ** 20, totalMb: heap.totalSize / 2 ** 20 });
     } finally {
       session.close();
     }
@@ -41,11 +69,10 @@ export async function readHeapUsage(inspectorPort: number): Promise<Array<{ targ
   return usage;
 }
 
-export async function startWorkerdProfiles(inspectorPort: number): Promise<WorkerdProfiles> {
-  const targets = await listTargets(inspectorPort);
-  const sessions = await Promise.all(
-    targets.map(async (target) => ({ target: target.title ?? target.id, session: await openSession(target.webSocketDebuggerUrl) })),
-  );
+/** Profiles the targets the inspector at `inspectorPort` lists whose id `include` accepts (all by default). */
+export async function startWorkerdProfiles(inspectorPort: number, include: (id: string) => boolean = () => true): Promise<WorkerdProfiles> {
+  const targets = (await listTargets(inspectorPort)).filter((t) => include(t.id));
+  const sessions = await Promise.all(targets.map(async (target) => ({ target: target.id, session: await openProbedSession(target.webSocketDebuggerUrl) })));
   for (const { session } of sessions) {
     await session.send("Profiler.enable");
     await session.send("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
@@ -69,6 +96,25 @@ interface Session {
   close(): void;
 }
 
+/**
+ * A session whose first command is answered. Right after the stack starts, workerd's inspector
+ * accepts a connection and closes it at the first command ("client closed connection") until the
+ * isolate's inspector is up, about a second later: so connect, probe, and retry for a few seconds.
+ */
+async function openProbedSession(url: string): Promise<Session> {
+  for (let attempt = 1; ; attempt++) {
+    const session = await openSession(url);
+    try {
+      await session.send("Runtime.getIsolateId");
+      return session;
+    } catch (error) {
+      session.close();
+      if (attempt >= 20) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
 async function openSession(url: string): Promise<Session> {
   // miniflare's inspector proxy refuses an upgrade without an allowed Origin (DevTools sends one;
   // Node's WebSocket sends a User-Agent, so the proxy's default for agents without one does not apply).
@@ -90,6 +136,11 @@ async function openSession(url: string): Promise<Session> {
     pending.delete(message.id);
     if (message.error !== undefined) waiter?.reject(new Error(`inspector: ${JSON.stringify(message.error)}`));
     else waiter?.resolve(message.result);
+  });
+  // A session that closes (workerd drops it, the isolate goes) fails what still waits for an answer.
+  socket.addEventListener("close", (event) => {
+    for (const waiter of pending.values()) waiter.reject(new Error(`the inspector closed ${url} (${event.code} ${event.reason})`));
+    pending.clear();
   });
   let next = 1;
   return {
