@@ -5,7 +5,7 @@
 // (docs/architecture.md §4). Figures only, no pass/fail. docs/benchmarks.md explains every figure.
 //   --tasks N (≤ 10,000)   --concurrency W (≤ 1,500)   --latency SPEC (200, uniform:100:300,
 //   normal:200:50, lognormal:MEDIAN:P95)   --ttfb MS   --faults none|mixed   --no-gate
-//   --no-baseline   --tool-turns T   --max-output-tokens N   --timeout-s S   --pool-cpu-prof   --workerd-cpu-prof
+//   --no-baseline   --no-warmup   --tool-turns T   --max-output-tokens N   --timeout-s S   --pool-cpu-prof   --workerd-cpu-prof
 import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import path from "node:path";
@@ -31,6 +31,7 @@ const { values } = parseArgs({
     faults: { type: "string", default: "none" },
     gate: { type: "boolean", default: true },
     baseline: { type: "boolean", default: true },
+    warmup: { type: "boolean", default: true },
     "max-output-tokens": { type: "string", default: "32" },
     "tool-turns": { type: "string", default: "0" },
     "pool-cpu-prof": { type: "boolean", default: false },
@@ -61,6 +62,8 @@ const BillableStatusSchema = z.looseObject({ billable: BillableOps.extend({ per_
 const HEADER_SLOTS_PER_INVOCATION = 6;
 const MAX_ATTEMPTS = 3;
 const IN_FLIGHT_SAMPLE_MS = 50;
+/** Tasks of the warm-up swarm that runs before the measured one (--no-warmup: none). */
+const WARMUP_TASKS = 20;
 
 const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
@@ -144,25 +147,20 @@ try {
     if (profileDir !== undefined) printPoolProfile(profileDir, tasks);
   }
 
+  // A deployed edgeswarm is warm, as the pool's figures start once its process has loaded and built
+  // its client: a small swarm first starts the isolates (the first batch builds the gateway and its
+  // SDK clients), the local Queue and D1. Each swarm still gets a SwarmRoom of its own, as ever.
+  if (values.warmup) {
+    const { id } = await submitSwarm(stack.url, stack.token, { ...swarmSpec(WARMUP_TASKS, "warm-up"), name: "bench warm-up" });
+    const warm = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 600_000, pollMs: 100 });
+    console.log(`warm-up (not in the figures; --no-warmup measures a cold stack): ${formatSummary(warm)}`);
+  }
   const sampler = startRun(mock);
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
   const workerdProfiles = values["workerd-cpu-prof"] ? await startAllProfiles(stack.wranglerPid, stack.inspectorPort) : null;
   const cpuBefore = usageOfDescendants(stack.wranglerPid, "workerd");
   const submittedAt = Date.now();
-  const spec = {
-    name: `bench ${tasks}x${values.latency} W=${concurrency}`,
-    model: "mock-1",
-    tasks: prompts.map((prompt) => ({ prompt })),
-    ...(toolTurns > 0 ? { tools: ["scratchpad"] } : {}),
-    limits: {
-      concurrency,
-      max_output_tokens: maxOutputTokens,
-      timeout_s: timeoutS,
-      max_attempts: MAX_ATTEMPTS,
-      ...(toolTurns > 0 ? { max_turns: callsPerTask, max_tool_calls: toolTurns } : {}),
-    },
-  };
-  const { id } = await submitSwarm(stack.url, stack.token, spec);
+  const { id } = await submitSwarm(stack.url, stack.token, swarmSpec(tasks, "bench"));
   const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: 200 });
   const cpuAfter = usageOfDescendants(stack.wranglerPid, "workerd");
   const profiles = workerdProfiles === null ? null : await workerdProfiles.stop();
@@ -227,6 +225,23 @@ try {
   if (profiles !== null) printWorkerdProfiles(profiles, tasks, workerd?.cpuMs ?? null);
 } finally {
   await stack.stop();
+}
+
+/** The swarm of the first `count` prompts, with the bench's limits; its prompts are named `label … task i`. */
+function swarmSpec(count: number, label: string) {
+  return {
+    name: `bench ${tasks}x${values.latency} W=${concurrency}`,
+    model: "mock-1",
+    tasks: prompts.slice(0, count).map((prompt) => ({ prompt: label === "bench" ? prompt : `${label}: ${prompt}` })),
+    ...(toolTurns > 0 ? { tools: ["scratchpad"] } : {}),
+    limits: {
+      concurrency,
+      max_output_tokens: maxOutputTokens,
+      timeout_s: timeoutS,
+      max_attempts: MAX_ATTEMPTS,
+      ...(toolTurns > 0 ? { max_turns: callsPerTask, max_tool_calls: toolTurns } : {}),
+    },
+  };
 }
 
 interface RunFigures {
