@@ -47,13 +47,18 @@ interface Sample {
   callsPerTask: number;
   workerdRssMb: number;
   /** The agent isolate's JavaScript heap in use after a full GC (through workerd's inspector); null if unreadable. */
-  agentHeapMb: number | null;
+  agentHeap: Heap | null;
   /** The same of the orchestrator's isolate, which hosts the SwarmRooms and KeyPools. */
-  orchestratorHeapMb: number | null;
+  orchestratorHeap: Heap | null;
   nodeHeapMb: number;
 }
 
-const mb = (value: number | null): string => (value === null ? "n/a" : `${value.toFixed(1)} MB`);
+/** An isolate's heap in use, and whether it was read after a full GC. */
+interface Heap {
+  mb: number;
+  collected: boolean;
+}
+const mb = (heap: Heap | null): string => (heap === null ? "n/a" : `${heap.mb.toFixed(1)} MB${heap.collected ? "" : "*"}`);
 const callsOf = (model: string) => mock.stats().by_model[model]?.calls ?? 0;
 const ledgerCount = (where: string) =>
   z.array(z.object({ n: z.number() })).parse(queryLocalD1(persistTo, `SELECT COUNT(*) AS n FROM ledger WHERE ${where}`))[0]?.n ?? 0;
@@ -78,11 +83,12 @@ try {
   // The heaps tell a leak in the Workers' JavaScript (the orchestrator's holds the SwarmRooms)
   // apart from workerd's native memory (RSS).
   const inspectorPort = await findWorkerdInspector(stack.wranglerPid);
-  const heapOf = async (worker: string): Promise<number | null> =>
+  // A heap read without its full GC (the isolate was idle: see readHeapUsage) is marked "*".
+  const heapOf = async (worker: string): Promise<Heap | null> =>
     inspectorPort === null
       ? null
       : readHeapUsage(inspectorPort, (id) => id === `core:user:${worker}`).then(
-          (usage) => usage[0]?.usedMb ?? null,
+          (usage) => (usage[0] === undefined ? null : { mb: usage[0].usedMb, collected: usage[0].collected }),
           () => null,
         );
   console.log("minute  swarms  tasks/s  calls/task  workerd RSS  agent heap  orch. heap  node heap  invariants");
@@ -124,21 +130,21 @@ try {
     if (Date.now() - windowStart >= 60_000 || Date.now() >= end) {
       const seconds = Math.max(0.001, windowSwarmS);
       const workerd = usageOfDescendants(stack.wranglerPid, "workerd").reduce((mb, p) => mb + p.rssMb, 0);
-      const agentHeapMb = await heapOf("edgeswarm-agent");
-      const orchestratorHeapMb = await heapOf("edgeswarm-orchestrator");
+      const agentHeap = await heapOf("edgeswarm-agent");
+      const orchestratorHeap = await heapOf("edgeswarm-orchestrator");
       const sample: Sample = {
         minute: Math.round((Date.now() - started) / 60_000),
         swarms,
         tasksPerS: windowTasks / seconds,
         callsPerTask: windowCalls / Math.max(1, windowTasks),
         workerdRssMb: workerd,
-        agentHeapMb,
-        orchestratorHeapMb,
+        agentHeap,
+        orchestratorHeap,
         nodeHeapMb: process.memoryUsage().heapUsed / 2 ** 20,
       };
       samples.push(sample);
       console.log(
-        `${String(sample.minute).padStart(6)}  ${String(swarms).padStart(6)}  ${sample.tasksPerS.toFixed(1).padStart(7)}  ${sample.callsPerTask.toFixed(2).padStart(10)}  ${`${sample.workerdRssMb.toFixed(0)} MB`.padStart(11)}  ${mb(sample.agentHeapMb).padStart(10)}  ${mb(sample.orchestratorHeapMb).padStart(10)}  ${`${sample.nodeHeapMb.toFixed(0)} MB`.padStart(9)}  ${failures === 0 ? "held" : `${failures} failed`}`,
+        `${String(sample.minute).padStart(6)}  ${String(swarms).padStart(6)}  ${sample.tasksPerS.toFixed(1).padStart(7)}  ${sample.callsPerTask.toFixed(2).padStart(10)}  ${`${sample.workerdRssMb.toFixed(0)} MB`.padStart(11)}  ${mb(sample.agentHeap).padStart(10)}  ${mb(sample.orchestratorHeap).padStart(10)}  ${`${sample.nodeHeapMb.toFixed(0)} MB`.padStart(9)}  ${failures === 0 ? "held" : `${failures} failed`}`,
       );
       windowStart = Date.now();
       windowTasks = 0;
@@ -161,9 +167,9 @@ try {
     console.log("\n            first     middle    last");
     console.log(`tasks/s     ${first.tasksPerS.toFixed(1).padEnd(9)} ${middle.tasksPerS.toFixed(1).padEnd(9)} ${last.tasksPerS.toFixed(1)}`);
     console.log(`workerd MB  ${first.workerdRssMb.toFixed(0).padEnd(9)} ${middle.workerdRssMb.toFixed(0).padEnd(9)} ${last.workerdRssMb.toFixed(0)}`);
-    const heap = (value: number | null) => (value === null ? "n/a" : value.toFixed(1));
-    console.log(`agent heap  ${heap(first.agentHeapMb).padEnd(9)} ${heap(middle.agentHeapMb).padEnd(9)} ${heap(last.agentHeapMb)}`);
-    console.log(`orch. heap  ${heap(first.orchestratorHeapMb).padEnd(9)} ${heap(middle.orchestratorHeapMb).padEnd(9)} ${heap(last.orchestratorHeapMb)}`);
+    const heap = (value: Heap | null) => mb(value).replace(" MB", "");
+    console.log(`agent heap  ${heap(first.agentHeap).padEnd(9)} ${heap(middle.agentHeap).padEnd(9)} ${heap(last.agentHeap)}`);
+    console.log(`orch. heap  ${heap(first.orchestratorHeap).padEnd(9)} ${heap(middle.orchestratorHeap).padEnd(9)} ${heap(last.orchestratorHeap)}`);
     console.log(`(minutes    ${String(first.minute).padEnd(9)} ${String(middle.minute).padEnd(9)} ${last.minute})`);
   }
   console.log(failures === 0 ? "every invariant held" : `${failures} invariant check(s) failed`);

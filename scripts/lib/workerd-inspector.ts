@@ -50,18 +50,31 @@ export async function findWorkerdInspector(wranglerPid: number): Promise<number 
   return null;
 }
 
-/** The JavaScript heap in use now (after a full garbage collection) of each isolate `include` accepts, MB. */
+/** How long a heap read waits for its full garbage collection. */
+const GC_WAIT_MS = 3_000;
+
+/**
+ * The JavaScript heap in use now of each isolate `include` accepts, MB, after a full garbage
+ * collection when the isolate ran one within GC_WAIT_MS (`collected`). workerd runs the inspector's
+ * collection as a task of the isolate, which an idle isolate (an agent between swarms) does not get
+ * to: then the heap is read as it is, garbage included.
+ */
 export async function readHeapUsage(
   inspectorPort: number,
   include: (id: string) => boolean = () => true,
-): Promise<Array<{ target: string; usedMb: number; totalMb: number }>> {
-  const usage: Array<{ target: string; usedMb: number; totalMb: number }> = [];
+): Promise<Array<{ target: string; usedMb: number; totalMb: number; collected: boolean }>> {
+  const usage: Array<{ target: string; usedMb: number; totalMb: number; collected: boolean }> = [];
   for (const target of (await listTargets(inspectorPort)).filter((t) => include(t.id))) {
     const session = await openProbedSession(target.webSocketDebuggerUrl);
     try {
-      await session.send("HeapProfiler.collectGarbage");
+      // workerd answers collectGarbage only once the HeapProfiler domain is enabled.
+      await session.send("HeapProfiler.enable");
+      const collected = await Promise.race([
+        session.send("HeapProfiler.collectGarbage").then(() => true),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), GC_WAIT_MS)),
+      ]);
       const heap = z.object({ usedSize: z.number(), totalSize: z.number() }).parse(await session.send("Runtime.getHeapUsage"));
-      usage.push({ target: target.id, usedMb: heap.usedSize / 2 ** 20, totalMb: heap.totalSize / 2 ** 20 });
+      usage.push({ target: target.id, usedMb: heap.usedSize / 2 ** 20, totalMb: heap.totalSize / 2 ** 20, collected });
     } finally {
       session.close();
     }
