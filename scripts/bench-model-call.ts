@@ -1,0 +1,75 @@
+// `npm run bench:model-call -- [--calls 3000] [--concurrency 50] [--latency 20] [--rounds 3]`: what
+// one streamed model call costs in workerd, by path, against the mock model: edgeswarm's model
+// client (the openai SDK sends the request, src/model/chat-stream.ts reads the stream), a bare
+// fetch read by the same stream reader, and a bare fetch whose body is read whole. A driver Worker
+// (scripts/model-call-bench/) makes the calls; workerd's CPU is read from /proc around each run,
+// and the paths take turns, round after round, so the machine's drift falls on all of them.
+// Figures only, no pass/fail. Every upstream fetch of a local Worker also passes through
+// miniflare's outbound interceptor (docs/benchmarks.md), so each figure holds that hop too.
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { readIntOption } from "./lib/int-option.ts";
+import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
+import { usageOfDescendants } from "./lib/process-tree.ts";
+
+const { values } = parseArgs({
+  options: {
+    calls: { type: "string", default: "3000" },
+    concurrency: { type: "string", default: "50" },
+    latency: { type: "string", default: "20" },
+    rounds: { type: "string", default: "3" },
+  },
+});
+const calls = readIntOption("calls", values.calls, 1, 100_000);
+const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_000);
+const latency = readIntOption("latency", values.latency, 0, 10_000);
+const rounds = readIntOption("rounds", values.rounds, 1, 20);
+const PATHS = ["client", "fetch-stream", "fetch-text"] as const;
+
+const persistTo = path.join(ROOT, ".tmp", "model-call-bench-state");
+await rm(persistTo, { recursive: true, force: true });
+console.log(`bench:model-call: ${calls} calls per run, ${concurrency} at a time, mock latency ${latency} ms, ${rounds} rounds (local wrangler dev)`);
+const stack = await startStack({
+  port: 0,
+  apiToken: generateToken(),
+  mock: { latency },
+  persistTo,
+  configs: ["scripts/model-call-bench/wrangler.toml"],
+  log: "capture",
+});
+try {
+  const cpu = () => usageOfDescendants(stack.wranglerPid, "workerd").reduce((sum, p) => sum + p.cpuMs, 0);
+  const perCall = new Map<string, number[]>(PATHS.map((p) => [p, []]));
+  // A first short run of each path, not counted: the isolate compiles and connects.
+  for (const callPath of PATHS) await runCalls(callPath, Math.min(calls, 200));
+  for (let round = 1; round <= rounds; round += 1) {
+    for (const callPath of PATHS) {
+      const before = cpu();
+      const started = performance.now();
+      const ok = await runCalls(callPath, calls);
+      const cpuMs = cpu() - before;
+      perCall.get(callPath)?.push(cpuMs / calls);
+      console.log(
+        `round=${round} path=${callPath.padEnd(12)} ok=${ok}/${calls} wall=${((performance.now() - started) / 1_000).toFixed(2)} s workerd_cpu=${cpuMs.toFixed(0)} ms cpu/call=${(cpuMs / calls).toFixed(3)} ms`,
+      );
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? Number.NaN;
+  const base = median(perCall.get("fetch-text") ?? []);
+  console.log(
+    `cpu/call (median of rounds): ${PATHS.map((p) => `${p}=${median(perCall.get(p) ?? []).toFixed(3)} ms (${(median(perCall.get(p) ?? []) / base).toFixed(2)}x fetch-text)`).join(" ")}`,
+  );
+} finally {
+  await stack.stop();
+}
+
+async function runCalls(callPath: (typeof PATHS)[number], count: number): Promise<number> {
+  const response = await fetch(`${stack.url}/run`, {
+    method: "POST",
+    body: JSON.stringify({ path: callPath, baseURL: stack.modelBaseUrl, calls: count, concurrency }),
+  });
+  if (!response.ok) throw new Error(`driver answered ${response.status}: ${await response.text()}\n${stack.output()}`);
+  return z.object({ ok: z.number() }).parse(await response.json()).ok;
+}
