@@ -419,6 +419,22 @@ describe("standby tasks (real SwarmRoom)", () => {
     expect(model.requests).toHaveLength(60);
   }, 30_000);
 
+  it("a lane that finds the window full, with nothing of its own running, is granted no standby tasks: no grant-and-hand-back loop", async () => {
+    const swarm = await startSwarm(24, { concurrency: 4 });
+    const before = await mockStats();
+    const { rooms, seen } = wrappedRooms();
+
+    // Two lanes side by side: the first to pull fills the window; the other has nothing to run
+    // until a slot frees. Were it granted standby tasks, it could start none, would hand them
+    // back, and ask again, pull after pull, while the window stayed full.
+    await deliver(tickets(swarm.swarmId, 2), { rooms, gateway: directGateway(mockModel(40)), concurrency: 4, headerSlots: 0 });
+
+    await expectEveryTaskOnce(swarm, before);
+    expect(seen.released).toBe(0);
+    // 24 tasks in waves of 4: a few pulls a wave per lane, not one every RPC round trip.
+    expect(seen.pulls).toBeLessThan(60);
+  }, 30_000);
+
   it("a lane that stops hands its standby tasks back unstarted: nothing unstarted is billed, and they run once on the next ticket", async () => {
     const swarm = await startSwarm(12, { concurrency: 2 });
     const before = await mockStats();
