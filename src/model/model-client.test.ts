@@ -1,5 +1,6 @@
 // The model adapter against an injected fetch: what it sends, what it returns for a good stream,
 // and the error class of every upstream fault shape (the one place failures are classified).
+import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import type { ErrorClass } from "../core/error-class.ts";
 import { createModelClient } from "./model-client.ts";
@@ -130,6 +131,67 @@ describe("model client: the request it sends", () => {
     const result = await client.complete(request);
     expect(result.ok).toBe(false);
     expect(captured).toHaveLength(1);
+  });
+});
+
+/** Everything a request carries but its length, as the upstream would see it. */
+interface WireRequest {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+function recordingFetch(requests: WireRequest[]): Fetch {
+  return async (input, init) => {
+    const request = new Request(input, init);
+    const headers = Object.fromEntries([...request.headers.entries()].filter(([name]) => name !== "content-length"));
+    requests.push({ url: request.url, method: request.method, headers, body: JSON.parse(await request.text()) });
+    return streamResponse(GOOD_STREAM);
+  };
+}
+
+describe("model client: the SDK's own request, replayed", () => {
+  // The client sends the request the SDK builds once per timeout with each call's body: the upstream
+  // must not be able to tell it from the SDK's own create().
+  it("sends the URL, method, headers and body the SDK's create() sends, call after call", async () => {
+    const ours: WireRequest[] = [];
+    const sdks: WireRequest[] = [];
+    const client = createModelClient({ baseURL: BASE_URL, apiKey: API_KEY, fetch: recordingFetch(ours) });
+    const sdk = new OpenAI({
+      apiKey: API_KEY,
+      baseURL: BASE_URL,
+      organization: null,
+      project: null,
+      maxRetries: 0,
+      logLevel: "off",
+      fetch: recordingFetch(sdks),
+    });
+    const second: ModelRequest = { ...request, messages: [{ role: "user", content: "Again." }], maxOutputTokens: 9 };
+    for (const call of [request, second]) {
+      await client.complete(call);
+      const params = {
+        model: call.model,
+        messages: [...call.messages],
+        max_tokens: call.maxOutputTokens,
+        stream: true as const,
+        stream_options: { include_usage: true },
+      };
+      await sdk.chat.completions.create(params, { timeout: call.timeoutMs }).asResponse();
+    }
+    expect(ours).toHaveLength(2);
+    expect(ours).toEqual(sdks);
+    expect(ours[0]?.headers.authorization).toBe(`Bearer ${API_KEY}`);
+    expect(ours[1]?.body).toMatchObject({ messages: [{ role: "user", content: "Again." }], max_tokens: 9 });
+  });
+
+  it("builds the request again for another timeout, whose header says so", async () => {
+    const ours: WireRequest[] = [];
+    const client = createModelClient({ baseURL: BASE_URL, apiKey: API_KEY, fetch: recordingFetch(ours) });
+    await client.complete({ ...request, timeoutMs: 5_000 });
+    await client.complete({ ...request, timeoutMs: 120_000 });
+    await client.complete({ ...request, timeoutMs: 5_000 });
+    expect(ours.map((r) => r.headers["x-stainless-timeout"])).toEqual(["5", "120", "5"]);
   });
 });
 

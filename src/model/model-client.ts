@@ -70,7 +70,7 @@ const CLIENT_TIMEOUT_MS = 600_000;
  * ledger row, decided by the SwarmRoom).
  */
 export function createModelClient(options: ModelClientOptions): ModelClient {
-  const client = new OpenAI({
+  const sdk = new OpenAI({
     apiKey: options.apiKey,
     baseURL: options.baseURL,
     organization: null,
@@ -81,10 +81,67 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
     logLevel: "off",
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
+  const prepared = new Map<number, Promise<PreparedRequest>>();
+  const client: ChatTransport = {
+    sdk,
+    fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+    prepared(timeoutMs) {
+      let request = prepared.get(timeoutMs);
+      if (request === undefined) {
+        request = prepareChatRequest(sdk, timeoutMs);
+        prepared.set(timeoutMs, request);
+        // A failed build is not kept: the next call builds again.
+        request.catch(() => prepared.delete(timeoutMs));
+      }
+      return request;
+    },
+  };
   return { complete: (request) => completeOnce(client, options.apiKey, request) };
 }
 
-async function completeOnce(client: OpenAI, apiKey: string, request: ModelRequest): Promise<ModelCallResult> {
+/** The SDK's request for a streamed chat completion, minus its body: where it goes and with which headers. */
+interface PreparedRequest {
+  url: string;
+  headers: Record<string, string>;
+}
+
+interface ChatTransport {
+  sdk: OpenAI;
+  fetch: typeof fetch;
+  /** The request the SDK builds for a call with this timeout, built once per timeout and kept. */
+  prepared(timeoutMs: number): Promise<PreparedRequest>;
+}
+
+/**
+ * The SDK builds the request (`buildRequest`, its public hook: URL, auth, its own headers), once per
+ * timeout (its `X-Stainless-Timeout` header is the one that varies; retries are ours, so its retry
+ * count stays 0 and it sets no idempotency key for OpenAI). Each call then sends those headers with
+ * its own body through one `fetch`: the SDK's per-call path (headers merged through native
+ * `Headers` calls, URL and logging work, hooks for credentials this client never uses) cost a
+ * quarter of a call's CPU in workerd (`npm run bench:model-call`, docs/benchmarks.md). A test holds
+ * the replayed request to the one the SDK itself sends.
+ */
+async function prepareChatRequest(sdk: OpenAI, timeoutMs: number): Promise<PreparedRequest> {
+  const { req, url } = await sdk.buildRequest({ method: "post", path: "/chat/completions", body: {}, stream: true, timeout: timeoutMs });
+  return { url, headers: Object.fromEntries(new Headers(req.headers).entries()) };
+}
+
+/** What the SDK throws for an error status: its own error classes, from the body as it reads it. */
+async function toStatusError(response: Response): Promise<InstanceType<typeof OpenAI.APIError>> {
+  const text = await response.text().catch((error: unknown) => (error instanceof Error ? error.message : String(error)));
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  // As the SDK's makeStatusError: a JSON object without `error` is the error itself, and the text
+  // is the message only when the body is not JSON.
+  const error = isRecord(json) && json.error == null ? { error: json } : json;
+  return OpenAI.APIError.generate(response.status, error as object | undefined, json ? undefined : text, response.headers);
+}
+
+async function completeOnce(client: ChatTransport, apiKey: string, request: ModelRequest): Promise<ModelCallResult> {
   const releaseSlot = (): void => request.headerSlot?.release();
   const startedAt = Date.now();
   let ttfbMs: number | null = null;
@@ -110,9 +167,17 @@ async function completeOnce(client: OpenAI, apiKey: string, request: ModelReques
     // Streaming: a Worker invocation may have only 6 connections waiting for response headers;
     // a streamed response sends its headers at once and frees the slot, so one consumer
     // invocation can keep many model calls open (docs/architecture.md §4).
-    // The raw response: the SDK sends the request and throws an APIError for an error status;
-    // the body is read by readChatStream (src/model/chat-stream.ts says why not by the SDK's Stream).
-    const response = await client.chat.completions.create(toParams(request), { signal: deadline.signal, timeout: request.timeoutMs }).asResponse();
+    // The SDK's request with this call's body (prepareChatRequest says why not the SDK's create());
+    // an error status becomes the SDK's APIError; the body is read by readChatStream
+    // (src/model/chat-stream.ts says why not by the SDK's Stream).
+    const prepared = await client.prepared(request.timeoutMs);
+    const response = await client.fetch(prepared.url, {
+      method: "POST",
+      headers: prepared.headers,
+      body: JSON.stringify(toParams(request)),
+      signal: deadline.signal,
+    });
+    if (!response.ok) throw await toStatusError(response);
     // Headers are here: the connection no longer waits for them, so its slot frees.
     ttfbMs = Math.max(0, Date.now() - startedAt);
     releaseSlot();
