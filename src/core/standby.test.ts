@@ -4,13 +4,8 @@ import type { TaskOutcome } from "./swarm-contract.ts";
 
 describe("standby target", () => {
   it.each([
-    ["first calls running (no timing): half the concurrency, capped", { concurrency: 128, running: 10, latencyMs: null, refillMs: null }, 64],
-    ["first calls running, small lane: rounded up", { concurrency: 3, running: 1, latencyMs: null, refillMs: null }, 2],
-    [
-      "first pull (no timing, nothing running): none, or a lane that joins a full window takes and hands back standby tasks forever",
-      { concurrency: 128, running: 0, latencyMs: null, refillMs: null },
-      0,
-    ],
+    ["first pull (no timing): half the concurrency, capped", { concurrency: 128, running: 0, latencyMs: null, refillMs: null }, 64],
+    ["first pull, small lane: rounded up", { concurrency: 3, running: 0, latencyMs: null, refillMs: null }, 2],
     ["40 running × 100 ms, a 60 ms refill: 40/100 × 60 × 2", { concurrency: 128, running: 40, latencyMs: 100, refillMs: 60 }, 48],
     ["100 × 200 ms, 40 ms refill: 40 by rate, but half the running", { concurrency: 128, running: 100, latencyMs: 200, refillMs: 40 }, 50],
     ["slow calls end few at a time: half the running", { concurrency: 128, running: 10, latencyMs: 30_000, refillMs: 20 }, 5],

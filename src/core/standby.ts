@@ -8,7 +8,7 @@ import type { TaskOutcome } from "./swarm-contract.ts";
 /** A lane never holds more standby tasks than this, whatever its timing says. */
 export const STANDBY_MAX = 64;
 
-/** With no timing measured yet (its first calls run), a lane asks for this share of its concurrency. */
+/** With no timing measured yet (the first pull), a lane asks for this share of its concurrency. */
 const FIRST_PULL_SHARE = 1 / 2;
 
 /**
@@ -35,14 +35,13 @@ export interface StandbyInput {
  * How many standby tasks a lane should hold: what its running tasks complete, on average, over
  * two refills (completions arrive at running / latency per ms), and at least half its running
  * tasks (waves) and 1 while tasks run; at most STANDBY_MAX and its concurrency. Before any timing:
- * half its concurrency. None while nothing runs, timed or not: no task of the lane will end to
- * make room, so a lane that joins a full window would be granted standby tasks it can never start,
- * hand them back, and ask again, pull after pull.
+ * half its concurrency.
  */
 export function standbyTarget(input: StandbyInput): number {
   const cap = Math.min(STANDBY_MAX, Math.max(0, Math.floor(input.concurrency)));
-  if (cap === 0 || input.running <= 0) return 0;
+  if (cap === 0) return 0;
   if (input.latencyMs === null || input.refillMs === null) return Math.min(cap, Math.ceil(input.concurrency * FIRST_PULL_SHARE));
+  if (input.running <= 0) return 0;
   const completions = (input.running / Math.max(1, input.latencyMs)) * input.refillMs * ROUND_TRIPS_COVERED;
   return Math.max(1, Math.min(cap, Math.ceil(Math.max(completions, input.running * WAVE_SHARE))));
 }

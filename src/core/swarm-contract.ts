@@ -182,6 +182,12 @@ export interface PullRequest {
   /** Standby tasks the lane wants on top of `want` (granted only while the window is full). */
   standby?: number;
   /**
+   * Tasks the lane runs now, standby ones aside (absent: 0). Standby tasks go only to a lane that
+   * runs some, or whose answer gives it tasks to run: a lane with none could start no standby task
+   * (none of its own ends to make room), and would hand them back and ask again, pull after pull.
+   */
+  running?: number;
+  /**
    * Standby tasks the lane started, each in the place of a task of its own that ended for good
    * (a success, or a failure never retried) and is reported in this pull or an earlier one; listed
    * until a pull carrying them is answered. Recorded before the reports.

@@ -86,7 +86,8 @@ export class SwarmDispatch {
   /**
    * Up to `want` tasks of the pool, due retries first (they hold their place in the window), then
    * pending tasks while the window has room, then — once the window is full — up to `standby`
-   * pending tasks as standby (leased outside the window: src/core/standby.ts). Each is leased as
+   * pending tasks as standby (leased outside the window: src/core/standby.ts), if the lane runs
+   * some tasks (`laneRunning`) or this grant gives it some (PullRequest.running). Each is leased as
    * its next attempt, with its budget reserved. `blocked`: nothing can be granted until something
    * changes (every circuit open, the budget waiting for reservations to settle, or no task fits the
    * lane's remaining time).
@@ -99,6 +100,7 @@ export class SwarmDispatch {
     endBy: number | null,
     lane?: string,
     standby = 0,
+    laneRunning = 0,
   ): { granted: ClaimedTask[]; ended: boolean; blocked: boolean } {
     const result = { granted: [] as ClaimedTask[], ended: false, blocked: false };
     if (swarm.finished_at !== null || (swarm.state !== "running" && swarm.state !== "planning" && swarm.state !== "reducing")) return result;
@@ -120,8 +122,9 @@ export class SwarmDispatch {
     const room = swarm.window - this.totals.inFlight();
     // Pending tasks past the window's room (or past `want`) are the standby ones.
     const windowed = Math.max(0, Math.min(limit - candidates.length, room));
-    // Only once the window is full (not over it: a window that shrank drains first).
-    const standbyRoom = windowed < room || room < 0 ? 0 : standbyLimit;
+    // Only once the window is full (not over it: a window that shrank drains first), and only to a
+    // lane that will run something.
+    const standbyRoom = windowed < room || room < 0 || laneRunning + retries + windowed <= 0 ? 0 : standbyLimit;
     if (windowed + standbyRoom > 0) {
       candidates.push(
         ...this.sql

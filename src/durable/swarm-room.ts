@@ -250,7 +250,16 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           ? { granted: this.tasks.stillLeased(repeated), ended: false, blocked: false }
           : request.final || (want <= 0 && (request.standby ?? 0) <= 0)
             ? { granted: [], ended: false, blocked: false }
-            : this.dispatch.grantTasks(current, Math.max(0, want), now, pool, request.endBy ?? null, request.lane, request.standby ?? 0);
+            : this.dispatch.grantTasks(
+                current,
+                Math.max(0, want),
+                now,
+                pool,
+                request.endBy ?? null,
+                request.lane,
+                request.standby ?? 0,
+                (request.running ?? 0) + run.length,
+              );
       this.tickets.rememberGrants(request.ticket, request.lane, request.seq, grant.granted, request.final);
       this.live.noteTasks(grant.granted.map((task) => task.taskId));
       if (grant.ended) this.live.noteAll();

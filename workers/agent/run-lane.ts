@@ -262,7 +262,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       ...(renew === undefined ? {} : { renew }),
       started: [...startedNoted.values()],
       sentAt: ctx.now(),
-      ...(wantStandby > 0 ? { standby: wantStandby } : {}),
+      ...(wantStandby > 0 ? { standby: wantStandby, running: running.size } : {}),
       ...(promoted.size > 0 ? { promoted: [...promoted.values()] } : {}),
       ...(releasing.size > 0 ? { released: [...releasing.values()] } : {}),
       ...(standby.length > 0 ? { held: standby.map(({ task }) => ({ taskId: task.taskId, attempt: task.attempt })) } : {}),

@@ -136,8 +136,10 @@ describe("consumeTasks with a fake SwarmRoom: one lane per ticket", () => {
       // The grant-noted calls it has started (none yet), and when the pull was built.
       started: [],
       sentAt: started,
-      // Standby tasks on top of its free slots: before any timing, half its concurrency.
+      // Standby tasks on top of its free slots: before any timing, half its concurrency; and what
+      // it runs now (nothing yet: the room gives standby tasks with window tasks only).
       standby: 3,
+      running: 0,
     });
     expect(a.pulls.at(-1)).toMatchObject({ ticket: "tk1", want: 0, final: true });
     // One lane: one name; each answered pull moves its number on.

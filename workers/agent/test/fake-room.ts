@@ -182,7 +182,9 @@ export class FakeRoom implements SwarmRoomRpc {
     }
     const want = request.want - run.length;
     const { granted, blocked } =
-      request.final || (want <= 0 && (request.standby ?? 0) <= 0) ? { granted: [], blocked: false } : this.grant({ ...request, want: Math.max(0, want) }, now);
+      request.final || (want <= 0 && (request.standby ?? 0) <= 0)
+        ? { granted: [], blocked: false }
+        : this.grant({ ...request, want: Math.max(0, want), running: (request.running ?? 0) + run.length }, now);
     if (request.final) this.closedTickets.add(request.ticket);
     const finished = this.cancelled || [...this.tasks.values()].every((t) => TERMINAL.includes(t.state));
     const retryInMs = granted.length === 0 && !finished ? this.nextRetryIn(now) : null;
@@ -376,7 +378,9 @@ export class FakeRoom implements SwarmRoomRpc {
     const due = all.filter((t) => t.state === "retry_wait" && (t.retryAt ?? 0) <= now).sort((a, b) => (a.retryAt ?? 0) - (b.retryAt ?? 0));
     const room = this.window - this.inWindow();
     const windowed = Math.max(0, Math.min(request.want - due.length, room));
-    const standbyRoom = request.lane === undefined || windowed < room || room < 0 ? 0 : Math.min(request.standby ?? 0, 64);
+    // Only to a lane that runs tasks or gets some here (PullRequest.running).
+    const runs = (request.running ?? 0) + Math.min(request.want, due.length) + windowed > 0;
+    const standbyRoom = request.lane === undefined || windowed < room || room < 0 || !runs ? 0 : Math.min(request.standby ?? 0, 64);
     const pending = all.filter((t) => t.state === "pending").slice(0, windowed + standbyRoom);
     const firstStandby = due.length + windowed;
     for (const [index, task] of [...due, ...pending].entries()) {

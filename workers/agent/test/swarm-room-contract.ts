@@ -281,6 +281,12 @@ export function describeSwarmRoomContract(name: string, subject: SwarmRoomContra
       for (const task of standby) expect(await swarm.task(task.taskId)).toEqual({ state: "running", attempts: 1 });
       // The window is full: standby tasks take no place in it, and an unnamed pull gets none.
       expect((await swarm.room.pull(pullOf(newTicket(), 3, [], { standby: 3 }))).granted).toEqual([]);
+      // Nor does a named lane that runs nothing: it could start none (nothing of its own ends to
+      // make room), and would hand them back and ask again, pull after pull.
+      expect((await swarm.room.pull(pullOf(newTicket(), 3, [], { lane: "lane-idle", seq: 1, standby: 3 }))).granted).toEqual([]);
+      // A lane that says it runs tasks gets them, window full or not.
+      const busy = await swarm.room.pull(pullOf(newTicket(), 0, [], { lane: "lane-busy", seq: 1, standby: 1, running: 2 }));
+      expect(busy.granted.map((t) => t.standby)).toEqual([true]);
 
       const [small] = partial.granted;
       const [s1, s2] = standby;
