@@ -170,7 +170,8 @@ try {
   const cpuAfter = usageOfDescendants(stack.wranglerPid, "workerd");
   const profiles = workerdProfiles === null ? null : await workerdProfiles.stop();
   const upstream = mock.stats();
-  const meanInFlight = sampler.stop(submittedAt, Date.now());
+  // Over the swarm's own wall, not up to when the poll saw its end.
+  const meanInFlight = sampler.stop(submittedAt, submittedAt + status.wall_s * 1_000);
 
   console.log(formatSummary(status));
   console.log(
