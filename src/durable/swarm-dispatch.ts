@@ -87,7 +87,8 @@ export class SwarmDispatch {
    * Up to `want` tasks of the pool, due retries first (they hold their place in the window), then
    * pending tasks while the window has room, then — once the window is full — up to `standby`
    * pending tasks as standby (leased outside the window: src/core/standby.ts), if the lane runs
-   * some tasks (`laneRunning`) or this grant gives it some (PullRequest.running). Each is leased as
+   * tasks (`laneRunning`: PullRequest.running, and held ones just run) or this grant gives it some.
+   * Each is leased as
    * its next attempt, with its budget reserved. `blocked`: nothing can be granted until something
    * changes (every circuit open, the budget waiting for reservations to settle, or no task fits the
    * lane's remaining time).

@@ -83,7 +83,6 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
   });
   const prepared = new Map<number, Promise<PreparedRequest>>();
   const client: ChatTransport = {
-    sdk,
     fetch: options.fetch ?? ((input, init) => fetch(input, init)),
     prepared(timeoutMs) {
       let request = prepared.get(timeoutMs);
@@ -106,7 +105,6 @@ interface PreparedRequest {
 }
 
 interface ChatTransport {
-  sdk: OpenAI;
   fetch: typeof fetch;
   /** The request the SDK builds for a call with this timeout, built once per timeout and kept. */
   prepared(timeoutMs: number): Promise<PreparedRequest>;
@@ -117,8 +115,8 @@ interface ChatTransport {
  * timeout (its `X-Stainless-Timeout` header is the one that varies; retries are ours, so its retry
  * count stays 0 and it sets no idempotency key for OpenAI). Each call then sends those headers with
  * its own body through one `fetch`: the SDK's per-call path (headers merged through native
- * `Headers` calls, URL and logging work, hooks for credentials this client never uses) cost a
- * quarter of a call's CPU in workerd (`npm run bench:model-call`, docs/benchmarks.md). A test holds
+ * `Headers` calls, URL and logging work, hooks for credentials this client never uses) cost about
+ * a quarter of a call's CPU in workerd (`npm run bench:model-call`, docs/benchmarks.md). A test holds
  * the replayed request to the one the SDK itself sends.
  */
 async function prepareChatRequest(sdk: OpenAI, timeoutMs: number): Promise<PreparedRequest> {
