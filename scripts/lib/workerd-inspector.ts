@@ -23,8 +23,8 @@ export interface WorkerdProfiles {
 /** Sampling interval, µs: V8's default; finer sampling costs the profiled isolate noticeably more CPU. */
 const SAMPLING_INTERVAL_US = 1_000;
 
-async function listTargets(inspectorPort: number): Promise<z.infer<typeof TargetsSchema>> {
-  const response = await fetch(`http://127.0.0.1:${inspectorPort}/json`);
+async function listTargets(inspectorPort: number, signal?: AbortSignal): Promise<z.infer<typeof TargetsSchema>> {
+  const response = await fetch(`http://127.0.0.1:${inspectorPort}/json`, signal === undefined ? {} : { signal });
   if (!response.ok) throw new Error(`the inspector at port ${inspectorPort} answered ${response.status}`);
   return TargetsSchema.parse(await response.json());
 }
@@ -33,16 +33,14 @@ async function listTargets(inspectorPort: number): Promise<z.infer<typeof Target
  * workerd's own inspector, which lists every isolate by service name (`core:user:<worker>`,
  * `outbound:<n>` — miniflare's interceptor that every outbound fetch of a local Worker passes
  * through —, `d1:db`, `queues:queue`, …): the one of the listening ports of the workerd processes
- * under wrangler that answers /json/list with targets. Null when there is none (no /proc, or a
+ * under wrangler that answers /json with targets. Null when there is none (no /proc, or a
  * workerd started without `--inspector-addr`).
  */
 export async function findWorkerdInspector(wranglerPid: number): Promise<number | null> {
   for (const port of listeningPortsOfDescendants(wranglerPid, "workerd")) {
     try {
-      const response = await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(2_000) });
-      if (!response.ok) continue;
-      const targets = TargetsSchema.safeParse(await response.json());
-      if (targets.success && targets.data.some((t) => t.id.startsWith("core:user:"))) return port;
+      const targets = await listTargets(port, AbortSignal.timeout(2_000));
+      if (targets.some((t) => t.id.startsWith("core:user:"))) return port;
     } catch {
       // Not an inspector (the Workers' own HTTP ports answer something else, or nothing).
     }
