@@ -5,6 +5,7 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { LimitsSchema } from "../../../src/core/spec-schema.ts";
+import { STANDBY_MAX } from "../../../src/core/standby.ts";
 import type {
   AgentCheckpoint,
   CallRecord,
@@ -380,7 +381,7 @@ export class FakeRoom implements SwarmRoomRpc {
     const windowed = Math.max(0, Math.min(request.want - due.length, room));
     // Only to a lane that runs tasks or gets some here (PullRequest.running).
     const runs = (request.running ?? 0) + Math.min(request.want, due.length) + windowed > 0;
-    const standbyRoom = request.lane === undefined || windowed < room || room < 0 || !runs ? 0 : Math.min(request.standby ?? 0, 64);
+    const standbyRoom = request.lane === undefined || windowed < room || room < 0 || !runs ? 0 : Math.min(request.standby ?? 0, STANDBY_MAX);
     const pending = all.filter((t) => t.state === "pending").slice(0, windowed + standbyRoom);
     const firstStandby = due.length + windowed;
     for (const [index, task] of [...due, ...pending].entries()) {
