@@ -88,10 +88,9 @@ export class SwarmDispatch {
    * pending tasks while the window has room, then — once the window is full — up to `standby`
    * pending tasks as standby (leased outside the window: src/core/standby.ts), if the lane runs
    * tasks (`laneRunning`: PullRequest.running, and held ones just run) or this grant gives it some.
-   * Each is leased as
-   * its next attempt, with its budget reserved. `blocked`: nothing can be granted until something
-   * changes (every circuit open, the budget waiting for reservations to settle, or no task fits the
-   * lane's remaining time).
+   * Each is leased as its next attempt, with its budget reserved. `blocked`: nothing can be granted
+   * until something changes (every circuit open, the budget waiting for reservations to settle, or
+   * no task fits the lane's remaining time).
    */
   grantTasks(
     swarm: SwarmRow,

@@ -2,8 +2,8 @@
 // `data: [DONE]` — as the openai SDK's Stream does in its default mode, but with one parser
 // (eventsource-parser) and no async generators stacked on the body: in workerd those layers and
 // the reader cancel the SDK makes at `[DONE]` cost about a third of a call's CPU
-// (`npm run bench -- --workerd-cpu-prof`, docs/benchmarks.md). The SDK still builds and sends the
-// request and turns an HTTP error status into an APIError; only a 2xx body is read here.
+// (`npm run bench -- --workerd-cpu-prof`, docs/benchmarks.md). The SDK still builds the request
+// (model-client.ts), and an HTTP error status still becomes its APIError; only a 2xx body is read here.
 import { createParser } from "eventsource-parser";
 import { isRecord } from "../core/is-record.ts";
 
