@@ -5,7 +5,8 @@
 // (docs/architecture.md §4). Figures only, no pass/fail. docs/benchmarks.md explains every figure.
 //   --tasks N (≤ 10,000)   --concurrency W (≤ 1,500)   --latency SPEC (200, uniform:100:300,
 //   normal:200:50, lognormal:MEDIAN:P95)   --ttfb MS   --faults none|mixed   --no-gate
-//   --no-baseline   --no-warmup   --tool-turns T   --max-output-tokens N   --timeout-s S   --pool-cpu-prof   --workerd-cpu-prof
+//   --no-baseline   --no-warmup   --tool-turns T   --max-output-tokens N   --timeout-s S   --rounds N
+//   --pool-cpu-prof   --workerd-cpu-prof
 import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import path from "node:path";
@@ -17,7 +18,7 @@ import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { formatSelfTimeRows, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
-import { runPoolChild, type PoolResult } from "./lib/promise-pool-baseline.ts";
+import { runPoolChild } from "./lib/promise-pool-baseline.ts";
 import { findWorkerdInspector, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
@@ -38,6 +39,7 @@ const { values } = parseArgs({
     "workerd-cpu-prof": { type: "boolean", default: false },
     "timeout-s": { type: "string" },
     seed: { type: "string", default: "1" },
+    rounds: { type: "string", default: "1" },
   },
 });
 
@@ -73,6 +75,7 @@ const ttfb = readIntOption("ttfb", values.ttfb, 0, 600_000);
 const maxOutputTokens = readIntOption("max-output-tokens", values["max-output-tokens"], 1, 128_000);
 const toolTurns = readIntOption("tool-turns", values["tool-turns"], 0, 49);
 const seed = readIntOption("seed", values.seed, 0, 2 ** 31);
+const rounds = readIntOption("rounds", values.rounds, 1, 20);
 const latency = parseLatency(values.latency);
 if (!latency.ok) {
   console.error(`--latency: ${latency.error} (want MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95)`);
@@ -97,7 +100,7 @@ const meanMs = meanLatencyMs(latency.value, ttfb);
 const idealS = (tasks * callsPerTask * meanMs) / concurrency / 1_000;
 const runBaseline = values.baseline && toolTurns === 0;
 // --pool-cpu-prof: the baseline runs under Node's --cpu-prof, and the bench prints where its CPU went.
-const profileDir = values["pool-cpu-prof"] ? path.join(ROOT, ".tmp", "pool-cpu-prof") : undefined;
+const poolProfileDir = values["pool-cpu-prof"] ? path.join(ROOT, ".tmp", "pool-cpu-prof") : undefined;
 
 const scenario: Scenario = { latency: latency.value, ttfb_ms: ttfb, seed, retry_after_s: 1, ...(faulty ? { rates } : {}) };
 const prompts = Array.from({ length: tasks }, (_, i) =>
@@ -128,41 +131,72 @@ for (const name of stack.droppedAgentVars) {
 try {
   const mock = stack.mock;
   if (mock === null) throw new Error("bench needs the mock model (unset MODEL_BASE_URL)");
-
-  let baseline: { result: PoolResult; upstream: StatsSnapshot; meanInFlight: number } | null = null;
-  if (runBaseline) {
-    const sampler = startRun(mock);
-    const result = await runPoolChild(
-      {
-        baseURL: stack.modelBaseUrl,
-        apiKey: "mock-key-baseline",
-        model: "mock-1",
-        prompts,
-        concurrency,
-        maxTokens: maxOutputTokens,
-        timeoutMs: timeoutS * 1000,
-        maxAttempts: MAX_ATTEMPTS,
-      },
-      profileDir,
-    );
-    baseline = { result, upstream: mock.stats(), meanInFlight: sampler.stop(result.started_at, result.ended_at) };
-    if (profileDir !== undefined) printPoolProfile(profileDir, tasks);
-  }
-
   // A deployed edgeswarm is warm, as the pool's figures start once its process has loaded and built
   // its client: a small swarm first starts the isolates (the first batch builds the gateway and its
   // SDK clients), the local Queue and D1. Each swarm still gets a SwarmRoom of its own, as ever.
-  if (values.warmup) {
-    const { id } = await submitSwarm(stack.url, stack.token, { ...swarmSpec(WARMUP_TASKS, "warm-up"), name: "bench warm-up" });
-    const warm = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 600_000, pollMs: 100 });
-    console.log(`warm-up (not in the figures; --no-warmup measures a cold stack): ${formatSummary(warm)}`);
+  let warmed = !values.warmup;
+  const results: Array<{ base: RunFigures | null; edgeswarm: RunFigures }> = [];
+  for (let round = 1; round <= rounds; round += 1) {
+    if (rounds > 1) console.log(`round ${round} of ${rounds}:`);
+    // The profiles are of the first round only.
+    const profile = round === 1;
+    const base = runBaseline ? await runBaselineOnce(mock, profile) : null;
+    if (!warmed) {
+      const { id } = await submitSwarm(stack.url, stack.token, { ...swarmSpec(WARMUP_TASKS, "warm-up"), name: "bench warm-up" });
+      const warm = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 600_000, pollMs: 100 });
+      console.log(`warm-up (not in the figures; --no-warmup measures a cold stack): ${formatSummary(warm)}`);
+      warmed = true;
+    }
+    const edgeswarm = await runEdgeswarmOnce(mock, round, profile);
+    printRun(base, edgeswarm);
+    results.push({ base, edgeswarm });
   }
+  if (rounds > 1) printMedians(results);
+} finally {
+  await stack.stop();
+}
+
+/** One run of the baseline: the promise pool in a child process, against the mock. */
+async function runBaselineOnce(mock: MockModelHandle, profile: boolean): Promise<RunFigures> {
+  const sampler = startRun(mock);
+  const profileDir = profile ? poolProfileDir : undefined;
+  const b = await runPoolChild(
+    {
+      baseURL: stack.modelBaseUrl,
+      apiKey: "mock-key-baseline",
+      model: "mock-1",
+      prompts,
+      concurrency,
+      maxTokens: maxOutputTokens,
+      timeoutMs: timeoutS * 1000,
+      maxAttempts: MAX_ATTEMPTS,
+    },
+    profileDir,
+  );
+  const figures: RunFigures = {
+    wallS: b.wall_ms / 1000,
+    p50: b.p50_ms,
+    p95: b.p95_ms,
+    cpuPerTask: b.cpu_ms / b.tasks,
+    ok: b.ok,
+    err: b.failed,
+    upstream: mock.stats(),
+    meanInFlight: sampler.stop(b.started_at, b.ended_at),
+    memory: `rss_mb=${b.max_rss_mb.toFixed(0)}`,
+    extra: `${b.max_ms === null ? "" : ` slowest_call=${(b.max_ms / 1000).toFixed(2)} s`}${b.retries > 0 ? ` retries=${b.retries} errors=${JSON.stringify(b.errors)}` : ""}`,
+  };
+  if (profileDir !== undefined) printPoolProfile(profileDir, tasks);
+  return figures;
+}
+
+/** One swarm of the workload on the running stack (a SwarmRoom of its own), with its summary lines. */
+async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: boolean): Promise<RunFigures> {
   const sampler = startRun(mock);
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
-  const workerdProfiles = values["workerd-cpu-prof"] ? await startAllProfiles(stack.wranglerPid, stack.inspectorPort) : null;
+  const workerdProfiles = profile && values["workerd-cpu-prof"] ? await startAllProfiles(stack.wranglerPid, stack.inspectorPort) : null;
   const cpuBefore = usageOfDescendants(stack.wranglerPid, "workerd");
   const submittedAt = Date.now();
-  const { id } = await submitSwarm(stack.url, stack.token, swarmSpec(tasks, "bench"));
+  const { id } = await submitSwarm(stack.url, stack.token, swarmSpec(tasks, rounds > 1 ? `bench round ${round}` : "bench"));
   // The swarm's own figures (wall_s, latencies) come from its SwarmRoom, not from when a poll sees
   // the end; a status poll costs workerd about 6 ms of CPU locally (half of it wrangler's dev proxy
   // and the request's way in), so the bench looks once a second rather than five times.
@@ -186,9 +220,10 @@ try {
   );
   const billable = formatBillable(status, tasks);
   if (billable !== null) console.log(billable);
-
   const workerd = workerdUsage(cpuBefore, cpuAfter);
-  const edgeswarm: RunFigures = {
+  if (workerd?.note) console.log(`note: ${workerd.note}`);
+  if (profiles !== null) printWorkerdProfiles(profiles, tasks, workerd?.cpuMs ?? null);
+  return {
     wallS: status.wall_s,
     p50: status.latency_ms.p50,
     p95: status.latency_ms.p95,
@@ -198,26 +233,18 @@ try {
     upstream,
     meanInFlight,
     memory: workerd === null ? "workerd_rss_mb=n/a" : `workerd_rss_mb=${workerd.peakRssMb.toFixed(0)}`,
+    extra: "",
   };
-  if (workerd?.note) console.log(`note: ${workerd.note}`);
-  const label = (s: string) => s.padEnd(37);
-  if (baseline !== null) {
-    const b = baseline.result;
-    const base: RunFigures = {
-      wallS: b.wall_ms / 1000,
-      p50: b.p50_ms,
-      p95: b.p95_ms,
-      cpuPerTask: b.cpu_ms / b.tasks,
-      ok: b.ok,
-      err: b.failed,
-      upstream: baseline.upstream,
-      meanInFlight: baseline.meanInFlight,
-      memory: `rss_mb=${b.max_rss_mb.toFixed(0)}`,
-    };
-    const slowest = b.max_ms === null ? "" : ` slowest_call=${(b.max_ms / 1000).toFixed(2)} s`;
-    console.log(
-      `${label("baseline (promise pool, openai SDK):")}${formatRun(base)}${slowest}${b.retries > 0 ? ` retries=${b.retries} errors=${JSON.stringify(b.errors)}` : ""}`,
-    );
+}
+
+function label(s: string): string {
+  return s.padEnd(37);
+}
+
+/** A round's side-by-side lines: both runners' figures and their ratios. */
+function printRun(base: RunFigures | null, edgeswarm: RunFigures): void {
+  if (base !== null) {
+    console.log(`${label("baseline (promise pool, openai SDK):")}${formatRun(base)}${base.extra}`);
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
     console.log(
       `ratio edgeswarm/baseline: wall=${ratio(edgeswarm.wallS, base.wallS)} upstream_wall=${ratio(upstreamWallS(edgeswarm.upstream), upstreamWallS(base.upstream))} p50=${ratio(edgeswarm.p50, base.p50)} p95=${ratio(edgeswarm.p95, base.p95)} cpu/task=${ratio(edgeswarm.cpuPerTask, base.cpuPerTask)}` +
@@ -228,9 +255,70 @@ try {
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
     console.log(`ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)}`);
   }
-  if (profiles !== null) printWorkerdProfiles(profiles, tasks, workerd?.cpuMs ?? null);
-} finally {
-  await stack.stop();
+}
+
+/**
+ * With --rounds N: each figure's median over the rounds, and the median, lowest and highest of each
+ * round's ratio (a round's two runs are next to each other in time, so their ratio holds up better
+ * on a shared machine than either figure alone).
+ */
+function printMedians(results: Array<{ base: RunFigures | null; edgeswarm: RunFigures }>): void {
+  const spread = (values: Array<number | null>, digits: number, unit = ""): string => {
+    const known = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
+    if (known.length === 0) return "n/a";
+    const [low, high] = [known[0] ?? 0, known[known.length - 1] ?? 0];
+    return `${medianOf(known).toFixed(digits)}${unit} (${low.toFixed(digits)}–${high.toFixed(digits)})`;
+  };
+  const figures = (pick: (r: { base: RunFigures | null; edgeswarm: RunFigures }) => RunFigures | null): string => {
+    const runs = results.map(pick).filter((r): r is RunFigures => r !== null);
+    return [
+      `wall=${spread(
+        runs.map((r) => r.wallS),
+        2,
+        " s",
+      )}`,
+      `p50=${spread(
+        runs.map((r) => r.p50),
+        0,
+        " ms",
+      )}`,
+      `cpu/task=${spread(
+        runs.map((r) => r.cpuPerTask),
+        2,
+        " ms",
+      )}`,
+      `max_in_flight=${spread(
+        runs.map((r) => r.upstream.max_in_flight),
+        0,
+      )}`,
+      `mean_in_flight=${spread(
+        runs.map((r) => r.meanInFlight),
+        1,
+      )}`,
+    ].join(" ");
+  };
+  console.log(`median of ${results.length} rounds (lowest–highest):`);
+  if (results.some((r) => r.base !== null)) console.log(`  ${label("baseline (promise pool, openai SDK):")}${figures((r) => r.base)}`);
+  console.log(`  ${label("edgeswarm:")}${figures((r) => r.edgeswarm)}`);
+  const paired = results.filter((r): r is { base: RunFigures; edgeswarm: RunFigures } => r.base !== null);
+  if (paired.length === 0) return;
+  const ratios = (pick: (r: RunFigures) => number | null) =>
+    spread(
+      paired.map(({ base, edgeswarm }) => {
+        const [a, b] = [pick(edgeswarm), pick(base)];
+        return a === null || b === null || b === 0 ? null : a / b;
+      }),
+      2,
+      "x",
+    );
+  console.log(
+    `  ratio edgeswarm/baseline, per round: wall=${ratios((r) => r.wallS)} upstream_wall=${ratios((r) => upstreamWallS(r.upstream))} p50=${ratios((r) => r.p50)} cpu/task=${ratios((r) => r.cpuPerTask)}`,
+  );
+}
+
+function medianOf(sorted: readonly number[]): number {
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
 /** The swarm of the first `count` prompts, with the bench's limits; its prompts are named `label … task i`. */
@@ -261,6 +349,8 @@ interface RunFigures {
   /** The mock's in_flight, sampled every IN_FLIGHT_SAMPLE_MS over the run: how much of the window W was used. */
   meanInFlight: number;
   memory: string;
+  /** The baseline's slowest call and retries; empty for edgeswarm. */
+  extra: string;
 }
 
 /**
