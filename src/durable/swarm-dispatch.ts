@@ -10,11 +10,11 @@ import { estimatePromptTokens } from "../core/estimate-swarm.ts";
 import { STANDBY_MAX } from "../core/standby.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import type { Limits } from "../core/spec-schema.ts";
-import { IN_FLIGHT_TASK_STATES, type ClaimedTask, type TaskAction, type TaskPool, type TaskReport } from "../core/swarm-contract.ts";
+import { IN_FLIGHT_TASK_STATES, type CallStart, type ClaimedTask, type TaskAction, type TaskPool, type TaskReport } from "../core/swarm-contract.ts";
 import { decideGrant, decideRecord } from "../core/task-transitions.ts";
 import { toSendBatches, type Ticket } from "../core/ticket.ts";
 import type { SwarmBudget } from "./swarm-budget.ts";
-import type { SwarmLedger } from "./swarm-ledger.ts";
+import { PRE_NOTE_MS, type SwarmLedger } from "./swarm-ledger.ts";
 import type { SwarmMeters } from "./swarm-meters.ts";
 import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
 import type { SwarmRouting } from "./swarm-routing.ts";
@@ -23,6 +23,7 @@ import type { SwarmTasks } from "./swarm-tasks.ts";
 import type { SwarmTickets } from "./swarm-tickets.ts";
 import type { SwarmTotals } from "./swarm-totals.ts";
 import { toErrorMessage } from "../core/error-message.ts";
+import { toCallId } from "../core/ids.ts";
 
 /**
  * A pull's answer crosses an RPC boundary (32 MiB limit): past this many characters of prompts and checkpoints the
@@ -140,6 +141,11 @@ export class SwarmDispatch {
     /** Candidates from this index on are standby (the due retries and the window's share come first). */
     const firstStandby = retries + windowed;
     const budget = this.store.budget(swarm);
+    // The grant notes each attempt's first call itself (a lane starts it at once, as a rule), all in
+    // one statement after the loop: only a lane that names itself can list what it started, so only
+    // its grants are noted (SwarmLedger.preNote).
+    const notes: CallStart[] = [];
+    const notedUntil = now + PRE_NOTE_MS;
     let promptChars = 0;
     let windowGrants = 0;
     for (const [index, task] of candidates.entries()) {
@@ -212,27 +218,19 @@ export class SwarmDispatch {
       this.totals.reserve({ usd: reservation.usd - held.usd, tokens: reservation.tokens - held.tokens });
       this.tasks.noteDeadline(leaseUntil);
       const checkpoint = row.checkpoint === null ? null : CheckpointSchema.parse(JSON.parse(row.checkpoint));
-      // The grant notes the attempt's first call itself (a lane starts it at once, as a rule): only
-      // a lane that names itself can list what it started, so only its grants are noted here.
       const notedTurn = (checkpoint?.turns ?? 0) + 1;
-      const noted =
-        lane === undefined
-          ? null
-          : this.ledger.preNote(
-              swarm,
-              {
-                taskId: task.id,
-                attempt: decision.attempt,
-                turn: notedTurn,
-                model,
-                // The estimate the swarm is priced with, plus the conversation a resumed attempt carries.
-                promptTokens: estimatePromptTokens(swarm.system, row.prompt) + Math.ceil((row.checkpoint?.length ?? 0) / 4),
-                maxTokens: config.limits.max_output_tokens,
-                startedAt: now,
-              },
-              lane,
-              now,
-            );
+      if (lane !== undefined) {
+        notes.push({
+          taskId: task.id,
+          attempt: decision.attempt,
+          turn: notedTurn,
+          model,
+          // The estimate the swarm is priced with, plus the conversation a resumed attempt carries.
+          promptTokens: estimatePromptTokens(swarm.system, row.prompt) + Math.ceil((row.checkpoint?.length ?? 0) / 4),
+          maxTokens: config.limits.max_output_tokens,
+          startedAt: now,
+        });
+      }
       result.granted.push({
         taskId: task.id,
         attempt: decision.attempt,
@@ -244,11 +242,12 @@ export class SwarmDispatch {
         kind: task.kind,
         override: row.override === null ? null : OverrideSchema.parse(JSON.parse(row.override)),
         checkpoint,
-        ...(noted === null ? {} : { notedTurn, notedUntil: noted.until }),
+        ...(lane === undefined ? {} : { notedTurn, notedUntil }),
         ...(asStandby ? { standby: true } : {}),
       });
       if (windowGrants >= want && result.granted.length - windowGrants >= standbyRoom) break;
     }
+    if (lane !== undefined) this.ledger.preNote(swarm, notes, lane, now);
     return result;
   }
 
@@ -312,9 +311,13 @@ export class SwarmDispatch {
     const actions: TaskAction[] = [];
     const budget = limits.retry_budget ?? defaultRetryBudget(swarm.task_count);
     let retriesUsed = swarm.retries_used;
-    let { successes, rateLimited } = this.ledger.insertCalls(swarm, reports, now);
+    // The reports' task rows in one statement: the ledger reads their reservations, the outcomes
+    // below their states (nothing before those writes the columns a TaskRow holds).
+    const rows = this.store.tasksById(reports.map((report) => report.taskId));
+    let { successes, rateLimited } = this.ledger.insertCalls(swarm, reports, now, { tasks: rows });
     // An outcome is in: a call its attempt noted and never recorded will not be (billed as unknown).
-    for (const report of reports) this.ledger.settleOpenCalls(swarm, report.taskId, report.attempt, now, started);
+    const recorded = new Set(reports.flatMap((report) => report.calls.map((call) => toCallId(swarm.id, report.taskId, report.attempt, call.turn))));
+    for (const report of reports) this.ledger.settleOpenCalls(swarm, report.taskId, report.attempt, now, started, recorded);
     // Before the outcomes: a retried or deferred attempt hands its checkpoint to the next one.
     for (const report of reports) {
       if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
@@ -323,7 +326,9 @@ export class SwarmDispatch {
       }
     }
     for (const report of reports) {
-      const task = this.store.task(report.taskId);
+      // A second report of the task in this pull reads the row its first one wrote.
+      const task = rows.has(report.taskId) ? (rows.get(report.taskId) ?? null) : this.store.task(report.taskId);
+      rows.delete(report.taskId);
       const free = task === null ? 0 : this.store.freeAttempts(task.id);
       const decision = decideRecord(task && toLifeRow(task), report.attempt, report.outcome, limits.max_attempts + free);
       const { outcome } = report;

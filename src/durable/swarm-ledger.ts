@@ -11,7 +11,7 @@ import type { CallRecord, CallStart, TaskKind } from "../core/swarm-contract.ts"
 import type { Usage } from "../core/usage.ts";
 import { flushToLedger, type LedgerRow, type SwarmIndexRow } from "../ledger/d1-ledger.ts";
 import type { SwarmMeters } from "./swarm-meters.ts";
-import type { SwarmRow } from "./swarm-room-rows.ts";
+import type { SwarmRow, TaskRow } from "./swarm-room-rows.ts";
 import type { SwarmRouting } from "./swarm-routing.ts";
 import type { SwarmStore } from "./swarm-store.ts";
 import type { SwarmTotals, UsageSums } from "./swarm-totals.ts";
@@ -99,6 +99,7 @@ export class SwarmLedger {
     swarm: SwarmRow,
     reports: readonly { taskId: string; attempt: number; calls: CallRecord[] }[],
     now: number,
+    outcomes?: { tasks: ReadonlyMap<string, TaskRow> },
   ): { successes: number; rateLimited: boolean } {
     let successes = 0;
     let rateLimited = false;
@@ -106,7 +107,7 @@ export class SwarmLedger {
     const callsPerTask = this.store.callsPerTask(swarm);
     for (const report of reports) {
       for (const call of report.calls) {
-        if (!this.insertCall(swarm, report, call, callsPerTask)) continue;
+        if (!this.insertCall(swarm, report, call, callsPerTask, outcomes)) continue;
         if (call.status === "ok") {
           successes += 1;
           this.routing.updateCircuit(call.model, "success", now);
@@ -146,14 +147,13 @@ export class SwarmLedger {
   }
 
   /**
-   * The grant notes the attempt's first call (no RPC of the lane's): returns until when the note
-   * holds for a lane that starts it without noting it itself.
+   * The grant notes each granted attempt's first call (no RPC of the lane's), all in one statement:
+   * returns until when the notes hold for a lane that starts a call without noting it itself.
    */
-  preNote(swarm: SwarmRow, start: CallStart, lane: string, now: number): { until: number } {
+  preNote(swarm: SwarmRow, starts: readonly CallStart[], lane: string, now: number): { until: number } {
     const until = now + PRE_NOTE_MS;
-    const cursor = this.sql.exec(
-      `INSERT OR IGNORE INTO open_calls (call_id, task_id, attempt, turn, model, prompt_tokens, max_tokens, started_at, lane, note_until)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    if (starts.length === 0) return { until };
+    const rows = starts.map((start) => [
       toCallId(swarm.id, start.taskId, start.attempt, start.turn),
       start.taskId,
       start.attempt,
@@ -162,10 +162,18 @@ export class SwarmLedger {
       start.promptTokens,
       start.maxTokens,
       start.startedAt,
-      lane,
-      until,
-    );
-    if (cursor.rowsWritten > 0) this.countOpen(1);
+    ]);
+    const inserted = this.sql
+      .exec(
+        `INSERT OR IGNORE INTO open_calls (call_id, task_id, attempt, turn, model, prompt_tokens, max_tokens, started_at, lane, note_until)
+         SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, ?, ? FROM json_each(?)
+         RETURNING call_id`,
+        lane,
+        until,
+        JSON.stringify(rows),
+      )
+      .toArray().length;
+    this.countOpen(inserted);
     return { until };
   }
 
@@ -176,6 +184,9 @@ export class SwarmLedger {
    */
   dropUnstartedNotes(lane: string, sentAt: number, started: ReadonlySet<string>): void {
     if (this.openCalls() === 0) return;
+    // The lane's notes are found by a scan of every open call (about the window's worth: an index
+    // on the lane would write two more rows per call), which is why a lane lists every call it
+    // started only every STARTED_LIST_MS, and this runs only on such whole lists.
     const stale = this.sql
       .exec<{ call_id: string }>("SELECT call_id FROM open_calls WHERE lane = ? AND note_until IS NOT NULL AND note_until < ?", lane, sentAt)
       .toArray()
@@ -186,21 +197,23 @@ export class SwarmLedger {
   /**
    * The attempt's outcome is known (reported), or its lease ended with none: each of its calls
    * that was noted but never recorded is billed as `unknown`, at its estimate. With the reporting
-   * pull's `started`, a grant's note the lane does not list was never started, and goes unbilled.
-   * Returns how many were billed.
+   * pull's `started`, a grant's note the lane does not list was never started, and goes unbilled;
+   * `recorded` are the call ids the pull's reports carried, whose notes just go (insertCalls left
+   * them for this). Returns how many were billed.
    */
-  settleOpenCalls(swarm: SwarmRow, taskId: string, attempt: number, now: number, started?: ReadonlySet<string>): number {
+  settleOpenCalls(swarm: SwarmRow, taskId: string, attempt: number, now: number, started?: ReadonlySet<string>, recorded?: ReadonlySet<string>): number {
     if (this.openCalls() === 0) return 0;
     // The attempt's call ids share a prefix (toCallId: swarm:task:attempt:turn), so a range of the
-    // primary key finds them without a scan of every open call (about the window's worth).
+    // primary key finds them without a scan of every open call (about the window's worth); one
+    // statement takes them out and hands them back.
     const range = callIdRange(swarm.id, taskId, attempt);
-    const open = this.sql.exec<OpenCallRow>("SELECT * FROM open_calls WHERE call_id >= ? AND call_id < ?", range.from, range.to).toArray();
+    const open = this.sql.exec<OpenCallRow>("DELETE FROM open_calls WHERE call_id >= ? AND call_id < ? RETURNING *", range.from, range.to).toArray();
+    if (open.length === 0) return 0;
+    this.countOpen(-open.length);
     let billed = 0;
     for (const row of open) {
-      if (started !== undefined && row.note_until !== null && !started.has(row.call_id)) {
-        this.deleteOpenCall(row.call_id);
-        continue;
-      }
+      if (recorded?.has(row.call_id)) continue;
+      if (started !== undefined && row.note_until !== null && !started.has(row.call_id)) continue;
       this.settleOpenCall(swarm, row, now);
       billed += 1;
     }
@@ -288,17 +301,27 @@ export class SwarmLedger {
    * Inserts the call's ledger row; false when its call id was already recorded. A real outcome
    * replaces an `unknown` estimate of the same call (a lane slower than its lease, not dead).
    */
-  private insertCall(swarm: SwarmRow, report: { taskId: string; attempt: number }, call: CallRecord, callsPerTask: number): boolean {
+  private insertCall(
+    swarm: SwarmRow,
+    report: { taskId: string; attempt: number },
+    call: CallRecord,
+    callsPerTask: number,
+    outcomes?: { tasks: ReadonlyMap<string, TaskRow> },
+  ): boolean {
     const usage = call.usage;
     const price = resolvePrice(this.prices, call.model);
     const cost = usage !== null && price !== null ? costOfUsage(usage, price) : null;
     const callId = toCallId(swarm.id, report.taskId, report.attempt, call.turn);
-    const row = this.sql
-      .exec<{ usd: number; tokens: number; kind: TaskKind }>(
-        "SELECT reserved_usd AS usd, reserved_tokens AS tokens, kind FROM tasks WHERE id = ?",
-        report.taskId,
-      )
-      .toArray()[0];
+    const task = outcomes?.tasks.get(report.taskId);
+    const row =
+      outcomes !== undefined
+        ? task && { usd: task.reserved_usd, tokens: task.reserved_tokens, kind: task.kind }
+        : this.sql
+            .exec<{ usd: number; tokens: number; kind: TaskKind }>(
+              "SELECT reserved_usd AS usd, reserved_tokens AS tokens, kind FROM tasks WHERE id = ?",
+              report.taskId,
+            )
+            .toArray()[0];
     const share = row?.kind === "task" ? callsPerTask : 1;
     const reservation = row === undefined ? { usd: 0, tokens: 0 } : { usd: row.usd / share, tokens: Math.ceil(row.tokens / share) };
     const charge = chargeOfCall(call, price, reservation);
@@ -319,7 +342,8 @@ export class SwarmLedger {
     );
     if (cursor.rowsWritten === 0) return false;
     this.totals.addCall(charge, usage, cost);
-    if (call.status !== "unknown" && this.openCalls() > 0) this.deleteOpenCall(callId);
+    // With outcomes, settleOpenCalls takes the note out right after, with the attempt's others.
+    if (outcomes === undefined && call.status !== "unknown" && this.openCalls() > 0) this.deleteOpenCall(callId);
     return true;
   }
 

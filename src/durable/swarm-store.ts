@@ -98,6 +98,15 @@ export class SwarmStore {
     return this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, taskId).toArray()[0] ?? null;
   }
 
+  /** The rows of these tasks (those that exist), by id, in one statement: a pull's reports read theirs at once. */
+  tasksById(taskIds: readonly string[]): Map<string, TaskRow> {
+    const rows = new Map<string, TaskRow>();
+    if (taskIds.length === 0) return rows;
+    const cursor = this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (SELECT value FROM json_each(?))`, JSON.stringify(taskIds));
+    for (const row of cursor) rows.set(row.id, row);
+    return rows;
+  }
+
   /** The swarm row when it is the tenant's; null otherwise (or before start). */
   swarmOf(tenant: string): SwarmRow | null {
     const swarm = this.swarm();
