@@ -137,6 +137,12 @@ export interface ClaimedTask {
 }
 
 /**
+ * How often a lane's pull lists every grant-noted call it started (PullRequest.startedPartial):
+ * a note the room finds unlisted past its `notedUntil` goes unbilled, so this only delays that.
+ */
+export const STARTED_LIST_MS = 500;
+
+/**
  * One lane's exchange with the SwarmRoom (continuous pull dispatch): the outcomes it has finished
  * since its last pull, recorded first, and how many slots it has free, which the answer fills.
  * A lane is one ticket's consumer; its pulls are coalesced (a few ms or a few outcomes).
@@ -179,6 +185,13 @@ export interface PullRequest {
    */
   started?: { taskId: string; attempt: number; turn: number }[];
   sentAt?: number;
+  /**
+   * `started` lists only the started calls of the attempts this pull reports (absent: every one
+   * the lane started and has not reported). A lane sends the whole list every STARTED_LIST_MS
+   * only: it holds about the lane's running tasks, and crossing the RPC boundary on every pull it
+   * cost more than the reports did. The room looks for never-started notes on whole lists only.
+   */
+  startedPartial?: boolean;
   /** Standby tasks the lane wants on top of `want` (granted only while the window is full). */
   standby?: number;
   /**

@@ -59,6 +59,7 @@ function pull(stub: Stub, lane: Partial<Omit<PullRequest, "pool">> & { pool?: Ta
   if (lane.renew !== undefined) request.renew = lane.renew;
   if (lane.started !== undefined) request.started = lane.started;
   if (lane.sentAt !== undefined) request.sentAt = lane.sentAt;
+  if (lane.startedPartial !== undefined) request.startedPartial = lane.startedPartial;
   return stub.pull(request);
 }
 
@@ -1565,6 +1566,30 @@ describe("SwarmRoom: the grant notes a task's first call", () => {
     expect(await notesOf(stub)).toEqual([]);
     expect((await stub.getStatus(TENANT))?.usage.calls).toBe(0);
     expect(attemptsOf(await pull(stub, { ticket: "lane-2", want: 1 }))).toEqual([["task-001", 2]]);
+  });
+
+  it("a partial `started` (the reported attempts' calls only) drops no other note; the next whole list does", async () => {
+    const { swarmId, input, stub } = newSwarm(3);
+    await stub.start(input);
+    const granted = await pull(stub, { lane: "lane-a", seq: 1, want: 3 });
+    const first = granted.granted.find((g) => g.taskId === "task-001");
+    if (first === undefined) throw new Error("task-001 was not granted");
+    // task-001 is reported; the pull lists its call only: task-002's and task-003's notes, past
+    // their time and unlisted, stay (the lane may have started them).
+    await pull(stub, {
+      lane: "lane-a",
+      seq: 2,
+      reports: [report("task-001", first.attempt, ok("one"))],
+      want: 0,
+      started: [{ taskId: "task-001", attempt: first.attempt, turn: 1 }],
+      startedPartial: true,
+      sentAt: Date.now() + 5_000,
+    });
+    expect((await notesOf(stub)).map((n) => n.call_id)).toEqual([`${swarmId}:task-002:1:1`, `${swarmId}:task-003:1:1`]);
+    // The whole list names task-002 only: task-003's call never started, and its note goes unbilled.
+    await pull(stub, { lane: "lane-a", seq: 3, want: 0, started: [{ taskId: "task-002", attempt: 1, turn: 1 }], sentAt: Date.now() + 5_000 });
+    expect((await notesOf(stub)).map((n) => n.call_id)).toEqual([`${swarmId}:task-002:1:1`]);
+    expect((await stub.getStatus(TENANT))?.usage.calls).toBe(1);
   });
 
   it("an explicit note confirms the grant's note: a later pull that does not list it leaves it", async () => {

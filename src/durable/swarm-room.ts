@@ -226,7 +226,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       let started: Set<string> | undefined;
       if (request.lane !== undefined && request.sentAt !== undefined) {
         started = toStartedIds(swarm.id, request.started);
-        this.ledger.dropUnstartedNotes(request.lane, request.sentAt, started);
+        if (request.startedPartial !== true) this.ledger.dropUnstartedNotes(request.lane, request.sentAt, started);
       }
       // Standby tasks started in ended tasks' places take those places before the ends free them.
       if (request.promoted !== undefined && request.promoted.length > 0) this.dispatch.promote(request.promoted);

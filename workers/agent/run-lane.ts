@@ -7,7 +7,15 @@ import { toCheckpoint } from "../../src/core/agent-conversation.ts";
 import { toLaneSlots, type LaneTiming } from "../../src/core/lane-sizing.ts";
 import { freesSlot, standbyTarget } from "../../src/core/standby.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
-import type { ClaimedTask, PullRequest, PullResponse, TaskPool, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
+import {
+  STARTED_LIST_MS,
+  type ClaimedTask,
+  type PullRequest,
+  type PullResponse,
+  type TaskPool,
+  type TaskReport,
+  type TaskRunConfig,
+} from "../../src/core/swarm-contract.ts";
 import type { Ticket } from "../../src/core/ticket.ts";
 import { callKey, type CallJournal } from "./call-journal.ts";
 import type { CallStarts } from "./call-starts.ts";
@@ -86,6 +94,18 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     noteStart: (start) => ctx.callStarts.note(ticket.swarm_id, start),
     markStarted: (start) => startedNoted.set(callKey(start.taskId, start.attempt, start.turn), start),
   };
+  /** When a pull last listed every started grant-noted call (PullRequest.startedPartial). */
+  let startedListedAt: number | null = null;
+  /** The pull's `started`: every started grant-noted call now and then, else the reported attempts' only. */
+  const startedList = (reports: readonly TaskReport[]): Pick<PullRequest, "started" | "startedPartial"> => {
+    const now = ctx.now();
+    if (startedListedAt === null || now - startedListedAt >= STARTED_LIST_MS || now < startedListedAt) {
+      startedListedAt = now;
+      return { started: [...startedNoted.values()] };
+    }
+    const reported = new Set(reports.map((report) => `${report.taskId}:${report.attempt}`));
+    return { started: [...startedNoted.values()].filter((start) => reported.has(`${start.taskId}:${start.attempt}`)), startedPartial: true };
+  };
   const timing = createTimingAverages();
   // This lane's name and pull number: a pull sent again after an error keeps its number until one
   // is answered, so the room can give a lost answer's tasks again instead of stranding them.
@@ -112,8 +132,10 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   let reached = false;
   let wake: (() => void) | null = null;
   const poke = (): void => {
-    wake?.();
+    // Taken first: a waiter that is not done yet sets itself again.
+    const woken = wake;
     wake = null;
+    woken?.();
   };
   // Heartbeats: each running task's lease, renewed by a pull when half of it is left (the room
   // says how long a lease is), so the room notices in seconds when this lane dies.
@@ -133,14 +155,34 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     const due = [...leases].filter(([, lease]) => renewable(lease) && lease.until - now <= half).map(([taskId, lease]) => ({ taskId, attempt: lease.attempt }));
     return due.length === 0 ? undefined : due;
   };
-  /** Until a running task ends (or newer outcomes wait), or `ms` pass (null: no timer). */
-  const untilWoken = (ms: number | null): Promise<void> =>
+  /**
+   * Until a running task ends (or newer outcomes wait) and `ready()` holds then, or `ms` pass (null:
+   * no timer). One timer however often it is woken: a lane's outcomes arrive one by one while it
+   * coalesces them, and a timer set and cleared for each was a measurable part of its CPU.
+   */
+  const untilWoken = (ms: number | null, ready: () => boolean = () => true): Promise<void> =>
     new Promise<void>((resolve) => {
-      const timer = ms === null ? null : setTimeout(resolve, Math.max(0, ms));
-      wake = () => {
+      let timer: ReturnType<typeof setTimeout> | null = null;
+      const done = (): void => {
         if (timer !== null) clearTimeout(timer);
+        timer = null;
+        wake = null;
         resolve();
       };
+      const woken = (): void => {
+        if (ready()) done();
+        else wake = woken;
+      };
+      if (ms !== null) {
+        timer = setTimeout(
+          () => {
+            timer = null;
+            done();
+          },
+          Math.max(0, ms),
+        );
+      }
+      wake = woken;
     });
   /** Until a running task ends (or newer outcomes wait), or a lease is due for renewal. */
   const waitForWake = async (): Promise<void> => {
@@ -260,7 +302,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       pool: ctx.pool,
       endBy: ctx.callsEndBy,
       ...(renew === undefined ? {} : { renew }),
-      started: [...startedNoted.values()],
+      ...startedList(reports),
       sentAt: ctx.now(),
       ...(wantStandby > 0 ? { standby: wantStandby, running: running.size } : {}),
       ...(promoted.size > 0 ? { promoted: [...promoted.values()] } : {}),
@@ -376,15 +418,12 @@ async function coalesce(
   running: ReadonlySet<string>,
   ctx: LaneContext,
   ms: number,
-  untilWoken: (ms: number) => Promise<void>,
+  untilWoken: (ms: number, ready: () => boolean) => Promise<void>,
 ): Promise<void> {
   if (outbox.length === 0 || running.size === 0) return;
-  const until = ctx.now() + ms;
-  while (outbox.length < ctx.coalesce.outcomes && running.size > 0) {
-    const left = until - ctx.now();
-    if (left <= 0) return;
-    await untilWoken(left);
-  }
+  const enough = (): boolean => outbox.length >= ctx.coalesce.outcomes || running.size === 0;
+  if (enough() || ms <= 0) return;
+  await untilWoken(ms, enough);
 }
 
 async function pullWithRetry(room: ReturnType<SwarmRooms>, swarmId: string, request: PullRequest, ctx: LaneContext): Promise<PullResponse | null> {

@@ -8,7 +8,7 @@ import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LimitsSchema } from "../../../src/core/spec-schema.ts";
-import type { PullRequest, PullResponse } from "../../../src/core/swarm-contract.ts";
+import { STARTED_LIST_MS, type PullRequest, type PullResponse } from "../../../src/core/swarm-contract.ts";
 import { createModelClient } from "../../../src/model/model-client.ts";
 import type { ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
 import { consumeTasks, type ConsumeTasksDeps } from "../consume-tasks.ts";
@@ -69,12 +69,24 @@ const taskOf = (request: ModelRequest): string => promptOf(request).replace(/^Su
  */
 function wrappedRooms(options: { failBefore?: (n: number, request: PullRequest) => boolean; failAfter?: (n: number, answer: PullResponse) => boolean } = {}) {
   const real = toSwarmRooms(env.SWARM_ROOM);
-  const seen = { pulls: 0, failed: 0, granted: 0, lostGrants: [] as string[], startNotes: 0, standby: 0, promoted: 0, released: 0, ran: 0 };
+  const seen = {
+    pulls: 0,
+    failed: 0,
+    granted: 0,
+    lostGrants: [] as string[],
+    startNotes: 0,
+    standby: 0,
+    promoted: 0,
+    released: 0,
+    ran: 0,
+    requests: [] as PullRequest[],
+  };
   const rooms: SwarmRooms = (swarmId) => {
     const stub = real(swarmId);
     const room: SwarmRoomRpc = {
       async pull(request) {
         seen.pulls += 1;
+        seen.requests.push(structuredClone(request));
         const n = seen.pulls;
         if (options.failBefore?.(n, request)) {
           seen.failed += 1;
@@ -593,6 +605,29 @@ describe("the grant notes first calls (real SwarmRoom)", () => {
     await deliver(tickets(swarm.swarmId, 1), { rooms, gateway: directGateway(mockModel(5)), concurrency: 10, headerSlots: 0 });
     await expectEveryTaskOnce(swarm, before);
     expect(seen.startNotes).toBe(0);
+  }, 30_000);
+});
+
+describe("a lane lists the calls it started (real SwarmRoom)", () => {
+  it("whole lists at most every STARTED_LIST_MS; the pulls between list the reported attempts' calls only, and every call is on the bill once", async () => {
+    const swarm = await startSwarm(60, { concurrency: 10 });
+    const before = await mockStats();
+    const { rooms, seen } = wrappedRooms();
+    await deliver(tickets(swarm.swarmId, 1), { rooms, gateway: directGateway(mockModel(5)), concurrency: 10, headerSlots: 0 });
+    await expectEveryTaskOnce(swarm, before);
+    const whole = seen.requests.filter((request) => request.startedPartial !== true);
+    const partial = seen.requests.filter((request) => request.startedPartial === true);
+    expect(partial.length).toBeGreaterThan(0);
+    // The first pull's list is whole; later whole ones come STARTED_LIST_MS apart.
+    expect(seen.requests[0]?.startedPartial).toBeUndefined();
+    for (const [i, request] of whole.entries()) {
+      const previous = whole[i - 1];
+      if (previous !== undefined) expect((request.sentAt ?? 0) - (previous.sentAt ?? 0)).toBeGreaterThanOrEqual(STARTED_LIST_MS);
+    }
+    for (const request of partial) {
+      const reported = new Set(request.reports.map((report) => `${report.taskId}:${report.attempt}`));
+      for (const start of request.started ?? []) expect(reported.has(`${start.taskId}:${start.attempt}`)).toBe(true);
+    }
   }, 30_000);
 });
 
