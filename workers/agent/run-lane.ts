@@ -17,7 +17,7 @@ import {
   type TaskRunConfig,
 } from "../../src/core/swarm-contract.ts";
 import type { Ticket } from "../../src/core/ticket.ts";
-import { callKey, type CallJournal } from "./call-journal.ts";
+import type { CallJournal } from "./call-journal.ts";
 import type { CallStarts } from "./call-starts.ts";
 import type { PermitContext } from "./call-with-permit.ts";
 import { createHeaderGate } from "./header-gate.ts";
@@ -87,12 +87,18 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   const gate = createHeaderGate(ctx.headerSlots);
   // Calls the grant noted that this lane started: listed in every pull until the pull carrying
   // their task's report is answered, so the room can tell a noted call that never started.
-  const startedNoted = new Map<string, { taskId: string; attempt: number; turn: number }>();
+  // By attempt (`task:attempt`), each with the turns started: a pull's reports drop theirs by key.
+  const startedNoted = new Map<string, { taskId: string; attempt: number; turn: number }[]>();
   const permits: PermitContext = {
     ...ctx.permits,
     headerGate: gate,
     noteStart: (start) => ctx.callStarts.note(ticket.swarm_id, start),
-    markStarted: (start) => startedNoted.set(callKey(start.taskId, start.attempt, start.turn), start),
+    markStarted: (start) => {
+      const key = attemptKey(start);
+      const turns = startedNoted.get(key);
+      if (turns === undefined) startedNoted.set(key, [start]);
+      else if (!turns.some((t) => t.turn === start.turn)) turns.push(start);
+    },
   };
   /** When a pull last listed every started grant-noted call (PullRequest.startedPartial). */
   let startedListedAt: number | null = null;
@@ -101,10 +107,9 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     const now = ctx.now();
     if (startedListedAt === null || now - startedListedAt >= STARTED_LIST_MS || now < startedListedAt) {
       startedListedAt = now;
-      return { started: [...startedNoted.values()] };
+      return { started: [...startedNoted.values()].flat() };
     }
-    const reported = new Set(reports.map((report) => `${report.taskId}:${report.attempt}`));
-    return { started: [...startedNoted.values()].filter((start) => reported.has(`${start.taskId}:${start.attempt}`)), startedPartial: true };
+    return { started: reports.flatMap((report) => startedNoted.get(attemptKey(report)) ?? []), startedPartial: true };
   };
   const timing = createTimingAverages();
   // This lane's name and pull number: a pull sent again after an error keeps its number until one
@@ -152,7 +157,8 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   const toRenew = (now: number): PullRequest["renew"] => {
     if (leaseMs === null) return undefined;
     const half = leaseMs / 2;
-    const due = [...leases].filter(([, lease]) => renewable(lease) && lease.until - now <= half).map(([taskId, lease]) => ({ taskId, attempt: lease.attempt }));
+    const due: NonNullable<PullRequest["renew"]> = [];
+    for (const [taskId, lease] of leases) if (renewable(lease) && lease.until - now <= half) due.push({ taskId, attempt: lease.attempt });
     return due.length === 0 ? undefined : due;
   };
   /**
@@ -336,7 +342,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       for (const { taskId } of request.released ?? []) releasing.delete(taskId);
       // The room has these reports: their tasks' noted calls need listing no more.
       for (const report of reports) {
-        for (const [key, start] of startedNoted) if (start.taskId === report.taskId && start.attempt === report.attempt) startedNoted.delete(key);
+        startedNoted.delete(attemptKey(report));
       }
       if (final) return { reached };
       if (answer.leaseMs !== undefined) leaseMs = answer.leaseMs;
@@ -439,6 +445,11 @@ async function pullWithRetry(room: ReturnType<SwarmRooms>, swarmId: string, requ
       await ctx.sleep(100 + backoffDelayMs(attempt, null, PULL_BACKOFF));
     }
   }
+}
+
+/** A task attempt's key in the lane's maps. */
+function attemptKey(of: { taskId: string; attempt: number }): string {
+  return `${of.taskId}:${of.attempt}`;
 }
 
 /** Moving averages of recent calls' time to headers and latency (what sizes the lane's slots). */
