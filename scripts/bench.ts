@@ -6,7 +6,7 @@
 //   --tasks N (≤ 10,000)   --concurrency W (≤ 1,500)   --latency SPEC (200, uniform:100:300,
 //   normal:200:50, lognormal:MEDIAN:P95)   --ttfb MS   --faults none|mixed   --no-gate
 //   --no-baseline   --no-warmup   --tool-turns T   --max-output-tokens N   --timeout-s S   --rounds N
-//   --pool-cpu-prof   --workerd-cpu-prof
+//   --pool-cpu-prof   --workerd-cpu-prof   --workerd-perf
 import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import path from "node:path";
@@ -20,6 +20,8 @@ import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { formatSelfTimeRows, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild } from "./lib/promise-pool-baseline.ts";
 import { findWorkerdInspector, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
+import { breakdownPerfScript, formatPerfBreakdown } from "./lib/perf-breakdown.ts";
+import { startPerfRecord } from "./lib/perf-record.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
 const { values } = parseArgs({
@@ -37,6 +39,7 @@ const { values } = parseArgs({
     "tool-turns": { type: "string", default: "0" },
     "pool-cpu-prof": { type: "boolean", default: false },
     "workerd-cpu-prof": { type: "boolean", default: false },
+    "workerd-perf": { type: "boolean", default: false },
     "timeout-s": { type: "string" },
     seed: { type: "string", default: "1" },
     rounds: { type: "string", default: "1" },
@@ -195,6 +198,15 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
   const workerdProfiles = profile && values["workerd-cpu-prof"] ? await startAllProfiles(stack.wranglerPid, stack.inspectorPort) : null;
   const cpuBefore = usageOfDescendants(stack.wranglerPid, "workerd");
+  // --workerd-perf: Linux perf samples workerd's native stacks (every isolate, exactly attributed).
+  const perf =
+    profile && values["workerd-perf"]
+      ? startPerfRecord(
+          cpuBefore.map((p) => p.pid),
+          path.join(ROOT, ".tmp", "workerd-perf"),
+        )
+      : null;
+  if (perf !== null && !perf.ok) console.log(`note: --workerd-perf: ${perf.why}`);
   const submittedAt = Date.now();
   const { id } = await submitSwarm(stack.url, stack.token, swarmSpec(tasks, rounds > 1 ? `bench round ${round}` : "bench"));
   // The swarm's own figures (wall_s, latencies) come from its SwarmRoom, not from when a poll sees
@@ -202,6 +214,7 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
   // and the request's way in), so the bench looks once a second rather than five times.
   const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: STATUS_POLL_MS });
   const cpuAfter = usageOfDescendants(stack.wranglerPid, "workerd");
+  const perfScript = perf?.ok === true ? await perf.recording.stop() : null;
   const profiles = workerdProfiles === null ? null : await workerdProfiles.stop();
   const upstream = mock.stats();
   // Over the swarm's own wall, not up to when the poll saw its end.
@@ -223,6 +236,11 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
   const workerd = workerdUsage(cpuBefore, cpuAfter);
   if (workerd?.note) console.log(`note: ${workerd.note}`);
   if (profiles !== null) printWorkerdProfiles(profiles, tasks, workerd?.cpuMs ?? null);
+  if (perfScript !== null) {
+    const breakdown = breakdownPerfScript(perfScript);
+    console.log(`workerd CPU by what it ran (perf, ${breakdown.samples} samples at 999 Hz; raw data in .tmp/workerd-perf/perf.data):`);
+    for (const line of formatPerfBreakdown(breakdown, workerd === null ? null : workerd.cpuMs / tasks)) console.log(line);
+  }
   return {
     wallS: status.wall_s,
     p50: status.latency_ms.p50,

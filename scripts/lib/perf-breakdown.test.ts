@@ -1,0 +1,89 @@
+import { describe, expect, it } from "vitest";
+import { breakdownPerfScript, formatPerfBreakdown } from "./perf-breakdown.ts";
+
+/** One sample as `perf script -F comm,tid,ip,sym` prints it: the thread, then frames innermost first. */
+const sample = (thread: string, ...frames: string[]): string => [`${thread} 1405`, ...frames.map((frame, i) => `\t    55d0${i}f00 ${frame}`)].join("\n");
+
+const ROOT = ["kj::_::waitImpl", "workerd_server::entry::serve"];
+const RPC_IN = "workerd::IoContext::runSingle<workerd::IoContext::run<workerd::api::JsRpcTargetBase::JsRpcTargetBase(workerd::IoContext&)::{lambda}>";
+const FETCH_BACK =
+  "workerd::IoContext::runSingle<workerd::IoContext::resumeAfterIo<kj::HttpClient::Response, kj::Maybe<kj::Rc<workerd::InputGate::CriticalSection> >>";
+const CHUNK_BACK =
+  "workerd::IoContext::runSingle<workerd::IoContext::resumeAfterIo<kj::Array<unsigned char>, kj::Maybe<kj::Rc<workerd::InputGate::CriticalSection> >>";
+const HTTP_IN =
+  "workerd::IoContext::runSingle<workerd::IoContext::run<workerd::(anonymous namespace)::WorkerEntrypoint::requestImpl(kj::HttpMethod, kj::StringPtr)::{lambda}>";
+
+describe("perf samples by the event workerd ran", () => {
+  it.each([
+    [
+      "an RPC into a Durable Object, its SQL inside",
+      sample("workerd", "sqlite3VdbeExec", "workerd::api::SqlStorage::exec", RPC_IN, ...ROOT),
+      "RPC into a Durable Object or Worker (JS RPC)",
+      1,
+    ],
+    [
+      "a fetch's response",
+      sample("workerd", "workerd::api::Headers::Headers", FETCH_BACK, ...ROOT),
+      "a fetch's response headers arrived (fetch, then the code after it)",
+      0,
+    ],
+    [
+      "a body chunk",
+      sample("workerd", "v8::internal::JsonParser<unsigned char>::Parse", CHUNK_BACK, ...ROOT),
+      "a body chunk arrived (stream reads, then the code after them)",
+      0,
+    ],
+    [
+      "an incoming request",
+      sample("workerd", "workerd::api::ServiceWorkerGlobalScope::request", HTTP_IN, ...ROOT),
+      "an incoming HTTP request (miniflare's outbound interceptor, D1, the API)",
+      0,
+    ],
+    [
+      "a commit outside any event",
+      sample("workerd", "fsync", "workerd::ActorSqlite::startImplicitTxnImpl", ...ROOT),
+      "SQLite commits (Durable Objects, D1)",
+      1,
+    ],
+    [
+      "a minor GC outside any event",
+      sample("workerd", "v8::internal::Scavenger::ScavengePage", "v8::internal::Heap::CollectGarbage", ...ROOT),
+      "garbage collection (main thread)",
+      0,
+    ],
+    ["V8's helper thread", sample("V8 DefaultWorke", "v8::internal::ConcurrentMarking::Run"), "V8 helper threads (concurrent GC, compilation)", 0],
+    ["socket work", sample("workerd", "__send", "kj::AsyncIoStream::write", ...ROOT), "the event loop, sockets and HTTP outside any event", 0],
+  ])("%s", (_, text, kind, sqlite) => {
+    const gc = kind.startsWith("garbage") ? 1 : 0;
+    expect(breakdownPerfScript(text)).toEqual({ samples: 1, byKind: [{ kind, share: 1 }], sqlite, gc });
+  });
+
+  it("garbage collection inside an event counts under the event, and in the GC share beside", () => {
+    const breakdown = breakdownPerfScript(
+      sample("workerd", "v8::internal::Scavenger::ScavengePage", "v8::internal::Heap::CollectGarbage", CHUNK_BACK, ...ROOT),
+    );
+    expect(breakdown.byKind).toEqual([{ kind: "a body chunk arrived (stream reads, then the code after them)", share: 1 }]);
+    expect(breakdown.gc).toBe(1);
+  });
+
+  it("an event inside another's microtasks counts as the innermost one", () => {
+    const nested = sample("workerd", "workerd::api::fetchImpl", FETCH_BACK, "v8::internal::MicrotaskQueue::RunMicrotasks", RPC_IN, ...ROOT);
+    expect(breakdownPerfScript(nested).byKind).toEqual([{ kind: "a fetch's response headers arrived (fetch, then the code after it)", share: 1 }]);
+  });
+
+  it("shares add up over samples, largest first, and print with CPU per task", () => {
+    const text = [sample("workerd", RPC_IN), sample("workerd", RPC_IN), sample("workerd", RPC_IN), sample("workerd", CHUNK_BACK)].join("\n\n");
+    const breakdown = breakdownPerfScript(`${text}\n\n`);
+    expect(breakdown.samples).toBe(4);
+    expect(breakdown.byKind.map((k) => k.share)).toEqual([0.75, 0.25]);
+    expect(formatPerfBreakdown(breakdown, 0.8)).toEqual([
+      "   75.0%  0.600 ms/task  RPC into a Durable Object or Worker (JS RPC)",
+      "   25.0%  0.200 ms/task  a body chunk arrived (stream reads, then the code after them)",
+      "  (in whatever event: SQLite 0.0%  0.000 ms/task, garbage collection 0.0%  0.000 ms/task)",
+    ]);
+  });
+
+  it("no samples: an empty breakdown, not a division by zero", () => {
+    expect(breakdownPerfScript("")).toEqual({ samples: 0, byKind: [], sqlite: 0, gc: 0 });
+  });
+});
