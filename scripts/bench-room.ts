@@ -12,6 +12,7 @@ import { LimitsSchema } from "../src/core/spec-schema.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
+import { scratchStateDir } from "./lib/scratch-state.ts";
 
 const { values } = parseArgs({
   options: {
@@ -30,7 +31,8 @@ const StatusSchema = z.looseObject({
   billable: z.looseObject({ do_requests: z.number(), do_rows_written: z.number(), d1_rows_written: z.number() }),
 });
 
-const persistTo = path.join(ROOT, ".tmp", "room-bench-state");
+// On a tmpfs when there is one, as `npm run bench` (lib/scratch-state.ts says why).
+const persistTo = scratchStateDir("room-bench", path.join(ROOT, ".tmp", "room-bench-state")).dir;
 await rm(persistTo, { recursive: true, force: true });
 console.log(`bench:room: window=${window} lanes=${lanes} (slots ${slots} each); the SwarmRoom alone: no model, no agent loop (local wrangler dev)`);
 const stack = await startStack({
@@ -73,4 +75,5 @@ try {
   }
 } finally {
   await stack.stop();
+  await rm(persistTo, { recursive: true, force: true });
 }

@@ -6,7 +6,7 @@
 //   --tasks N (≤ 10,000)   --concurrency W (≤ 1,500)   --latency SPEC (200, uniform:100:300,
 //   normal:200:50, lognormal:MEDIAN:P95)   --ttfb MS   --faults none|mixed   --no-gate
 //   --no-baseline   --no-warmup   --tool-turns T   --max-output-tokens N   --timeout-s S   --rounds N
-//   --pool-cpu-prof   --workerd-cpu-prof   --workerd-perf
+//   --state-dir DIR   --pool-cpu-prof   --workerd-cpu-prof   --workerd-perf
 import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import path from "node:path";
@@ -22,6 +22,7 @@ import { runPoolChild } from "./lib/promise-pool-baseline.ts";
 import { findWorkerdInspector, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
 import { breakdownPerfScript, formatPerfBreakdown } from "./lib/perf-breakdown.ts";
 import { startPerfRecord } from "./lib/perf-record.ts";
+import { scratchStateDir } from "./lib/scratch-state.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
 const { values } = parseArgs({
@@ -43,6 +44,7 @@ const { values } = parseArgs({
     "timeout-s": { type: "string" },
     seed: { type: "string", default: "1" },
     rounds: { type: "string", default: "1" },
+    "state-dir": { type: "string" },
   },
 });
 
@@ -112,11 +114,16 @@ const prompts = Array.from({ length: tasks }, (_, i) =>
     : `bench task ${i + 1}: summarize item ${i + 1}`,
 );
 
-const persistTo = path.join(ROOT, ".tmp", "bench-state");
+// The stack's state is thrown away: on a tmpfs unless --state-dir says where (lib/scratch-state.ts says why).
+const state =
+  values["state-dir"] === undefined
+    ? scratchStateDir("bench", path.join(ROOT, ".tmp", "bench-state"))
+    : { dir: path.resolve(values["state-dir"]), tmpfs: false };
+const persistTo = state.dir;
 await rm(persistTo, { recursive: true, force: true });
 const gateText = values.gate ? `${HEADER_SLOTS_PER_INVOCATION} header slots/invocation` : "off";
 console.log(
-  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms) concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} (mock model, local wrangler dev)`,
+  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms) concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev)`,
 );
 const stack = await startStack({
   port: 0,
@@ -157,6 +164,7 @@ try {
   if (rounds > 1) printMedians(results);
 } finally {
   await stack.stop();
+  await rm(persistTo, { recursive: true, force: true });
 }
 
 /** One run of the baseline: the promise pool in a child process, against the mock. */
