@@ -2,10 +2,12 @@
 // tmpfs when the machine has one. Locally, workerd commits every Durable Object and D1 transaction
 // with an fsync of its SQLite WAL, on the one thread that runs every Worker and Durable Object, so
 // each commit stalls the whole stack for as long as the disk takes: at 10,000 tasks, W = 1,000 that
-// was about a fifth of the swarm's wall on this project's machine (docs/benchmarks.md). Production
-// storage does not fsync on the Durable Object's thread (writes are confirmed by replication
-// behind the output gate), so a bench run on a disk would measure the disk. `npm start` keeps its
-// state where wrangler keeps it: that state is meant to last.
+// was about a fifth of the swarm's wall on this project's machine (docs/benchmarks.md). In
+// production a Durable Object's writes are made durable by its storage relay, which streams the WAL
+// to followers while the output gate holds the object's answers (blog.cloudflare.com/sqlite-in-
+// durable-objects), and every object and invocation has a thread of its own: a bench run on this
+// machine's disk would measure the disk. `npm start` keeps its state where wrangler keeps it: that
+// state is meant to last.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 
