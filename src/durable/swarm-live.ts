@@ -5,7 +5,7 @@
 // however large the swarm. It decides no task state and reads only what it sends.
 import { canReplayFrom, LIVE_INTERVAL_MS, LIVE_RING_SIZE, toLiveProgress, type LiveEvent, type LiveEventType, type LiveTask } from "../core/live-events.ts";
 import type { SwarmStatus, TaskState } from "../core/swarm-contract.ts";
-import type { SwarmRow } from "./swarm-room-rows.ts";
+import { LEASED_STATES, type SwarmRow } from "./swarm-room-rows.ts";
 
 /** SQLite's default bound-parameter limit in Durable Objects is 100 a statement. */
 const IDS_PER_QUERY = 90;
@@ -68,7 +68,7 @@ export class SwarmLive {
   /** Tasks whose lease ran out (the alarm is about to end or retry them). */
   noteOverdue(now: number): void {
     if (!this.listening()) return;
-    const rows = this.sql.exec<{ id: string }>("SELECT id FROM tasks WHERE deadline IS NOT NULL AND deadline <= ?", now).toArray();
+    const rows = this.sql.exec<{ id: string }>(`SELECT id FROM tasks WHERE state IN ${LEASED_STATES} AND deadline <= ?`, now).toArray();
     if (rows.length > 0) this.markGap();
     for (const row of rows) this.dirty.add(row.id);
   }

@@ -67,6 +67,9 @@ export type TaskRow = {
   standby: number;
 };
 
+/** The states whose tasks hold a lease (`deadline`), as SQL: a WHERE on them uses tasks_by_state. */
+export const LEASED_STATES = "('running', 'dispatched')";
+
 export const TASK_COLUMNS = "seq, id, state, attempts, deadline, retry_at, long, reserved_usd, reserved_tokens, kind, model_hint, standby";
 
 /** `tasks.checkpoint`: AgentCheckpoint. */

@@ -552,6 +552,33 @@ describe("SwarmRoom alarm", () => {
     expect(page?.results[1]?.error?.class).toBe("lease_expired");
   });
 
+  it("finds lapsed leases among the running tasks, with no index of its own on the lease's end (schema v11)", async () => {
+    const { input, stub } = newSwarm(30, { concurrency: 10 });
+    await stub.start(input);
+    await pull(stub, { want: 10 });
+    // Every running task holds a lease; no other task does.
+    const { indexes, leased } = await runInDurableObject(stub, (_i, state) => ({
+      indexes: state.storage.sql
+        .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .toArray()
+        .map((row) => row.name),
+      leased: state.storage.sql
+        .exec<{ state: string; n: number }>("SELECT state, COUNT(*) AS n FROM tasks WHERE deadline IS NOT NULL GROUP BY state")
+        .toArray(),
+    }));
+    expect(indexes).toEqual(["tasks_by_engine_kind", "tasks_by_state"]);
+    expect(leased).toEqual([{ state: "running", n: 10 }]);
+    await endLeases(stub, ["task-003", "task-007"]);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const states = await taskStates(stub);
+    expect(
+      Object.entries(states)
+        .filter(([, s]) => s === "retry_wait")
+        .map(([id]) => id),
+    ).toEqual(["task-003", "task-007"]);
+    expect(Object.values(states).filter((s) => s === "running")).toHaveLength(8);
+  });
+
   it("flushes ledger rows and the swarm index to D1, exactly once however often it runs", async () => {
     const { swarmId, input, stub } = newSwarm(3);
     await stub.start(input);

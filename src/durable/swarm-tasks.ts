@@ -3,7 +3,7 @@
 // It never grants a task (SwarmDispatch does) and never decides an outcome (core/task-transitions.ts).
 import type { ErrorClass } from "../core/error-class.ts";
 import { IN_FLIGHT_TASK_STATES, type AgentCheckpoint, type ClaimedTask, type TaskPool } from "../core/swarm-contract.ts";
-import { TASK_COLUMNS, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
+import { LEASED_STATES, TASK_COLUMNS, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
 import type { SwarmStore } from "./swarm-store.ts";
 import type { SwarmTotals } from "./swarm-totals.ts";
 
@@ -100,7 +100,9 @@ export class SwarmTasks {
    */
   expireLeases(swarm: SwarmRow, now: number): { taskId: string; attempt: number }[] {
     const limits = this.store.limits(swarm);
-    const overdue = this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE deadline IS NOT NULL AND deadline <= ? ORDER BY seq`, now).toArray();
+    // Leases are held by running tasks only (and by 'dispatched' ones of a swarm started before
+    // pull dispatch): tasks_by_state finds them without a scan of the swarm (schema v11).
+    const overdue = this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE state IN ${LEASED_STATES} AND deadline <= ? ORDER BY seq`, now).toArray();
     const expired = overdue.filter((task) => task.state === "running").map((task) => ({ taskId: task.id, attempt: task.attempts }));
     for (const task of overdue) {
       if (swarm.state === "cancelled") {
@@ -205,7 +207,7 @@ export class SwarmTasks {
    */
   nextAlarm(options: { exact: boolean }): number | null {
     if (options.exact) {
-      const next = this.sql.exec<{ at: number | null }>("SELECT MIN(deadline) AS at FROM tasks WHERE deadline IS NOT NULL").one().at;
+      const next = this.sql.exec<{ at: number | null }>(`SELECT MIN(deadline) AS at FROM tasks WHERE state IN ${LEASED_STATES}`).one().at;
       if (next !== null) this.noteDeadline(next);
     }
     return this.nextDeadline;
