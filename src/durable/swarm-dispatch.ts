@@ -247,7 +247,7 @@ export class SwarmDispatch {
       });
       if (windowGrants >= want && result.granted.length - windowGrants >= standbyRoom) break;
     }
-    if (lane !== undefined) this.ledger.preNote(swarm, notes, lane, now);
+    if (lane !== undefined) this.ledger.preNote(swarm, notes, lane, notedUntil);
     return result;
   }
 

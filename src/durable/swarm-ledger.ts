@@ -7,7 +7,7 @@ import type { RoomSettings } from "../core/env-settings.ts";
 import { callIdRange, toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
 import { costOfUsage, resolvePrice } from "../core/pricing.ts";
-import type { CallRecord, CallStart, TaskKind } from "../core/swarm-contract.ts";
+import type { CallRecord, CallStart } from "../core/swarm-contract.ts";
 import type { Usage } from "../core/usage.ts";
 import { flushToLedger, type LedgerRow, type SwarmIndexRow } from "../ledger/d1-ledger.ts";
 import type { SwarmMeters } from "./swarm-meters.ts";
@@ -147,12 +147,11 @@ export class SwarmLedger {
   }
 
   /**
-   * The grant notes each granted attempt's first call (no RPC of the lane's), all in one statement:
-   * returns until when the notes hold for a lane that starts a call without noting it itself.
+   * The grant notes each granted attempt's first call (no RPC of the lane's), all in one statement;
+   * the notes hold `until` (the grant + PRE_NOTE_MS) for a lane that starts a call without noting it itself.
    */
-  preNote(swarm: SwarmRow, starts: readonly CallStart[], lane: string, now: number): { until: number } {
-    const until = now + PRE_NOTE_MS;
-    if (starts.length === 0) return { until };
+  preNote(swarm: SwarmRow, starts: readonly CallStart[], lane: string, until: number): void {
+    if (starts.length === 0) return;
     const rows = starts.map((start) => [
       toCallId(swarm.id, start.taskId, start.attempt, start.turn),
       start.taskId,
@@ -174,7 +173,6 @@ export class SwarmLedger {
       )
       .toArray().length;
     this.countOpen(inserted);
-    return { until };
   }
 
   /**
@@ -312,18 +310,9 @@ export class SwarmLedger {
     const price = resolvePrice(this.prices, call.model);
     const cost = usage !== null && price !== null ? costOfUsage(usage, price) : null;
     const callId = toCallId(swarm.id, report.taskId, report.attempt, call.turn);
-    const task = outcomes?.tasks.get(report.taskId);
-    const row =
-      outcomes !== undefined
-        ? task && { usd: task.reserved_usd, tokens: task.reserved_tokens, kind: task.kind }
-        : this.sql
-            .exec<{ usd: number; tokens: number; kind: TaskKind }>(
-              "SELECT reserved_usd AS usd, reserved_tokens AS tokens, kind FROM tasks WHERE id = ?",
-              report.taskId,
-            )
-            .toArray()[0];
-    const share = row?.kind === "task" ? callsPerTask : 1;
-    const reservation = row === undefined ? { usd: 0, tokens: 0 } : { usd: row.usd / share, tokens: Math.ceil(row.tokens / share) };
+    const task = outcomes !== undefined ? outcomes.tasks.get(report.taskId) : (this.store.task(report.taskId) ?? undefined);
+    const share = task?.kind === "task" ? callsPerTask : 1;
+    const reservation = task === undefined ? { usd: 0, tokens: 0 } : { usd: task.reserved_usd / share, tokens: Math.ceil(task.reserved_tokens / share) };
     const charge = chargeOfCall(call, price, reservation);
     if (call.status !== "unknown" && this.unknownCalls() > 0 && this.replaceEstimate(callId, call, cost, charge)) return true;
     const cursor = this.sql.exec(
