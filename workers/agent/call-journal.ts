@@ -157,7 +157,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       journal.pending = new Map([...requeued, ...journal.pending]);
       // A checkpoint that failed goes again, unless a newer one of the attempt is waiting.
       for (const c of checkpoints) {
-        const key = `${c.taskId}:${c.attempt}`;
+        const key = attemptKey(c);
         if (!journal.checkpoints.has(key)) journal.checkpoints.set(key, c);
       }
       console.error(
@@ -187,7 +187,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     checkpoint(swarmId, taskId, attempt, checkpoint) {
       try {
         const journal = journalOf(swarmId);
-        journal.checkpoints.set(`${taskId}:${attempt}`, { taskId, attempt, checkpoint });
+        journal.checkpoints.set(attemptKey({ taskId, attempt }), { taskId, attempt, checkpoint });
         arm(journal);
       } catch (error) {
         console.error(JSON.stringify({ event: "call_journal_checkpoint_failed", swarm_id: swarmId, task_id: taskId, error: toErrorMessage(error) }));
@@ -233,16 +233,21 @@ export function callKey(taskId: string, attempt: number, turn: number): string {
   return `${taskId}:${attempt}:${turn}`;
 }
 
+/** A task attempt's key in a journal's or a lane's maps (`task:attempt`, callKey without the turn). */
+export function attemptKey(of: { taskId: string; attempt: number }): string {
+  return `${of.taskId}:${of.attempt}`;
+}
+
 function toReports(calls: PendingCall[], checkpoints: readonly PendingCheckpoint[]): CallsReport[] {
   const byAttempt = new Map<string, CallsReport>();
   for (const { taskId, attempt, call } of calls) {
-    const key = `${taskId}:${attempt}`;
+    const key = attemptKey({ taskId, attempt });
     const report = byAttempt.get(key);
     if (report === undefined) byAttempt.set(key, { taskId, attempt, calls: [call] });
     else report.calls.push(call);
   }
   for (const { taskId, attempt, checkpoint } of checkpoints) {
-    const key = `${taskId}:${attempt}`;
+    const key = attemptKey({ taskId, attempt });
     const report = byAttempt.get(key);
     if (report === undefined) byAttempt.set(key, { taskId, attempt, calls: [], checkpoint });
     else report.checkpoint = checkpoint;

@@ -17,7 +17,7 @@ import {
   type TaskRunConfig,
 } from "../../src/core/swarm-contract.ts";
 import type { Ticket } from "../../src/core/ticket.ts";
-import type { CallJournal } from "./call-journal.ts";
+import { attemptKey, type CallJournal } from "./call-journal.ts";
 import type { CallStarts } from "./call-starts.ts";
 import type { PermitContext } from "./call-with-permit.ts";
 import { createHeaderGate } from "./header-gate.ts";
@@ -445,11 +445,6 @@ async function pullWithRetry(room: ReturnType<SwarmRooms>, swarmId: string, requ
       await ctx.sleep(100 + backoffDelayMs(attempt, null, PULL_BACKOFF));
     }
   }
-}
-
-/** A task attempt's key in the lane's maps. */
-function attemptKey(of: { taskId: string; attempt: number }): string {
-  return `${of.taskId}:${of.attempt}`;
 }
 
 /** Moving averages of recent calls' time to headers and latency (what sizes the lane's slots). */
