@@ -6,7 +6,7 @@
 //   --tasks N (≤ 10,000)   --concurrency W (≤ 1,500)   --latency SPEC (200, uniform:100:300,
 //   normal:200:50, lognormal:MEDIAN:P95)   --ttfb MS   --faults none|mixed   --no-gate
 //   --no-baseline   --no-warmup   --tool-turns T   --max-output-tokens N   --timeout-s S   --rounds N
-//   --state-dir DIR   --pool-cpu-prof   --workerd-cpu-prof   --workerd-perf
+//   --state-dir DIR   --one-process   --pool-cpu-prof   --workerd-cpu-prof   --workerd-perf
 import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import path from "node:path";
@@ -19,8 +19,8 @@ import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { formatSelfTimeRows, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild } from "./lib/promise-pool-baseline.ts";
-import { findWorkerdInspector, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
-import { breakdownPerfScript, formatPerfBreakdown } from "./lib/perf-breakdown.ts";
+import { findWorkerdInspectors, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
+import { breakdownPerfScript, formatPerfBreakdown, splitPerfScriptByPid } from "./lib/perf-breakdown.ts";
 import { startPerfRecord } from "./lib/perf-record.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
@@ -34,6 +34,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "100" },
     faults: { type: "string", default: "none" },
     gate: { type: "boolean", default: true },
+    "one-process": { type: "boolean", default: false },
     baseline: { type: "boolean", default: true },
     warmup: { type: "boolean", default: true },
     "max-output-tokens": { type: "string", default: "32" },
@@ -123,7 +124,7 @@ const persistTo = state.dir;
 await rm(persistTo, { recursive: true, force: true });
 const gateText = values.gate ? `${HEADER_SLOTS_PER_INVOCATION} header slots/invocation` : "off";
 console.log(
-  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms) concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev)`,
+  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms) concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev: ${values["one-process"] ? "both Workers in one workerd" : "a workerd per Worker"})`,
 );
 const stack = await startStack({
   port: 0,
@@ -131,6 +132,9 @@ const stack = await startStack({
   mock: scenario,
   persistTo,
   agentVars: { UPSTREAM_HEADER_SLOTS: values.gate ? String(HEADER_SLOTS_PER_INVOCATION) : "0" },
+  // --one-process: both Workers in one wrangler dev, so on one workerd thread (the stack before
+  // each Worker had a process of its own), to compare.
+  ...(values["one-process"] ? { configs: ["wrangler.toml", "workers/agent/wrangler.toml"] } : {}),
   log: "capture",
 });
 for (const name of stack.droppedAgentVars) {
@@ -204,8 +208,9 @@ async function runBaselineOnce(mock: MockModelHandle, profile: boolean): Promise
 async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: boolean): Promise<RunFigures> {
   const sampler = startRun(mock);
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
-  const workerdProfiles = profile && values["workerd-cpu-prof"] ? await startAllProfiles(stack.wranglerPid, stack.inspectorPort) : null;
-  const cpuBefore = usageOfDescendants(stack.wranglerPid, "workerd");
+  const workerdProfiles = profile && values["workerd-cpu-prof"] ? await startAllProfiles(stack.wranglerPids, stack.inspectorPort) : null;
+  const cpuBefore = usageOfDescendants(stack.wranglerPids, "workerd");
+  const sessionsBefore = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd"));
   // --workerd-perf: Linux perf samples workerd's native stacks (every isolate, exactly attributed).
   const perf =
     profile && values["workerd-perf"]
@@ -221,7 +226,8 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
   // the end; a status poll costs workerd about 6 ms of CPU locally (half of it wrangler's dev proxy
   // and the request's way in), so the bench looks once a second rather than five times.
   const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: STATUS_POLL_MS });
-  const cpuAfter = usageOfDescendants(stack.wranglerPid, "workerd");
+  const cpuAfter = usageOfDescendants(stack.wranglerPids, "workerd");
+  const sessionsAfter = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd"));
   const perfScript = perf?.ok === true ? await perf.recording.stop() : null;
   const profiles = workerdProfiles === null ? null : await workerdProfiles.stop();
   const upstream = mock.stats();
@@ -243,11 +249,27 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
   if (billable !== null) console.log(billable);
   const workerd = workerdUsage(cpuBefore, cpuAfter);
   if (workerd?.note) console.log(`note: ${workerd.note}`);
+  // Each session's workerd on its own (the local stack runs one per Worker).
+  const sessionCpuMs = stack.sessions.map((_, i) => workerdUsage(sessionsBefore[i] ?? [], sessionsAfter[i] ?? [])?.cpuMs ?? null);
+  if (workerd !== null && stack.sessions.length > 1) {
+    const bySession = stack.sessions.map((session, i) => `${session.name}=${formatCpuPerTask(sessionCpuMs[i] ?? null, tasks)}`);
+    console.log(`workerd cpu/task by process: ${bySession.join(" ")}`);
+  }
   if (profiles !== null) printWorkerdProfiles(profiles, tasks, workerd?.cpuMs ?? null);
   if (perfScript !== null) {
     const breakdown = breakdownPerfScript(perfScript);
     console.log(`workerd CPU by what it ran (perf, ${breakdown.samples} samples at 999 Hz; raw data in .tmp/workerd-perf/perf.data):`);
     for (const line of formatPerfBreakdown(breakdown, workerd === null ? null : workerd.cpuMs / tasks)) console.log(line);
+    if (stack.sessions.length > 1) {
+      const byPid = splitPerfScriptByPid(perfScript);
+      for (const [i, session] of stack.sessions.entries()) {
+        const text = (sessionsBefore[i] ?? []).map((p) => byPid.get(p.pid) ?? "").join("\n\n");
+        const own = breakdownPerfScript(text);
+        const cpuMs = sessionCpuMs[i] ?? null;
+        console.log(`  the workerd of ${session.name} alone (${own.samples} samples, ${formatCpuPerTask(cpuMs, tasks)}/task):`);
+        for (const line of formatPerfBreakdown(own, cpuMs === null ? null : cpuMs / tasks)) console.log(`  ${line}`);
+      }
+    }
   }
   return {
     wallS: status.wall_s,
@@ -446,6 +468,10 @@ function workerdUsage(before: ProcessUsage[], after: ProcessUsage[]): { cpuMs: n
   };
 }
 
+function formatCpuPerTask(cpuMs: number | null, taskCount: number): string {
+  return cpuMs === null ? "n/a" : `${(cpuMs / taskCount).toFixed(2)} ms`;
+}
+
 function formatBillable(status: SwarmStatusBody, taskCount: number): string | null {
   const billable = BillableStatusSchema.parse(status).billable;
   if (billable === undefined) return null;
@@ -467,13 +493,13 @@ function formatBillable(status: SwarmStatusBody, taskCount: number): string | nu
  * outbound interceptors, which every upstream fetch passes through locally. Without it (no /proc),
  * wrangler's inspector, which lists the orchestrator's isolate only.
  */
-async function startAllProfiles(wranglerPid: number, wranglerInspectorPort: number): Promise<WorkerdProfiles> {
-  const port = await findWorkerdInspector(wranglerPid);
-  if (port === null) {
+async function startAllProfiles(wranglerPids: readonly number[], wranglerInspectorPort: number): Promise<WorkerdProfiles> {
+  const ports = await findWorkerdInspectors(wranglerPids);
+  if (ports.length === 0) {
     console.log("note: workerd's own inspector was not found; profiling the orchestrator's isolate only (wrangler's inspector)");
-    return startWorkerdProfiles(wranglerInspectorPort);
+    return startWorkerdProfiles([wranglerInspectorPort]);
   }
-  return startWorkerdProfiles(port, (id) => id.startsWith("core:user:edgeswarm-") || id.startsWith("outbound:"));
+  return startWorkerdProfiles(ports, (id) => id.startsWith("core:user:edgeswarm-") || id.startsWith("outbound:"));
 }
 
 /** Where workerd's CPU went: each isolate's sampled self time per task and its top functions. */

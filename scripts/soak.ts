@@ -11,7 +11,7 @@ import { startMockModel } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
-import { findWorkerdInspector, readHeapUsage } from "./lib/workerd-inspector.ts";
+import { findWorkerdInspectors, readHeapUsage } from "./lib/workerd-inspector.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
 const { values } = parseArgs({
@@ -82,12 +82,12 @@ try {
   // tasks/s: over the swarms' own wall time (the ledger checks between swarms do not count).
   // The heaps tell a leak in the Workers' JavaScript (the orchestrator's holds the SwarmRooms)
   // apart from workerd's native memory (RSS).
-  const inspectorPort = await findWorkerdInspector(stack.wranglerPid);
+  const inspectorPorts = await findWorkerdInspectors(stack.wranglerPids);
   // A heap read without its full GC (the isolate was idle: see readHeapUsage) is marked "*".
   const heapOf = async (worker: string): Promise<Heap | null> =>
-    inspectorPort === null
+    inspectorPorts.length === 0
       ? null
-      : readHeapUsage(inspectorPort, (id) => id === `core:user:${worker}`).then(
+      : readHeapUsage(inspectorPorts, (id) => id === `core:user:${worker}`).then(
           (usage) => (usage[0] === undefined ? null : { mb: usage[0].usedMb, collected: usage[0].collected }),
           () => null,
         );
@@ -129,7 +129,7 @@ try {
     windowSwarmS += status.wall_s;
     if (Date.now() - windowStart >= 60_000 || Date.now() >= end) {
       const seconds = Math.max(0.001, windowSwarmS);
-      const workerd = usageOfDescendants(stack.wranglerPid, "workerd").reduce((mb, p) => mb + p.rssMb, 0);
+      const workerd = usageOfDescendants(stack.wranglerPids, "workerd").reduce((mb, p) => mb + p.rssMb, 0);
       const agentHeap = await heapOf("edgeswarm-agent");
       const orchestratorHeap = await heapOf("edgeswarm-orchestrator");
       const sample: Sample = {

@@ -1,5 +1,5 @@
 // `npm start`: the whole stack on this machine — local D1 migrations, the mock model (unless
-// MODEL_BASE_URL/MODEL_API_KEY name a real endpoint), both Workers in one `wrangler dev` — then a
+// MODEL_BASE_URL/MODEL_API_KEY name a real endpoint), each Worker in a `wrangler dev` of its own — then a
 // 100-task demo swarm and its summary line. Stays up until Ctrl-C, which stops all it started.
 import { parseArgs } from "node:util";
 import { readIntOption } from "./lib/int-option.ts";

@@ -1,9 +1,11 @@
 // Starts and stops the local edgeswarm stack: D1 migrations, the mock model (unless a real
-// upstream is configured) and both Workers in one `wrangler dev`. Used by npm start, bench and e2e.
+// upstream is configured) and the two Workers, each in a `wrangler dev` session of its own that
+// finds the other through a dev registry private to the stack. Used by npm start, bench and e2e.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { startMockModel, type MockModelHandle, type MockModelOptions } from "../../dev/mock-model/server.ts";
@@ -14,6 +16,8 @@ import { WRANGLER_OFFLINE_ENV } from "./wrangler-env.ts";
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 const WRANGLER = path.join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
 const AGENT_CONFIG = path.join(ROOT, "workers", "agent", "wrangler.toml");
+/** The agent's Worker name (workers/agent/wrangler.toml): its entry in the dev registry. */
+const AGENT_WORKER = "edgeswarm-agent";
 
 export interface StackOptions {
   /** API port; 0 picks a free one. */
@@ -64,8 +68,9 @@ export interface StackOptions {
   /** UPSTREAM_KEYS for the agent: gateway key id → API key. */
   upstreamKeys?: Record<string, string>;
   /**
-   * The Worker configs of the `wrangler dev` session, the first one primary (its port answers
-   * /healthz). Default: the orchestrator and the agent.
+   * The Worker configs of one `wrangler dev` session, the first one primary (its port answers
+   * /healthz), instead of the default: the orchestrator and the agent, each in a session (a workerd
+   * process) of its own.
    */
   configs?: readonly string[];
   /** Pass wrangler's output through (npm start) or keep it for error reports (tests, bench). */
@@ -78,16 +83,22 @@ export interface Stack {
   /** The upstream the agents call, for display (never the key). */
   modelBaseUrl: string;
   mock: MockModelHandle | null;
-  /** pid of the `wrangler dev` child; workerd runs below it (its process tree, for CPU figures). */
-  wranglerPid: number;
+  /**
+   * The `wrangler dev` sessions, the primary (the API's) first: the Workers each runs (`name`, its
+   * configs' Worker names) and the pid of its wrangler child, below which its workerd runs (the
+   * process trees, for CPU figures and workerd's inspectors).
+   */
+  sessions: ReadonlyArray<{ name: string; pid: number }>;
+  /** The sessions' pids, the primary first. */
+  wranglerPids: readonly number[];
   /** Names of `agentVars` the agent's config does not declare: wrangler dev did not pass them. */
   droppedAgentVars: string[];
-  /** The port of wrangler's DevTools inspector (one target per Worker), for CPU profiles. */
+  /** The port of the primary session's wrangler DevTools inspector (its first Worker), for CPU profiles. */
   inspectorPort: number;
   /** wrangler's output so far, when captured. */
   output(): string;
   stop(): Promise<void>;
-  /** kill -9 of every process of the stack (wrangler, workerd), at once: a machine that dies. */
+  /** kill -9 of every process of the stack (both wranglers and their workerd), at once: a machine that dies. */
   kill(): Promise<void>;
 }
 
@@ -132,19 +143,44 @@ export function queryLocalD1(persistTo: string | undefined, sql: string): unknow
   return parsed[0]?.results ?? [];
 }
 
-async function waitForHealthy(url: string, child: ChildProcess, output: () => string, timeoutMs: number): Promise<void> {
+/** Polls `ready` every 250 ms until it holds; fails when a session exits first or after `timeoutMs`. */
+async function waitUntil(
+  what: string,
+  sessions: readonly ChildProcess[],
+  ready: () => boolean | Promise<boolean>,
+  output: () => string,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited with code ${child.exitCode}:\n${output()}`);
-    try {
-      const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
-      if (response.ok) return;
-    } catch {
-      // not listening yet
-    }
+    const exited = sessions.find((child) => child.exitCode !== null);
+    if (exited !== undefined) throw new Error(`wrangler dev exited with code ${exited.exitCode}:\n${output()}`);
+    if (await ready()) return;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  throw new Error(`wrangler dev did not answer ${url}/healthz within ${timeoutMs / 1000} s:\n${output()}`);
+  throw new Error(`${what} within ${timeoutMs / 1000} s:\n${output()}`);
+}
+
+async function answersHealthz(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
+    await response.body?.cancel();
+    return response.ok;
+  } catch {
+    return false; // not listening yet
+  }
+}
+
+/**
+ * Whether `worker` has registered in the dev registry at `registry`: miniflare writes a file named
+ * after the Worker, with the address of its workerd's debug port, once that workerd serves it.
+ */
+function registered(registry: string, worker: string): boolean {
+  try {
+    return z.object({ debugPortAddress: z.string() }).safeParse(JSON.parse(readFileSync(path.join(registry, worker), "utf8"))).success;
+  } catch {
+    return false; // not written yet (or half-written)
+  }
 }
 
 /**
@@ -163,6 +199,12 @@ function declaredVars(configPath: string): Set<string> {
     }
   }
   return names;
+}
+
+/** The `name` a wrangler.toml gives its Worker (a line scan, as declaredVars), or the file's path. */
+function workerName(configPath: string): string {
+  const match = /^name\s*=\s*"([^"]+)"/m.exec(readFileSync(path.join(ROOT, configPath), "utf8"));
+  return match?.[1] ?? configPath;
 }
 
 /** Builds the dashboard into dashboard/dist, the orchestrator's static assets (wrangler.toml [assets]). */
@@ -195,75 +237,102 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const agentVars = options.agentVars ?? {};
   const agentDeclared = declaredVars(AGENT_CONFIG);
   const droppedAgentVars = Object.keys(agentVars).filter((name) => !agentDeclared.has(name));
-  const args = wranglerArgs(
-    [
-      "dev",
-      ...(options.configs ?? ["wrangler.toml", "workers/agent/wrangler.toml"]).flatMap((config) => ["-c", config]),
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--inspector-port",
-      String(inspectorPort),
-      "--show-interactive-dev-session=false",
-      ...vars,
-    ],
-    options.persistTo,
-  );
-  // Secrets declared under [secrets] in the configs are read from the process environment.
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      ...WRANGLER_OFFLINE_ENV,
-      // wrangler dev's local trace collector (on by default) records a span of every fetch, RPC and
-      // queue delivery into SQLite, on the one workerd thread the whole stack runs on: about 0.5 ms
-      // of CPU per task, a third of the swarm's, which production does not charge to the Workers.
-      // Off unless the environment asks for it (X_LOCAL_OBSERVABILITY=true).
-      X_LOCAL_OBSERVABILITY: process.env.X_LOCAL_OBSERVABILITY ?? "false",
-      API_TOKENS: options.apiToken,
-      MODEL_BASE_URL: modelBaseUrl,
-      MODEL_API_KEY: modelApiKey,
-      UPSTREAM_KEYS: JSON.stringify(options.upstreamKeys ?? {}),
-      WEBHOOK_SECRET: webhookSecret,
-      ALLOW_PRIVATE_NETWORK: options.allowPrivateNetwork ? "true" : "false",
-      // Keys the local stack mints say so: es_local_… (wrangler.toml's default is live).
-      API_KEY_KIND: "local",
-      // Declared vars are overridden from the environment in both Workers (secrets are declared).
-      ...(options.gatewayConfig ? { GATEWAY_CONFIG: options.gatewayConfig.replaceAll("{{MOCK_URL}}", modelBaseUrl) } : {}),
-      ...agentVars,
-    },
-    stdio: ["ignore", options.log === "inherit" ? "inherit" : "pipe", options.log === "inherit" ? "inherit" : "pipe"],
-    detached: true,
-  });
+  // Each Worker runs in a `wrangler dev` session of its own, so in a workerd process (one thread)
+  // of its own, as production gives every invocation and Durable Object its own CPU: the agents'
+  // calls no longer queue behind the SwarmRooms' SQL. The two find each other through wrangler's
+  // dev registry (WRANGLER_REGISTRY_PATH), private to this stack so that two stacks never see each
+  // other's Workers: the agent's SwarmRoom and KeyPool bindings (script_name) reach the
+  // orchestrator's Durable Objects through its workerd's debug port, and the orchestrator's Queue
+  // producers, with no local consumer, forward each message to the broker of the session that
+  // consumes the queue (miniflare's queue broker `#tryRemoteConsumer`, which drops a message when
+  // no consumer is registered: hence the agent starts first).
+  const split = options.configs === undefined;
+  const registry = split ? mkdtempSync(path.join(tmpdir(), "edgeswarm-registry-")) : null;
+  const persistRoot = options.persistTo ?? path.join(ROOT, ".wrangler", "state");
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...WRANGLER_OFFLINE_ENV,
+    // wrangler dev's local trace collector (on by default) records a span of every fetch, RPC and
+    // queue delivery into SQLite, on the thread of the Worker it traces: about 0.5 ms of CPU per
+    // task, a third of the swarm's, which production does not charge to the Workers. Off unless
+    // the environment asks for it (X_LOCAL_OBSERVABILITY=true).
+    X_LOCAL_OBSERVABILITY: process.env.X_LOCAL_OBSERVABILITY ?? "false",
+    API_TOKENS: options.apiToken,
+    MODEL_BASE_URL: modelBaseUrl,
+    MODEL_API_KEY: modelApiKey,
+    UPSTREAM_KEYS: JSON.stringify(options.upstreamKeys ?? {}),
+    WEBHOOK_SECRET: webhookSecret,
+    ALLOW_PRIVATE_NETWORK: options.allowPrivateNetwork ? "true" : "false",
+    // Keys the local stack mints say so: es_local_… (wrangler.toml's default is live).
+    API_KEY_KIND: "local",
+    // Declared vars are overridden from the environment in both Workers (secrets are declared).
+    ...(options.gatewayConfig ? { GATEWAY_CONFIG: options.gatewayConfig.replaceAll("{{MOCK_URL}}", modelBaseUrl) } : {}),
+    ...agentVars,
+    ...(registry === null ? {} : { WRANGLER_REGISTRY_PATH: registry }),
+  };
   let captured = "";
   const keep = (chunk: Buffer) => {
     captured = (captured + chunk.toString()).slice(-200_000);
   };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
+  const sessions: ChildProcess[] = [];
+  const sessionNames: string[] = [];
+  /** One `wrangler dev` session of `configs`, its process group of its own (signalled whole). */
+  const startSession = (configs: readonly string[], sessionPort: number, sessionInspectorPort: number, persistTo: string | undefined, extra: string[]) => {
+    const args = wranglerArgs(
+      [
+        "dev",
+        ...configs.flatMap((config) => ["-c", config]),
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        String(sessionPort),
+        "--inspector-port",
+        String(sessionInspectorPort),
+        "--show-interactive-dev-session=false",
+        ...extra,
+      ],
+      persistTo,
+    );
+    // Secrets declared under [secrets] in the configs are read from the process environment.
+    const child = spawn(process.execPath, args, {
+      cwd: ROOT,
+      env,
+      stdio: ["ignore", options.log === "inherit" ? "inherit" : "pipe", options.log === "inherit" ? "inherit" : "pipe"],
+      detached: true,
+    });
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
+    sessions.push(child);
+    sessionNames.push(configs.map(workerName).join("+"));
+    return child;
+  };
 
   let stopped = false;
   let cronTimer: ReturnType<typeof setInterval> | null = null;
-  /** Signals the process group of `wrangler dev` (workerd included), once, and waits for it to exit. */
+  /** Signals every session's process group (workerd included), once, and waits for them to exit. */
   const end = async (signal: "SIGTERM" | "SIGKILL"): Promise<void> => {
     if (stopped) return;
     stopped = true;
     if (cronTimer !== null) clearInterval(cronTimer);
-    if (child.exitCode !== null || child.pid === undefined) return;
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    const signalGroup = (sig: "SIGTERM" | "SIGKILL") => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, sig);
-      } catch {
-        // already gone
-      }
-    };
-    signalGroup(signal);
-    // A SIGTERM that is not heeded within 5 s becomes a SIGKILL.
-    const timer = signal === "SIGTERM" ? setTimeout(() => signalGroup("SIGKILL"), 5_000) : null;
-    await exited;
-    if (timer !== null) clearTimeout(timer);
+    await Promise.all(
+      sessions.map(async (child) => {
+        if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+        const signalGroup = (sig: "SIGTERM" | "SIGKILL") => {
+          try {
+            if (child.pid !== undefined) process.kill(-child.pid, sig);
+          } catch {
+            // already gone
+          }
+        };
+        signalGroup(signal);
+        // A SIGTERM that is not heeded within 5 s becomes a SIGKILL.
+        const timer = signal === "SIGTERM" ? setTimeout(() => signalGroup("SIGKILL"), 5_000) : null;
+        await exited;
+        if (timer !== null) clearTimeout(timer);
+      }),
+    );
+    if (registry !== null) rmSync(registry, { recursive: true, force: true });
   };
   const stop = async (): Promise<void> => {
     if (stopped) return;
@@ -274,7 +343,26 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 
   const url = `http://127.0.0.1:${port}`;
   try {
-    await waitForHealthy(url, child, () => captured, 90_000);
+    if (registry !== null) {
+      // The agent keeps no state of its own (its Durable Object bindings are the orchestrator's);
+      // its local queue brokers get a directory apart from the orchestrator's SQLite files.
+      startSession(["workers/agent/wrangler.toml"], await findFreePort(), await findFreePort(), path.join(persistRoot, "agent"), []);
+      await waitUntil(
+        "the agent's wrangler dev did not register",
+        sessions,
+        () => registered(registry, AGENT_WORKER),
+        () => captured,
+        90_000,
+      );
+    }
+    startSession(options.configs ?? ["wrangler.toml"], port, inspectorPort, options.persistTo, vars);
+    await waitUntil(
+      `wrangler dev did not answer ${url}/healthz`,
+      sessions,
+      () => answersHealthz(url),
+      () => captured,
+      90_000,
+    );
   } catch (error) {
     await stop();
     throw error;
@@ -294,7 +382,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     token: options.apiToken,
     modelBaseUrl,
     mock,
-    wranglerPid: child.pid ?? -1,
+    sessions: sessions.map((child, i) => ({ name: sessionNames[i] ?? "?", pid: child.pid ?? -1 })).reverse(),
+    wranglerPids: sessions.map((child) => child.pid ?? -1).reverse(),
     inspectorPort,
     droppedAgentVars,
     output: () => captured,

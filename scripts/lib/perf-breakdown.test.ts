@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { breakdownPerfScript, formatPerfBreakdown } from "./perf-breakdown.ts";
+import { breakdownPerfScript, formatPerfBreakdown, splitPerfScriptByPid } from "./perf-breakdown.ts";
 
 /** One sample as `perf script -F comm,tid,ip,sym` prints it: the thread, then frames innermost first. */
 const sample = (thread: string, ...frames: string[]): string => [`${thread} 1405`, ...frames.map((frame, i) => `\t    55d0${i}f00 ${frame}`)].join("\n");
@@ -85,5 +85,31 @@ describe("perf samples by the event workerd ran", () => {
 
   it("no samples: an empty breakdown, not a division by zero", () => {
     expect(breakdownPerfScript("")).toEqual({ samples: 0, byKind: [], sqlite: 0, gc: 0 });
+  });
+});
+
+describe("perf samples by process", () => {
+  /** A sample as `perf script -F comm,pid,tid,ip,sym` prints it. */
+  const of = (thread: string, pid: number, tid: number, frame: string): string => `${thread} ${pid}/${tid}\n\t    55d00f00 ${frame}`;
+  it.each([
+    ["one process", [of("workerd", 10, 10, "a")], { 10: 1 }],
+    [
+      "two processes, a helper thread with a space in its name",
+      [of("workerd", 10, 10, "a"), of("V8 DefaultWorke", 10, 12, "b"), of("workerd", 20, 20, "c")],
+      { 10: 2, 20: 1 },
+    ],
+    ["a header without a pid is left out", ["workerd 1405\n\t    55d00f00 a", of("workerd", 20, 20, "c")], { 20: 1 }],
+    ["nothing", [], {}],
+  ])("%s", (_name, samples, expected) => {
+    const split = splitPerfScriptByPid(samples.join("\n\n"));
+    expect(Object.fromEntries([...split].map(([pid, text]) => [pid, breakdownPerfScript(text).samples]))).toEqual(expected);
+  });
+
+  it("keeps each sample whole, so its breakdown is the process's own", () => {
+    const split = splitPerfScriptByPid(
+      [of("workerd", 10, 10, "workerd::api::SqlStorage::exec"), of("workerd", 20, 20, "v8::internal::Heap::Scavenge")].join("\n\n"),
+    );
+    expect(breakdownPerfScript(split.get(10) ?? "").sqlite).toBe(1);
+    expect(breakdownPerfScript(split.get(20) ?? "").sqlite).toBe(0);
   });
 });

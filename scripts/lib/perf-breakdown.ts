@@ -49,8 +49,8 @@ const EVENT_ENTRY = /IoContext::runSingle<|IoContext::run<|IoContext::resumeAfte
 const SQLITE_FRAME = /\bsqlite3|SqlStorage::|SqliteDatabase::|ActorSqlite::/;
 
 /**
- * Parses `perf script -F comm,tid,ip,sym` output: samples are blocks separated by blank lines, a
- * header line (the thread's name first) and then one frame per line, innermost first.
+ * Parses `perf script -F comm,pid,tid,ip,sym` output: samples are blocks separated by blank lines,
+ * a header line (the thread's name first) and then one frame per line, innermost first.
  */
 export function breakdownPerfScript(text: string): PerfBreakdown {
   const counts = new Map<string, number>();
@@ -82,6 +82,24 @@ function kindOf(header: string, frames: readonly string[]): string {
   }
   const around = AROUND_RULES.find((rule) => frames.some((frame) => rule.frame.test(frame)));
   return around?.kind ?? "the event loop, sockets and HTTP outside any event";
+}
+
+/**
+ * The samples of each process, by the pid in their header (`comm pid/tid`), as `perf script` text
+ * again: the local stack runs a workerd per Worker, and each is broken down on its own. Samples
+ * without a pid (`-F` without `pid`) are left out.
+ */
+export function splitPerfScriptByPid(text: string): Map<number, string> {
+  const blocks = new Map<number, string[]>();
+  for (const block of text.split(/\n\s*\n/)) {
+    const header = block.split("\n").find((line) => line.trim() !== "");
+    const pid = header === undefined ? undefined : /\s(\d+)\/\d+(\s|$)/.exec(header)?.[1];
+    if (pid === undefined) continue;
+    const list = blocks.get(Number(pid)) ?? [];
+    list.push(block);
+    blocks.set(Number(pid), list);
+  }
+  return new Map([...blocks].map(([pid, list]) => [pid, list.join("\n\n")]));
 }
 
 /** The breakdown as lines: share, then its CPU per task when the total is known. */

@@ -7,7 +7,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 
 export interface PerfRecording {
-  /** Stops the sampling and returns `perf script -F comm,tid,ip,sym` of what it sampled. */
+  /** Stops the sampling and returns `perf script -F comm,pid,tid,ip,sym` of what it sampled. */
   stop(): Promise<string>;
 }
 
@@ -35,7 +35,7 @@ export function startPerfRecord(pids: readonly number[], dir: string): { ok: tru
         child.kill("SIGINT");
         const code = await exited;
         if (code !== 0 && code !== null) throw new Error(`perf record exited ${code}: ${stderr.trim()}`);
-        const script = spawnSync("perf", ["script", "-i", data, "-F", "comm,tid,ip,sym"], { encoding: "utf8", maxBuffer: 1 << 30 });
+        const script = spawnSync("perf", ["script", "-i", data, "-F", "comm,pid,tid,ip,sym"], { encoding: "utf8", maxBuffer: 1 << 30 });
         if (script.status !== 0) throw new Error(`perf script exited ${script.status}: ${script.stderr.trim().slice(-2_000)}`);
         return script.stdout;
       },

@@ -29,19 +29,19 @@ describe.runIf(hasProc)("process tree (/proc)", () => {
         resolve(typeof address === "object" && address !== null ? address.port : -1);
       });
     });
-    expect(listeningPortsOfDescendants(process.pid, selfName)).toContain(port);
+    expect(listeningPortsOfDescendants([process.pid], selfName)).toContain(port);
     await new Promise<void>((resolve) => server?.close(() => resolve()));
     server = null;
-    expect(listeningPortsOfDescendants(process.pid, selfName)).not.toContain(port);
+    expect(listeningPortsOfDescendants([process.pid], selfName)).not.toContain(port);
   });
 
   it("finds nothing for a name no process below has", () => {
-    expect(listeningPortsOfDescendants(process.pid, "no-such-process-name")).toEqual([]);
-    expect(usageOfDescendants(process.pid, "no-such-process-name")).toEqual([]);
+    expect(listeningPortsOfDescendants([process.pid], "no-such-process-name")).toEqual([]);
+    expect(usageOfDescendants([process.pid], "no-such-process-name")).toEqual([]);
   });
 
   it("reads this process's CPU time and memory", () => {
-    const [self] = usageOfDescendants(process.pid, selfName);
+    const [self] = usageOfDescendants([process.pid], selfName);
     expect(self?.pid).toBe(process.pid);
     expect(self?.cpuMs).toBeGreaterThan(0);
     expect(self?.rssMb).toBeGreaterThan(0);

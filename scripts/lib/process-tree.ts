@@ -56,8 +56,8 @@ function statusMb(pid: number, field: "VmHWM" | "VmRSS"): number {
   }
 }
 
-/** Every process named `name` below `rootPid` (the root included), or [] without /proc. */
-export function usageOfDescendants(rootPid: number, name: string): ProcessUsage[] {
+/** Every process named `name` below the `rootPids` (the roots included), or [] without /proc. */
+export function usageOfDescendants(rootPids: readonly number[], name: string): ProcessUsage[] {
   let pids: number[];
   try {
     pids = readdirSync("/proc")
@@ -74,7 +74,7 @@ export function usageOfDescendants(rootPid: number, name: string): ProcessUsage[
   const children = new Map<number, number[]>();
   for (const [pid, stat] of stats) children.set(stat.ppid, [...(children.get(stat.ppid) ?? []), pid]);
   const tree: number[] = [];
-  const todo = [rootPid];
+  const todo = [...rootPids];
   for (let pid = todo.pop(); pid !== undefined; pid = todo.pop()) {
     tree.push(pid);
     todo.push(...(children.get(pid) ?? []));
@@ -87,15 +87,15 @@ export function usageOfDescendants(rootPid: number, name: string): ProcessUsage[
 }
 
 /**
- * The loopback TCP ports the processes named `name` below `rootPid` listen on, read from
+ * The loopback TCP ports the processes named `name` below the `rootPids` listen on, read from
  * /proc/<pid>/net/tcp (state 0A = LISTEN) and matched to the process's own socket fds; [] without
  * /proc. The bench finds workerd's own inspector this way: miniflare starts workerd with
  * `--inspector-addr=127.0.0.1:0`, which lists every isolate (each Worker, miniflare's outbound
  * interceptors, the local Queue and D1), where wrangler's `--inspector-port` lists one.
  */
-export function listeningPortsOfDescendants(rootPid: number, name: string): number[] {
+export function listeningPortsOfDescendants(rootPids: readonly number[], name: string): number[] {
   const ports: number[] = [];
-  for (const { pid } of usageOfDescendants(rootPid, name)) {
+  for (const { pid } of usageOfDescendants(rootPids, name)) {
     let inodes: Set<string>;
     let table: string;
     try {

@@ -30,22 +30,39 @@ async function listTargets(inspectorPort: number, signal?: AbortSignal): Promise
 }
 
 /**
+ * The targets of every inspector in `inspectorPorts`, in their order. Ids are per workerd (each
+ * numbers its own `outbound:<n>` from 0), so an id another inspector listed already gets `@<port>`.
+ */
+async function listAllTargets(inspectorPorts: readonly number[]): Promise<z.infer<typeof TargetsSchema>> {
+  const seen = new Set<string>();
+  const lists = await Promise.all(inspectorPorts.map(async (port) => ({ port, targets: await listTargets(port) })));
+  return lists.flatMap(({ port, targets }) =>
+    targets.map((target) => {
+      const id = seen.has(target.id) ? `${target.id}@${port}` : target.id;
+      seen.add(id);
+      return { ...target, id };
+    }),
+  );
+}
+
+/**
  * workerd's own inspector, which lists every isolate by service name (`core:user:<worker>`,
  * `outbound:<n>` — miniflare's interceptor that every outbound fetch of a local Worker passes
- * through —, `d1:db`, `queues:queue`, …): the one of the listening ports of the workerd processes
- * under wrangler that answers /json with targets. Null when there is none (no /proc, or a
- * workerd started without `--inspector-addr`).
+ * through —, `d1:db`, `queues:queue`, …): the listening ports of the workerd processes under the
+ * `wranglerPids` that answer /json with targets, one a workerd (the local stack runs a workerd per
+ * Worker). Empty when there is none (no /proc, or workerd started without `--inspector-addr`).
  */
-export async function findWorkerdInspector(wranglerPid: number): Promise<number | null> {
-  for (const port of listeningPortsOfDescendants(wranglerPid, "workerd")) {
+export async function findWorkerdInspectors(wranglerPids: readonly number[]): Promise<number[]> {
+  const inspectors: number[] = [];
+  for (const port of listeningPortsOfDescendants(wranglerPids, "workerd")) {
     try {
       const targets = await listTargets(port, AbortSignal.timeout(2_000));
-      if (targets.some((t) => t.id.startsWith("core:user:"))) return port;
+      if (targets.some((t) => t.id.startsWith("core:user:"))) inspectors.push(port);
     } catch {
       // Not an inspector (the Workers' own HTTP ports answer something else, or nothing).
     }
   }
-  return null;
+  return inspectors;
 }
 
 /** How long a heap read waits for its full garbage collection. */
@@ -58,11 +75,11 @@ const GC_WAIT_MS = 3_000;
  * to: then the heap is read as it is, garbage included.
  */
 export async function readHeapUsage(
-  inspectorPort: number,
+  inspectorPorts: readonly number[],
   include: (id: string) => boolean = () => true,
 ): Promise<Array<{ target: string; usedMb: number; totalMb: number; collected: boolean }>> {
   const usage: Array<{ target: string; usedMb: number; totalMb: number; collected: boolean }> = [];
-  for (const target of (await listTargets(inspectorPort)).filter((t) => include(t.id))) {
+  for (const target of (await listAllTargets(inspectorPorts)).filter((t) => include(t.id))) {
     const session = await openProbedSession(target.webSocketDebuggerUrl);
     try {
       // workerd answers collectGarbage only once the HeapProfiler domain is enabled.
@@ -80,9 +97,9 @@ export async function readHeapUsage(
   return usage;
 }
 
-/** Profiles the targets the inspector at `inspectorPort` lists whose id `include` accepts (all by default). */
-export async function startWorkerdProfiles(inspectorPort: number, include: (id: string) => boolean = () => true): Promise<WorkerdProfiles> {
-  const targets = (await listTargets(inspectorPort)).filter((t) => include(t.id));
+/** Profiles the targets the inspectors at `inspectorPorts` list whose id `include` accepts (all by default). */
+export async function startWorkerdProfiles(inspectorPorts: readonly number[], include: (id: string) => boolean = () => true): Promise<WorkerdProfiles> {
+  const targets = (await listAllTargets(inspectorPorts)).filter((t) => include(t.id));
   const sessions = await Promise.all(targets.map(async (target) => ({ target: target.id, session: await openProbedSession(target.webSocketDebuggerUrl) })));
   for (const { session } of sessions) {
     await session.send("Profiler.enable");

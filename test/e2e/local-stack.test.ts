@@ -1,5 +1,6 @@
-// End to end across both Workers, as `npm start` runs them: real `wrangler dev` (orchestrator +
-// agent in one workerd, local Queue, Durable Objects and D1) against the mock model over HTTP.
+// End to end across both Workers, as `npm start` runs them: real `wrangler dev` (the orchestrator
+// and the agent each in a session of its own, through a private dev registry; local Queue,
+// Durable Objects and D1) against the mock model over HTTP.
 import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
