@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { runCli } from "../../cli/test/run-cli.ts";
 import { ROOT, generateToken, queryLocalD1, startStack, type Stack } from "../../scripts/lib/local-stack.ts";
+import { usageOfDescendants } from "../../scripts/lib/process-tree.ts";
 import { getAllResults, getJson, submitSwarm, waitForSwarm } from "../../scripts/lib/swarm-client.ts";
 
 const persistTo = path.join(ROOT, ".tmp", "e2e-state");
@@ -49,6 +50,14 @@ describe("the local stack", () => {
     const body = z.object({ error: z.object({ code: z.string(), details: z.array(z.object({ path: z.string() })) }) }).parse(await invalid.json());
     expect(body.error.code).toBe("invalid_spec");
     expect(body.error.details.map((d) => d.path)).toEqual(expect.arrayContaining(["tasks.0.prompt", "limits.concurrency"]));
+  });
+
+  it("runs each Worker in a workerd process of its own, the orchestrator's first", () => {
+    expect(stack.sessions.map((session) => session.name)).toEqual(["edgeswarm-orchestrator", "edgeswarm-agent"]);
+    const workerds = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd").map((p) => p.pid));
+    for (const pids of workerds) expect(pids.length).toBeGreaterThan(0);
+    // Disjoint trees: the tickets and pulls of the swarm below cross from one process to the other.
+    expect(workerds[0]?.filter((pid) => workerds[1]?.includes(pid))).toEqual([]);
   });
 
   it("runs a 24-task swarm across both Workers: every task terminal, ledger rows = model calls = upstream calls", async () => {
