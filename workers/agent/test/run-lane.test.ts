@@ -716,9 +716,9 @@ describe("a lane stops before its invocation's limits", () => {
 describe("how long outcomes wait for company", () => {
   it.each([
     ["no timing yet: the setting", 5, null, 5],
-    ["200 ms calls: 5% is 10 ms", 5, 200, 10],
+    ["200 ms calls: 10% is 20 ms", 5, 200, 20],
     ["fast calls: the setting", 5, 40, 5],
-    ["480 ms calls: 24 ms", 5, 480, 24],
+    ["480 ms calls: 48 ms", 5, 480, 48],
     ["10 s calls: at most 50 ms", 5, 10_000, 50],
     ["a setting of 0 (tests): 0", 0, 10_000, 0],
   ])("%s", (_label, setting, latency, expected) => {
