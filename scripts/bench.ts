@@ -516,7 +516,7 @@ function printWorkerdProfiles(profiles: Array<{ target: string; profile: CpuProf
   }
   // Observed: every busy isolate's profile adds up to about the whole swarm, far over workerd's CPU.
   console.log(
-    `note: the isolates take turns on workerd's one thread, and V8 charges a sample taken while another isolate runs to where this one last stopped (often a native call, or "(program)"): compare functions within a profile, not a profile's total with workerd's CPU (${workerdCpuMs === null ? "n/a" : (workerdCpuMs / taskCount).toFixed(3)} ms/task in all)`,
+    `note: the isolates of a workerd take turns on its one thread, and V8 charges a sample taken while another isolate runs to where this one last stopped (often a native call, or "(program)"): compare functions within a profile, not a profile's total with workerd's CPU (${workerdCpuMs === null ? "n/a" : (workerdCpuMs / taskCount).toFixed(3)} ms/task in all)`,
   );
 }
 
