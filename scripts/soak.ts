@@ -75,6 +75,7 @@ try {
     }),
   });
   if (schedule.status !== 201) throw new Error(`could not save the soak schedule: ${schedule.status} ${await schedule.text()}`);
+  const scheduleId = z.object({ id: z.string() }).parse(await schedule.json()).id;
 
   console.log(
     `soak: ${minutes} min, swarms of ${tasks} tasks at W=${concurrency}, ${latency} ms calls, faults ${JSON.stringify(RATES)}, a 20-task schedule every minute`,
@@ -152,8 +153,19 @@ try {
       windowSwarmS = 0;
     }
   }
-  // The scheduled swarms: every one of their upstream calls on the bill too (they may still run).
-  await new Promise((resolve) => setTimeout(resolve, 5_000));
+  // The scheduled swarms: every one of their upstream calls on the bill too. Checked once they have
+  // ended (a call still in flight has no ledger row yet): the schedule is deleted so no new one
+  // starts, then each swarm it started is waited for, and then one ledger flush more.
+  const deleted = await api(`/v1/schedules/${scheduleId}`, { method: "DELETE" });
+  if (!deleted.ok) throw new Error(`could not delete the soak schedule: ${deleted.status} ${await deleted.text()}`);
+  // A cron tick (every 5 s here) that read the schedule before it went may still start one.
+  await new Promise((resolve) => setTimeout(resolve, 6_000));
+  const scheduledIds = z
+    .array(z.object({ id: z.string() }))
+    .parse(queryLocalD1(persistTo, "SELECT id FROM swarms WHERE origin LIKE 'schedule:%'"))
+    .map((row) => row.id);
+  for (const id of scheduledIds) await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 120_000 });
+  await new Promise((resolve) => setTimeout(resolve, 3_000));
   const scheduledCalls = callsOf(SCHEDULED_MODEL);
   const scheduledRows = ledgerCount(`model = '${SCHEDULED_MODEL}'`);
   const scheduledSwarms =
