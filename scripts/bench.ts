@@ -209,8 +209,9 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
   const sampler = startRun(mock);
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
   const workerdProfiles = profile && values["workerd-cpu-prof"] ? await startAllProfiles(stack.wranglerPids, stack.inspectorPort) : null;
-  const cpuBefore = usageOfDescendants(stack.wranglerPids, "workerd");
+  // Each session's workerd processes; the whole stack's are all of them.
   const sessionsBefore = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd"));
+  const cpuBefore = sessionsBefore.flat();
   // --workerd-perf: Linux perf samples workerd's native stacks (every isolate, exactly attributed).
   const perf =
     profile && values["workerd-perf"]
@@ -226,8 +227,8 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
   // the end; a status poll costs workerd about 6 ms of CPU locally (half of it wrangler's dev proxy
   // and the request's way in), so the bench looks once a second rather than five times.
   const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: STATUS_POLL_MS });
-  const cpuAfter = usageOfDescendants(stack.wranglerPids, "workerd");
   const sessionsAfter = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd"));
+  const cpuAfter = sessionsAfter.flat();
   const perfScript = perf?.ok === true ? await perf.recording.stop() : null;
   const profiles = workerdProfiles === null ? null : await workerdProfiles.stop();
   const upstream = mock.stats();

@@ -16,8 +16,6 @@ import { WRANGLER_OFFLINE_ENV } from "./wrangler-env.ts";
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 const WRANGLER = path.join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
 const AGENT_CONFIG = path.join(ROOT, "workers", "agent", "wrangler.toml");
-/** The agent's Worker name (workers/agent/wrangler.toml): its entry in the dev registry. */
-const AGENT_WORKER = "edgeswarm-agent";
 
 export interface StackOptions {
   /** API port; 0 picks a free one. */
@@ -203,7 +201,7 @@ function declaredVars(configPath: string): Set<string> {
 
 /** The `name` a wrangler.toml gives its Worker (a line scan, as declaredVars), or the file's path. */
 function workerName(configPath: string): string {
-  const match = /^name\s*=\s*"([^"]+)"/m.exec(readFileSync(path.join(ROOT, configPath), "utf8"));
+  const match = /^name\s*=\s*"([^"]+)"/m.exec(readFileSync(path.resolve(ROOT, configPath), "utf8"));
   return match?.[1] ?? configPath;
 }
 
@@ -274,8 +272,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const keep = (chunk: Buffer) => {
     captured = (captured + chunk.toString()).slice(-200_000);
   };
-  const sessions: ChildProcess[] = [];
-  const sessionNames: string[] = [];
+  const sessions: Array<{ child: ChildProcess; name: string }> = [];
   /** One `wrangler dev` session of `configs`, its process group of its own (signalled whole). */
   const startSession = (configs: readonly string[], sessionPort: number, sessionInspectorPort: number, persistTo: string | undefined, extra: string[]) => {
     const args = wranglerArgs(
@@ -302,9 +299,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     });
     child.stdout?.on("data", keep);
     child.stderr?.on("data", keep);
-    sessions.push(child);
-    sessionNames.push(configs.map(workerName).join("+"));
-    return child;
+    const session = { child, name: configs.map(workerName).join("+") };
+    sessions.push(session);
+    return session;
   };
 
   let stopped = false;
@@ -315,7 +312,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     stopped = true;
     if (cronTimer !== null) clearInterval(cronTimer);
     await Promise.all(
-      sessions.map(async (child) => {
+      sessions.map(async ({ child }) => {
         if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
         const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
         const signalGroup = (sig: "SIGTERM" | "SIGKILL") => {
@@ -346,11 +343,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     if (registry !== null) {
       // The agent keeps no state of its own (its Durable Object bindings are the orchestrator's);
       // its local queue brokers get a directory apart from the orchestrator's SQLite files.
-      startSession(["workers/agent/wrangler.toml"], await findFreePort(), await findFreePort(), path.join(persistRoot, "agent"), []);
+      const agent = startSession([AGENT_CONFIG], await findFreePort(), await findFreePort(), path.join(persistRoot, "agent"), []);
       await waitUntil(
         "the agent's wrangler dev did not register",
-        sessions,
-        () => registered(registry, AGENT_WORKER),
+        sessions.map(({ child }) => child),
+        () => registered(registry, agent.name),
         () => captured,
         90_000,
       );
@@ -358,7 +355,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     startSession(options.configs ?? ["wrangler.toml"], port, inspectorPort, options.persistTo, vars);
     await waitUntil(
       `wrangler dev did not answer ${url}/healthz`,
-      sessions,
+      sessions.map(({ child }) => child),
       () => answersHealthz(url),
       () => captured,
       90_000,
@@ -377,13 +374,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     }, cronEveryMs);
     cronTimer.unref();
   }
+  // Started agent first; listed primary (the API's session) first.
+  const primaryFirst = [...sessions].reverse();
   return {
     url,
     token: options.apiToken,
     modelBaseUrl,
     mock,
-    sessions: sessions.map((child, i) => ({ name: sessionNames[i] ?? "?", pid: child.pid ?? -1 })).reverse(),
-    wranglerPids: sessions.map((child) => child.pid ?? -1).reverse(),
+    sessions: primaryFirst.map(({ child, name }) => ({ name, pid: child.pid ?? -1 })),
+    wranglerPids: primaryFirst.map(({ child }) => child.pid ?? -1),
     inspectorPort,
     droppedAgentVars,
     output: () => captured,
