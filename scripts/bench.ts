@@ -3,11 +3,9 @@
 // process, what a user writes by hand (lib/promise-pool-baseline.ts) — then edgeswarm on the local
 // stack. Prints both side by side with their ratios and the ideal wall N·(T+1)·L̄/W
 // (docs/architecture.md §4). Figures only, no pass/fail. docs/benchmarks.md explains every figure.
-//   --tasks N (≤ 10,000)   --concurrency W (≤ 1,500)   --latency SPEC (200, uniform:100:300,
-//   normal:200:50, lognormal:MEDIAN:P95)   --ttfb MS   --faults none|mixed   --no-gate
-//   --no-baseline   --no-warmup   --tool-turns T   --max-output-tokens N   --timeout-s S   --rounds N
-//   --state-dir DIR   --one-process   --pool-cpu-prof   --workerd-cpu-prof   --workerd-perf
+//   Its options: USAGE below (`npm run bench -- --help`).
 import { mkdirSync, readdirSync, statSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -23,31 +21,76 @@ import { findWorkerdInspectors, startWorkerdProfiles, writeProfiles, type Worker
 import { breakdownPerfScript, formatPerfBreakdown, splitPerfScriptByPid } from "./lib/perf-breakdown.ts";
 import { startPerfRecord } from "./lib/perf-record.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
+import { machineCeiling } from "./lib/machine-ceiling.ts";
+import { formatRamp, rampOf } from "./lib/ramp-trace.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
-const { values } = parseArgs({
-  allowNegative: true,
-  options: {
-    tasks: { type: "string", default: "1000" },
-    latency: { type: "string", default: "200" },
-    ttfb: { type: "string", default: "0" },
-    concurrency: { type: "string", default: "100" },
-    faults: { type: "string", default: "none" },
-    gate: { type: "boolean", default: true },
-    "one-process": { type: "boolean", default: false },
-    baseline: { type: "boolean", default: true },
-    warmup: { type: "boolean", default: true },
-    "max-output-tokens": { type: "string", default: "32" },
-    "tool-turns": { type: "string", default: "0" },
-    "pool-cpu-prof": { type: "boolean", default: false },
-    "workerd-cpu-prof": { type: "boolean", default: false },
-    "workerd-perf": { type: "boolean", default: false },
-    "timeout-s": { type: "string" },
-    seed: { type: "string", default: "1" },
-    rounds: { type: "string", default: "1" },
-    "state-dir": { type: "string" },
-  },
-});
+const USAGE = `npm run bench -- [options]: the baseline (a promise pool over the openai SDK) and edgeswarm, side by side, against one mock model
+  --tasks N               tasks (1-10,000; default 1000)
+  --concurrency W         the window, of both runners (1-1,500; default 100)
+  --latency SPEC          MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95 (default 200)
+  --ttfb MS               the mock's time to first byte (default 0)
+  --faults none|mixed     the mock's fault profile (default none)
+  --no-gate               without the simulated 6 connections waiting for headers per invocation
+  --no-baseline           edgeswarm only
+  --no-warmup             a cold stack: no 20-task swarm first
+  --tool-turns T          every task an agent of T scratchpad turns (no baseline)
+  --max-output-tokens N   max_tokens of every call (default 32)
+  --timeout-s S           one call's deadline (default max(30, 3 x max(p95, ttfb)); 3 s with faults)
+  --seed N                the mock's PRNG seed (default 1)
+  --rounds N              the pair N times, then medians and ranges (1-20; default 1)
+  --state-dir DIR         where the stack keeps its wiped state (default: a tmpfs)
+  --one-process           both Workers in one wrangler dev session, to compare
+  --ramp                  sample in flight every 10 ms and print each run's ramp to its peak
+  --pool-cpu-prof         profile the baseline (Node --cpu-prof)
+  --workerd-cpu-prof      profile each isolate through workerd's inspector
+  --workerd-perf          Linux perf over workerd's native stacks
+docs/benchmarks.md explains every option and figure.`;
+
+const { values } = (() => {
+  try {
+    return parseBenchArgs();
+  } catch (error) {
+    // parseArgs throws a TypeError with an ERR_PARSE_ARGS_* code for an unknown or malformed option.
+    if (error instanceof TypeError && String((error as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS")) {
+      console.error(`bench: ${error.message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+})();
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+function parseBenchArgs() {
+  return parseArgs({
+    allowNegative: true,
+    options: {
+      help: { type: "boolean", short: "h", default: false },
+      ramp: { type: "boolean", default: false },
+      tasks: { type: "string", default: "1000" },
+      latency: { type: "string", default: "200" },
+      ttfb: { type: "string", default: "0" },
+      concurrency: { type: "string", default: "100" },
+      faults: { type: "string", default: "none" },
+      gate: { type: "boolean", default: true },
+      "one-process": { type: "boolean", default: false },
+      baseline: { type: "boolean", default: true },
+      warmup: { type: "boolean", default: true },
+      "max-output-tokens": { type: "string", default: "32" },
+      "tool-turns": { type: "string", default: "0" },
+      "pool-cpu-prof": { type: "boolean", default: false },
+      "workerd-cpu-prof": { type: "boolean", default: false },
+      "workerd-perf": { type: "boolean", default: false },
+      "timeout-s": { type: "string" },
+      seed: { type: "string", default: "1" },
+      rounds: { type: "string", default: "1" },
+      "state-dir": { type: "string" },
+    },
+  });
+}
 
 // The mixed profile of the brief: "hang/drop" is split between a hang (no answer until the
 // deadline) and a truncated stream (the socket drops halfway).
@@ -69,7 +112,10 @@ const BillableStatusSchema = z.looseObject({ billable: BillableOps.extend({ per_
 /** Production's limit of connections waiting for response headers per invocation, which wrangler dev does not enforce. */
 const HEADER_SLOTS_PER_INVOCATION = 6;
 const MAX_ATTEMPTS = 3;
-const IN_FLIGHT_SAMPLE_MS = 50;
+/** How often the mock's in_flight is sampled: every 10 ms with --ramp, to show the ramp. */
+const IN_FLIGHT_SAMPLE_MS = values.ramp ? 10 : 50;
+/** The machine's cores: the CPU both runners and the mock share. */
+const CORES = availableParallelism();
 /** How often the bench reads the measured swarm's status while it runs. */
 const STATUS_POLL_MS = 1_000;
 /** Tasks of the warm-up swarm that runs before the measured one (--no-warmup: none). */
@@ -188,18 +234,22 @@ async function runBaselineOnce(mock: MockModelHandle, profile: boolean): Promise
     },
     profileDir,
   );
+  const upstream = mock.stats();
   const figures: RunFigures = {
     wallS: b.wall_ms / 1000,
     p50: b.p50_ms,
     p95: b.p95_ms,
     cpuPerTask: b.cpu_ms / b.tasks,
+    cpuMs: b.cpu_ms,
+    mockCpuMs: sampler.mockCpuMs(upstream),
     ok: b.ok,
     err: b.failed,
-    upstream: mock.stats(),
+    upstream,
     meanInFlight: sampler.stop(b.started_at, b.ended_at),
     memory: `rss_mb=${b.max_rss_mb.toFixed(0)}`,
     extra: `${b.max_ms === null ? "" : ` slowest_call=${(b.max_ms / 1000).toFixed(2)} s`}${b.retries > 0 ? ` retries=${b.retries} errors=${JSON.stringify(b.errors)}` : ""}`,
   };
+  if (values.ramp) console.log(`ramp of the baseline (in flight every ${IN_FLIGHT_SAMPLE_MS} ms): ${sampler.ramp(upstream)}`);
   if (profileDir !== undefined) printPoolProfile(profileDir, tasks);
   return figures;
 }
@@ -234,6 +284,8 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
   const upstream = mock.stats();
   // Over the swarm's own wall, not up to when the poll saw its end.
   const meanInFlight = sampler.stop(submittedAt, submittedAt + status.wall_s * 1_000);
+  const mockCpuMs = sampler.mockCpuMs(upstream);
+  if (values.ramp) console.log(`ramp of edgeswarm (in flight every ${IN_FLIGHT_SAMPLE_MS} ms): ${sampler.ramp(upstream)}`);
 
   console.log(formatSummary(status));
   console.log(
@@ -277,6 +329,8 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
     p50: status.latency_ms.p50,
     p95: status.latency_ms.p95,
     cpuPerTask: workerd === null ? null : workerd.cpuMs / tasks,
+    cpuMs: workerd === null ? null : workerd.cpuMs,
+    mockCpuMs,
     ok: status.counts.succeeded,
     err: status.counts.failed + status.counts.cancelled + status.counts.skipped_budget,
     upstream,
@@ -290,6 +344,36 @@ function label(s: string): string {
   return s.padEnd(37);
 }
 
+/** A call's CPU in all the processes it passes through here: the runner's and the mock's. */
+function cpuPerCall(r: RunFigures): number | null {
+  return r.cpuMs === null || r.mockCpuMs === null || r.upstream.calls === 0 ? null : (r.cpuMs + r.mockCpuMs) / r.upstream.calls;
+}
+
+function mockCpuPerCall(r: RunFigures): number | null {
+  return r.mockCpuMs === null || r.upstream.calls === 0 ? null : r.mockCpuMs / r.upstream.calls;
+}
+
+function ceilingOf(r: RunFigures) {
+  return machineCeiling({ cores: CORES, cpuMsPerCall: cpuPerCall(r), meanLatencyMs: meanMs });
+}
+
+/**
+ * The line that says what the machine allows at each run's CPU per call (lib/machine-ceiling.ts),
+ * next to the mean in flight measured: a runner at its ceiling is held back by this machine's
+ * cores, not by its window.
+ */
+function formatCeiling(runs: ReadonlyArray<[string, RunFigures]>): string {
+  const each = (pick: (r: RunFigures) => string) => runs.map(([name, r]) => `${name} ${pick(r)}`).join(", ");
+  const ms = (v: number | null) => (v === null ? "n/a" : `${v.toFixed(2)} ms`);
+  return [
+    `machine ceiling (${CORES} cores, calls of ${meanMs.toFixed(0)} ms):`,
+    `cpu/call with the mock's: ${each((r) => ms(cpuPerCall(r)))};`,
+    `at most ${each((r) => `${ceilingOf(r)?.callsPerMs.toFixed(2) ?? "n/a"}`)} calls/ms,`,
+    `so mean_in_flight ≤ ${each((r) => `${ceilingOf(r)?.inFlight.toFixed(0) ?? "n/a"}`)}`,
+    `(measured ${each((r) => r.meanInFlight.toFixed(0))})`,
+  ].join(" ");
+}
+
 /** A round's side-by-side lines: both runners' figures and their ratios. */
 function printRun(base: RunFigures | null, edgeswarm: RunFigures): void {
   if (base !== null) {
@@ -299,10 +383,17 @@ function printRun(base: RunFigures | null, edgeswarm: RunFigures): void {
       `ratio edgeswarm/baseline: wall=${ratio(edgeswarm.wallS, base.wallS)} upstream_wall=${ratio(upstreamWallS(edgeswarm.upstream), upstreamWallS(base.upstream))} p50=${ratio(edgeswarm.p50, base.p50)} p95=${ratio(edgeswarm.p95, base.p95)} cpu/task=${ratio(edgeswarm.cpuPerTask, base.cpuPerTask)}` +
         `    ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)} (baseline ${wallOverIdeal(base.wallS)})`,
     );
+    console.log(
+      formatCeiling([
+        ["baseline", base],
+        ["edgeswarm", edgeswarm],
+      ]),
+    );
   } else {
     console.log(`baseline: skipped (${toolTurns > 0 ? "--tool-turns: the hand-written pool runs no agent turns" : "--no-baseline"})`);
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
     console.log(`ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)}`);
+    console.log(formatCeiling([["edgeswarm", edgeswarm]]));
   }
 }
 
@@ -343,6 +434,11 @@ function printMedians(results: Array<{ base: RunFigures | null; edgeswarm: RunFi
       `mean_in_flight=${spread(
         runs.map((r) => r.meanInFlight),
         1,
+      )}`,
+      `mock_cpu/call=${spread(runs.map(mockCpuPerCall), 2, " ms")}`,
+      `ceiling_in_flight=${spread(
+        runs.map((r) => ceilingOf(r)?.inFlight ?? null),
+        0,
       )}`,
     ].join(" ");
   };
@@ -392,6 +488,10 @@ interface RunFigures {
   p50: number | null;
   p95: number | null;
   cpuPerTask: number | null;
+  /** The runner's CPU over the run in all: the pool's process, or every workerd process. */
+  cpuMs: number | null;
+  /** The bench process's CPU over the mock's view of the run, which is the mock model's (see startRun); null when unknown. */
+  mockCpuMs: number | null;
   ok: number;
   err: number;
   upstream: StatsSnapshot;
@@ -406,18 +506,51 @@ interface RunFigures {
  * Each run sees the scenario from its start (the PRNG re-seeded: the same latencies and faults in
  * request order) and its own upstream counts. The mock's in_flight is sampled until `stop(from, to)`,
  * which averages the samples of the runner's own wall (epoch ms): the pool's starts after its
- * process has loaded, the swarm's at the submit.
+ * process has loaded, the swarm's at the submit. Each sample also reads this process's CPU (every
+ * thread, GC included), and `mockCpuMs(upstream)` is what it spent from the last sample before the
+ * mock's first request to the first after its last end: the mock serves the run here, while the
+ * pool runs in a child process and edgeswarm in workerd, and the bench's own work around a run (the
+ * pool's spawn, the swarm's submit, reading /proc) falls outside those samples. The sampling and a
+ * status poll a second are all else it holds.
  */
-function startRun(mock: MockModelHandle): { stop(from: number, to: number): number } {
+function startRun(mock: MockModelHandle): {
+  stop(from: number, to: number): number;
+  mockCpuMs(upstream: StatsSnapshot): number | null;
+  /** The line --ramp prints: in flight from the mock's first request to the run's peak. */
+  ramp(upstream: StatsSnapshot): string;
+} {
   mock.setScenario(scenario);
   mock.resetStats();
-  const samples: Array<{ at: number; inFlight: number }> = [];
-  const timer = setInterval(() => samples.push({ at: Date.now(), inFlight: mock.stats().in_flight }), IN_FLIGHT_SAMPLE_MS);
+  const cpuMs = (): number => {
+    const used = process.cpuUsage();
+    return (used.user + used.system) / 1_000;
+  };
+  const samples: Array<{ at: number; inFlight: number; cpuMs: number }> = [{ at: Date.now(), inFlight: 0, cpuMs: cpuMs() }];
+  const timer = setInterval(() => samples.push({ at: Date.now(), inFlight: mock.stats().in_flight, cpuMs: cpuMs() }), IN_FLIGHT_SAMPLE_MS);
+  let stopped = false;
+  const stop = (): void => {
+    if (stopped) return;
+    stopped = true;
+    clearInterval(timer);
+    samples.push({ at: Date.now(), inFlight: mock.stats().in_flight, cpuMs: cpuMs() });
+  };
   return {
     stop: (from, to) => {
-      clearInterval(timer);
+      stop();
       const inWall = samples.filter((s) => s.at >= from && s.at <= to);
       return inWall.length === 0 ? 0 : inWall.reduce((sum, s) => sum + s.inFlight, 0) / inWall.length;
+    },
+    mockCpuMs: (upstream) => {
+      stop();
+      const { first_request_at: first, last_end_at: last } = upstream;
+      if (first === null || last === null) return null;
+      const before = samples.findLast((s) => s.at <= first);
+      const after = samples.find((s) => s.at >= last);
+      return before === undefined || after === undefined ? null : after.cpuMs - before.cpuMs;
+    },
+    ramp: (upstream) => {
+      stop();
+      return formatRamp(rampOf(samples, upstream.first_request_at, upstream.max_in_flight));
     },
   };
 }
@@ -440,6 +573,7 @@ function formatRun(r: RunFigures): string {
     `p50=${ms(r.p50)} ms`,
     `p95=${ms(r.p95)} ms`,
     `cpu/task=${r.cpuPerTask === null ? "n/a" : r.cpuPerTask.toFixed(2)} ms`,
+    `mock_cpu/call=${mockCpuPerCall(r)?.toFixed(2) ?? "n/a"} ms`,
     `max_in_flight=${r.upstream.max_in_flight}`,
     `mean_in_flight=${r.meanInFlight.toFixed(1)}`,
     `max_waiting_for_headers=${r.upstream.max_waiting_for_headers}`,
