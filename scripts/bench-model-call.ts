@@ -40,7 +40,7 @@ const stack = await startStack({
   log: "capture",
 });
 try {
-  const cpu = () => usageOfDescendants(stack.wranglerPids, "workerd").reduce((sum, p) => sum + p.cpuMs, 0);
+  const cpu = () => usageOfDescendants(stack.sessionPids, "workerd").reduce((sum, p) => sum + p.cpuMs, 0);
   const perCall = new Map<string, number[]>(PATHS.map((p) => [p, []]));
   // A first short run of each path, not counted: the isolate compiles and connects.
   for (const callPath of PATHS) await runCalls(callPath, Math.min(calls, 200));

@@ -53,7 +53,7 @@ try {
       createdAt: Date.now(),
       origin: { kind: "api" },
     };
-    const cpu = () => usageOfDescendants(stack.wranglerPids, "workerd").reduce((sum, p) => sum + p.cpuMs, 0);
+    const cpu = () => usageOfDescendants(stack.sessionPids, "workerd").reduce((sum, p) => sum + p.cpuMs, 0);
     const before = cpu();
     const startedAt = performance.now();
     const response = await fetch(`${stack.url}/run`, { method: "POST", body: JSON.stringify({ start, lanes, slots }) });

@@ -258,7 +258,7 @@ async function runBaselineOnce(mock: MockModelHandle, profile: boolean): Promise
 async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: boolean): Promise<RunFigures> {
   const sampler = startRun(mock);
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
-  const workerdProfiles = profile && values["workerd-cpu-prof"] ? await startAllProfiles(stack.wranglerPids, stack.inspectorPort) : null;
+  const workerdProfiles = profile && values["workerd-cpu-prof"] ? await startAllProfiles(stack.sessionPids, stack.inspectorPort) : null;
   // Each session's workerd processes; the whole stack's are all of them.
   const sessionsBefore = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd"));
   const cpuBefore = sessionsBefore.flat();
@@ -628,8 +628,8 @@ function formatBillable(status: SwarmStatusBody, taskCount: number): string | nu
  * outbound interceptors, which every upstream fetch passes through locally. Without it (no /proc),
  * wrangler's inspector, which lists the orchestrator's isolate only.
  */
-async function startAllProfiles(wranglerPids: readonly number[], wranglerInspectorPort: number): Promise<WorkerdProfiles> {
-  const ports = await findWorkerdInspectors(wranglerPids);
+async function startAllProfiles(sessionPids: readonly number[], wranglerInspectorPort: number): Promise<WorkerdProfiles> {
+  const ports = await findWorkerdInspectors(sessionPids);
   if (ports.length === 0) {
     console.log("note: workerd's own inspector was not found; profiling the orchestrator's isolate only (wrangler's inspector)");
     return startWorkerdProfiles([wranglerInspectorPort]);

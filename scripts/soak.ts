@@ -83,7 +83,7 @@ try {
   // tasks/s: over the swarms' own wall time (the ledger checks between swarms do not count).
   // The heaps tell a leak in the Workers' JavaScript (the orchestrator's holds the SwarmRooms)
   // apart from workerd's native memory (RSS).
-  const inspectorPorts = await findWorkerdInspectors(stack.wranglerPids);
+  const inspectorPorts = await findWorkerdInspectors(stack.sessionPids);
   // A heap read without its full GC (the isolate was idle: see readHeapUsage) is marked "*".
   const heapOf = async (worker: string): Promise<Heap | null> =>
     inspectorPorts.length === 0
@@ -130,7 +130,7 @@ try {
     windowSwarmS += status.wall_s;
     if (Date.now() - windowStart >= 60_000 || Date.now() >= end) {
       const seconds = Math.max(0.001, windowSwarmS);
-      const workerd = usageOfDescendants(stack.wranglerPids, "workerd").reduce((mb, p) => mb + p.rssMb, 0);
+      const workerd = usageOfDescendants(stack.sessionPids, "workerd").reduce((mb, p) => mb + p.rssMb, 0);
       const agentHeap = await heapOf("edgeswarm-agent");
       const orchestratorHeap = await heapOf("edgeswarm-orchestrator");
       const sample: Sample = {

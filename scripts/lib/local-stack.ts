@@ -16,6 +16,7 @@ import { WRANGLER_OFFLINE_ENV } from "./wrangler-env.ts";
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 const WRANGLER = path.join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
 const AGENT_CONFIG = path.join(ROOT, "workers", "agent", "wrangler.toml");
+const SESSION_GUARD = path.join(import.meta.dirname, "session-guard.ts");
 
 export interface StackOptions {
   /** API port; 0 picks a free one. */
@@ -83,12 +84,12 @@ export interface Stack {
   mock: MockModelHandle | null;
   /**
    * The `wrangler dev` sessions, the primary (the API's) first: the Workers each runs (`name`, its
-   * configs' Worker names) and the pid of its wrangler child, below which its workerd runs (the
-   * process trees, for CPU figures and workerd's inspectors).
+   * configs' Worker names) and the pid of the session's guard (lib/session-guard.ts), below which
+   * its wrangler and workerd run (the process trees, for CPU figures and workerd's inspectors).
    */
   sessions: ReadonlyArray<{ name: string; pid: number }>;
   /** The sessions' pids, the primary first. */
-  wranglerPids: readonly number[];
+  sessionPids: readonly number[];
   /** Names of `agentVars` the agent's config does not declare: wrangler dev did not pass them. */
   droppedAgentVars: string[];
   /** The port of the primary session's wrangler DevTools inspector (its first Worker), for CPU profiles. */
@@ -96,7 +97,7 @@ export interface Stack {
   /** wrangler's output so far, when captured. */
   output(): string;
   stop(): Promise<void>;
-  /** kill -9 of every process of the stack (both wranglers and their workerd), at once: a machine that dies. */
+  /** kill -9 of every process of the stack (the sessions' guards, wranglers and workerds), at once: a machine that dies. */
   kill(): Promise<void>;
 }
 
@@ -120,13 +121,21 @@ function wranglerArgs(args: string[], persistTo: string | undefined): string[] {
   return [WRANGLER, ...args, ...(persistTo ? ["--persist-to", persistTo] : [])];
 }
 
-export function applyLocalMigrations(persistTo: string | undefined): void {
-  const run = spawnSync(process.execPath, wranglerArgs(["d1", "migrations", "apply", "LEDGER_DB", "--local", "-c", "wrangler.toml"], persistTo), {
+/** Applies the D1 migrations to the local ledger (`wrangler d1 migrations apply --local`), without blocking this process. */
+export async function applyLocalMigrations(persistTo: string | undefined): Promise<void> {
+  const child = spawn(process.execPath, wranglerArgs(["d1", "migrations", "apply", "LEDGER_DB", "--local", "-c", "wrangler.toml"], persistTo), {
     cwd: ROOT,
     env: { ...process.env, ...WRANGLER_OFFLINE_ENV, CI: "true" },
-    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
   });
-  if (run.status !== 0) throw new Error(`applying local D1 migrations failed:\n${run.stdout}${run.stderr}`);
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", resolve);
+  });
+  if (code !== 0) throw new Error(`applying local D1 migrations failed:\n${output}`);
 }
 
 /** Runs one SQL statement on the local D1 ledger, as an operator would (`wrangler d1 execute --local`). */
@@ -217,7 +226,6 @@ export function buildDashboard(): void {
 export async function startStack(options: StackOptions): Promise<Stack> {
   const port = options.port === 0 ? await findFreePort() : options.port;
   const inspectorPort = await findFreePort();
-  applyLocalMigrations(options.persistTo);
   buildDashboard();
 
   const realUpstream = Boolean(options.modelBaseUrl);
@@ -291,10 +299,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       persistTo,
     );
     // Secrets declared under [secrets] in the configs are read from the process environment.
-    const child = spawn(process.execPath, args, {
+    // The session runs under lib/session-guard.ts, which holds the other end of its stdin pipe and
+    // ends the session when this process goes away without stop() (a Ctrl-C, a crash, a SIGKILL):
+    // detached, its process group would otherwise outlive the script.
+    const child = spawn(process.execPath, [SESSION_GUARD, process.execPath, ...args], {
       cwd: ROOT,
       env,
-      stdio: ["ignore", options.log === "inherit" ? "inherit" : "pipe", options.log === "inherit" ? "inherit" : "pipe"],
+      stdio: ["pipe", options.log === "inherit" ? "inherit" : "pipe", options.log === "inherit" ? "inherit" : "pipe"],
       detached: true,
     });
     child.stdout?.on("data", keep);
@@ -339,6 +350,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const kill = (): Promise<void> => end("SIGKILL");
 
   const url = `http://127.0.0.1:${port}`;
+  // The migrations run while the agent's session starts (it keeps no D1 of its own); the
+  // orchestrator's, which opens the ledger, starts once both are done.
+  const migrated = applyLocalMigrations(options.persistTo);
+  // Handled at its await below; this keeps a failure before then from being an unhandled rejection.
+  migrated.catch(() => {});
   try {
     if (registry !== null) {
       // The agent keeps no state of its own (its Durable Object bindings are the orchestrator's);
@@ -352,6 +368,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         90_000,
       );
     }
+    await migrated;
     startSession(options.configs ?? ["wrangler.toml"], port, inspectorPort, options.persistTo, vars);
     await waitUntil(
       `wrangler dev did not answer ${url}/healthz`,
@@ -362,6 +379,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     );
   } catch (error) {
     await stop();
+    await migrated.catch(() => {}); // not left writing to a state directory the caller may remove
     throw error;
   }
   const cronEveryMs = options.cronEveryMs ?? 5_000;
@@ -382,7 +400,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     modelBaseUrl,
     mock,
     sessions: primaryFirst.map(({ child, name }) => ({ name, pid: child.pid ?? -1 })),
-    wranglerPids: primaryFirst.map(({ child }) => child.pid ?? -1),
+    sessionPids: primaryFirst.map(({ child }) => child.pid ?? -1),
     inspectorPort,
     droppedAgentVars,
     output: () => captured,

@@ -49,12 +49,12 @@ async function listAllTargets(inspectorPorts: readonly number[]): Promise<z.infe
  * workerd's own inspector, which lists every isolate by service name (`core:user:<worker>`,
  * `outbound:<n>` — miniflare's interceptor that every outbound fetch of a local Worker passes
  * through —, `d1:db`, `queues:queue`, …): the listening ports of the workerd processes under the
- * `wranglerPids` that answer /json with targets, one a workerd (the local stack runs a workerd per
+ * `sessionPids` that answer /json with targets, one a workerd (the local stack runs a workerd per
  * Worker). Empty when there is none (no /proc, or workerd started without `--inspector-addr`).
  */
-export async function findWorkerdInspectors(wranglerPids: readonly number[]): Promise<number[]> {
+export async function findWorkerdInspectors(sessionPids: readonly number[]): Promise<number[]> {
   const inspectors: number[] = [];
-  for (const port of listeningPortsOfDescendants(wranglerPids, "workerd")) {
+  for (const port of listeningPortsOfDescendants(sessionPids, "workerd")) {
     try {
       const targets = await listTargets(port, AbortSignal.timeout(2_000));
       if (targets.some((t) => t.id.startsWith("core:user:"))) inspectors.push(port);
