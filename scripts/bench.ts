@@ -3,12 +3,12 @@
 // process, what a user writes by hand (lib/promise-pool-baseline.ts) — then edgeswarm on the local
 // stack. Prints both side by side with their ratios and the ideal wall N·(T+1)·L̄/W
 // (docs/architecture.md §4). Figures only, no pass/fail. docs/benchmarks.md explains every figure.
-//   Its options: USAGE below (`npm run bench -- --help`).
+//   Its options: `program` below (`npm run bench -- --help`).
 import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { parseArgs } from "node:util";
+import { Command, CommanderError } from "commander";
 import { z } from "zod";
 import { meanLatencyMs, p95LatencyMs, parseLatency } from "../dev/mock-model/latency.ts";
 import type { FaultKind, MockModelHandle, Scenario, StatsSnapshot } from "../dev/mock-model/server.ts";
@@ -25,72 +25,60 @@ import { machineCeiling } from "./lib/machine-ceiling.ts";
 import { formatRamp, rampOf } from "./lib/ramp-trace.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
-const USAGE = `npm run bench -- [options]: the baseline (a promise pool over the openai SDK) and edgeswarm, side by side, against one mock model
-  --tasks N               tasks (1-10,000; default 1000)
-  --concurrency W         the window, of both runners (1-1,500; default 100)
-  --latency SPEC          MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95 (default 200)
-  --ttfb MS               the mock's time to first byte (default 0)
-  --faults none|mixed     the mock's fault profile (default none)
-  --no-gate               without the simulated 6 connections waiting for headers per invocation
-  --no-baseline           edgeswarm only
-  --no-warmup             a cold stack: no 20-task swarm first
-  --tool-turns T          every task an agent of T scratchpad turns (no baseline)
-  --max-output-tokens N   max_tokens of every call (default 32)
-  --timeout-s S           one call's deadline (default max(30, 3 x max(p95, ttfb)); 3 s with faults)
-  --seed N                the mock's PRNG seed (default 1)
-  --rounds N              the pair N times, then medians and ranges (1-20; default 1)
-  --state-dir DIR         where the stack keeps its wiped state (default: a tmpfs)
-  --one-process           both Workers in one wrangler dev session, to compare
-  --ramp                  sample in flight every 10 ms and print each run's ramp to its peak
-  --pool-cpu-prof         profile the baseline (Node --cpu-prof)
-  --workerd-cpu-prof      profile each isolate through workerd's inspector
-  --workerd-perf          Linux perf over workerd's native stacks
-docs/benchmarks.md explains every option and figure.`;
-
-const { values } = (() => {
-  try {
-    return parseBenchArgs();
-  } catch (error) {
-    // parseArgs throws a TypeError with an ERR_PARSE_ARGS_* code for an unknown or malformed option.
-    if (error instanceof TypeError && String((error as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS")) {
-      console.error(`bench: ${error.message}\n\n${USAGE}`);
-      process.exit(2);
-    }
-    throw error;
-  }
-})();
-if (values.help) {
-  console.log(USAGE);
-  process.exit(0);
+// The options, their defaults and `--help` are commander's (as the CLI's): one declaration each.
+const program = new Command("npm run bench --")
+  .description(
+    "The baseline (a promise pool over the openai SDK) and edgeswarm, side by side, against one mock model. docs/benchmarks.md explains every option and figure.",
+  )
+  .option("--tasks <n>", "tasks (1-10,000)", "1000")
+  .option("--concurrency <w>", "the window, of both runners (1-1,500)", "100")
+  .option("--latency <spec>", "MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95", "200")
+  .option("--ttfb <ms>", "the mock's time to first byte", "0")
+  .option("--faults <profile>", "the mock's fault profile: none or mixed", "none")
+  .option("--no-gate", "without the simulated 6 connections waiting for headers per invocation")
+  .option("--no-baseline", "edgeswarm only")
+  .option("--no-warmup", "a cold stack: no 20-task swarm first")
+  .option("--tool-turns <t>", "every task an agent of T scratchpad turns (no baseline)", "0")
+  .option("--max-output-tokens <n>", "max_tokens of every call", "32")
+  .option("--timeout-s <s>", "one call's deadline (default: max(30, 3 x max(p95, ttfb)); 3 s with faults)")
+  .option("--seed <n>", "the mock's PRNG seed", "1")
+  .option("--rounds <n>", "the pair N times, then medians and ranges (1-20)", "1")
+  .option("--state-dir <dir>", "where the stack keeps its wiped state (default: a tmpfs)")
+  .option("--one-process", "both Workers in one wrangler dev session, to compare")
+  .option("--ramp", "sample in flight every 10 ms and print each run's ramp to its peak")
+  .option("--pool-cpu-prof", "profile the baseline (Node --cpu-prof)")
+  .option("--workerd-cpu-prof", "profile each isolate through workerd's inspector")
+  .option("--workerd-perf", "Linux perf over workerd's native stacks")
+  .showHelpAfterError()
+  .exitOverride();
+try {
+  program.parse();
+} catch (error) {
+  // commander has printed the help or the error (then the help): --help is no error, the rest exit 2.
+  if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : 2);
+  throw error;
 }
-
-function parseBenchArgs() {
-  return parseArgs({
-    allowNegative: true,
-    options: {
-      help: { type: "boolean", short: "h", default: false },
-      ramp: { type: "boolean", default: false },
-      tasks: { type: "string", default: "1000" },
-      latency: { type: "string", default: "200" },
-      ttfb: { type: "string", default: "0" },
-      concurrency: { type: "string", default: "100" },
-      faults: { type: "string", default: "none" },
-      gate: { type: "boolean", default: true },
-      "one-process": { type: "boolean", default: false },
-      baseline: { type: "boolean", default: true },
-      warmup: { type: "boolean", default: true },
-      "max-output-tokens": { type: "string", default: "32" },
-      "tool-turns": { type: "string", default: "0" },
-      "pool-cpu-prof": { type: "boolean", default: false },
-      "workerd-cpu-prof": { type: "boolean", default: false },
-      "workerd-perf": { type: "boolean", default: false },
-      "timeout-s": { type: "string" },
-      seed: { type: "string", default: "1" },
-      rounds: { type: "string", default: "1" },
-      "state-dir": { type: "string" },
-    },
-  });
-}
+const values = program.opts<{
+  tasks: string;
+  concurrency: string;
+  latency: string;
+  ttfb: string;
+  faults: string;
+  gate: boolean;
+  baseline: boolean;
+  warmup: boolean;
+  toolTurns: string;
+  maxOutputTokens: string;
+  timeoutS?: string;
+  seed: string;
+  rounds: string;
+  stateDir?: string;
+  oneProcess?: boolean;
+  ramp?: boolean;
+  poolCpuProf?: boolean;
+  workerdCpuProf?: boolean;
+  workerdPerf?: boolean;
+}>();
 
 // The mixed profile of the brief: "hang/drop" is split between a hang (no answer until the
 // deadline) and a truncated stream (the socket drops halfway).
@@ -124,8 +112,8 @@ const WARMUP_TASKS = 20;
 const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
 const ttfb = readIntOption("ttfb", values.ttfb, 0, 600_000);
-const maxOutputTokens = readIntOption("max-output-tokens", values["max-output-tokens"], 1, 128_000);
-const toolTurns = readIntOption("tool-turns", values["tool-turns"], 0, 49);
+const maxOutputTokens = readIntOption("max-output-tokens", values.maxOutputTokens, 1, 128_000);
+const toolTurns = readIntOption("tool-turns", values.toolTurns, 0, 49);
 const seed = readIntOption("seed", values.seed, 0, 2 ** 31);
 const rounds = readIntOption("rounds", values.rounds, 1, 20);
 const latency = parseLatency(values.latency);
@@ -142,9 +130,9 @@ const faulty = Object.keys(rates).length > 0;
 // A deadline well above the slowest normal call (3 × p95, or the ttfb); with faults, short enough
 // that hung calls come back soon, as in `npm run chaos`.
 const timeoutS =
-  values["timeout-s"] === undefined
+  values.timeoutS === undefined
     ? Math.min(600, Math.max(faulty ? 3 : 30, Math.ceil((3 * Math.max(p95LatencyMs(latency.value), ttfb)) / 1000)))
-    : readIntOption("timeout-s", values["timeout-s"], 1, 600);
+    : readIntOption("timeout-s", values.timeoutS, 1, 600);
 const callsPerTask = toolTurns + 1;
 // A streamed call lasts max(latency, ttfb): the mock ends it right after the headers when the latency is shorter.
 const meanMs = meanLatencyMs(latency.value, ttfb);
@@ -152,7 +140,7 @@ const meanMs = meanLatencyMs(latency.value, ttfb);
 const idealS = (tasks * callsPerTask * meanMs) / concurrency / 1_000;
 const runBaseline = values.baseline && toolTurns === 0;
 // --pool-cpu-prof: the baseline runs under Node's --cpu-prof, and the bench prints where its CPU went.
-const poolProfileDir = values["pool-cpu-prof"] ? path.join(ROOT, ".tmp", "pool-cpu-prof") : undefined;
+const poolProfileDir = values.poolCpuProf ? path.join(ROOT, ".tmp", "pool-cpu-prof") : undefined;
 
 const scenario: Scenario = { latency: latency.value, ttfb_ms: ttfb, seed, retry_after_s: 1, ...(faulty ? { rates } : {}) };
 const prompts = Array.from({ length: tasks }, (_, i) =>
@@ -163,14 +151,12 @@ const prompts = Array.from({ length: tasks }, (_, i) =>
 
 // The stack's state is thrown away: on a tmpfs unless --state-dir says where (lib/scratch-state.ts says why).
 const state =
-  values["state-dir"] === undefined
-    ? scratchStateDir("bench", path.join(ROOT, ".tmp", "bench-state"))
-    : { dir: path.resolve(values["state-dir"]), tmpfs: false };
+  values.stateDir === undefined ? scratchStateDir("bench", path.join(ROOT, ".tmp", "bench-state")) : { dir: path.resolve(values.stateDir), tmpfs: false };
 const persistTo = state.dir;
 await rm(persistTo, { recursive: true, force: true });
 const gateText = values.gate ? `${HEADER_SLOTS_PER_INVOCATION} header slots/invocation` : "off";
 console.log(
-  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms) concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev: ${values["one-process"] ? "both Workers in one workerd" : "a workerd per Worker"})`,
+  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms) concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev: ${values.oneProcess ? "both Workers in one workerd" : "a workerd per Worker"})`,
 );
 const stack = await startStack({
   port: 0,
@@ -180,7 +166,7 @@ const stack = await startStack({
   agentVars: { UPSTREAM_HEADER_SLOTS: values.gate ? String(HEADER_SLOTS_PER_INVOCATION) : "0" },
   // --one-process: both Workers in one wrangler dev, so on one workerd thread (the stack before
   // each Worker had a process of its own), to compare.
-  ...(values["one-process"] ? { configs: ["wrangler.toml", "workers/agent/wrangler.toml"] } : {}),
+  ...(values.oneProcess ? { configs: ["wrangler.toml", "workers/agent/wrangler.toml"] } : {}),
   log: "capture",
 });
 for (const name of stack.droppedAgentVars) {
@@ -258,13 +244,13 @@ async function runBaselineOnce(mock: MockModelHandle, profile: boolean): Promise
 async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: boolean): Promise<RunFigures> {
   const sampler = startRun(mock);
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
-  const workerdProfiles = profile && values["workerd-cpu-prof"] ? await startAllProfiles(stack.sessionPids, stack.inspectorPort) : null;
+  const workerdProfiles = profile && values.workerdCpuProf ? await startAllProfiles(stack.sessionPids, stack.inspectorPort) : null;
   // Each session's workerd processes; the whole stack's are all of them.
   const sessionsBefore = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd"));
   const cpuBefore = sessionsBefore.flat();
   // --workerd-perf: Linux perf samples workerd's native stacks (every isolate, exactly attributed).
   const perf =
-    profile && values["workerd-perf"]
+    profile && values.workerdPerf
       ? startPerfRecord(
           cpuBefore.map((p) => p.pid),
           path.join(ROOT, ".tmp", "workerd-perf"),
