@@ -9,7 +9,7 @@ import { parseArgs } from "node:util";
 import { z } from "zod";
 import { startMockModel } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
-import { ROOT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
+import { DEFAULT_CRON_EVERY_MS, ROOT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
 import { findWorkerdInspectors, readHeapUsage } from "./lib/workerd-inspector.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
@@ -158,8 +158,8 @@ try {
   // starts, then each swarm it started is waited for, and then one ledger flush more.
   const deleted = await api(`/v1/schedules/${scheduleId}`, { method: "DELETE" });
   if (!deleted.ok) throw new Error(`could not delete the soak schedule: ${deleted.status} ${await deleted.text()}`);
-  // A cron tick (every 5 s here) that read the schedule before it went may still start one.
-  await new Promise((resolve) => setTimeout(resolve, 6_000));
+  // A cron tick that read the schedule before it went may still start one: wait a tick and a second.
+  await new Promise((resolve) => setTimeout(resolve, DEFAULT_CRON_EVERY_MS + 1_000));
   const scheduledIds = z
     .array(z.object({ id: z.string() }))
     .parse(queryLocalD1(persistTo, "SELECT id FROM swarms WHERE origin LIKE 'schedule:%'"))

@@ -17,6 +17,8 @@ export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 const WRANGLER = path.join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
 const AGENT_CONFIG = path.join(ROOT, "workers", "agent", "wrangler.toml");
 const SESSION_GUARD = path.join(import.meta.dirname, "session-guard.ts");
+/** How often startStack triggers the cron handler unless told otherwise (StackOptions.cronEveryMs). */
+export const DEFAULT_CRON_EVERY_MS = 5_000;
 
 export interface StackOptions {
   /** API port; 0 picks a free one. */
@@ -382,7 +384,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await migrated.catch(() => {}); // not left writing to a state directory the caller may remove
     throw error;
   }
-  const cronEveryMs = options.cronEveryMs ?? 5_000;
+  const cronEveryMs = options.cronEveryMs ?? DEFAULT_CRON_EVERY_MS;
   if (cronEveryMs > 0) {
     cronTimer = setInterval(() => {
       fetch(`${url}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*`).then(
