@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `edgeswarm`: the command line of the edgeswarm API (API.md "CLI"), on the typed client.
+// `edgeswarm`: the command line of the edgeswarm API (docs/cli-and-client.md), on the typed client.
 // Exit codes: 0 every task succeeded, 1 some did not, 2 usage or config error, 3 the API refused
 // or failed. Progress goes to stderr (a bar on a TTY, plain lines otherwise); data to stdout.
 import { readFile } from "node:fs/promises";

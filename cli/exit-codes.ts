@@ -1,4 +1,4 @@
-// The CLI's exit codes (API.md): what a CI job branches on.
+// The CLI's exit codes (docs/cli-and-client.md): what a CI job branches on.
 export const EXIT = {
   /** Every task succeeded (or the command did what it was asked). */
   ok: 0,

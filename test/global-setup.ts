@@ -1,6 +1,6 @@
 // Vitest globalSetup for the Worker projects (runs in Node): starts the mock model on an
 // ephemeral loopback port and builds the orchestrator bundle that the agent project loads as an
-// auxiliary Worker (an auxiliary Worker needs a pre-built bundle, see README "Testing").
+// auxiliary Worker (an auxiliary Worker needs a pre-built bundle, see docs/testing.md).
 import { execFile } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";

@@ -58,7 +58,7 @@ describe("edgeswarm run", () => {
     expect(resumed?.headers["last-event-id"]).toBe("2");
   });
 
-  it("takes --json after the command too, as API.md writes it (run <spec> --json)", async () => {
+  it("takes --json after the command too, as docs/cli-and-client.md writes it (run <spec> --json)", async () => {
     const { code, stdout } = await run(["run", spec("mixed"), "--json"]);
     expect(code).toBe(1);
     const lines = stdout
@@ -169,7 +169,7 @@ describe("edgeswarm results", () => {
 });
 
 describe("tenants, keys, usage", () => {
-  it("keys create sends the body API.md names and shows the secret once", async () => {
+  it("keys create sends the body docs/api.md names and shows the secret once", async () => {
     const { code, stdout } = await run(["keys", "create", "--tenant", "tn_1", "--name", "ci", "--scopes", "run,read", "--rpm", "60"]);
     expect(code).toBe(0);
     expect(api.requests.filter((r) => r.path === "/v1/keys").at(-1)?.body).toEqual({ tenant_id: "tn_1", name: "ci", scopes: ["run", "read"], rpm: 60 });

@@ -1,4 +1,4 @@
-// The shapes the API answers with, as the client returns them (README "API reference").
+// The shapes the API answers with, as the client returns them (docs/api.md).
 import type { LiveEvent } from "../core/live-events.ts";
 import type { z } from "zod";
 import type { SwarmSpecSchema } from "../core/spec-schema.ts";

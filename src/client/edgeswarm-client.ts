@@ -134,7 +134,7 @@ export class EdgeswarmClient {
     return this.request("DELETE", `/v1/schedules/${encodeURIComponent(id)}`, options);
   }
 
-  // ── tenants, keys, me (API.md "Tenants, keys and a locked door") ───────────────────────────
+  // ── tenants, keys, me (docs/api.md "Tenants, keys and limits") ───────────────────────────
 
   createTenant(body: { name: string; limits?: TenantLimits }, options: RequestOptions = {}): Promise<Tenant> {
     return this.request("POST", "/v1/tenants", { body, ...options });

@@ -1,4 +1,4 @@
-// The one-line summary `npm start`, `npm run swarm` and `edgeswarm run` print (API.md).
+// The one-line summary `npm start`, `npm run swarm` and `edgeswarm run` print (docs/cli-and-client.md).
 import type { SwarmStatus } from "../core/swarm-contract.ts";
 
 export type SummaryInput = Pick<SwarmStatus, "tasks" | "cost_usd" | "wall_s" | "latency_ms"> & {

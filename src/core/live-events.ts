@@ -1,4 +1,4 @@
-// The live event contract of GET /v1/swarms/:id/live and /events (README "Live events"): the event
+// The live event contract of GET /v1/swarms/:id/live and /events (docs/data.md "Live events"): the event
 // shapes, the ETA, and which events a resume can replay. No I/O; the SwarmRoom's swarm-live.ts sends them.
 import type { SwarmState, SwarmStatus, TaskState } from "./swarm-contract.ts";
 

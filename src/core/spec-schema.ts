@@ -1,4 +1,4 @@
-// The swarm spec accepted by POST /v1/swarms (public contract: the README's configuration reference). No I/O.
+// The swarm spec accepted by POST /v1/swarms (public contract: docs/configuration.md). No I/O.
 // Parsing fills defaults, so everything downstream works with a complete, validated spec.
 import { z } from "zod";
 import { ReduceSpecSchema } from "./reducers.ts";
@@ -105,7 +105,7 @@ export type BuiltinTool = (typeof BUILTIN_TOOLS)[number];
 /** Names the model sees for the built-in tools; a webhook tool may not take them. */
 export const BUILTIN_TOOL_NAMES: readonly string[] = ["scratchpad_get", "scratchpad_put", "scratchpad_list", "http_fetch"];
 
-/** A tool the agent calls by POSTing the model's arguments, signed, to `url` (see README "Webhook tools"). */
+/** A tool the agent calls by POSTing the model's arguments, signed, to `url` (see docs/agents-and-tools.md "Webhook tools"). */
 export const WebhookToolSchema = z.strictObject({
   name: z
     .string()

@@ -1,5 +1,5 @@
 // A task's transcript as GET /v1/swarms/:id/tasks/:task_id shows it, and the bounds on what the
-// SwarmRoom keeps of a conversation (README "Transcripts"). No I/O.
+// SwarmRoom keeps of a conversation (docs/data.md `transcripts`). No I/O.
 import type { ChatMessage } from "./agent-conversation.ts";
 import type { ErrorClass } from "./error-class.ts";
 import type { TaskState } from "./swarm-contract.ts";

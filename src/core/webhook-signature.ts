@@ -19,7 +19,7 @@ declare class TextEncoder {
 export const SIGNATURE_HEADER = "x-edgeswarm-signature";
 
 /**
- * How webhook tool requests are signed (the README's "Webhook tools" section documents it):
+ * How webhook tool requests are signed (docs/agents-and-tools.md, "Verifying a webhook", documents it):
  *
  *     X-Edgeswarm-Signature: t=<unix seconds>,v1=<signature>
  *
