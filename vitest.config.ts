@@ -76,6 +76,9 @@ export default defineConfig({
               bindings: {
                 MODEL_BASE_URL: `${inject("mockModelUrl")}/v1`,
                 MODEL_API_KEY: "test-model-key",
+                // Most tests deliver a batch and assert on what its lanes did when it returns: lanes
+                // run in the consumer. The executor tests hand tickets to real LaneExecutors.
+                AGENT_LANE_HOST: "consumer",
                 UPSTREAM_KEYS: "{}",
                 GATEWAY_CONFIG: "",
                 PERMIT_WAIT_MAX_S: "20",

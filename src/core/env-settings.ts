@@ -11,6 +11,7 @@ import type { z } from "zod";
 import { API_KEY_KINDS, type ApiKeyKind } from "./api-key.ts";
 import { toIssuePath } from "./errors.ts";
 import { GatewayConfigSchema, UpstreamKeysSchema, withGatewayPrices, type GatewayConfig } from "./gateway-config.ts";
+import { HEADER_SLOTS_PER_INVOCATION } from "./lane-sizing.ts";
 import { parsePriceTable, type PriceTable } from "./pricing.ts";
 import { err, ok, type Result } from "./result.ts";
 import { TenantBudgetsSchema, type TenantBudgets } from "./tenant-budget.ts";
@@ -211,7 +212,7 @@ export interface RoomSettings {
 }
 
 export function readRoomSettings(env: SettingsEnv<RoomSettingName>): RoomSettings {
-  const laneSlots = readIntSetting(env, "LANE_SLOTS", { min: 1, max: MAX_AGENT_CONCURRENCY, fallback: 128 });
+  const laneSlots = readIntSetting(env, "LANE_SLOTS", { min: 1, max: MAX_AGENT_CONCURRENCY, fallback: HEADER_SLOTS_PER_INVOCATION });
   const prices = parseEffectivePrices(env.MODEL_PRICES, env.GATEWAY_CONFIG);
   const gateway = readServedModels(env);
   const tenantBudgets = readTenantBudgets(env);
@@ -299,13 +300,31 @@ export interface AgentSettings {
   concurrency: number;
   inlineRetryMaxS: number;
   permitWaitMaxS: number;
-  /** Connections waiting for response headers per lane (production's 6 per invocation); 0 = no gate. */
+  /** Connections waiting for response headers per invocation (production's 6); 0 = no gate. */
   headerSlots: number;
   pullForS: number;
   maxTasksPerInvocation: number;
+  /**
+   * Where a ticket's lane runs: a lane executor of its own ("executor", a Durable Object: its own
+   * invocation's connections, and Queues free to scale) or the queue consumer's invocation
+   * ("consumer": the batch's lanes share its limits).
+   */
+  laneHost: LaneHost;
+}
+
+export const LANE_HOSTS = ["executor", "consumer"] as const;
+export type LaneHost = (typeof LANE_HOSTS)[number];
+
+/** One of `choices`; unset or blank = `fallback`. */
+export function readChoiceSetting<K extends string, C extends string>(env: SettingsEnv<K>, name: K, choices: readonly C[], fallback: C): Result<C, string> {
+  const raw = (env[name] ?? "").trim();
+  if (raw === "") return ok(fallback);
+  const choice = choices.find((c) => c === raw);
+  return choice === undefined ? err(`${name} must be one of ${choices.map((c) => JSON.stringify(c)).join(", ")}, got ${JSON.stringify(raw)}`) : ok(choice);
 }
 
 export type AgentSettingName =
+  | "AGENT_LANE_HOST"
   | "AGENT_CONCURRENCY"
   | "INLINE_RETRY_MAX_S"
   | "PERMIT_WAIT_MAX_S"
@@ -320,7 +339,8 @@ export function readAgentSettings(env: SettingsEnv<AgentSettingName>): AgentSett
   const headerSlots = readIntSetting(env, "UPSTREAM_HEADER_SLOTS", { min: 0, max: 1_000, fallback: 6 });
   const pullForS = readIntSetting(env, "AGENT_PULL_FOR_S", { min: 1, max: MAX_PULL_FOR_S, fallback: 300 });
   const maxTasks = readIntSetting(env, "AGENT_MAX_TASKS_PER_INVOCATION", { min: 1, max: 1_000_000, fallback: 10_000 });
-  requireSettings("agent", [concurrency, inlineRetryMaxS, permitWaitMaxS, headerSlots, pullForS, maxTasks]);
+  const laneHost = readChoiceSetting(env, "AGENT_LANE_HOST", LANE_HOSTS, "executor");
+  requireSettings("agent", [concurrency, inlineRetryMaxS, permitWaitMaxS, headerSlots, pullForS, maxTasks, laneHost]);
   return {
     concurrency: passedValue(concurrency),
     inlineRetryMaxS: passedValue(inlineRetryMaxS),
@@ -328,6 +348,7 @@ export function readAgentSettings(env: SettingsEnv<AgentSettingName>): AgentSett
     headerSlots: passedValue(headerSlots),
     pullForS: passedValue(pullForS),
     maxTasksPerInvocation: passedValue(maxTasks),
+    laneHost: passedValue(laneHost),
   };
 }
 

@@ -40,3 +40,37 @@ export function toTicketsToIssue(input: { demand: number; coveredSlots: number; 
   const wanted = Math.ceil(missing / Math.max(1, input.slotsPerTicket));
   return Math.max(0, Math.min(wanted, MAX_TICKETS_PER_SWARM - input.openTickets));
 }
+
+/**
+ * Pulls a second the room spreads over its open lanes. A Durable Object has a soft limit of about
+ * 1,000 requests a second ("If a Durable Object ... receives more than about 1,000 requests per
+ * second, it may return overloaded errors": developers.cloudflare.com/durable-objects/platform/limits/);
+ * the pulls get 400 of them, leaving room for call notes and journals, status reads, live
+ * listeners and the alarm.
+ */
+export const ROOM_PULLS_PER_S = 400;
+
+/** The least time between one lane's pulls so that `openLanes` lanes stay within ROOM_PULLS_PER_S together. */
+export function toPullPaceMs(openLanes: number): number {
+  return Math.ceil((Math.max(0, openLanes) * 1_000) / ROOM_PULLS_PER_S);
+}
+
+/**
+ * Lanes (executors) a window of `window` tasks needs: W / slots a lane, where a lane carries
+ * min(concurrency, headerSlots × latency / TTFB) calls: about W × TTFB / (6 × latency), at least 1
+ * (one lane when headers come early enough for it alone), at most MAX_TICKETS_PER_SWARM. The room
+ * reaches the same count one ticket at a time (toTicketsToIssue over the lanes' reported slots).
+ */
+export function toExecutorCount(input: { window: number; concurrency: number; headerSlots: number; timing: LaneTiming }): number {
+  const slots = toLaneSlots(input.concurrency, input.headerSlots, input.timing);
+  return Math.max(1, Math.min(MAX_TICKETS_PER_SWARM, Math.ceil(Math.max(1, input.window) / slots)));
+}
+
+/**
+ * Whether a lane is surplus and should end: it has timed its own calls (so its slots are real), the
+ * swarm still has tasks to hand out (a tail is left to the lanes that run it), and the other open
+ * lanes' slots cover what the swarm can run at once without it.
+ */
+export function isSurplusLane(input: { measured: boolean; waiting: number; demand: number; coveredByOthers: number }): boolean {
+  return input.measured && input.waiting > 0 && input.demand > 0 && input.coveredByOthers >= input.demand;
+}

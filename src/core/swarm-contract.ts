@@ -210,6 +210,13 @@ export interface PullRequest {
   released?: { taskId: string; attempt: number }[];
   /** Standby tasks the lane holds unstarted: the window's room (up to `want`) goes to them first (`PullResponse.run`). */
   held?: { taskId: string; attempt: number }[];
+  /** `slots` comes from the lane's own timed calls, not the room's assumption (only such a lane is retired). */
+  measured?: boolean;
+  /**
+   * Durable Object requests the lane's host spent to start it (an executor: the consumer's start
+   * RPC and its alarm), sent with its first pull so the swarm's billable operations include them.
+   */
+  hostRequests?: number;
 }
 
 /** Short tasks, or the long-chain pool (`tasks[].long`), each on its own queue. */
@@ -244,6 +251,16 @@ export interface PullResponse {
   transfer?: boolean;
   /** Standby tasks of `held` that entered the window: the lane starts them now. */
   run?: { taskId: string; attempt: number }[];
+  /**
+   * The least time between this lane's pulls (absent or 0: no pace): the room spreads its request
+   * budget over its open lanes (toPullPaceMs), and the lane's standby tasks cover the wait.
+   */
+  paceMs?: number;
+  /**
+   * The other lanes carry all the swarm can run: this one takes no more tasks, hands its standby
+   * tasks back and ends once its running tasks have (executors end when the swarm needs fewer).
+   */
+  retire?: boolean;
 }
 
 /** One upstream model call, as it goes into the ledger. */

@@ -8,6 +8,11 @@ export const TicketSchema = z.strictObject({
   swarm_id: z.string().min(1).max(64),
   /** Unique per ticket the room issued; a redelivery of the message carries the same id. */
   ticket: z.string().min(1).max(64),
+  /**
+   * Slots the room counted this ticket's lane for: what the lane asks for until it has timed its own
+   * calls (absent in tickets from rooms that predate it: the lane's concurrency).
+   */
+  slots: z.number().int().min(1).max(1_000).optional(),
 });
 export type Ticket = z.infer<typeof TicketSchema>;
 

@@ -7,6 +7,7 @@ import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
 import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
 import { estimatePromptTokens } from "../core/estimate-swarm.ts";
+import { isSurplusLane } from "../core/lane-sizing.ts";
 import { STANDBY_MAX } from "../core/standby.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import type { Limits } from "../core/spec-schema.ts";
@@ -412,7 +413,8 @@ export class SwarmDispatch {
       const sent: string[] = [];
       try {
         for (const batch of toSendBatches(ids)) {
-          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket } satisfies Ticket })));
+          const slots = this.tickets.slotsPerTicket();
+          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket, slots } satisfies Ticket })));
           sent.push(...batch);
           this.meters.add("queue_sent", batch.length);
         }
@@ -458,6 +460,17 @@ export class SwarmDispatch {
           ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'retry_wait' AND retry_at > ? AND long = ?", now, long).one().n
           : this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'retry_wait' AND retry_at > ?", now).one().n;
     return Math.max(0, Math.min(swarm.window, open) - later);
+  }
+
+  /**
+   * Whether the lane of `ticket` is surplus (isSurplusLane): the room then tells it to retire, and
+   * its ticket counts for no slots from then on (SwarmTickets.retire).
+   */
+  isSurplus(swarm: SwarmRow, ticket: string, pool: TaskPool, now: number, measured: boolean): boolean {
+    if (!measured || swarm.finished_at !== null || swarm.state === "cancelled") return false;
+    const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
+    if (waiting === 0) return false;
+    return isSurplusLane({ measured, waiting, demand: this.demand(swarm, pool, now), coveredByOthers: this.tickets.coveredByActiveExcept(ticket, pool, now) });
   }
 
   /** One pull's outcomes move the adaptive window. */

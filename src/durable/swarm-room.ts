@@ -45,6 +45,7 @@ import { SwarmStore } from "./swarm-store.ts";
 import { SwarmTasks } from "./swarm-tasks.ts";
 import { SwarmTickets } from "./swarm-tickets.ts";
 import { SwarmTotals } from "./swarm-totals.ts";
+import { toPullPaceMs } from "../core/lane-sizing.ts";
 import { SwarmViews } from "./swarm-views.ts";
 import type { TenantBudget } from "./tenant-budget.ts";
 
@@ -245,10 +246,13 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           ? this.dispatch.runHeld(current, request.held, request.want)
           : [];
       const want = request.want - run.length;
+      // Other lanes carry all the swarm can run: this one gets nothing more and ends.
+      const retire =
+        repeated === null && !request.final && run.length === 0 && this.dispatch.isSurplus(current, request.ticket, pool, now, request.measured === true);
       const grant =
         repeated !== null
           ? { granted: this.tasks.stillLeased(repeated), ended: false, blocked: false }
-          : request.final || (want <= 0 && (request.standby ?? 0) <= 0)
+          : request.final || retire || (want <= 0 && (request.standby ?? 0) <= 0)
             ? { granted: [], ended: false, blocked: false }
             : this.dispatch.grantTasks(
                 current,
@@ -269,8 +273,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const leaseUntil = grant.granted.reduce((max, t) => Math.max(max, t.leaseUntil), 0);
       const finished = after.finished_at !== null || after.state === "cancelled";
       if (this.tickets.pulled(request.ticket, request.slots, now, leaseUntil, request.final || finished, pool).delivered) this.meters.add("queue_received");
+      // An executor's start and alarm are requests of its own, made for this swarm.
+      if (request.hostRequests !== undefined && request.hostRequests > 0) this.meters.add("do_requests", Math.min(request.hostRequests, 10));
       const retryInMs = grant.granted.length === 0 && !finished ? this.tasks.nextRetryIn(now, pool) : null;
       const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
+      if (retire) this.tickets.retire(request.ticket);
       const stop = grant.granted.length === 0 && run.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
       await this.planAlarm(after, now);
       // More tasks run than the window allows (it shrank): no standby task takes an ended one's place.
@@ -286,6 +293,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         renewed,
         transfer,
         ...(run.length > 0 ? { run } : {}),
+        ...(retire ? { retire } : {}),
+        paceMs: toPullPaceMs(this.tickets.openCount()),
       };
     });
   }

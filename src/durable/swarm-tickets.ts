@@ -23,6 +23,13 @@ type TicketRow = {
   expires_at: number;
 };
 
+/**
+ * A lane heard from this lately counts as covering its slots when the room decides whether another
+ * lane is surplus: a live lane pulls at least when its outcomes are due (every few hundred ms at
+ * most under load), a dead one's ticket lingers until its deadline.
+ */
+const RECENTLY_HEARD_MS = 2_000;
+
 export class SwarmTickets {
   /** Open tickets, loaded once per instance. */
   private open: Map<string, TicketRow> | null = null;
@@ -30,6 +37,8 @@ export class SwarmTickets {
   private readonly lastGrants = new Map<string, Map<string, { seq: number; granted: ClaimedTask[] }>>();
   /** expires_at as last written, per ticket. */
   private readonly stored = new Map<string, number>();
+  /** When each open ticket's lane last pulled (in memory: after a restart no lane counts as heard until it pulls). */
+  private readonly heardAt = new Map<string, number>();
   /** Slots the latest lane reported: how much one more ticket is expected to carry. */
   private reportedSlots: number | null = null;
 
@@ -60,10 +69,12 @@ export class SwarmTickets {
     const row = open.get(id);
     if (slots > 0) this.reportedSlots = slots;
     if (final) {
+      this.heardAt.delete(id);
       if (row !== undefined) open.delete(id);
       this.sql.exec("DELETE FROM tickets WHERE id = ?", id);
       return { delivered: row?.state === "sent" };
     }
+    this.heardAt.set(id, now);
     const expiresAt = Math.max(row?.expires_at ?? 0, leaseUntil, now + this.times.laneSilenceMs);
     const delivered = row === undefined || row.state === "sent";
     // Stored only when it moved by a third of the silence allowance (or anything else changed), so
@@ -133,6 +144,7 @@ export class SwarmTickets {
       if (row.expires_at > now) continue;
       this.open?.delete(row.id);
       this.lastGrants.delete(row.id);
+      this.heardAt.delete(row.id);
       this.sql.exec("DELETE FROM tickets WHERE id = ?", row.id);
       closed += 1;
     }
@@ -142,6 +154,7 @@ export class SwarmTickets {
   /** Closes every ticket (the swarm ended): late pulls still record, and get nothing. */
   closeAll(): void {
     this.lastGrants.clear();
+    this.heardAt.clear();
     if (this.load().size === 0) return;
     this.sql.exec("DELETE FROM tickets");
     this.open = new Map();
@@ -159,6 +172,29 @@ export class SwarmTickets {
     return toTicketsToIssue({ demand, coveredSlots: covered, openTickets: open, slotsPerTicket: this.slotsPerTicket() });
   }
 
+  /**
+   * Slots the lanes of `pool` other than `id` that have pulled cover: a ticket still on its way may
+   * never arrive (until its deadline), so it does not count towards retiring a lane that runs.
+   */
+  coveredByActiveExcept(id: string, pool: TaskPool, now: number): number {
+    let covered = 0;
+    for (const row of this.load().values()) {
+      if (row.pool !== pool || row.id === id || row.state !== "active") continue;
+      // A lane that died still holds its ticket until it expires: only lanes heard from lately count.
+      const heard = this.heardAt.get(row.id);
+      if (heard !== undefined && now - heard <= RECENTLY_HEARD_MS) covered += row.slots;
+    }
+    return covered;
+  }
+
+  /** The ticket's lane is told to end (it is surplus): it counts for no slots from now on. */
+  retire(id: string): void {
+    const row = this.load().get(id);
+    if (row === undefined || row.slots === 0) return;
+    row.slots = 0;
+    this.sql.exec("UPDATE tickets SET slots = 0 WHERE id = ?", id);
+  }
+
   openCount(): number {
     return this.load().size;
   }
@@ -170,7 +206,8 @@ export class SwarmTickets {
     return next;
   }
 
-  private slotsPerTicket(): number {
+  /** Slots a new ticket is counted for (and its lane asks for until it has timed its calls). */
+  slotsPerTicket(): number {
     return Math.max(1, this.reportedSlots ?? this.times.defaultSlots);
   }
 

@@ -46,6 +46,13 @@ export interface CallJournal {
 export interface CallJournalDeps {
   rooms: SwarmRooms;
   schedule?: Schedule;
+  /**
+   * How long after its oldest unsent call a flush waits (default CALL_FLUSH_MS). A lane that the
+   * room paces pulls slower than that (PullResponse.paceMs) raises it to its pace, so its pulls
+   * carry its calls instead of a recordCalls each: every call is noted before it is sent, so a
+   * crash in between still bills it (at its estimate), never loses it.
+   */
+  flushAfterMs?: () => number;
   tally: JournalTally;
 }
 
@@ -78,6 +85,7 @@ interface SwarmJournal {
 
 export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const schedule = deps.schedule ?? scheduleWithTimers;
+  const flushAfterMs = deps.flushAfterMs ?? (() => CALL_FLUSH_MS);
   const swarms = new Map<string, SwarmJournal>();
   let stopped = false;
 
@@ -116,7 +124,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     journal.cancelTimer = schedule(() => {
       journal.cancelTimer = null;
       void flush(journal);
-    }, CALL_FLUSH_MS);
+    }, flushAfterMs());
   }
 
   function disarm(journal: SwarmJournal): void {

@@ -9,6 +9,8 @@ import type { ModelClient } from "../../src/model/model-client.ts";
 import type { ModelGateway } from "./call-with-permit.ts";
 import type { ConsumeTasksDeps } from "./consume-tasks.ts";
 import { toKeyPools } from "./key-pools.ts";
+import type { LaneHostDeps } from "./lane-invocation.ts";
+import { toLaneExecutors } from "./lane-executors.ts";
 import { toSwarmRooms } from "./swarm-rooms.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { toToolEnvironment } from "./tools/swarm-tools.ts";
@@ -117,6 +119,12 @@ function gatewayFor(env: GatewayEnv): GatewayCache {
   return cachedGateway;
 }
 
+/** What a lane executor's alarm runs its lane with: the consumer's settings, without the hand-off. */
+export function createLaneHostDeps(env: Env): LaneHostDeps {
+  const { host: _host, executors: _executors, ...deps } = createTaskDeps(env);
+  return deps;
+}
+
 export function createTaskDeps(env: Env): ConsumeTasksDeps {
   const settings = readAgentSettings(env);
   const tools = readToolSettings(env);
@@ -133,6 +141,8 @@ export function createTaskDeps(env: Env): ConsumeTasksDeps {
     permitWaitMaxMs: settings.permitWaitMaxS * 1_000,
   };
   return {
+    host: settings.laneHost,
+    executors: toLaneExecutors(env.LANE_EXECUTOR),
     rooms: toSwarmRooms(env.SWARM_ROOM),
     gateway,
     concurrency: settings.concurrency,

@@ -4,6 +4,8 @@ import { createDeadLetterRooms, createTaskDeps } from "./composition.ts";
 import { consumeDeadLetters } from "./consume-dead-letters.ts";
 import { consumeTasks } from "./consume-tasks.ts";
 
+export { LaneExecutor } from "./lane-executor.ts";
+
 /** The dead-letter queue of a task queue is named after it with this suffix (see wrangler.toml). */
 const DEAD_LETTER_SUFFIX = "-dlq";
 

@@ -20,7 +20,7 @@ import type { Ticket } from "../../src/core/ticket.ts";
 import { attemptKey, type CallJournal } from "./call-journal.ts";
 import type { CallStarts } from "./call-starts.ts";
 import type { PermitContext } from "./call-with-permit.ts";
-import { createHeaderGate } from "./header-gate.ts";
+import type { MeasuredHeaderGate } from "./header-gate.ts";
 import { runAgentTask } from "./run-agent-task.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { createSwarmTools, type SwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
@@ -49,7 +49,7 @@ export interface LaneTally {
 /** What every lane of an invocation shares: its clock, its limits and its allowance. */
 export interface LaneContext {
   rooms: SwarmRooms;
-  /** Permits and the gateway; each lane adds its own header gate. */
+  /** Permits and the gateway; the lane adds the invocation's header gate. */
   permits: Omit<PermitContext, "headerGate">;
   journal: CallJournal;
   /** Notes each call in the room before it is sent (so no call can vanish from the bill). */
@@ -57,8 +57,26 @@ export interface LaneContext {
   tools: Omit<ToolEnvironment, "scratchpad">;
   /** Tasks one lane runs at once at most (AGENT_CONCURRENCY). */
   concurrency: number;
-  /** Connections waiting for headers per lane (production: 6 per invocation); 0 = no gate. */
+  /**
+   * The invocation's connections waiting for response headers (production: 6 per invocation,
+   * shared by every lane of a queue batch; header-gate.ts), and how many it has (0 = no gate).
+   */
+  headerGate: MeasuredHeaderGate;
   headerSlots: number;
+  /**
+   * Slots the room assumed this ticket's lane has (Ticket.slots): what the lane asks for until it
+   * has measured its own calls' timing. Absent: its concurrency.
+   */
+  assumedSlots?: number;
+  /** Lanes this invocation runs (a queue batch's tickets, or 1 in an executor). */
+  lanes: number;
+  /**
+   * The longest an ended call of the invocation waits for the pull that carries it (the room's pace
+   * and the lane's coalescing): its call journal flushes no sooner (call-journal.ts).
+   */
+  pace: { ms: number };
+  /** Durable Object requests the host spent to start this lane (PullRequest.hostRequests). */
+  hostRequests?: number;
   pool: TaskPool;
   /** Epoch ms after which no lane pulls new tasks. */
   pullUntil: number;
@@ -84,7 +102,7 @@ const PULL_BACKOFF = { baseMs: 200, capMs: 700 };
 /** Returns whether the room heard from this lane at all (if not, the ticket should come again). */
 export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reached: boolean }> {
   const room = ctx.rooms(ticket.swarm_id);
-  const gate = createHeaderGate(ctx.headerSlots);
+  const gate = ctx.headerGate;
   // Calls the grant noted that this lane started: listed in every pull until the pull carrying
   // their task's report is answered, so the room can tell a noted call that never started.
   // By attempt (`task:attempt`), each with the turns started: a pull's reports drop theirs by key.
@@ -129,9 +147,17 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   let transfer = true;
   /** Mean time from a pull's start to its answer, ms (what a freed slot would wait without standby). */
   let pullMs: number | null = null;
+  /** The room's least time between this lane's pulls (PullResponse.paceMs), and when the last one left. */
+  let paceMs = 0;
+  let lastPullAt = 0;
   let config: TaskRunConfig | null = null;
   let tools: SwarmTools | null = null;
   let stopping = false;
+  /**
+   * The room said other lanes carry the swarm (PullResponse.retire): this lane takes no new task,
+   * runs its standby tasks in the places of its ended ones, and ends when it has none left.
+   */
+  let retiring = false;
   /** The room said it has no task left to hand out: no free slot waits for a pull. */
   let drained = false;
   let reached = false;
@@ -200,7 +226,17 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   // What the lane reports for the room's ticket sizing: what its header slots can carry at the
   // measured TTFB. It still pulls up to its concurrency: calls past what the gate carries wait for
   // a slot, as production's runtime would queue them, and the room sends more lanes meanwhile.
-  const capacity = (): number => toLaneSlots(ctx.concurrency, ctx.headerSlots, timing.current());
+  // A lane of a batch carries its share of the invocation's slots. Before it has timed a call, it
+  // asks for what the room assumed (header-bound lanes by default), so a first lane never takes a
+  // window its gate cannot carry while the lanes that could are on their way.
+  const capacity = (): number => {
+    const measured = timing.current();
+    if (measured.ttfbMs === null) return Math.max(1, Math.min(ctx.concurrency, ctx.assumedSlots ?? ctx.concurrency));
+    return toLaneSlots(ctx.concurrency, ctx.headerSlots / Math.max(1, ctx.lanes), measured);
+  };
+
+  /** What the coalescing of a small lane goes by: its slots, its running tasks, the outcomes a pull waits for. */
+  const laneShape = (): LaneShape => ({ slots: capacity(), concurrency: ctx.concurrency, running: running.size, outcomes: ctx.coalesce.outcomes });
 
   /** A task of this lane ended for good: the next standby task takes its slot, unless the room said not to. */
   const promoteNext = (): void => {
@@ -274,36 +310,41 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
 
   for (;;) {
     if (!stopping && (ctx.now() >= ctx.pullUntil || ctx.allowance.tasks <= 0)) stopping = true;
+    if (retiring && running.size === 0 && standby.length === 0) stopping = true;
     const final = stopping && running.size === 0;
     // Calls already queue for a header slot: the gate binds, so more tasks would only wait there
     // (holding their leases) while the room could give them to a lane with room.
-    const free = stopping || gate.waiting() > 0 ? 0 : Math.max(0, Math.min(ctx.concurrency - running.size, ctx.allowance.tasks));
+    const free = stopping || retiring || gate.waiting() > 0 ? 0 : Math.max(0, Math.min(capacity() - running.size, ctx.allowance.tasks));
     const reports = outbox.splice(0);
     if (stopping) releaseStandby();
     const renew = toRenew(ctx.now());
     const { latencyMs } = timing.current();
     // Standby tasks count against the invocation's allowance as the tasks they will be.
-    const wantStandby = stopping
-      ? 0
-      : Math.max(
-          0,
-          Math.min(
-            ctx.allowance.tasks - free - standby.length,
-            standbyTarget({
-              concurrency: ctx.concurrency,
-              running: running.size,
-              latencyMs,
-              refillMs: pullMs === null ? null : pullMs + coalesceMs(ctx.coalesce.ms, latencyMs),
-            }) - standby.length,
-          ),
-        );
+    const wantStandby =
+      stopping || retiring
+        ? 0
+        : Math.max(
+            0,
+            Math.min(
+              ctx.allowance.tasks - free - standby.length,
+              standbyTarget({
+                concurrency: ctx.concurrency,
+                running: running.size,
+                latencyMs,
+                refillMs: pullMs === null ? null : pullMs + Math.max(paceMs, coalesceMs(ctx.coalesce.ms, latencyMs, laneShape())),
+              }) - standby.length,
+            ),
+          );
     const request: PullRequest = {
       ticket: ticket.ticket,
       lane,
       seq,
       reports,
       want: free,
-      slots: capacity(),
+      // A lane that stops carries nothing more: the room counts its ticket for no slots from now.
+      slots: stopping || retiring ? 0 : capacity(),
+      ...(timing.current().ttfbMs === null ? {} : { measured: true }),
+      ...(seq === 1 && ctx.hostRequests !== undefined ? { hostRequests: ctx.hostRequests } : {}),
       final,
       pool: ctx.pool,
       endBy: ctx.callsEndBy,
@@ -316,6 +357,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       ...(standby.length > 0 ? { held: standby.map(({ task }) => ({ taskId: task.taskId, attempt: task.attempt })) } : {}),
     };
     const pullStarted = ctx.now();
+    lastPullAt = pullStarted;
     const answer = await pullWithRetry(room, ticket.swarm_id, request, ctx);
     ctx.tally.slots = request.slots;
     ({ ttfbMs: ctx.tally.ttfbMs, latencyMs: ctx.tally.latencyMs } = timing.current());
@@ -359,6 +401,10 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
         } else if (held !== undefined) held.until = until;
       }
       transfer = answer.transfer ?? true;
+      paceMs = answer.paceMs ?? 0;
+      // Other lanes cover what the swarm can run: this one ends once its tasks have (its standby
+      // tasks go back with the next pull), so a swarm runs on as few lanes as carry its window.
+      if (answer.retire === true) retiring = true;
       if (answer.config === null) stopping = true;
       else config = answer.config;
       // Held standby tasks the window now has room for start at once.
@@ -403,7 +449,11 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     }
     // With nothing left to hand out (a swarm's tail), outcomes wait longer for company: no free
     // slot waits for the pull, and the tail's calls, ending one by one, share pulls.
-    const ms = drained || stopping ? Math.max(ctx.coalesce.ms, TAIL_COALESCE_MS) : coalesceMs(ctx.coalesce.ms, timing.current().latencyMs);
+    // A paced lane pulls no sooner than the room asked (its standby tasks cover the wait).
+    const paced = Math.max(0, paceMs - (ctx.now() - lastPullAt));
+    const ms =
+      drained || stopping ? Math.max(ctx.coalesce.ms, TAIL_COALESCE_MS) : Math.max(paced, coalesceMs(ctx.coalesce.ms, timing.current().latencyMs, laneShape()));
+    ctx.pace.ms = Math.max(paceMs, ms);
     await coalesce(outbox, running, ctx, ms, untilWoken);
   }
 }
@@ -416,10 +466,27 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
  * from the agent's to the orchestrator's locally): at 3,000 × 200 ms, W = 100, 0.068 pulls a task
  * instead of 0.10–0.11 with 5% and 16 outcomes, and 0.12–0.19 ms less CPU a task, the same wall.
  */
-export function coalesceMs(settingMs: number, meanLatencyMs: number | null): number {
+export function coalesceMs(settingMs: number, meanLatencyMs: number | null, lane?: LaneShape): number {
   if (settingMs <= 0) return settingMs;
-  return Math.max(settingMs, Math.min(50, Math.round((meanLatencyMs ?? 0) * 0.1)));
+  const base = Math.max(settingMs, Math.min(50, Math.round((meanLatencyMs ?? 0) * 0.1)));
+  if (lane === undefined || meanLatencyMs === null || lane.slots >= Math.min(lane.outcomes, lane.concurrency) || lane.running <= 0) return base;
+  // A lane its header gate keeps small (a header-bound executor carries 6 calls) would send a pull
+  // for every outcome or two: it waits for about two slots' worth of outcomes, at most
+  // SMALL_LANE_COALESCE_MAX_MS. Its standby tasks take the freed slots meanwhile.
+  const target = Math.min(lane.outcomes, 2 * lane.slots);
+  return Math.round(Math.max(base, Math.min(SMALL_LANE_COALESCE_MAX_MS, (target * meanLatencyMs) / lane.running)));
 }
+
+/** A lane's size, for coalesceMs: slots it carries (of its concurrency), tasks running, the outcomes a full pull holds. */
+export interface LaneShape {
+  slots: number;
+  concurrency: number;
+  running: number;
+  outcomes: number;
+}
+
+/** The longest a small lane's outcomes wait for company (unless the room paces it slower). */
+export const SMALL_LANE_COALESCE_MAX_MS = 400;
 
 /** Lets a few more outcomes join the first: until `outcomes` are waiting, `ms` passed, or nothing runs. */
 async function coalesce(

@@ -197,7 +197,9 @@ describe("the header gate through the model client (mock upstream holding header
     // Before any call it claims its concurrency; once calls are measured, what 6 header slots carry
     // at that time to headers (headers ≈ the whole call here, so about 6).
     expect(room.pulls[0]?.slots).toBe(24);
-    expect(room.pulls.at(-1)?.slots).toBeLessThan(24);
-    expect(room.pulls.at(-1)?.slots).toBeGreaterThanOrEqual(6);
+    // (A lane that stops reports no slots: the last pull that still counts is the one to read.)
+    const lastSized = room.pulls.filter((pull) => pull.slots > 0).at(-1);
+    expect(lastSized?.slots).toBeLessThan(24);
+    expect(lastSized?.slots).toBeGreaterThanOrEqual(6);
   });
 });
