@@ -58,7 +58,7 @@ describe("npm test's closing line", () => {
       report(file("a.test.ts", "passed", ["passed"])),
       1,
       null,
-      "1 passed, 1 failed (vitest exited 1 with no failed test: see its output above (an unhandled error?))",
+      "1 passed, 1 failed (vitest exited 1 with no failed test (an unhandled error?): see its output above)",
     ],
     ["no report", null, 1, null, "0 passed, 1 failed (vitest exited 1 without a report: see its output above)"],
     ["killed before writing its report", null, null, "SIGKILL", "0 passed, 1 failed (vitest was killed by SIGKILL without a report: see its output above)"],
@@ -67,7 +67,7 @@ describe("npm test's closing line", () => {
       report(file("a.test.ts", "passed", ["passed"])),
       null,
       "SIGTERM",
-      "1 passed, 1 failed (vitest was killed by SIGTERM with no failed test: see its output above (an unhandled error?))",
+      "1 passed, 1 failed (vitest was killed by SIGTERM with no failed test: see its output above)",
     ],
   ])("%s", (_, parsed, exitCode, signal, line) => {
     expect(toSummaryLine(summarizeVitestRun({ report: parsed, exitCode, signal, root }))).toBe(line);

@@ -58,7 +58,8 @@ export function summarizeVitestRun(run: VitestRun): TestSummary {
     summary.notes.push(`vitest ${exit} without a report: see its output above`);
   } else if (run.exitCode !== 0 && summary.failed === 0) {
     summary.failed = 1;
-    summary.notes.push(`vitest ${exit} with no failed test: see its output above (an unhandled error?)`);
+    const guess = run.signal ? "" : " (an unhandled error?)";
+    summary.notes.push(`vitest ${exit} with no failed test${guess}: see its output above`);
   }
   return summary;
 }
