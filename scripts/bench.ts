@@ -6,7 +6,7 @@
 //   Its options: `program` below (`npm run bench -- --help`).
 import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { rm } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Command, CommanderError } from "commander";
 import { z } from "zod";
@@ -45,6 +45,7 @@ const program = new Command("npm run bench --")
   .option("--rounds <n>", "the pair N times, then medians and ranges (1-20)", "1")
   .option("--state-dir <dir>", "where the stack keeps its wiped state (default: a tmpfs)")
   .option("--one-process", "both Workers in one wrangler dev session, to compare")
+  .option("--stack-log <file>", "write both Workers' log lines (wrangler dev's output) to FILE at the end")
   .option("--ramp", "sample in flight every 10 ms and print each run's ramp to its peak")
   .option("--pool-cpu-prof", "profile the baseline (Node --cpu-prof)")
   .option("--workerd-cpu-prof", "profile each isolate through workerd's inspector")
@@ -199,6 +200,7 @@ try {
   }
   if (rounds > 1) printMedians(results);
 } finally {
+  if (values.stackLog !== undefined) await writeFile(values.stackLog, stack.output());
   await stack.stop();
   await rm(persistTo, { recursive: true, force: true });
 }

@@ -212,6 +212,8 @@ export interface PullRequest {
   held?: { taskId: string; attempt: number }[];
   /** `slots` comes from the lane's own timed calls, not the room's assumption (only such a lane is retired). */
   measured?: boolean;
+  /** The lane takes no more tasks (it stops, or retires): `slots` are the tasks it still runs and holds. */
+  draining?: boolean;
   /**
    * Durable Object requests the lane's host spent to start it (an executor: the consumer's start
    * RPC and its alarm), sent with its first pull so the swarm's billable operations include them.

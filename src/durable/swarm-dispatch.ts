@@ -405,6 +405,7 @@ export class SwarmDispatch {
     const swarm = this.store.swarm();
     if (swarm === null || swarm.finished_at !== null || swarm.state === "cancelled") return;
     if (this.routing.pickModel(swarm, now, { probe: false }) === null) return;
+    if (this.windowFullWithLanes(swarm)) return;
     for (const pool of this.pools()) {
       const count = this.tickets.toIssue(this.demand(swarm, pool, now), pool);
       if (count === 0) continue;
@@ -433,6 +434,15 @@ export class SwarmDispatch {
     }
   }
 
+  /**
+   * The window is full and lanes are open: a new lane could be granted nothing (the lanes there
+   * take each slot that frees), so only a shortfall once the window has room calls for another.
+   * With no lane open, tasks waiting in the window (retries) still need one.
+   */
+  private windowFullWithLanes(swarm: SwarmRow): boolean {
+    return this.totals.inFlight() >= swarm.window && this.tickets.openCount() > 0;
+  }
+
   /** The pools the swarm has tasks in: long tasks run on their own queue (and lanes). */
   private pools(): TaskPool[] {
     if (this.hasLongTasks === null) {
@@ -459,7 +469,11 @@ export class SwarmDispatch {
         : this.hasLongTasks
           ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'retry_wait' AND retry_at > ? AND long = ?", now, long).one().n
           : this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'retry_wait' AND retry_at > ?", now).one().n;
-    return Math.max(0, Math.min(swarm.window, open) - later);
+    // Standby tasks are their lanes' already: they need no lane of their own.
+    const held = this.hasLongTasks
+      ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'running' AND standby = 1 AND long = ?", long).one().n
+      : this.totals.standby();
+    return Math.max(0, Math.min(swarm.window, open - held) - later);
   }
 
   /**
@@ -470,7 +484,13 @@ export class SwarmDispatch {
     if (!measured || swarm.finished_at !== null || swarm.state === "cancelled") return false;
     const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
     if (waiting === 0) return false;
-    return isSurplusLane({ measured, waiting, demand: this.demand(swarm, pool, now), coveredByOthers: this.tickets.coveredByActiveExcept(ticket, pool, now) });
+    return isSurplusLane({
+      measured,
+      waiting,
+      demand: this.demand(swarm, pool, now),
+      coveredByOthers: this.tickets.coveredByActiveExcept(ticket, pool, now),
+      margin: this.tickets.slotsPerTicket(),
+    });
   }
 
   /** One pull's outcomes move the adaptive window. */
@@ -500,7 +520,7 @@ export class SwarmDispatch {
     if (ticketAt !== null) candidates.push(ticketAt);
     const active = swarm.finished_at === null && swarm.state !== "cancelled";
     if (active) {
-      if (this.pools().some((pool) => this.tickets.toIssue(this.demand(swarm, pool, now), pool) > 0)) {
+      if (!this.windowFullWithLanes(swarm) && this.pools().some((pool) => this.tickets.toIssue(this.demand(swarm, pool, now), pool) > 0)) {
         const parked = this.routing.parkedUntil();
         // After a failed send, not before its retry: the queue is down, and sending at once again would spin.
         candidates.push(Math.max(parked ?? now, this.sendRetryAt ?? 0));

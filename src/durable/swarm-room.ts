@@ -272,12 +272,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const after = this.store.swarm() ?? current;
       const leaseUntil = grant.granted.reduce((max, t) => Math.max(max, t.leaseUntil), 0);
       const finished = after.finished_at !== null || after.state === "cancelled";
-      if (this.tickets.pulled(request.ticket, request.slots, now, leaseUntil, request.final || finished, pool).delivered) this.meters.add("queue_received");
+      if (this.tickets.pulled(request.ticket, request.slots, now, leaseUntil, request.final || finished, pool, request.draining === true).delivered) {
+        this.meters.add("queue_received");
+      }
       // An executor's start and alarm are requests of its own, made for this swarm.
       if (request.hostRequests !== undefined && request.hostRequests > 0) this.meters.add("do_requests", Math.min(request.hostRequests, 10));
       const retryInMs = grant.granted.length === 0 && !finished ? this.tasks.nextRetryIn(now, pool) : null;
       const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
-      if (retire) this.tickets.retire(request.ticket);
+      if (retire) this.tickets.retire(request.ticket, (request.running ?? 0) + (request.held?.length ?? 0));
       const stop = grant.granted.length === 0 && run.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
       await this.planAlarm(after, now);
       // More tasks run than the window allows (it shrank): no standby task takes an ended one's place.

@@ -64,10 +64,11 @@ export class SwarmTickets {
    * message). A pull under an unknown or closed ticket (a late duplicate) opens it again: the lane
    * is real and doing work, and its slots count from now on.
    */
-  pulled(id: string, slots: number, now: number, leaseUntil: number, final: boolean, pool: TaskPool): { delivered: boolean } {
+  pulled(id: string, slots: number, now: number, leaseUntil: number, final: boolean, pool: TaskPool, draining = false): { delivered: boolean } {
     const open = this.load();
     const row = open.get(id);
-    if (slots > 0) this.reportedSlots = slots;
+    // A draining lane's slots are what it still runs, not what a lane carries.
+    if (slots > 0 && !draining) this.reportedSlots = slots;
     if (final) {
       this.heardAt.delete(id);
       if (row !== undefined) open.delete(id);
@@ -187,12 +188,16 @@ export class SwarmTickets {
     return covered;
   }
 
-  /** The ticket's lane is told to end (it is surplus): it counts for no slots from now on. */
-  retire(id: string): void {
+  /**
+   * The ticket's lane is told to end (it is surplus): from now on it counts only for the tasks it
+   * still carries (`carrying`), so no other lane is retired on the strength of its slots.
+   */
+  retire(id: string, carrying: number): void {
     const row = this.load().get(id);
-    if (row === undefined || row.slots === 0) return;
-    row.slots = 0;
-    this.sql.exec("UPDATE tickets SET slots = 0 WHERE id = ?", id);
+    const slots = Math.max(0, Math.floor(carrying));
+    if (row === undefined || row.slots === slots) return;
+    row.slots = slots;
+    this.sql.exec("UPDATE tickets SET slots = ? WHERE id = ?", slots, id);
   }
 
   openCount(): number {

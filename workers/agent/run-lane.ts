@@ -329,7 +329,9 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
               ctx.allowance.tasks - free - standby.length,
               standbyTarget({
                 concurrency: ctx.concurrency,
-                running: running.size,
+                // What it will run once this pull's free slots are filled: a small lane whose tasks
+                // all ended while it waited still needs standby tasks for the ones it gets now.
+                running: running.size + free,
                 latencyMs,
                 refillMs: pullMs === null ? null : pullMs + Math.max(paceMs, coalesceMs(ctx.coalesce.ms, latencyMs, laneShape())),
               }) - standby.length,
@@ -341,8 +343,10 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       seq,
       reports,
       want: free,
-      // A lane that stops carries nothing more: the room counts its ticket for no slots from now.
-      slots: stopping || retiring ? 0 : capacity(),
+      // A lane that stops taking tasks carries only what it runs and holds: the room counts its
+      // ticket for those, so it neither sends a lane for them nor counts on this one for more.
+      slots: stopping || retiring ? running.size + standby.length : capacity(),
+      ...(stopping || retiring ? { draining: true } : {}),
       ...(timing.current().ttfbMs === null ? {} : { measured: true }),
       ...(seq === 1 && ctx.hostRequests !== undefined ? { hostRequests: ctx.hostRequests } : {}),
       final,
