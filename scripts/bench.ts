@@ -4,6 +4,7 @@
 // stack. Prints both side by side with their ratios and the ideal wall N·(T+1)·L̄/W
 // (docs/architecture.md §4). Figures only, no pass/fail. docs/benchmarks.md explains every figure.
 //   Its options: `program` below (`npm run bench -- --help`).
+import { spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { rm, writeFile } from "node:fs/promises";
@@ -33,7 +34,11 @@ const program = new Command("npm run bench --")
   .option("--tasks <n>", "tasks (1-10,000)", "1000")
   .option("--concurrency <w>", "the window, of both runners (1-1,500)", "100")
   .option("--latency <spec>", "MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95", "200")
-  .option("--ttfb <ms>", "the mock's time to first byte", "0")
+  .option(
+    "--ttfb <ms>",
+    "the mock's time to first byte: MS, or both (the workload with early headers, --ttfb 0, then header-bound, --ttfb = the mean call latency)",
+    "both",
+  )
   .option("--faults <profile>", "the mock's fault profile: none or mixed", "none")
   .option("--no-gate", "without the simulated 6 connections waiting for headers per invocation")
   .option("--no-baseline", "edgeswarm only")
@@ -74,6 +79,7 @@ const values = program.opts<{
   seed: string;
   rounds: string;
   stateDir?: string;
+  stackLog?: string;
   oneProcess?: boolean;
   ramp?: boolean;
   poolCpuProf?: boolean;
@@ -109,6 +115,24 @@ const CORES = availableParallelism();
 const STATUS_POLL_MS = 1_000;
 /** Tasks of the warm-up swarm that runs before the measured one (--no-warmup: none). */
 const WARMUP_TASKS = 20;
+
+// Every workload twice by default: the same swarm costs very different connection budgets when the
+// upstream sends its headers at once (streaming, a short first token) and when they come with the
+// answer (non-streaming proxies, short answers, slow reasoning): each half is a bench of its own.
+if (values.ttfb === "both") {
+  const parsed = parseLatency(values.latency);
+  const headerBound = parsed.ok ? Math.round(meanLatencyMs(parsed.value, 0)) : 0;
+  const rest = process.argv.slice(2).filter((arg, i, all) => arg !== "--ttfb" && all[i - 1] !== "--ttfb" && !arg.startsWith("--ttfb="));
+  for (const [label, ms] of [
+    ["early headers", 0],
+    ["header-bound: headers with the answer", headerBound],
+  ] as const) {
+    console.log(`\n=== ${label} (--ttfb ${ms}) ===`);
+    const run = spawnSync(process.execPath, [process.argv[1] ?? "scripts/bench.ts", ...rest, "--ttfb", String(ms)], { stdio: "inherit" });
+    if (run.status !== 0) process.exit(run.status ?? 1);
+  }
+  process.exit(0);
+}
 
 const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);

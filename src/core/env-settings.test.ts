@@ -196,9 +196,9 @@ describe("GATEWAY_CONFIG, UPSTREAM_KEYS and the price table", () => {
 });
 
 describe("readRoomSettings", () => {
-  it("reads unset settings as their defaults: 128 lane slots, the built-in prices, no gateway, no tenant caps, 10 s leases (30 s grace), 1 s flushes, 10 s ticket deadlines", () => {
+  it("reads unset settings as their defaults: 6 lane slots (header-bound until a lane measures), the built-in prices, no gateway, no tenant caps, 10 s leases (30 s grace), 1 s flushes, 10 s ticket deadlines", () => {
     expect(readRoomSettings({})).toEqual({
-      laneSlots: 128,
+      laneSlots: 6,
       prices: DEFAULT_PRICES,
       gateway: null,
       tenantBudgets: {},
@@ -229,7 +229,7 @@ describe("readRoomSettings", () => {
   it.each([
     ["7", 7],
     [" 12 ", 12],
-    ["  ", 128],
+    ["  ", 6],
     ["1000", 1_000],
   ])("reads LANE_SLOTS %j as %j", (value, laneSlots) => {
     expect(readRoomSettings({ LANE_SLOTS: value }).laneSlots).toBe(laneSlots);
@@ -310,12 +310,23 @@ describe("readAgentSettings and readToolSettings", () => {
       headerSlots: 6,
       pullForS: 300,
       maxTasksPerInvocation: 10_000,
+      laneHost: "executor",
     });
-    expect(readAgentSettings({ ...agent, UPSTREAM_HEADER_SLOTS: "0", AGENT_PULL_FOR_S: "60", AGENT_MAX_TASKS_PER_INVOCATION: "100" })).toMatchObject({
+    expect(
+      readAgentSettings({ ...agent, UPSTREAM_HEADER_SLOTS: "0", AGENT_PULL_FOR_S: "60", AGENT_MAX_TASKS_PER_INVOCATION: "100", AGENT_LANE_HOST: " consumer " }),
+    ).toMatchObject({
       headerSlots: 0,
       pullForS: 60,
       maxTasksPerInvocation: 100,
+      laneHost: "consumer",
     });
+  });
+
+  it.each(["executors", "queue", "CONSUMER", "1"])("refuses AGENT_LANE_HOST %j, naming the choices", (value) => {
+    expect(() => readAgentSettings({ ...agent, AGENT_LANE_HOST: value })).toThrow(/AGENT_LANE_HOST must be one of "executor", "consumer"/);
+  });
+
+  it("reads the tool settings", () => {
     expect(readToolSettings(tools)).toEqual({
       httpTimeoutMs: 10_000,
       httpMaxBytes: 262_144,

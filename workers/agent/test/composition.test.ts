@@ -46,6 +46,7 @@ describe("readAgentSettings", () => {
       headerSlots: 6,
       pullForS: 300,
       maxTasksPerInvocation: 10_000,
+      laneHost: "executor",
     });
     expect(readAgentSettings({ ...settings, INLINE_RETRY_MAX_S: "0" }).inlineRetryMaxS).toBe(0);
     expect(readAgentSettings({ ...settings, INLINE_RETRY_MAX_S: " 30 " }).inlineRetryMaxS).toBe(30);
@@ -75,6 +76,8 @@ describe("readAgentSettings", () => {
       headerSlots: 6,
       pullForS: 300,
       maxTasksPerInvocation: 10_000,
+      // The test project runs lanes in the consumer (vitest.config.ts); wrangler.toml says "executor".
+      laneHost: "consumer",
     });
     expect([...readGateway(env).credentials.keys()]).toEqual(["default"]);
   });
