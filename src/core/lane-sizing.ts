@@ -50,6 +50,12 @@ export function toTicketsToIssue(input: { demand: number; coveredSlots: number; 
  */
 export const ROOM_PULLS_PER_S = 400;
 
+/**
+ * The longest the outcomes of a lane its header gate keeps small wait for company before its pull
+ * (unless the room paces it slower): its standby tasks take the freed slots meanwhile.
+ */
+export const SMALL_LANE_COALESCE_MAX_MS = 400;
+
 /** The least time between one lane's pulls so that `openLanes` lanes stay within ROOM_PULLS_PER_S together. */
 export function toPullPaceMs(openLanes: number): number {
   return Math.ceil((Math.max(0, openLanes) * 1_000) / ROOM_PULLS_PER_S);

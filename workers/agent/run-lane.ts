@@ -4,7 +4,7 @@
 // sibling and no queue round trip happens per task. It stops pulling when the room says so, or
 // before its invocation's wall-time and CPU allowance, and records everything it started first.
 import { toCheckpoint } from "../../src/core/agent-conversation.ts";
-import { toLaneSlots, type LaneTiming } from "../../src/core/lane-sizing.ts";
+import { SMALL_LANE_COALESCE_MAX_MS, toLaneSlots, type LaneTiming } from "../../src/core/lane-sizing.ts";
 import { freesSlot, standbyTarget } from "../../src/core/standby.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
 import {
@@ -488,9 +488,6 @@ export interface LaneShape {
   running: number;
   outcomes: number;
 }
-
-/** The longest a small lane's outcomes wait for company (unless the room paces it slower). */
-export const SMALL_LANE_COALESCE_MAX_MS = 400;
 
 /** Lets a few more outcomes join the first: until `outcomes` are waiting, `ms` passed, or nothing runs. */
 async function coalesce(

@@ -1,0 +1,29 @@
+import { describe, expect, it } from "vitest";
+import { toCapacity } from "./capacity-model.ts";
+import { ROOM_PULLS_PER_S } from "./lane-sizing.ts";
+
+describe("the production capacity model", () => {
+  it.each([
+    // window, latency, ttfb → executors, in flight, room pulls a second at most
+    ["W=100, headers with the answer, 200 ms", 100, 200, 200, 17, 100],
+    ["W=1,500, headers with the answer, 200 ms", 1_500, 200, 200, 250, 1_500],
+    ["W=1,500, headers with the answer, 2 s", 1_500, 2_000, 2_000, 250, 1_500],
+    ["W=1,500, early headers (50 ms of 2 s)", 1_500, 2_000, 50, 12, 1_500],
+    ["W=100, early headers: one executor", 100, 200, 5, 1, 100],
+  ])("%s", (_label, window, latencyMs, ttfbMs, executors, inFlight) => {
+    const capacity = toCapacity({ window, latencyMs, ttfbMs, concurrency: 128, tasks: 10_000 });
+    expect(capacity.executors).toBe(executors);
+    expect(capacity.inFlight).toBe(inFlight);
+    expect(capacity.connectionsWaiting).toBeLessThanOrEqual(executors * 6);
+    // The issue's bound: the SwarmRoom takes at most 500 requests a second, whatever the window.
+    expect(capacity.roomPullsPerS).toBeLessThanOrEqual(ROOM_PULLS_PER_S);
+    expect(capacity.usdPer1kTasks).toBeGreaterThan(0);
+  });
+
+  it("prices duration by the executors' wall: header-bound 2 s calls cost more per 1,000 tasks than 200 ms ones", () => {
+    const short = toCapacity({ window: 1_500, latencyMs: 200, ttfbMs: 200, concurrency: 128, tasks: 10_000 });
+    const long = toCapacity({ window: 1_500, latencyMs: 2_000, ttfbMs: 2_000, concurrency: 128, tasks: 10_000 });
+    expect(long.executorGbSecondsPer1kTasks).toBeCloseTo(short.executorGbSecondsPer1kTasks * 10, 5);
+    expect(long.doRequestsPer1kTasks).toBeLessThan(short.doRequestsPer1kTasks * 10);
+  });
+});

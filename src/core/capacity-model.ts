@@ -1,0 +1,98 @@
+// The production capacity model of the dispatch: for a window W and an upstream's latency and time
+// to headers, how many lane executors a swarm runs, how many connections they hold, how many
+// requests a second the SwarmRoom takes, and what 1,000 tasks cost in Durable Object requests and
+// duration. Pure arithmetic over the rules the dispatch follows (lane-sizing.ts). No I/O.
+import {
+  HEADER_SLOTS_PER_INVOCATION,
+  MAX_TICKETS_PER_SWARM,
+  ROOM_PULLS_PER_S,
+  SMALL_LANE_COALESCE_MAX_MS,
+  toExecutorCount,
+  toPullPaceMs,
+} from "./lane-sizing.ts";
+
+/**
+ * Workers Paid prices (developers.cloudflare.com/durable-objects/platform/pricing/): $0.15 per
+ * million Durable Object requests, $12.50 per million GB-s of duration, billed at 128 MB an object
+ * while it is active (awaiting a fetch included); Queues $0.40 per million operations, a message
+ * costing 3 (write, read, delete: developers.cloudflare.com/queues/platform/pricing/).
+ */
+export const PRICES = { doRequestUsd: 0.15 / 1e6, doGbSecondUsd: 12.5 / 1e6, doGb: 0.128, queueOperationUsd: 0.4 / 1e6, queueOpsPerMessage: 3 };
+
+/** A lane executor's lane ends this long into its alarm (AGENT_PULL_FOR_S), and a fresh ticket replaces it. */
+const EXECUTOR_LIFETIME_S = 300;
+/** Requests that start an executor: the consumer's `start`, the alarm, the lane's first and final pulls. */
+const REQUESTS_PER_EXECUTOR = 4;
+
+export interface CapacityInput {
+  /** The swarm's window (tasks in flight). */
+  window: number;
+  /** Mean call latency, ms. */
+  latencyMs: number;
+  /** Mean time to response headers, ms (= latencyMs when headers come with the answer). */
+  ttfbMs: number;
+  /** Tasks one lane runs at once at most (AGENT_CONCURRENCY). */
+  concurrency: number;
+  /** Tasks in the swarm: its executors' starts are shared by all of them. */
+  tasks: number;
+}
+
+export interface Capacity {
+  executors: number;
+  /** Calls the executors keep in flight (at most the window). */
+  inFlight: number;
+  /** Connections waiting for headers at once, across executors (6 each at most). */
+  connectionsWaiting: number;
+  tasksPerS: number;
+  /** Pulls a second the room takes from all executors (each paced to ROOM_PULLS_PER_S in all). */
+  roomPullsPerS: number;
+  /** Durable Object requests per 1,000 tasks: pulls, executor starts, nothing per call. */
+  doRequestsPer1kTasks: number;
+  /** Executor duration per 1,000 tasks, GB-s (each is active for its whole lane). */
+  executorGbSecondsPer1kTasks: number;
+  queueMessagesPer1kTasks: number;
+  usdPer1kTasks: number;
+}
+
+export function toCapacity(input: CapacityInput): Capacity {
+  const timing = { ttfbMs: input.ttfbMs, latencyMs: input.latencyMs };
+  const executors = toExecutorCount({ window: input.window, concurrency: input.concurrency, headerSlots: HEADER_SLOTS_PER_INVOCATION, timing });
+  const carried = Math.min(input.concurrency, Math.floor((HEADER_SLOTS_PER_INVOCATION * Math.max(input.latencyMs, input.ttfbMs)) / Math.max(1, input.ttfbMs)));
+  const inFlight = Math.min(input.window, executors * carried, MAX_TICKETS_PER_SWARM * carried);
+  const tasksPerS = (inFlight * 1_000) / Math.max(1, input.latencyMs);
+  const connectionsWaiting = Math.min(
+    executors * HEADER_SLOTS_PER_INVOCATION,
+    Math.ceil((inFlight * Math.min(input.ttfbMs, input.latencyMs)) / Math.max(1, input.latencyMs)),
+  );
+  // Each executor pulls once its outcomes have waited for company (a gate-bound lane up to
+  // SMALL_LANE_COALESCE_MAX_MS or two latencies, a wide one up to 50 ms or 32 outcomes), no sooner
+  // than the room's pace, and carries at least one outcome a pull.
+  const coalesce =
+    carried < Math.min(32, input.concurrency)
+      ? Math.min(SMALL_LANE_COALESCE_MAX_MS, 2 * input.latencyMs)
+      : Math.max(Math.min(50, input.latencyMs / 10), (32 * input.latencyMs) / Math.max(1, carried));
+  const pullEveryMs = Math.max(1, toPullPaceMs(executors), coalesce);
+  const roomPullsPerS = Math.min((executors * 1_000) / pullEveryMs, ROOM_PULLS_PER_S, tasksPerS);
+  const swarmSecondsPer1k = 1_000 / tasksPerS;
+  const swarmSeconds = Math.max(input.latencyMs / 1_000, input.tasks / tasksPerS);
+  // Each executor starts once, and again each time its lane reaches AGENT_PULL_FOR_S.
+  const startsPer1k = (executors * Math.ceil(swarmSeconds / EXECUTOR_LIFETIME_S) * 1_000) / Math.max(1, input.tasks);
+  const doRequestsPer1kTasks = roomPullsPerS * swarmSecondsPer1k + startsPer1k * REQUESTS_PER_EXECUTOR;
+  const executorGbSecondsPer1kTasks = executors * swarmSecondsPer1k * PRICES.doGb;
+  const queueMessagesPer1kTasks = startsPer1k;
+  const usdPer1kTasks =
+    doRequestsPer1kTasks * PRICES.doRequestUsd +
+    executorGbSecondsPer1kTasks * PRICES.doGbSecondUsd +
+    queueMessagesPer1kTasks * PRICES.queueOpsPerMessage * PRICES.queueOperationUsd;
+  return {
+    executors,
+    inFlight,
+    connectionsWaiting,
+    tasksPerS,
+    roomPullsPerS,
+    doRequestsPer1kTasks,
+    executorGbSecondsPer1kTasks,
+    queueMessagesPer1kTasks,
+    usdPer1kTasks,
+  };
+}
