@@ -210,8 +210,11 @@ export interface PullRequest {
   released?: { taskId: string; attempt: number }[];
   /** Standby tasks the lane holds unstarted: the window's room (up to `want`) goes to them first (`PullResponse.run`). */
   held?: { taskId: string; attempt: number }[];
-  /** `slots` comes from the lane's own timed calls, not the room's assumption (only such a lane is retired). */
-  measured?: boolean;
+  /**
+   * The mean time to headers and latency of the lane's recent calls, ms (absent before it has timed
+   * one): its `slots` come from them, not from the room's assumption, and only such a lane is retired.
+   */
+  timing?: { ttfbMs: number; latencyMs: number };
   /** The lane takes no more tasks (it stops, or retires): `slots` are the tasks it still runs and holds. */
   draining?: boolean;
   /**
@@ -404,6 +407,8 @@ export interface SwarmStatus {
   metadata: SwarmMetadata;
   /** What the swarm cost on Cloudflare besides the model: billable operations so far, and per task. */
   billable: BillableView;
+  /** How the swarm is dispatched now (docs/architecture.md, "Lane executors"). */
+  dispatch: DispatchView;
   created_at: string;
   finished_at: string | null;
   /** The swarm this one reran tasks of (POST /v1/swarms/:id/rerun); null for a swarm started from a spec. */
@@ -467,6 +472,19 @@ export interface BudgetView {
 export type SwarmMetadata = Record<string, string | number | boolean | null>;
 
 /** SwarmStatus as the SwarmRoom returns it over RPC (see ReducedOutputWire). */
+/**
+ * The swarm's lanes now: how many are open (each a lane executor, or a consumer's lane), the slots
+ * they carry together, the least time between one lane's pulls the room asks for, and the mean time
+ * to headers and latency of the calls, as the lanes last measured them (null before any).
+ */
+export interface DispatchView {
+  lanes: number;
+  slots: number;
+  pace_ms: number;
+  ttfb_ms: number | null;
+  latency_ms: number | null;
+}
+
 export type SwarmStatusWire = Omit<SwarmStatus, "output"> & { output: ReducedOutputWire | null };
 
 export interface TaskResult {

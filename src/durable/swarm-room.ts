@@ -142,7 +142,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.lineage = new SwarmLineage(this.sql);
     this.transcripts = new SwarmTranscripts(this.sql);
     this.windowHistory = new SwarmWindowHistory(this.sql);
-    this.views = new SwarmViews(this.sql, this.store, this.totals, this.routing, this.budget, this.ledger, this.meters, this.lineage);
+    this.views = new SwarmViews(this.sql, this.store, this.totals, this.routing, this.budget, this.ledger, this.meters, this.lineage, this.tickets);
     // Listeners read the status as the API serves it (the wire form exists only for RPC).
     this.live = new SwarmLive(
       this.sql,
@@ -248,7 +248,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const want = request.want - run.length;
       // Other lanes carry all the swarm can run: this one gets nothing more and ends.
       const retire =
-        repeated === null && !request.final && run.length === 0 && this.dispatch.isSurplus(current, request.ticket, pool, now, request.measured === true);
+        repeated === null && !request.final && run.length === 0 && this.dispatch.isSurplus(current, request.ticket, pool, now, request.timing !== undefined);
       const grant =
         repeated !== null
           ? { granted: this.tasks.stillLeased(repeated), ended: false, blocked: false }
@@ -272,6 +272,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const after = this.store.swarm() ?? current;
       const leaseUntil = grant.granted.reduce((max, t) => Math.max(max, t.leaseUntil), 0);
       const finished = after.finished_at !== null || after.state === "cancelled";
+      if (request.timing !== undefined) this.tickets.noteTiming(request.timing);
       if (this.tickets.pulled(request.ticket, request.slots, now, leaseUntil, request.final || finished, pool, request.draining === true).delivered) {
         this.meters.add("queue_received");
       }

@@ -1,8 +1,8 @@
 // The SwarmRoom's tickets: the queue messages that bring consumer lanes to the swarm. Owns the
 // `tickets` table; says how many slots the open tickets cover and when it next needs the alarm
 // (a ticket nobody pulled, or a lane that went silent, is closed so its capacity is issued again).
-import { toTicketsToIssue } from "../core/lane-sizing.ts";
-import type { ClaimedTask, TaskPool } from "../core/swarm-contract.ts";
+import { toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
+import type { ClaimedTask, DispatchView, TaskPool } from "../core/swarm-contract.ts";
 
 export interface TicketTimes {
   /** Slots a ticket is assumed to carry before any lane has said. */
@@ -39,6 +39,8 @@ export class SwarmTickets {
   private readonly stored = new Map<string, number>();
   /** When each open ticket's lane last pulled (in memory: after a restart no lane counts as heard until it pulls). */
   private readonly heardAt = new Map<string, number>();
+  /** The calls' mean time to headers and latency, as lanes report them (moving averages, in memory). */
+  private timing: { ttfbMs: number; latencyMs: number } | null = null;
   /** Slots the latest lane reported: how much one more ticket is expected to carry. */
   private reportedSlots: number | null = null;
 
@@ -198,6 +200,27 @@ export class SwarmTickets {
     if (row === undefined || row.slots === slots) return;
     row.slots = slots;
     this.sql.exec("UPDATE tickets SET slots = ? WHERE id = ?", slots, id);
+  }
+
+  /** A lane's measured timing, folded into the swarm's (for its status). */
+  noteTiming(timing: { ttfbMs: number; latencyMs: number }): void {
+    const weight = 0.2;
+    this.timing =
+      this.timing === null
+        ? { ...timing }
+        : {
+            ttfbMs: this.timing.ttfbMs + weight * (timing.ttfbMs - this.timing.ttfbMs),
+            latencyMs: this.timing.latencyMs + weight * (timing.latencyMs - this.timing.latencyMs),
+          };
+  }
+
+  /** The swarm's lanes now (SwarmStatus.dispatch). */
+  view(): DispatchView {
+    let slots = 0;
+    for (const row of this.load().values()) slots += row.slots;
+    const lanes = this.load().size;
+    const round = (ms: number | undefined): number | null => (ms === undefined ? null : Math.round(ms));
+    return { lanes, slots, pace_ms: toPullPaceMs(lanes), ttfb_ms: round(this.timing?.ttfbMs), latency_ms: round(this.timing?.latencyMs) };
   }
 
   openCount(): number {

@@ -9,6 +9,7 @@ import type { BillableView, PlanView, ResultsPage, SwarmStatusWire, TaskResult, 
 import type { SwarmBudget } from "./swarm-budget.ts";
 import type { SwarmLedger } from "./swarm-ledger.ts";
 import type { SwarmLineage } from "./swarm-lineage.ts";
+import type { SwarmTickets } from "./swarm-tickets.ts";
 import type { SwarmMeters } from "./swarm-meters.ts";
 import { llmOutput, planView, reduceSpecOf, reductionView } from "./swarm-phases.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
@@ -28,6 +29,7 @@ export class SwarmViews {
     private readonly ledger: SwarmLedger,
     private readonly meters: SwarmMeters,
     private readonly lineage: SwarmLineage,
+    private readonly tickets: SwarmTickets,
   ) {}
 
   /** A page of sub-task results in task order, after the cursor (the last `seq` returned). */
@@ -123,6 +125,7 @@ export class SwarmViews {
       budget: this.budget.budgetView(swarm),
       metadata,
       billable: this.billableView(swarm.task_count),
+      dispatch: this.tickets.view(),
       created_at: toIso(swarm.created_at) ?? "",
       finished_at: toIso(swarm.finished_at),
       ...this.lineage.view(),

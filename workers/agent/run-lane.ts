@@ -347,7 +347,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       // ticket for those, so it neither sends a lane for them nor counts on this one for more.
       slots: stopping || retiring ? running.size + standby.length : capacity(),
       ...(stopping || retiring ? { draining: true } : {}),
-      ...(timing.current().ttfbMs === null ? {} : { measured: true }),
+      ...measuredTiming(timing.current()),
       ...(seq === 1 && ctx.hostRequests !== undefined ? { hostRequests: ctx.hostRequests } : {}),
       final,
       pool: ctx.pool,
@@ -531,6 +531,13 @@ function createTimingAverages(): { add(ttfbMs: number | null, latencyMs: number)
     },
     current: () => ({ ttfbMs: ttfb, latencyMs: latency }),
   };
+}
+
+/** The lane's timing for its pull, once it has timed a call. */
+function measuredTiming(timing: LaneTiming): Pick<PullRequest, "timing"> {
+  return timing.ttfbMs === null || timing.latencyMs === null
+    ? {}
+    : { timing: { ttfbMs: Math.round(timing.ttfbMs * 10) / 10, latencyMs: Math.round(timing.latencyMs * 10) / 10 } };
 }
 
 function countOutcome(tally: LaneTally, report: TaskReport): void {
