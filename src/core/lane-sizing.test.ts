@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_TICKETS_PER_SWARM, toLaneSlots, toTicketsToIssue } from "./lane-sizing.ts";
+import { isSurplusLane, MAX_TICKETS_PER_SWARM, toExecutorCount, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "./lane-sizing.ts";
 
 describe("lane slots", () => {
   it.each([
@@ -29,5 +29,55 @@ describe("tickets to issue", () => {
     ["a zero slot guess counts as 1", { demand: 3, coveredSlots: 0, openTickets: 0, slotsPerTicket: 0 }, 3],
   ])("%s", (_label, input, expected) => {
     expect(toTicketsToIssue(input)).toBe(expected);
+  });
+});
+
+describe("executor count", () => {
+  const headersWithTheAnswer = { ttfbMs: 200, latencyMs: 200 };
+  const earlyHeaders = { ttfbMs: 5, latencyMs: 200 };
+  const unmeasured = { ttfbMs: null, latencyMs: null };
+  it.each([
+    ["headers with the answer: 100 tasks over 6 a lane", 100, 128, headersWithTheAnswer, 17],
+    ["headers with the answer: 1,000 tasks over 6 a lane", 1_000, 128, headersWithTheAnswer, 167],
+    ["headers with the answer: 1,500 tasks, capped at the queue's consumers", 1_500, 128, headersWithTheAnswer, MAX_TICKETS_PER_SWARM],
+    ["early headers: one lane carries its concurrency", 100, 128, earlyHeaders, 1],
+    ["early headers: 1,000 tasks over 128 a lane", 1_000, 128, earlyHeaders, 8],
+    ["no timing yet: the window over the concurrency", 1_000, 128, unmeasured, 8],
+    ["no timing yet: a window below the concurrency", 100, 128, unmeasured, 1],
+    ["an empty window: still one lane", 0, 128, headersWithTheAnswer, 1],
+  ])("%s", (_label, window, concurrency, timing, expected) => {
+    expect(toExecutorCount({ window, concurrency, headerSlots: 6, timing })).toBe(expected);
+  });
+});
+
+describe("pull pace", () => {
+  it.each([
+    ["no lanes: no wait", 0, 0],
+    ["one lane: 1,000 / 400 ms, rounded up", 1, 3],
+    ["17 lanes", 17, 43],
+    ["the most lanes a swarm has", MAX_TICKETS_PER_SWARM, 625],
+    ["a negative count is none", -3, 0],
+  ])("%s", (_label, lanes, expected) => {
+    expect(toPullPaceMs(lanes)).toBe(expected);
+  });
+
+  it("keeps the open lanes' pulls within ROOM_PULLS_PER_S together", () => {
+    for (const lanes of [1, 17, 100, MAX_TICKETS_PER_SWARM]) expect((lanes * 1_000) / toPullPaceMs(lanes)).toBeLessThanOrEqual(400);
+  });
+});
+
+describe("surplus lane", () => {
+  const busy = { measured: true, waiting: 50, demand: 60, coveredByOthers: 100, margin: 6 };
+  it.each([
+    ["covered with a lane to spare: surplus", busy, true],
+    ["covered exactly at demand + margin: surplus", { ...busy, coveredByOthers: 66 }, true],
+    ["unmeasured (its slots are a guess): never", { ...busy, measured: false }, false],
+    ["nothing waiting (the tail is its to run): never", { ...busy, waiting: 0 }, false],
+    ["no demand: never", { ...busy, demand: 0 }, false],
+    ["others cover the demand but no margin (6): kept", { ...busy, coveredByOthers: 60 }, false],
+    ["others short of demand + margin by one: kept", { ...busy, coveredByOthers: 65 }, false],
+    ["a negative margin counts as 0", { ...busy, coveredByOthers: 60, margin: -5 }, true],
+  ])("%s", (_label, input, expected) => {
+    expect(isSurplusLane(input)).toBe(expected);
   });
 });

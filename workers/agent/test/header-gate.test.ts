@@ -36,18 +36,23 @@ async function completeGated(client: ReturnType<typeof createModelClient>, gate:
  * A fetch to the mock that asks it to hold each response's headers back `ttfbMs`, and counts the
  * requests waiting for headers (from the request until its Response resolves) and the most at once.
  */
-function headerCountingFetch(ttfbMs: number) {
-  const counts = { waiting: 0, maxWaiting: 0, requests: 0 };
+function headerCountingFetch(ttfbMs: number, laneOf: (body: string) => string = () => "") {
+  const counts = { waiting: 0, maxWaiting: 0, requests: 0, waitingByLane: new Map<string, number>(), lanesWaitingAtOnce: 0 };
   const counting: typeof fetch = async (input, init) => {
     const headers = new Headers(init?.headers);
     headers.set("x-mock-ttfb-ms", String(ttfbMs));
+    const lane = laneOf(typeof init?.body === "string" ? init.body : "");
     counts.requests += 1;
     counts.waiting += 1;
     counts.maxWaiting = Math.max(counts.maxWaiting, counts.waiting);
+    counts.waitingByLane.set(lane, (counts.waitingByLane.get(lane) ?? 0) + 1);
+    const lanesWaiting = [...counts.waitingByLane.values()].filter((n) => n > 0).length;
+    counts.lanesWaitingAtOnce = Math.max(counts.lanesWaitingAtOnce, lanesWaiting);
     try {
       return await fetch(input, { ...init, headers });
     } finally {
       counts.waiting -= 1;
+      counts.waitingByLane.set(lane, (counts.waitingByLane.get(lane) ?? 1) - 1);
     }
   };
   return { counting, counts };
@@ -201,5 +206,49 @@ describe("the header gate through the model client (mock upstream holding header
     const lastSized = room.pulls.filter((pull) => pull.slots > 0).at(-1);
     expect(lastSized?.slots).toBeLessThan(24);
     expect(lastSized?.slots).toBeGreaterThanOrEqual(6);
+  });
+});
+
+describe("one header gate per invocation (lanes hosted by the consumer)", () => {
+  it("two lanes of one queue batch never hold more than 6 calls waiting for headers between them, and every task runs once", async () => {
+    // Which swarm a request is for: the fake rooms' prompts are `prompt of <task id>`.
+    const { counting, counts } = headerCountingFetch(80, (body) => (body.includes("prompt of a") ? "a" : body.includes("prompt of b") ? "b" : "?"));
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: counting });
+    const a = new FakeRoom("sw_gate_a", { tasks: Array.from({ length: 24 }, (_, i) => `a${i + 1}`) });
+    const b = new FakeRoom("sw_gate_b", { tasks: Array.from({ length: 24 }, (_, i) => `b${i + 1}`) });
+
+    const result = await run([ticketMessage("ma", "sw_gate_a"), ticketMessage("mb", "sw_gate_b")], {
+      ...BASE,
+      host: "consumer",
+      // Each lane alone would keep 12 calls waiting for headers: two gates of 6 would allow 12.
+      concurrency: 12,
+      headerSlots: 6,
+      rooms: roomsOf(a, b),
+      gateway: directGateway(client),
+    });
+
+    expect(result.explicitAcks.sort()).toEqual(["ma", "mb"]);
+    // The two lanes ran side by side (both had calls waiting for headers at once), yet the batch never
+    // had more than its 6 waiting: the slots are the invocation's, not each lane's.
+    expect(counts.lanesWaitingAtOnce).toBe(2);
+    expect(counts.maxWaiting).toBe(HEADER_SLOTS_PER_INVOCATION);
+    expect(counts.waitingByLane.get("?")).toBeUndefined();
+    // Nothing ran twice or was left running. (A lane may end while the other's calls queue at the
+    // shared gate and leave tasks pending: the room sends a fresh ticket for them, as here.)
+    for (const room of [a, b]) expect(room.count("succeeded") + room.count("pending")).toBe(24);
+    expect(counts.requests).toBe(a.count("succeeded") + b.count("succeeded"));
+    const rest = await run([ticketMessage("ma2", "sw_gate_a"), ticketMessage("mb2", "sw_gate_b")], {
+      ...BASE,
+      host: "consumer",
+      concurrency: 12,
+      headerSlots: 6,
+      rooms: roomsOf(a, b),
+      gateway: directGateway(client),
+    });
+    expect(rest.explicitAcks.sort()).toEqual(["ma2", "mb2"]);
+    expect(a.count("succeeded")).toBe(24);
+    expect(b.count("succeeded")).toBe(24);
+    expect(counts.requests).toBe(48);
+    expect(counts.maxWaiting).toBe(HEADER_SLOTS_PER_INVOCATION);
   });
 });
