@@ -124,9 +124,12 @@ export class SwarmDispatch {
     const room = swarm.window - this.totals.inFlight();
     // Pending tasks past the window's room (or past `want`) are the standby ones.
     const windowed = Math.max(0, Math.min(limit - candidates.length, room));
-    // Only once the window is full (not over it: a window that shrank drains first), and only to a
-    // lane that will run something.
-    const standbyRoom = windowed < room || room < 0 || laneRunning + retries + windowed <= 0 ? 0 : standbyLimit;
+    // Only once the window is full, or a lane already running tasks has all it asked for (not over
+    // the window: a window that shrank drains first), and only to a lane that will run something.
+    // Many small lanes (a header-bound swarm's executors) each get their want while the window still
+    // has room that others' ended tasks left until their own pulls: they need standby tasks all the same.
+    const wantMet = laneRunning > 0 && windowed >= limit - retries;
+    const standbyRoom = (windowed < room && !wantMet) || room < 0 || laneRunning + retries + windowed <= 0 ? 0 : standbyLimit;
     if (windowed + standbyRoom > 0) {
       candidates.push(
         ...this.sql

@@ -236,7 +236,10 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   };
 
   /** What the coalescing of a small lane goes by: its slots, its running tasks, the outcomes a pull waits for. */
-  const laneShape = (): LaneShape => ({ slots: capacity(), concurrency: ctx.concurrency, running: running.size, outcomes: ctx.coalesce.outcomes });
+  // A small lane waits long for company only while standby tasks fill its freed slots: with none
+  // in hand, a freed slot waits for the pull, so the pull goes soon.
+  const laneShape = (): LaneShape | undefined =>
+    standby.length === 0 ? undefined : { slots: capacity(), concurrency: ctx.concurrency, running: running.size, outcomes: ctx.coalesce.outcomes };
 
   /** A task of this lane ended for good: the next standby task takes its slot, unless the room said not to. */
   const promoteNext = (): void => {
@@ -313,8 +316,9 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     if (retiring && running.size === 0 && standby.length === 0) stopping = true;
     const final = stopping && running.size === 0;
     // Calls already queue for a header slot: the gate binds, so more tasks would only wait there
-    // (holding their leases) while the room could give them to a lane with room.
-    const free = stopping || retiring || gate.waiting() > 0 ? 0 : Math.max(0, Math.min(capacity() - running.size, ctx.allowance.tasks));
+    // (holding their leases) while the room could give them to a lane with room. The gate is the
+    // invocation's: a lane with nothing running still asks (the queue may be another lane's).
+    const free = stopping || retiring || (running.size > 0 && gate.waiting() > 0) ? 0 : Math.max(0, Math.min(capacity() - running.size, ctx.allowance.tasks));
     const reports = outbox.splice(0);
     if (stopping) releaseStandby();
     const renew = toRenew(ctx.now());
@@ -328,7 +332,8 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
             Math.min(
               ctx.allowance.tasks - free - standby.length,
               standbyTarget({
-                concurrency: ctx.concurrency,
+                // What the lane carries: a header-bound lane of 6 holds standby for 6, not for its concurrency.
+                concurrency: Math.min(ctx.concurrency, capacity()),
                 // What it will run once this pull's free slots are filled: a small lane whose tasks
                 // all ended while it waited still needs standby tasks for the ones it gets now.
                 running: running.size + free,
