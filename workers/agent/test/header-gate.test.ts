@@ -233,19 +233,8 @@ describe("one header gate per invocation (lanes hosted by the consumer)", () => 
     expect(counts.lanesWaitingAtOnce).toBe(2);
     expect(counts.maxWaiting).toBe(HEADER_SLOTS_PER_INVOCATION);
     expect(counts.waitingByLane.get("?")).toBeUndefined();
-    // Nothing ran twice or was left running. (A lane may end while the other's calls queue at the
-    // shared gate and leave tasks pending: the room sends a fresh ticket for them, as here.)
-    for (const room of [a, b]) expect(room.count("succeeded") + room.count("pending")).toBe(24);
-    expect(counts.requests).toBe(a.count("succeeded") + b.count("succeeded"));
-    const rest = await run([ticketMessage("ma2", "sw_gate_a"), ticketMessage("mb2", "sw_gate_b")], {
-      ...BASE,
-      host: "consumer",
-      concurrency: 12,
-      headerSlots: 6,
-      rooms: roomsOf(a, b),
-      gateway: directGateway(client),
-    });
-    expect(rest.explicitAcks.sort()).toEqual(["ma2", "mb2"]);
+    // Both lanes ran their swarms to the end in the one batch: a lane with nothing running still
+    // asks for tasks when the shared gate's queue is the other lane's. Every task ran once.
     expect(a.count("succeeded")).toBe(24);
     expect(b.count("succeeded")).toBe(24);
     expect(counts.requests).toBe(48);
