@@ -75,8 +75,8 @@ export function toExecutorCount(input: { window: number; concurrency: number; he
 /**
  * Whether a lane is surplus and should end: it has timed its own calls (so its slots are real), the
  * swarm still has tasks to hand out (a tail is left to the lanes that run it), and the other open
- * lanes' slots cover what the swarm can run at once without it, with a lane's worth to spare
- * (`margin`): without it, a lane retired at the edge would be sent again by the next ticket sizing.
+ * lanes' slots cover what the swarm can run at once without it, with `margin` slots to spare
+ * (a lane's slots move by one as its timing does: a lane retired at the edge would be sent again).
  */
 export function isSurplusLane(input: { measured: boolean; waiting: number; demand: number; coveredByOthers: number; margin: number }): boolean {
   return input.measured && input.waiting > 0 && input.demand > 0 && input.coveredByOthers >= input.demand + Math.max(0, input.margin);
