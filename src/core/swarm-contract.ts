@@ -195,7 +195,7 @@ export interface PullRequest {
   /** Standby tasks the lane wants on top of `want` (granted only while the window is full). */
   standby?: number;
   /**
-   * Tasks the lane runs now, standby ones aside (absent: 0). Standby tasks go only to a lane that
+   * Tasks the lane runs now, standby ones aside (absent: 0; sent whenever it runs any). Standby tasks go only to a lane that
    * runs some, or whose answer gives it tasks to run: a lane with none could start no standby task
    * (none of its own ends to make room), and would hand them back and ask again, pull after pull.
    */
@@ -238,7 +238,11 @@ export interface PullResponse {
    * open task is leased to someone). Otherwise a lane with nothing running asks again after `retryInMs`.
    */
   stop: boolean;
-  /** When the earliest task waiting to retry (or a circuit) is due, from now; null = nothing waits. */
+  /**
+   * When the earliest task waiting to retry (or a circuit) is due, from now; for a lane that runs
+   * nothing and got nothing because the window is full, when to ask again (at least 100 ms, or the
+   * room's pace). null = nothing waits.
+   */
   retryInMs: number | null;
   /** Tasks the room has yet to hand out (pending or waiting to retry); 0 = the swarm's tail. */
   waiting?: number;

@@ -35,6 +35,9 @@ const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
 /** Per model call: `long_timeout_s` for a task flagged long, else `timeout_s`. */
 const toCallTimeoutS = (task: { long: number } | null, limits: Limits): number => (task?.long === 1 ? limits.long_timeout_s : limits.timeout_s);
 
+/** A lane retires only when the others cover the demand and this share of it again. */
+const RETIRE_MARGIN = 0.5;
+
 /** After a failed ticket send, the next try waits this long. */
 const SEND_RETRY_MS = 1_000;
 
@@ -487,13 +490,16 @@ export class SwarmDispatch {
     if (!measured || swarm.finished_at !== null || swarm.state === "cancelled") return false;
     const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
     if (waiting === 0) return false;
+    const demand = this.demand(swarm, pool, now);
     return isSurplusLane({
       measured,
       waiting,
-      demand: this.demand(swarm, pool, now),
+      demand,
       coveredByOthers: this.tickets.coveredByActiveExcept(ticket, pool, now),
-      // One slot of slack: a lane's reported slots move by one as its timing does.
-      margin: 1,
+      // Half the demand to spare: lanes' reported slots move with their timing (a busy machine
+      // swells the measured TTFB), and a lane retired near the edge is sent again by the next
+      // ticket sizing — a churn of lanes that costs starts and pulls. Retire only a clear surplus.
+      margin: Math.ceil(demand * RETIRE_MARGIN),
     });
   }
 

@@ -46,6 +46,9 @@ import { SwarmTasks } from "./swarm-tasks.ts";
 import { SwarmTickets } from "./swarm-tickets.ts";
 import { SwarmTotals } from "./swarm-totals.ts";
 import { toPullPaceMs } from "../core/lane-sizing.ts";
+
+/** How soon a lane that found the window full asks again (at least; the room's pace may be longer). */
+const WINDOW_FULL_WAIT_MS = 100;
 import { SwarmViews } from "./swarm-views.ts";
 import type { TenantBudget } from "./tenant-budget.ts";
 
@@ -278,8 +281,24 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       }
       // An executor's start and alarm are requests of its own, made for this swarm.
       if (request.hostRequests !== undefined && request.hostRequests > 0) this.meters.add("do_requests", Math.min(request.hostRequests, 10));
-      const retryInMs = grant.granted.length === 0 && !finished ? this.tasks.nextRetryIn(now, pool) : null;
       const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
+      const dueRetryInMs = grant.granted.length === 0 && !finished ? this.tasks.nextRetryIn(now, pool) : null;
+      // A lane that asked and got nothing only because the window is full (others' tasks fill it)
+      // is still needed: it asks again soon rather than ending, so the room need not send another
+      // lane the moment a slot frees (a lane that is not needed is told to retire instead).
+      const windowFullWait =
+        grant.granted.length === 0 &&
+        run.length === 0 &&
+        (request.running ?? 0) === 0 &&
+        !finished &&
+        !retire &&
+        !request.final &&
+        request.want > 0 &&
+        waiting > 0 &&
+        this.totals.inFlight() >= after.window
+          ? Math.max(WINDOW_FULL_WAIT_MS, toPullPaceMs(this.tickets.openCount()))
+          : null;
+      const retryInMs = dueRetryInMs === null ? windowFullWait : windowFullWait === null ? dueRetryInMs : Math.min(dueRetryInMs, windowFullWait);
       if (retire) this.tickets.retire(request.ticket, (request.running ?? 0) + (request.held?.length ?? 0));
       const stop = grant.granted.length === 0 && run.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
       await this.planAlarm(after, now);

@@ -78,6 +78,7 @@ export function createInvocation(deps: LaneHostDeps, pool: TaskPool, lanes: numb
     lost: 0,
     promoted: 0,
     released: 0,
+    ended: {},
     slots: 0,
     ttfbMs: null,
     latencyMs: null,

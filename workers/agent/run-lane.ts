@@ -26,6 +26,9 @@ import type { SwarmRooms } from "./swarm-rooms.ts";
 import { createSwarmTools, type SwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
 import { toErrorMessage } from "../../src/core/error-message.ts";
 
+/** Why a lane stopped taking tasks. */
+export type LaneEnd = "swarm_done" | "idle" | "retired" | "pull_for" | "allowance" | "unreachable" | "no_swarm";
+
 export interface LaneTally {
   pulls: number;
   pullErrors: number;
@@ -40,6 +43,8 @@ export interface LaneTally {
   /** Standby tasks started in the place of ended ones, and handed back unstarted. */
   promoted: number;
   released: number;
+  /** Lanes that stopped, by why: the room said the swarm is done, it was idle, retired, out of time… */
+  ended: Partial<Record<LaneEnd, number>>;
   /** The last lane's slots and the timing that sized them (mean time to headers and latency, ms). */
   slots: number;
   ttfbMs: number | null;
@@ -150,9 +155,17 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   /** The room's least time between this lane's pulls (PullResponse.paceMs), and when the last one left. */
   let paceMs = 0;
   let lastPullAt = 0;
+  /** How long this lane has waited in a row with nothing to run (answers that gave it nothing). */
+  let idleMs = 0;
   let config: TaskRunConfig | null = null;
   let tools: SwarmTools | null = null;
   let stopping = false;
+  /** Stops taking tasks, saying why (the tally's `ended`, by reason). */
+  const stop = (reason: LaneEnd): void => {
+    if (stopping) return;
+    stopping = true;
+    ctx.tally.ended[reason] = (ctx.tally.ended[reason] ?? 0) + 1;
+  };
   /**
    * The room said other lanes carry the swarm (PullResponse.retire): this lane takes no new task,
    * runs its standby tasks in the places of its ended ones, and ends when it has none left.
@@ -232,7 +245,11 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   const capacity = (): number => {
     const measured = timing.current();
     if (measured.ttfbMs === null) return Math.max(1, Math.min(ctx.concurrency, ctx.assumedSlots ?? ctx.concurrency));
-    return toLaneSlots(ctx.concurrency, ctx.headerSlots / Math.max(1, ctx.lanes), measured);
+    // Never less than what it carries now (its running calls, but those queued at the gate): on a
+    // machine whose CPU is saturated, headers are seen late and the measured TTFB swells, which would
+    // shrink a lane that is carrying its calls fine and bring the room more lanes, and more CPU.
+    const carried = ctx.lanes === 1 ? running.size - gate.waiting() : 0;
+    return Math.max(carried, toLaneSlots(ctx.concurrency, ctx.headerSlots / Math.max(1, ctx.lanes), measured));
   };
 
   /** What the coalescing of a small lane goes by: its slots, its running tasks, the outcomes a pull waits for. */
@@ -312,8 +329,8 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   };
 
   for (;;) {
-    if (!stopping && (ctx.now() >= ctx.pullUntil || ctx.allowance.tasks <= 0)) stopping = true;
-    if (retiring && running.size === 0 && standby.length === 0) stopping = true;
+    if (!stopping && (ctx.now() >= ctx.pullUntil || ctx.allowance.tasks <= 0)) stop(ctx.now() >= ctx.pullUntil ? "pull_for" : "allowance");
+    if (retiring && running.size === 0 && standby.length === 0) stop("retired");
     const final = stopping && running.size === 0;
     // Calls already queue for a header slot: the gate binds, so more tasks would only wait there
     // (holding their leases) while the room could give them to a lane with room. The gate is the
@@ -360,7 +377,8 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       ...(renew === undefined ? {} : { renew }),
       ...startedList(reports),
       sentAt: ctx.now(),
-      ...(wantStandby > 0 ? { standby: wantStandby, running: running.size } : {}),
+      ...(wantStandby > 0 ? { standby: wantStandby } : {}),
+      ...(running.size > 0 ? { running: running.size } : {}),
       ...(promoted.size > 0 ? { promoted: [...promoted.values()] } : {}),
       ...(releasing.size > 0 ? { released: [...releasing.values()] } : {}),
       ...(standby.length > 0 ? { held: standby.map(({ task }) => ({ taskId: task.taskId, attempt: task.attempt })) } : {}),
@@ -374,7 +392,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       // The room is unreachable: stop taking work. Its outcomes go again with the next pull (they
       // are recorded idempotently), made when a running task ends; with nothing left running and
       // nothing newer to send, they are left to the leases.
-      stopping = true;
+      stop("unreachable");
       const nothingNewer = outbox.length === 0;
       outbox.unshift(...reports);
       if (running.size === 0 && nothingNewer) {
@@ -414,7 +432,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       // Other lanes cover what the swarm can run: this one ends once its tasks have (its standby
       // tasks go back with the next pull), so a swarm runs on as few lanes as carry its window.
       if (answer.retire === true) retiring = true;
-      if (answer.config === null) stopping = true;
+      if (answer.config === null) stop("no_swarm");
       else config = answer.config;
       // Held standby tasks the window now has room for start at once.
       for (const { taskId } of answer.run ?? []) {
@@ -436,13 +454,16 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       drained = answer.waiting === 0;
       if (answer.granted.length === 0 && running.size === 0 && outbox.length === 0 && standby.length === 0 && releasing.size === 0) {
         const waitMs = answer.retryInMs;
-        if (answer.stop || waitMs === null || waitMs > ctx.idleWaitMaxMs || ctx.now() + waitMs >= ctx.pullUntil) {
-          stopping = true;
+        // Idle waits add up (a full window answers "soon" again and again): at most idleWaitMaxMs in a row.
+        if (answer.stop || waitMs === null || idleMs + waitMs > ctx.idleWaitMaxMs || ctx.now() + waitMs >= ctx.pullUntil) {
+          stop(answer.stop ? "swarm_done" : "idle");
           continue;
         }
+        idleMs += waitMs;
         await ctx.sleep(waitMs);
         continue;
       }
+      idleMs = 0;
       // A `stop` while this lane still runs tasks is not final: one of them may fail and be retried,
       // and this lane, with free slots, is the one to run it (its next pull asks again).
       // Free slots a retry will fill soon: pull again when it is due, even if no task ends first.
