@@ -100,6 +100,13 @@ export interface LaneContext {
 /** How long a drained lane's outcomes wait for company (its last one then reaches the room that late at most). */
 const TAIL_COALESCE_MS = 100;
 
+/**
+ * How long a retiring lane's outcomes wait for company: its tasks end one by one (a long-tailed
+ * latency spreads them over seconds), and each pull of its own is one the lanes that carry the
+ * swarm do not need. A slot it frees reaches the room this much later at most.
+ */
+const RETIRING_COALESCE_MS = 250;
+
 /** A pull and up to 3 retries, 100–800 ms apart: pulls are idempotent by (task, attempt). */
 const PULL_ATTEMPTS = 4;
 const PULL_BACKOFF = { baseMs: 200, capMs: 700 };
@@ -481,8 +488,11 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     // slot waits for the pull, and the tail's calls, ending one by one, share pulls.
     // A paced lane pulls no sooner than the room asked (its standby tasks cover the wait).
     const paced = Math.max(0, paceMs - (ctx.now() - lastPullAt));
-    const ms =
-      drained || stopping ? Math.max(ctx.coalesce.ms, TAIL_COALESCE_MS) : Math.max(paced, coalesceMs(ctx.coalesce.ms, timing.current().latencyMs, laneShape()));
+    const ms = retiring
+      ? Math.max(ctx.coalesce.ms, paced, RETIRING_COALESCE_MS)
+      : drained || stopping
+        ? Math.max(ctx.coalesce.ms, TAIL_COALESCE_MS)
+        : Math.max(paced, coalesceMs(ctx.coalesce.ms, timing.current().latencyMs, laneShape()));
     ctx.pace.ms = Math.max(paceMs, ms);
     await coalesce(outbox, running, ctx, ms, untilWoken);
   }
