@@ -9,7 +9,8 @@ import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { Command, CommanderError } from "commander";
+import { Command } from "commander";
+import { parseOrExit } from "./lib/parse-options.ts";
 import { z } from "zod";
 import { meanLatencyMs, p95LatencyMs, parseLatency } from "../dev/mock-model/latency.ts";
 import type { FaultKind, MockModelHandle, Scenario, StatsSnapshot } from "../dev/mock-model/server.ts";
@@ -57,13 +58,7 @@ const program = new Command("npm run bench --")
   .option("--workerd-perf", "Linux perf over workerd's native stacks")
   .showHelpAfterError()
   .exitOverride();
-try {
-  program.parse();
-} catch (error) {
-  // commander has printed the help or the error (then the help): --help is no error, the rest exit 2.
-  if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : 2);
-  throw error;
-}
+parseOrExit(program);
 const values = program.opts<{
   tasks: string;
   concurrency: string;

@@ -6,7 +6,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Command, CommanderError } from "commander";
+import { Command } from "commander";
+import { parseOrExit } from "./lib/parse-options.ts";
 import { z } from "zod";
 import { toDeployConfig } from "./lib/deploy-config.ts";
 import { reportLimits, type WorkerMeasurement } from "./lib/deploy-limits.ts";
@@ -59,12 +60,7 @@ const program = new Command("npm run deploy --")
   .option("--no-smoke", "skip the smoke swarm")
   .showHelpAfterError()
   .exitOverride();
-try {
-  program.parse();
-} catch (error) {
-  if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : 2);
-  throw error;
-}
+parseOrExit(program);
 const options = program.opts<{
   dryRun?: boolean;
   secretsFile?: string;

@@ -60,6 +60,7 @@ function pull(stub: Stub, lane: Partial<Omit<PullRequest, "pool">> & { pool?: Ta
   if (lane.started !== undefined) request.started = lane.started;
   if (lane.sentAt !== undefined) request.sentAt = lane.sentAt;
   if (lane.startedPartial !== undefined) request.startedPartial = lane.startedPartial;
+  if (lane.running !== undefined) request.running = lane.running;
   return stub.pull(request);
 }
 
@@ -213,10 +214,17 @@ describe("SwarmRoom windowed dispatch", () => {
     expect(first.stop).toBe(false);
     expect(countStates(await taskStates(stub))).toEqual({ running: 3, pending: 7 });
 
-    // The window is full: another lane gets nothing, and nothing waits to retry.
+    // The window is full: another lane gets nothing, and nothing waits to retry; with nothing of
+    // its own running it is told to ask again soon (100 ms, or the room's pace), not to end: the
+    // swarm still needs it once the window frees.
     const second = await pull(stub, { ticket: "lane-2", want: 10 });
     expect(second.granted).toEqual([]);
-    expect(second.retryInMs).toBeNull();
+    expect(second.stop).toBe(false);
+    expect(second.retryInMs).toBe(100);
+    // A lane that runs tasks of its own is not told when to ask: its tasks' ends bring its next pull.
+    const busy = await pull(stub, { ticket: "lane-3", want: 10, running: 2 });
+    expect(busy.granted).toEqual([]);
+    expect(busy.retryInMs).toBeNull();
 
     // One outcome frees one place, which the same pull fills.
     const third = await pull(stub, { reports: [report("task-001", 1, ok("one"))], want: 10 });

@@ -139,7 +139,6 @@ describe("consumeTasks with a fake SwarmRoom: one lane per ticket", () => {
       // Standby tasks on top of its free slots: before any timing, half its concurrency; and what
       // it runs now (nothing yet: the room gives standby tasks with window tasks only).
       standby: 3,
-      running: 0,
     });
     expect(a.pulls.at(-1)).toMatchObject({ ticket: "tk1", want: 0, final: true });
     // One lane: one name; each answered pull moves its number on.

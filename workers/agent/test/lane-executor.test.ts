@@ -5,34 +5,17 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { LimitsSchema } from "../../../src/core/spec-schema.ts";
 import { TicketSchema, type Ticket } from "../../../src/core/ticket.ts";
 import { createTaskDeps } from "../composition.ts";
 import { consumeTasks } from "../consume-tasks.ts";
 import { toExecutorName, toLaneExecutors } from "../lane-executors.ts";
-import { ledgerRows, messageIds, mockStats, startRoomSwarm, tickets, waitFor, type MockStats, type RoomSwarm } from "./room-swarm.ts";
+import { ledgerRows, messageIds, mockStats, startNumberedSwarm, tickets, waitFor, type MockStats, type NumberedSwarm } from "./room-swarm.ts";
 
 const TENANT = "tk_executor_test";
-let counter = 0;
 
-interface Swarm extends RoomSwarm {
-  taskIds: string[];
-}
+type Swarm = NumberedSwarm;
 
-async function startSwarm(taskCount: number, limits: Record<string, number> = {}): Promise<Swarm> {
-  counter += 1;
-  const swarmId = `sw_exec${Date.now().toString(36)}${counter}`;
-  const taskIds = Array.from({ length: taskCount }, (_, i) => `task-${String(i + 1).padStart(3, "0")}`);
-  const swarm = await startRoomSwarm({
-    swarmId,
-    tenant: TENANT,
-    spec: { name: `executor test ${counter}`, model: "mock-1", system: "You are a test agent.", limits: LimitsSchema.parse({ concurrency: 100, ...limits }) },
-    tasks: taskIds.map((id) => ({ id, prompt: `Summarize item ${id}.` })),
-    createdAt: Date.now(),
-    origin: { kind: "api" },
-  });
-  return { ...swarm, taskIds };
-}
+const startSwarm = (taskCount: number, limits: Record<string, number> = {}): Promise<Swarm> => startNumberedSwarm("exec", TENANT, taskCount, limits);
 
 /** One fresh ticket of `swarm`, as the room would send it. */
 function ticketOf(swarm: Swarm): Ticket {

@@ -5,6 +5,7 @@
 import type { MessageBatchMessage } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import { LimitsSchema } from "../../../src/core/spec-schema.ts";
 import type { StartSwarmInput, SwarmStatusWire, TaskResult } from "../../../src/core/swarm-contract.ts";
 import type { Ticket } from "../../../src/core/ticket.ts";
 
@@ -14,6 +15,32 @@ export interface RoomSwarm {
   stub: ReturnType<typeof env.SWARM_ROOM.get>;
   status(): Promise<SwarmStatusWire>;
   results(): Promise<TaskResult[]>;
+}
+
+/** A swarm of numbered tasks (`task-001`, …) and the ids it was given. */
+export interface NumberedSwarm extends RoomSwarm {
+  taskIds: string[];
+}
+
+let numbered = 0;
+
+/**
+ * Starts a swarm of `taskCount` one-line tasks for `tenant` (mock-1, window 100 unless `limits`
+ * says otherwise); `label` names the test file in the swarm's id and name.
+ */
+export async function startNumberedSwarm(label: string, tenant: string, taskCount: number, limits: Record<string, number> = {}): Promise<NumberedSwarm> {
+  numbered += 1;
+  const swarmId = `sw_${label}${Date.now().toString(36)}${numbered}`;
+  const taskIds = Array.from({ length: taskCount }, (_, i) => `task-${String(i + 1).padStart(3, "0")}`);
+  const swarm = await startRoomSwarm({
+    swarmId,
+    tenant,
+    spec: { name: `${label} test ${numbered}`, model: "mock-1", system: "You are a test agent.", limits: LimitsSchema.parse({ concurrency: 100, ...limits }) },
+    tasks: taskIds.map((id) => ({ id, prompt: `Summarize item ${id}.` })),
+    createdAt: Date.now(),
+    origin: { kind: "api" },
+  });
+  return { ...swarm, taskIds };
 }
 
 export async function startRoomSwarm(input: StartSwarmInput): Promise<RoomSwarm> {

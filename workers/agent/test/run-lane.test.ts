@@ -7,7 +7,6 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { LimitsSchema } from "../../../src/core/spec-schema.ts";
 import { STARTED_LIST_MS, type PullRequest, type PullResponse } from "../../../src/core/swarm-contract.ts";
 import { createModelClient } from "../../../src/model/model-client.ts";
 import type { ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
@@ -15,29 +14,13 @@ import { consumeTasks, type ConsumeTasksDeps } from "../consume-tasks.ts";
 import { toSwarmRooms, type SwarmRoomRpc, type SwarmRooms } from "../swarm-rooms.ts";
 import { directGateway } from "./fake-gateway.ts";
 import { BASE, FakeRoom, fakeClock, fakeModel, okResult, promptOf, roomsOf, run, ticketMessage } from "./fake-room.ts";
-import { LANE_DEFAULTS, ledgerRows, messageIds, mockStats, startRoomSwarm, tickets, waitFor, type RoomSwarm } from "./room-swarm.ts";
+import { LANE_DEFAULTS, ledgerRows, messageIds, mockStats, startNumberedSwarm, tickets, waitFor, type NumberedSwarm } from "./room-swarm.ts";
 
 const TENANT = "tk_lane_test";
-let counter = 0;
 
-interface Swarm extends RoomSwarm {
-  taskIds: string[];
-}
+type Swarm = NumberedSwarm;
 
-async function startSwarm(taskCount: number, limits: Record<string, number> = {}): Promise<Swarm> {
-  counter += 1;
-  const swarmId = `sw_lane${Date.now().toString(36)}${counter}`;
-  const taskIds = Array.from({ length: taskCount }, (_, i) => `task-${String(i + 1).padStart(3, "0")}`);
-  const swarm = await startRoomSwarm({
-    swarmId,
-    tenant: TENANT,
-    spec: { name: `lane test ${counter}`, model: "mock-1", system: "You are a test agent.", limits: LimitsSchema.parse({ concurrency: 100, ...limits }) },
-    tasks: taskIds.map((id) => ({ id, prompt: `Summarize item ${id}.` })),
-    createdAt: Date.now(),
-    origin: { kind: "api" },
-  });
-  return { ...swarm, taskIds };
-}
+const startSwarm = (taskCount: number, limits: Record<string, number> = {}): Promise<Swarm> => startNumberedSwarm("lane", TENANT, taskCount, limits);
 
 /** The real model client against the mock, each call `delayMs` late, seen (and maybe broken) by `wrap`. */
 function mockModel(
