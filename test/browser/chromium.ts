@@ -1,5 +1,5 @@
 // Debian's chromium driven by playwright-core (never a downloaded browser): the flags a headless
-// run in CI needs (docs/testing.md). `.ci/run` installs chromium with apt when it is missing.
+// run in CI needs (docs/testing.md). `npm test` installs chromium with apt when it is missing (scripts/lib/chromium-setup.ts).
 import { existsSync } from "node:fs";
 import { type Browser, chromium } from "playwright-core";
 

@@ -197,7 +197,7 @@ export const swarmRoutes = new Hono<AppEnv>()
     );
   })
 
-  // Live progress pushed by the SwarmRoom (README "Live events"): a WebSocket here, SSE below.
+  // Live progress pushed by the SwarmRoom (docs/data.md, "Live events"): a WebSocket here, SSE below.
   .get("/:id/live", async (c) => {
     if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
       throw new ApiError("invalid_request", "this route is a WebSocket: send Upgrade: websocket (or read GET /v1/swarms/:id/events)");

@@ -1,5 +1,5 @@
 // /v1/webhooks/signing-key: the key the caller's swarms sign their webhook tool calls with, so the
-// owner of a webhook can verify them (README "Verifying a webhook"). It is derived per tenant from the
+// owner of a webhook can verify them (docs/agents-and-tools.md, "Verifying a webhook"). It is derived per tenant from the
 // deployment's WEBHOOK_SECRET, which is never handed out.
 import { Hono } from "hono";
 import { ApiError } from "../../../src/core/errors.ts";
