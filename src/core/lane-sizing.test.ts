@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isSurplusLane, MAX_TICKETS_PER_SWARM, toExecutorCount, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "./lane-sizing.ts";
+import { FIRST_LANES_MAX, isSurplusLane, MAX_TICKETS_PER_SWARM, toExecutorCount, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "./lane-sizing.ts";
 
 describe("lane slots", () => {
   it.each([
@@ -27,6 +27,17 @@ describe("tickets to issue", () => {
     ["at most the queue's consumer concurrency", { demand: 10_000, coveredSlots: 0, openTickets: 0, slotsPerTicket: 1 }, MAX_TICKETS_PER_SWARM],
     ["counting the open ones", { demand: 10_000, coveredSlots: 240, openTickets: 240, slotsPerTicket: 1 }, MAX_TICKETS_PER_SWARM - 240],
     ["a zero slot guess counts as 1", { demand: 3, coveredSlots: 0, openTickets: 0, slotsPerTicket: 0 }, 3],
+    ["a window of 100, header-bound until measured: 17 lanes", { demand: 100, coveredSlots: 0, openTickets: 0, slotsPerTicket: 6, measured: false }, 17],
+    [
+      "a window of 1,000 before any lane has timed a call: the first 32 only",
+      { demand: 1_000, coveredSlots: 0, openTickets: 0, slotsPerTicket: 6, measured: false },
+      FIRST_LANES_MAX,
+    ],
+    [
+      "once a lane has timed its calls: what the timing calls for",
+      { demand: 1_000, coveredSlots: 192, openTickets: 32, slotsPerTicket: 6, measured: true },
+      135,
+    ],
   ])("%s", (_label, input, expected) => {
     expect(toTicketsToIssue(input)).toBe(expected);
   });

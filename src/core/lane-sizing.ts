@@ -30,15 +30,25 @@ export function toLaneSlots(concurrency: number, headerSlots: number, timing: La
 }
 
 /**
+ * Lanes a swarm opens before any lane has timed a call. Until then the room assumes header-bound
+ * lanes (LANE_SLOTS, 6 calls each), which is right for a slow first byte and 20x too many lanes for
+ * early headers: a window of 1,000 would start 167 executors where 8 carry it. The first lanes time
+ * their calls within one call's latency, and the room then sends what the timing calls for.
+ */
+export const FIRST_LANES_MAX = 32;
+
+/**
  * Tickets to issue now: enough lanes that the slots of the open tickets cover the tasks the swarm
  * could run (`demand`, at most its window), counting an unpulled ticket as `slotsPerTicket`; never
- * more than MAX_TICKETS_PER_SWARM open.
+ * more than MAX_TICKETS_PER_SWARM open, nor FIRST_LANES_MAX before a lane has timed a call
+ * (`measured` false).
  */
-export function toTicketsToIssue(input: { demand: number; coveredSlots: number; openTickets: number; slotsPerTicket: number }): number {
+export function toTicketsToIssue(input: { demand: number; coveredSlots: number; openTickets: number; slotsPerTicket: number; measured?: boolean }): number {
   const missing = input.demand - input.coveredSlots;
   if (missing <= 0) return 0;
   const wanted = Math.ceil(missing / Math.max(1, input.slotsPerTicket));
-  return Math.max(0, Math.min(wanted, MAX_TICKETS_PER_SWARM - input.openTickets));
+  const most = input.measured === false ? FIRST_LANES_MAX : MAX_TICKETS_PER_SWARM;
+  return Math.max(0, Math.min(wanted, most - input.openTickets));
 }
 
 /**

@@ -276,7 +276,18 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const leaseUntil = grant.granted.reduce((max, t) => Math.max(max, t.leaseUntil), 0);
       const finished = after.finished_at !== null || after.state === "cancelled";
       if (request.timing !== undefined) this.tickets.noteTiming(request.timing);
-      if (this.tickets.pulled(request.ticket, request.slots, now, leaseUntil, request.final || finished, pool, request.draining === true).delivered) {
+      if (
+        this.tickets.pulled(
+          request.ticket,
+          request.slots,
+          now,
+          leaseUntil,
+          request.final || finished,
+          pool,
+          request.draining === true,
+          request.timing !== undefined,
+        ).delivered
+      ) {
         this.meters.add("queue_received");
       }
       // An executor's start and alarm are requests of its own, made for this swarm.

@@ -66,11 +66,21 @@ export class SwarmTickets {
    * message). A pull under an unknown or closed ticket (a late duplicate) opens it again: the lane
    * is real and doing work, and its slots count from now on.
    */
-  pulled(id: string, slots: number, now: number, leaseUntil: number, final: boolean, pool: TaskPool, draining = false): { delivered: boolean } {
+  pulled(
+    id: string,
+    slots: number,
+    now: number,
+    leaseUntil: number,
+    final: boolean,
+    pool: TaskPool,
+    draining = false,
+    measured = true,
+  ): { delivered: boolean } {
     const open = this.load();
     const row = open.get(id);
-    // A draining lane's slots are what it still runs, not what a lane carries.
-    if (slots > 0 && !draining) this.reportedSlots = slots;
+    // What one more lane will carry: a lane's report once it has timed its calls (an unmeasured
+    // one repeats the room's own assumption), never a draining lane's (what it still runs).
+    if (slots > 0 && !draining && measured) this.reportedSlots = slots;
     if (final) {
       this.heardAt.delete(id);
       if (row !== undefined) open.delete(id);
@@ -172,7 +182,7 @@ export class SwarmTickets {
       covered += row.slots;
       open += 1;
     }
-    return toTicketsToIssue({ demand, coveredSlots: covered, openTickets: open, slotsPerTicket: this.slotsPerTicket() });
+    return toTicketsToIssue({ demand, coveredSlots: covered, openTickets: open, slotsPerTicket: this.slotsPerTicket(), measured: this.reportedSlots !== null });
   }
 
   /**
