@@ -6,6 +6,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { PullRequest, StartSwarmInput, TaskCounts, TaskOutcome, TaskPool, TaskReport } from "../core/swarm-contract.ts";
 import { LimitsSchema } from "../core/spec-schema.ts";
+import { FIRST_LANES_MAX } from "../core/lane-sizing.ts";
 
 const TENANT = "tk_test";
 /** What the orchestrator project gives a ticket before a lane says (wrangler.toml), and the lease grace. */
@@ -61,6 +62,7 @@ function pull(stub: Stub, lane: Partial<Omit<PullRequest, "pool">> & { pool?: Ta
   if (lane.sentAt !== undefined) request.sentAt = lane.sentAt;
   if (lane.startedPartial !== undefined) request.startedPartial = lane.startedPartial;
   if (lane.running !== undefined) request.running = lane.running;
+  if (lane.timing !== undefined) request.timing = lane.timing;
   return stub.pull(request);
 }
 
@@ -1142,15 +1144,18 @@ describe("SwarmRoom tickets", () => {
     ["a small swarm", 5, 3],
     ["a window larger than a lane", 300, 300],
     ["fewer tasks than the window", 200, 1_500],
-  ])("start sends ceil(min(window, tasks) / LANE_SLOTS) tickets: %s", async (_label, taskCount, concurrency) => {
-    const { input, stub } = newSwarm(taskCount, { concurrency });
-    await stub.start(input);
-    const expected = Math.ceil(Math.min(taskCount, concurrency) / LANE_SLOTS);
-    expect((await billable(stub)).queue_messages_sent).toBe(expected);
-    const open = await tickets(stub);
-    expect(open).toHaveLength(expected);
-    expect(open.every((t) => t.state === "sent" && t.slots === LANE_SLOTS)).toBe(true);
-  });
+  ])(
+    "start sends ceil(min(window, tasks) / LANE_SLOTS) tickets, at most FIRST_LANES_MAX before a lane has timed a call: %s",
+    async (_label, taskCount, concurrency) => {
+      const { input, stub } = newSwarm(taskCount, { concurrency });
+      await stub.start(input);
+      const expected = Math.min(FIRST_LANES_MAX, Math.ceil(Math.min(taskCount, concurrency) / LANE_SLOTS));
+      expect((await billable(stub)).queue_messages_sent).toBe(expected);
+      const open = await tickets(stub);
+      expect(open).toHaveLength(expected);
+      expect(open.every((t) => t.state === "sent" && t.slots === LANE_SLOTS)).toBe(true);
+    },
+  );
 
   it("issues more tickets from the alarm when a lane reports fewer slots than assumed", async () => {
     const { input, stub } = newSwarm(10, { concurrency: 10 });
@@ -1160,10 +1165,11 @@ describe("SwarmRoom tickets", () => {
     expect(started.map((t) => t.slots)).toEqual([6, 6]);
     const [ticket] = started;
     if (ticket === undefined) throw new Error("no ticket");
-    await pull(stub, { ticket: ticket.id, slots: 2, want: 2 });
+    // A lane that has timed its calls (headers after 150 ms of 200): 2 slots.
+    await pull(stub, { ticket: ticket.id, slots: 2, want: 2, timing: { ttfbMs: 150, latencyMs: 200 } });
     expect((await billable(stub)).queue_messages_received).toBe(1);
     // 2 slots and the other lane's assumed 6 cover 8 of the 10 the window can run: one more lane,
-    // counted for the 2 the latest lane reported.
+    // counted for the 2 the measured lane reported.
     const sent = await waitFor(
       async () => {
         await runDurableObjectAlarm(stub);
