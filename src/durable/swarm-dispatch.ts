@@ -484,11 +484,11 @@ export class SwarmDispatch {
 
   /**
    * Whether the lane of `ticket` is surplus (isSurplusLane): the room then tells it to retire, and
-   * its ticket counts for no slots from then on (SwarmTickets.retire).
+   * its ticket counts only for the tasks it still carries (SwarmTickets.retire).
    */
   isSurplus(swarm: SwarmRow, ticket: string, pool: TaskPool, now: number, measured: boolean): boolean {
     if (!measured || swarm.finished_at !== null || swarm.state === "cancelled") return false;
-    const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
+    const waiting = this.totals.waiting();
     if (waiting === 0) return false;
     const demand = this.demand(swarm, pool, now);
     return isSurplusLane({

@@ -46,11 +46,11 @@ import { SwarmTasks } from "./swarm-tasks.ts";
 import { SwarmTickets } from "./swarm-tickets.ts";
 import { SwarmTotals } from "./swarm-totals.ts";
 import { toPullPaceMs } from "../core/lane-sizing.ts";
+import { SwarmViews } from "./swarm-views.ts";
+import type { TenantBudget } from "./tenant-budget.ts";
 
 /** How soon a lane that found the window full asks again (at least; the room's pace may be longer). */
 const WINDOW_FULL_WAIT_MS = 100;
-import { SwarmViews } from "./swarm-views.ts";
-import type { TenantBudget } from "./tenant-budget.ts";
 
 /** The bindings and settings the SwarmRoom reads; the orchestrator's Env provides them. */
 export interface SwarmRoomEnv {
@@ -290,9 +290,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       ) {
         this.meters.add("queue_received");
       }
-      // An executor's start and alarm are requests of its own, made for this swarm.
+      // An executor's start and alarm are requests of its own, made for this swarm (bounded: a lane
+      // cannot inflate the bill).
       if (request.hostRequests !== undefined && request.hostRequests > 0) this.meters.add("do_requests", Math.min(request.hostRequests, 10));
-      const waiting = this.totals.inState("pending") + this.totals.inState("retry_wait") + this.totals.inState("dispatched");
+      const waiting = this.totals.waiting();
+      const paceMs = toPullPaceMs(this.tickets.openCount());
       const dueRetryInMs = grant.granted.length === 0 && !finished ? this.tasks.nextRetryIn(now, pool) : null;
       // A lane that asked and got nothing only because the window is full (others' tasks fill it)
       // is still needed: it asks again soon rather than ending, so the room need not send another
@@ -307,7 +309,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         request.want > 0 &&
         waiting > 0 &&
         this.totals.inFlight() >= after.window
-          ? Math.max(WINDOW_FULL_WAIT_MS, toPullPaceMs(this.tickets.openCount()))
+          ? Math.max(WINDOW_FULL_WAIT_MS, paceMs)
           : null;
       const retryInMs = dueRetryInMs === null ? windowFullWait : windowFullWait === null ? dueRetryInMs : Math.min(dueRetryInMs, windowFullWait);
       if (retire) this.tickets.retire(request.ticket, (request.running ?? 0) + (request.held?.length ?? 0));
@@ -327,7 +329,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         transfer,
         ...(run.length > 0 ? { run } : {}),
         ...(retire ? { retire } : {}),
-        paceMs: toPullPaceMs(this.tickets.openCount()),
+        paceMs,
       };
     });
   }

@@ -107,6 +107,11 @@ export class SwarmTotals {
     return this.sum(KINDS, OPEN);
   }
 
+  /** Tasks the room has yet to hand out: pending, waiting to retry, or dispatched (PullResponse.waiting). */
+  waiting(): number {
+    return this.sum(KINDS, ["pending", "retry_wait", "dispatched"]);
+  }
+
   /** Tasks of a state, every kind. */
   inState(state: TaskState): number {
     return this.sum(KINDS, [state]);

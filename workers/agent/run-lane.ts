@@ -247,12 +247,10 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     wake = null;
   };
 
-  // What the lane reports for the room's ticket sizing: what its header slots can carry at the
-  // measured TTFB. It still pulls up to its concurrency: calls past what the gate carries wait for
-  // a slot, as production's runtime would queue them, and the room sends more lanes meanwhile.
-  // A lane of a batch carries its share of the invocation's slots. Before it has timed a call, it
-  // asks for what the room assumed (header-bound lanes by default), so a first lane never takes a
-  // window its gate cannot carry while the lanes that could are on their way.
+  // What the lane asks for and reports for the room's ticket sizing: what its header slots can carry
+  // at the measured TTFB (a lane of a batch carries its share of the invocation's slots). Before it
+  // has timed a call, it asks for what the room assumed (header-bound lanes by default), so a first
+  // lane never takes a window its gate cannot carry while the lanes that could are on their way.
   const capacity = (): number => {
     const measured = timing.current();
     if (measured.ttfbMs === null) return Math.max(1, Math.min(ctx.concurrency, ctx.assumedSlots ?? ctx.concurrency));
@@ -264,13 +262,15 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
     // the event loop runs (its timers' lateness), which production's limit, counted by the runtime,
     // does not. Sized on the swollen TTFB, a saturated machine would ask for more lanes, which
     // swell it further.
-    const ttfbMs = Math.max(1, measured.ttfbMs - loopLag.current());
+    const ttfbMs = Math.max(1, measured.ttfbMs - (loopLag.current() ?? 0));
     return Math.max(carried, toLaneSlots(ctx.concurrency, ctx.headerSlots / Math.max(1, ctx.lanes), { ...measured, ttfbMs }));
   };
 
-  /** What the coalescing of a small lane goes by: its slots, its running tasks, the outcomes a pull waits for. */
-  // A small lane waits long for company only while standby tasks fill its freed slots: with none
-  // in hand, a freed slot waits for the pull, so the pull goes soon.
+  /**
+   * What the coalescing of a small lane goes by: its slots, its running tasks, the outcomes a pull
+   * waits for. Only while standby tasks fill its freed slots: with none in hand, a freed slot waits
+   * for the pull, so the pull goes soon.
+   */
   const laneShape = (): LaneShape | undefined =>
     standby.length === 0 ? undefined : { slots: capacity(), concurrency: ctx.concurrency, running: running.size, outcomes: ctx.coalesce.outcomes };
 
@@ -563,30 +563,29 @@ async function pullWithRetry(room: ReturnType<SwarmRooms>, swarmId: string, requ
   }
 }
 
-/** A moving average of samples (0 before the first; negative samples count as 0). */
-function createMovingAverage(weight: number): { add(sample: number): void; current(): number } {
+/** A moving average of samples (null before the first; negative samples count as 0). */
+function createMovingAverage(weight: number): { add(sample: number): void; current(): number | null } {
   let value: number | null = null;
   return {
     add(sample) {
       const x = Math.max(0, sample);
       value = value === null ? x : value + weight * (x - value);
     },
-    current: () => value ?? 0,
+    current: () => value,
   };
 }
 
 /** Moving averages of recent calls' time to headers and latency (what sizes the lane's slots). */
 function createTimingAverages(): { add(ttfbMs: number | null, latencyMs: number): void; current(): LaneTiming } {
-  const WEIGHT = 0.1;
-  let ttfb: number | null = null;
-  let latency: number | null = null;
+  const ttfb = createMovingAverage(0.1);
+  const latency = createMovingAverage(0.1);
   return {
     add(ttfbMs, latencyMs) {
       if (ttfbMs === null) return;
-      ttfb = ttfb === null ? ttfbMs : ttfb + WEIGHT * (ttfbMs - ttfb);
-      latency = latency === null ? latencyMs : latency + WEIGHT * (latencyMs - latency);
+      ttfb.add(ttfbMs);
+      latency.add(latencyMs);
     },
-    current: () => ({ ttfbMs: ttfb, latencyMs: latency }),
+    current: () => ({ ttfbMs: ttfb.current(), latencyMs: latency.current() }),
   };
 }
 
