@@ -11,6 +11,8 @@ import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Command } from "commander";
 import { parseOrExit } from "./lib/parse-options.ts";
+import { formatHedges } from "./lib/bench-hedges.ts";
+import { HedgeSpecSchema, type HedgeSpec } from "../src/core/hedge-policy.ts";
 import { z } from "zod";
 import { meanLatencyMs, p95LatencyMs, parseLatency } from "../dev/mock-model/latency.ts";
 import type { FaultKind, MockModelHandle, Scenario, StatsSnapshot } from "../dev/mock-model/server.ts";
@@ -47,6 +49,8 @@ const program = new Command("npm run bench --")
   .option("--tool-turns <t>", "every task an agent of T scratchpad turns (no baseline)", "0")
   .option("--max-output-tokens <n>", "max_tokens of every call", "32")
   .option("--timeout-s <s>", "one call's deadline (default: max(30, 3 x max(p95, ttfb)); 3 s with faults)")
+  .option("--hedge <after>", "the swarm's limits.hedge.after: p50, p75, p90, p95, p99 or MS (the pool cannot hedge; default: off)")
+  .option("--hedge-max-extra <share>", "limits.hedge.max_extra: backups per task at most (0-0.5)", "0.05")
   .option("--seed <n>", "the mock's PRNG seed", "1")
   .option("--rounds <n>", "the pair N times, then medians and ranges (1-20)", "1")
   .option("--state-dir <dir>", "where the stack keeps its wiped state (default: a tmpfs)")
@@ -71,6 +75,8 @@ const values = program.opts<{
   toolTurns: string;
   maxOutputTokens: string;
   timeoutS?: string;
+  hedge?: string;
+  hedgeMaxExtra: string;
   seed: string;
   rounds: string;
   stateDir?: string;
@@ -141,6 +147,7 @@ if (!latency.ok) {
   console.error(`--latency: ${latency.error} (want MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95)`);
   process.exit(2);
 }
+const hedge = toHedgeSpec(values.hedge, values.hedgeMaxExtra);
 const rates = FAULT_PROFILES[values.faults];
 if (rates === undefined) {
   console.error(`--faults must be one of ${Object.keys(FAULT_PROFILES).join(", ")}, got "${values.faults}"`);
@@ -307,6 +314,8 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
   );
   const billable = formatBillable(status, tasks);
   if (billable !== null) console.log(billable);
+  const hedgeLine = formatHedges(status, tasks, upstream.calls);
+  if (hedgeLine !== null) console.log(hedgeLine);
   const workerd = workerdUsage(cpuBefore, cpuAfter);
   if (workerd?.note) console.log(`note: ${workerd.note}`);
   // Each session's workerd on its own (the local stack runs one per Worker).
@@ -486,8 +495,23 @@ function swarmSpec(count: number, label: string) {
       timeout_s: timeoutS,
       max_attempts: MAX_ATTEMPTS,
       ...(toolTurns > 0 ? { max_turns: callsPerTask, max_tool_calls: toolTurns } : {}),
+      ...(hedge === null ? {} : { hedge }),
     },
   };
+}
+
+/** --hedge and --hedge-max-extra as the spec's limits.hedge (null: off); exits 2 on a bad value. */
+function toHedgeSpec(after: string | undefined, maxExtra: string): HedgeSpec | null {
+  if (after === undefined) return null;
+  const parsed = HedgeSpecSchema.safeParse({ after: /^\d+$/.test(after) ? Number(after) : after, max_extra: Number(maxExtra) });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    console.error(
+      `--hedge${issue?.path[0] === "max_extra" ? "-max-extra" : ""}: ${issue?.message ?? "invalid"} (want p50, p75, p90, p95, p99 or MS ≥ 10; a share 0-0.5)`,
+    );
+    process.exit(2);
+  }
+  return parsed.data;
 }
 
 interface RunFigures {

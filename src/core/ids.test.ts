@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { callIdRange, isScheduleId, isSwarmId, newScheduleId, newSwarmId, toCallId } from "./ids.ts";
+import { callIdRange, isHedgeCallId, isScheduleId, isSwarmId, newScheduleId, newSwarmId, toCallId } from "./ids.ts";
 
 /** Returns `pattern` repeated to the asked length, recording the lengths asked for. */
 function fixedBytes(pattern: string, asked: number[] = []): (n: number) => Uint8Array {
@@ -74,6 +74,13 @@ describe("toCallId", () => {
     ["sw_abcdefghijklmnopqrst", "intro-para", 3, 2, "sw_abcdefghijklmnopqrst:intro-para:3:2"],
   ])("%s %s %i %i → %s", (swarm, task, attempt, turn, expected) => {
     expect(toCallId(swarm, task, attempt, turn)).toBe(expected);
+    expect(isHedgeCallId(expected)).toBe(false);
+  });
+
+  it("a turn's backup call has an id of its own, marked as a backup's", () => {
+    const id = toCallId("sw_abcdefghijklmnopqrst", "t1", 2, 3, true);
+    expect(id).toBe("sw_abcdefghijklmnopqrst:t1:2:3:h");
+    expect(isHedgeCallId(id)).toBe(true);
   });
 });
 
@@ -84,6 +91,7 @@ describe("callIdRange", () => {
   it.each([
     ["turn 1 of the attempt", toCallId(swarm, "t1", 1, 1), true],
     ["turn 12 of the attempt", toCallId(swarm, "t1", 1, 12), true],
+    ["a backup of turn 1", toCallId(swarm, "t1", 1, 1, true), true],
     ["attempt 10 (shares the digit)", toCallId(swarm, "t1", 10, 1), false],
     ["attempt 2", toCallId(swarm, "t1", 2, 1), false],
     // Task ids never contain ":" (spec-schema.ts), so the stem cannot run into another task's.

@@ -55,9 +55,19 @@ export function newScheduleId(random: (bytes: number) => Uint8Array): string {
   return SCHEDULE_ID_PREFIX + randomBase32(SCHEDULE_ID_CHARS, random);
 }
 
-/** The id of one model call, the idempotency key of its ledger row: `swarm:task:attempt:turn`. */
-export function toCallId(swarmId: string, taskId: string, attempt: number, turn: number): string {
-  return `${swarmId}:${taskId}:${attempt}:${turn}`;
+/**
+ * The id of one model call, the idempotency key of its ledger row: `swarm:task:attempt:turn`, and
+ * `…:turn:h` for the turn's backup call (limits.hedge), which stays inside its attempt's range.
+ */
+export function toCallId(swarmId: string, taskId: string, attempt: number, turn: number, hedge = false): string {
+  return `${swarmId}:${taskId}:${attempt}:${turn}${hedge ? HEDGE_CALL_SUFFIX : ""}`;
+}
+
+const HEDGE_CALL_SUFFIX = ":h";
+
+/** Whether a call id is a backup call's (toCallId with hedge). */
+export function isHedgeCallId(callId: string): boolean {
+  return callId.endsWith(HEDGE_CALL_SUFFIX);
 }
 
 /**

@@ -1,6 +1,7 @@
 // The swarm spec accepted by POST /v1/swarms (public contract: docs/configuration.md). No I/O.
 // Parsing fills defaults, so everything downstream works with a complete, validated spec.
 import { z } from "zod";
+import { HedgeSpecSchema } from "./hedge-policy.ts";
 import { ReduceSpecSchema } from "./reducers.ts";
 
 export const MAX_TASKS = 10_000;
@@ -48,6 +49,8 @@ export const LimitsSchema = z.strictObject({
   max_turns: z.number().int().min(1).max(50).default(8),
   /** Tool calls one task may make in all; past it the model is asked for its final answer. */
   max_tool_calls: z.number().int().min(0).max(500).default(16),
+  /** A backup call for a straggler (docs/configuration.md "Hedged calls"); off when absent. */
+  hedge: HedgeSpecSchema.optional(),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
 

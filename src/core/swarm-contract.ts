@@ -270,7 +270,15 @@ export interface PullResponse {
    * tasks back and ends once its running tasks have (executors end when the swarm needs fewer).
    */
   retire?: boolean;
+  /**
+   * limits.hedge: a call still without its whole answer this long after it started may get a
+   * backup (ask the room with hedgeCall). Absent: no backups now (off, spent, or too few calls yet).
+   */
+  hedgeAfterMs?: number;
 }
+
+/** The room's answer to a lane that asks to send a call's backup (SwarmRoom.hedgeCall). */
+export type HedgeGrant = { granted: true } | { granted: false; reason: "off" | "limit" | "kept_for_tail" | "not_running" | "budget" };
 
 /** One upstream model call, as it goes into the ledger. */
 export interface CallRecord {
@@ -286,6 +294,11 @@ export interface CallRecord {
   errorClass: ErrorClass | null;
   /** Epoch ms. */
   startedAt: number;
+  /**
+   * A backup call (limits.hedge): `won` when its answer was the one the task kept. Absent for the
+   * turn's first call (the primary), whichever answered first.
+   */
+  hedge?: "won" | "lost";
 }
 
 export type TaskOutcome =
@@ -327,6 +340,8 @@ export interface CallStart {
   maxTokens: number;
   /** Epoch ms. */
   startedAt: number;
+  /** The turn's backup call (limits.hedge); noted through SwarmRoom.hedgeCall, never startCalls. */
+  hedge?: true;
 }
 
 /** Calls that ended, sent ahead of the task's outcome; with the checkpoint of the turn they finished. */
@@ -413,6 +428,8 @@ export interface SwarmStatus {
   billable: BillableView;
   /** How the swarm is dispatched now (docs/architecture.md, "Lane executors"). */
   dispatch: DispatchView;
+  /** Backup calls (limits.hedge); null when the swarm does not hedge. */
+  hedges: HedgesView | null;
   created_at: string;
   finished_at: string | null;
   /** The swarm this one reran tasks of (POST /v1/swarms/:id/rerun); null for a swarm started from a spec. */
@@ -487,6 +504,18 @@ export interface DispatchView {
   pace_ms: number;
   ttfb_ms: number | null;
   latency_ms: number | null;
+}
+
+/** limits.hedge at work: backups sent, those whose answer the task kept, and what they all cost. */
+export interface HedgesView {
+  sent: number;
+  won: number;
+  /** Estimates included: a backup aborted before its usage came is billed at its worst case. */
+  cost_usd: number;
+  /** The most the swarm may send (max_extra × tasks). */
+  limit: number;
+  /** The delay in force now (null: too few calls yet, or the swarm has ended). */
+  after_ms: number | null;
 }
 
 export type SwarmStatusWire = Omit<SwarmStatus, "output"> & { output: ReducedOutputWire | null };

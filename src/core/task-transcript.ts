@@ -28,6 +28,8 @@ export interface TranscriptCall {
   started_at: string;
   /** Known for the call that gave a succeeded task its output (the task's finish reason); null otherwise. */
   finish_reason: string | null;
+  /** A backup call (limits.hedge): `won` when its answer was kept; null for a turn's first call. */
+  hedge: "won" | "lost" | null;
 }
 
 export interface TaskTranscript {

@@ -5,6 +5,7 @@
 import { callsPerAttempt } from "../core/agent-limits.ts";
 import { worstCaseAttempt, worstCaseCall, type Amount } from "../core/budget.ts";
 import type { ErrorDetail } from "../core/errors.ts";
+import { toHedgeLimit } from "../core/hedge-policy.ts";
 import { PLAN_MAX_PROMPT_CHARS } from "../core/planner.ts";
 import { resolvePrice, type ModelPrice, type PriceTable } from "../core/pricing.ts";
 import type { WeightedModel } from "../core/route-model.ts";
@@ -169,6 +170,11 @@ export class SwarmBudget {
       const worst = addAttempts(bytes + systemBytes, max_output_tokens, turns, max_attempts);
       if (i === 0 && input.spec.goal === undefined) total.oneCall = worst;
     });
+    // Backups (limits.hedge) are calls like any other: the most the swarm may send, each at the largest prompt.
+    const hedge = input.spec.limits.hedge;
+    if (hedge !== undefined && prompts.length > 0) {
+      add(prompts.reduce((a, b) => Math.max(a, b), 0) + systemBytes, max_output_tokens, toHedgeLimit(hedge, prompts.length));
+    }
     if (input.spec.reduce?.kind === "llm") {
       // Each level at least halves the inputs, so all levels together take fewer calls than the tasks.
       const context = reducerContextTokens(input.spec.reduce, reducerModel(input.spec.reduce, mixModels[0] ?? ""), this.routing.gatewayContext);

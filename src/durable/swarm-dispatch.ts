@@ -323,7 +323,9 @@ export class SwarmDispatch {
     const rows = this.store.tasksById(reports.map((report) => report.taskId));
     let { successes, rateLimited } = this.ledger.insertCalls(swarm, reports, now, { tasks: rows });
     // An outcome is in: a call its attempt noted and never recorded will not be (billed as unknown).
-    const recorded = new Set(reports.flatMap((report) => report.calls.map((call) => toCallId(swarm.id, report.taskId, report.attempt, call.turn))));
+    const recorded = new Set(
+      reports.flatMap((report) => report.calls.map((call) => toCallId(swarm.id, report.taskId, report.attempt, call.turn, call.hedge !== undefined))),
+    );
     for (const report of reports) this.ledger.settleOpenCalls(swarm, report.taskId, report.attempt, now, started, recorded);
     // Before the outcomes: a retried or deferred attempt hands its checkpoint to the next one.
     for (const report of reports) {

@@ -4,7 +4,7 @@
 import { chargeOfCall } from "../core/budget.ts";
 import { isUpstreamHealthFailure } from "../core/circuit-breaker.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
-import { callIdRange, toCallId } from "../core/ids.ts";
+import { callIdRange, isHedgeCallId, toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
 import { costOfUsage, resolvePrice } from "../core/pricing.ts";
 import type { CallRecord, CallStart } from "../core/swarm-contract.ts";
@@ -42,6 +42,11 @@ function toOutcomeValues(call: CallRecord, cost: number | null): (string | numbe
     cost,
     Math.max(0, Math.round(call.latencyMs)),
   ];
+}
+
+/** `calls.hedge`: 0 a turn's first call, 1 its backup whose answer was not kept, 2 its backup whose answer was. */
+function toHedgeColumn(call: CallRecord): number {
+  return call.hedge === undefined ? 0 : call.hedge === "won" ? 2 : 1;
 }
 
 type OpenCallRow = {
@@ -126,7 +131,7 @@ export class SwarmLedger {
    */
   noteStarts(swarm: SwarmRow, starts: readonly CallStart[]): void {
     for (const start of starts) {
-      const callId = toCallId(swarm.id, start.taskId, start.attempt, start.turn);
+      const callId = toCallId(swarm.id, start.taskId, start.attempt, start.turn, start.hedge === true);
       // A call the grant noted is confirmed: it started, whatever its lane lists from now on.
       this.sql.exec(
         `INSERT INTO open_calls (call_id, task_id, attempt, turn, model, prompt_tokens, max_tokens, started_at)
@@ -258,6 +263,8 @@ export class SwarmLedger {
       status: "unknown",
       errorClass: null,
       startedAt: row.started_at,
+      // A backup whose outcome is unknown was aborted (its primary answered first) or died with its lane.
+      ...(isHedgeCallId(row.call_id) ? { hedge: "lost" as const } : {}),
     };
     if (this.insertCall(swarm, { taskId: row.task_id, attempt: row.attempt }, call, this.store.callsPerTask(swarm)) && this.unknownCount !== null) {
       this.unknownCount += 1;
@@ -309,7 +316,7 @@ export class SwarmLedger {
     const usage = call.usage;
     const price = resolvePrice(this.prices, call.model);
     const cost = usage !== null && price !== null ? costOfUsage(usage, price) : null;
-    const callId = toCallId(swarm.id, report.taskId, report.attempt, call.turn);
+    const callId = toCallId(swarm.id, report.taskId, report.attempt, call.turn, call.hedge !== undefined);
     const task = outcomes !== undefined ? outcomes.tasks.get(report.taskId) : (this.store.task(report.taskId) ?? undefined);
     const share = task?.kind === "task" ? callsPerTask : 1;
     const reservation = task === undefined ? { usd: 0, tokens: 0 } : { usd: task.reserved_usd / share, tokens: Math.ceil(task.reserved_tokens / share) };
@@ -317,8 +324,8 @@ export class SwarmLedger {
     if (call.status !== "unknown" && this.unknownCalls() > 0 && this.replaceEstimate(callId, call, cost, charge)) return true;
     const cursor = this.sql.exec(
       `INSERT OR IGNORE INTO calls (call_id, task_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens,
-         completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at, charged_usd, charged_tokens)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at, charged_usd, charged_tokens, hedge)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       callId,
       report.taskId,
       report.attempt,
@@ -328,6 +335,7 @@ export class SwarmLedger {
       call.startedAt,
       charge.usd,
       charge.tokens,
+      toHedgeColumn(call),
     );
     if (cursor.rowsWritten === 0) return false;
     this.totals.addCall(charge, usage, cost);
@@ -368,7 +376,7 @@ export class SwarmLedger {
       const rows = this.sql
         .exec<LedgerRow & { rowid: number }>(
           `SELECT rowid, call_id, task_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens,
-                  completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at
+                  completion_tokens, reasoning_tokens, total_tokens, cost_usd, latency_ms, created_at, hedge
            FROM calls WHERE rowid > ? ORDER BY rowid LIMIT ?`,
           mark,
           FLUSH_CHUNK,

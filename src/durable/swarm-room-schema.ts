@@ -180,6 +180,13 @@ const SCHEMA_V11 = `
 DROP INDEX IF EXISTS tasks_by_deadline;
 `;
 
+// v12 (limits.hedge): a turn's backup call is a ledger row of its own (call id `…:turn:h`), marked
+// 1 (its answer was not kept) or 2 (it was); the index holds the backups only.
+const SCHEMA_V12 = `
+ALTER TABLE calls ADD COLUMN hedge INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS calls_hedged ON calls (hedge) WHERE hedge >= 1;
+`;
+
 const MIGRATIONS: readonly string[] = [
   SCHEMA_V1,
   SCHEMA_V2,
@@ -192,6 +199,7 @@ const MIGRATIONS: readonly string[] = [
   SCHEMA_V9,
   SCHEMA_V10,
   SCHEMA_V11,
+  SCHEMA_V12,
 ];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */

@@ -12,6 +12,7 @@ import { PlannerSpecSchema } from "../core/spec-schema.ts";
 import type {
   CallStart,
   CallsReport,
+  HedgeGrant,
   PlanView,
   PullRequest,
   PullResponse,
@@ -30,6 +31,7 @@ import { capOfTenant } from "../core/tenant-budget.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
+import { SwarmHedges } from "./swarm-hedges.ts";
 import { FLUSH_RETRY_MS, SwarmLedger, toStartedIds } from "./swarm-ledger.ts";
 import { SwarmLineage, type RerunInput } from "./swarm-lineage.ts";
 import { SwarmLive } from "./swarm-live.ts";
@@ -102,6 +104,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly lineage: SwarmLineage;
   private readonly transcripts: SwarmTranscripts;
   private readonly windowHistory: SwarmWindowHistory;
+  private readonly hedges: SwarmHedges;
 
   constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
     super(ctx, env);
@@ -113,6 +116,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     SwarmLineage.migrate(ctx.storage.sql);
     SwarmTranscripts.migrate(ctx.storage.sql);
     SwarmWindowHistory.migrate(ctx.storage.sql);
+    SwarmHedges.migrate(ctx.storage.sql);
     this.meters = new SwarmMeters(ctx.storage.sql);
     // Every module writes through the store's SqlStorage: metered, and a write to the swarm row drops its read.
     this.store = new SwarmStore(this.meters.sql);
@@ -145,7 +149,19 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.lineage = new SwarmLineage(this.sql);
     this.transcripts = new SwarmTranscripts(this.sql);
     this.windowHistory = new SwarmWindowHistory(this.sql);
-    this.views = new SwarmViews(this.sql, this.store, this.totals, this.routing, this.budget, this.ledger, this.meters, this.lineage, this.tickets);
+    this.hedges = new SwarmHedges(this.sql, this.store, this.totals, this.ledger, this.settings.prices);
+    this.views = new SwarmViews(
+      this.sql,
+      this.store,
+      this.totals,
+      this.routing,
+      this.budget,
+      this.ledger,
+      this.meters,
+      this.lineage,
+      this.tickets,
+      this.hedges,
+    );
     // Listeners read the status as the API serves it (the wire form exists only for RPC).
     this.live = new SwarmLive(
       this.sql,
@@ -330,6 +346,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         ...(run.length > 0 ? { run } : {}),
         ...(retire ? { retire } : {}),
         paceMs,
+        ...this.hedgeAfter(after, now),
       };
     });
   }
@@ -362,6 +379,24 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const swarm = this.store.swarm();
       if (swarm !== null && starts.length > 0) this.ledger.noteStarts(swarm, starts);
     });
+  }
+
+  /**
+   * A lane's call has run past the swarm's hedge delay without its whole answer: may it send the
+   * backup? Granted, the backup is noted (billed whatever happens next) and its worst case reserved.
+   */
+  async hedgeCall(start: CallStart): Promise<HedgeGrant> {
+    return this.serve(() => {
+      const swarm = this.store.swarm();
+      if (swarm === null) return { granted: false, reason: "off" };
+      return this.hedges.grant(swarm, start, Date.now());
+    });
+  }
+
+  /** A pull's `hedgeAfterMs`: present only while the swarm may send a backup. */
+  private hedgeAfter(swarm: SwarmRow, now: number): Pick<PullResponse, "hedgeAfterMs"> {
+    const afterMs = this.hedges.afterMsForPull(swarm, now);
+    return afterMs === null ? {} : { hedgeAfterMs: afterMs };
   }
 
   /**

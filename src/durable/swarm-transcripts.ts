@@ -69,13 +69,14 @@ export class SwarmTranscripts {
     const calls = this.sql
       .exec<Omit<LedgerRow, "swarm_id" | "task_id" | "tenant">>(
         `SELECT call_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens,
-                total_tokens, cost_usd, latency_ms, created_at FROM calls WHERE task_id = ? ORDER BY attempt, turn`,
+                total_tokens, cost_usd, latency_ms, created_at, hedge FROM calls WHERE task_id = ? ORDER BY attempt, turn, hedge`,
         taskId,
       )
       .toArray();
     const kept = this.sql.exec<{ messages: string; truncated: number }>("SELECT messages, truncated FROM transcripts WHERE task_id = ?", taskId).toArray()[0];
     const keptMessages: ChatMessage[] | null = kept === undefined ? null : ChatMessageSchema.array().parse(JSON.parse(kept.messages));
-    const last = calls.at(-1);
+    // The call whose answer the task kept: its last turn's, not a backup whose answer was not kept.
+    const last = calls.findLast((c) => c.hedge !== 1);
     const { messages, truncated } = toTranscriptMessages({ system: swarm.system, prompt: task.prompt, kept: keptMessages, output: task.output });
     return {
       swarm_id: swarm.id,
@@ -111,6 +112,7 @@ export class SwarmTranscripts {
         started_at: toIso(c.created_at) ?? "",
         // The ledger keeps no finish reason per call: the last call of a succeeded task gave its output.
         finish_reason: task.state === "succeeded" && c === last && c.status === "ok" ? task.finish_reason : null,
+        hedge: c.hedge === 2 ? ("won" as const) : c.hedge === 1 ? ("lost" as const) : null,
       })),
       messages,
       messages_truncated: truncated || kept?.truncated === 1,

@@ -7,6 +7,7 @@ import { reduceOutputs, toWire, type TaskOutput } from "../core/reducers.ts";
 import { SwarmMetadataSchema } from "../core/spec-schema.ts";
 import type { BillableView, PlanView, ResultsPage, SwarmStatusWire, TaskResult, TaskState } from "../core/swarm-contract.ts";
 import type { SwarmBudget } from "./swarm-budget.ts";
+import type { SwarmHedges } from "./swarm-hedges.ts";
 import type { SwarmLedger } from "./swarm-ledger.ts";
 import type { SwarmLineage } from "./swarm-lineage.ts";
 import type { SwarmTickets } from "./swarm-tickets.ts";
@@ -30,6 +31,7 @@ export class SwarmViews {
     private readonly meters: SwarmMeters,
     private readonly lineage: SwarmLineage,
     private readonly tickets: SwarmTickets,
+    private readonly hedges: SwarmHedges,
   ) {}
 
   /** A page of sub-task results in task order, after the cursor (the last `seq` returned). */
@@ -126,6 +128,7 @@ export class SwarmViews {
       metadata,
       billable: this.billableView(swarm.task_count),
       dispatch: this.tickets.view(),
+      hedges: this.hedges.view(swarm, Date.now()),
       created_at: toIso(swarm.created_at) ?? "",
       finished_at: toIso(swarm.finished_at),
       ...this.lineage.view(),

@@ -21,6 +21,8 @@ export type LedgerRow = {
   cost_usd: number | null;
   latency_ms: number;
   created_at: number;
+  /** 1: the backup call of its turn (limits.hedge). */
+  hedge: number;
 };
 
 /** One row of D1 `swarms`, the index of swarms across tenants. */
@@ -66,6 +68,7 @@ export const LEDGER_COLUMNS = [
   "cost_usd",
   "latency_ms",
   "created_at",
+  "hedge",
 ] as const satisfies readonly (keyof LedgerRow)[];
 
 const INDEX_COLUMNS = [
@@ -97,7 +100,7 @@ const ROWS_PER_INSERT = Math.floor(D1_MAX_PARAMS / LEDGER_COLUMNS.length);
 
 /** Columns a call's real outcome replaces in an `unknown` row. */
 const OUTCOME_COLUMNS = LEDGER_COLUMNS.filter(
-  (c) => c !== "call_id" && c !== "swarm_id" && c !== "task_id" && c !== "attempt" && c !== "turn" && c !== "tenant",
+  (c) => c !== "call_id" && c !== "swarm_id" && c !== "task_id" && c !== "attempt" && c !== "turn" && c !== "tenant" && c !== "hedge",
 );
 
 /**

@@ -31,6 +31,8 @@ export interface ModelRequest {
    * the call ends without them. Absent: no bound.
    */
   headerSlot?: HeaderSlot;
+  /** Aborts the call (the other call of a hedge answered first): it ends as a failure at once. */
+  signal?: AbortSignal;
 }
 
 /** One taken slot of a header gate; `release` is idempotent. */
@@ -151,6 +153,9 @@ async function completeOnce(client: ChatTransport, apiKey: string, request: Mode
     timedOut = true;
     deadline.abort();
   }, request.timeoutMs);
+  const abortedByCaller = (): void => deadline.abort();
+  if (request.signal?.aborted === true) deadline.abort();
+  else request.signal?.addEventListener("abort", abortedByCaller, { once: true });
   let usage: Usage | null = null;
   let streaming = false;
   const timing = (): CallTiming => ({ startedAt, latencyMs: Math.max(0, Date.now() - startedAt), ttfbMs });
@@ -223,6 +228,7 @@ async function completeOnce(client: ChatTransport, apiKey: string, request: Mode
   } finally {
     releaseSlot();
     clearTimeout(timer);
+    request.signal?.removeEventListener("abort", abortedByCaller);
   }
 }
 

@@ -12,6 +12,7 @@ import type { CallStart, ClaimedTask, TaskOutcome, TaskRunConfig } from "../../s
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import type { ModelCallResult, ModelClient, ModelRequest } from "../../src/model/model-client.ts";
 import { takeHeaderSlot, type MeasuredHeaderGate } from "./header-gate.ts";
+import { sendHedged, type BackupCall, type HedgeContext } from "./hedged-call.ts";
 import type { KeyPools } from "./key-pools.ts";
 import { isUnbilledError } from "../../src/core/budget.ts";
 import { toErrorMessage } from "../../src/core/error-message.ts";
@@ -64,6 +65,8 @@ export interface PermitContext {
   noteStart?: (start: CallStart) => Promise<boolean>;
   /** A call the grant noted starts without a note of its own: the lane lists it in its next pulls. */
   markStarted?: (start: { taskId: string; attempt: number; turn: number }) => void;
+  /** limits.hedge: the delay in force and the room's grant of a backup (absent: no backups). */
+  hedge?: HedgeContext & { grant(start: CallStart): Promise<boolean> };
 }
 
 /** One turn's call: the conversation so far and what this call may do. */
@@ -97,17 +100,18 @@ const MAX_JITTER_MS = 250;
 const SHARED_REASONS: ReadonlySet<DenialReason> = new Set<DenialReason>(["rpm", "in_flight", "cooldown", "quarantined"]);
 
 /**
- * Runs one model call of the task (one turn of its loop). Throws only if the model client throws
- * (a bug), and then only after the permit is released. `onCallEnded` sees the call's result as soon
- * as the upstream answers, before the permit's release RPC, so the call can be journaled without
- * waiting for it.
+ * Runs one model call of the task (one turn of its loop), with its backup when limits.hedge says
+ * so (hedged-call.ts). Throws only if the model client throws (a bug), and then only after the
+ * permit is released. `onCallEnded` sees each call's result as soon as the upstream answers (a
+ * backup's with whether it was kept), before the permit's release RPC, so the call can be
+ * journaled without waiting for it.
  */
 export async function callWithPermit(
   config: TaskRunConfig,
   task: ClaimedTask,
   turn: TurnRequest,
   ctx: PermitContext,
-  onCallEnded: (result: ModelCallResult) => void = () => {},
+  onCallEnded: (result: ModelCallResult, hedge?: "won" | "lost") => void = () => {},
 ): Promise<PermitCallResult> {
   const route = resolveModelRoute(ctx.gateway.config, task.model);
   if (route === null) return notCalled(permanentFailure("not_found", `model ${task.model} is not served by the gateway`));
@@ -132,8 +136,13 @@ export async function callWithPermit(
     // swarm's window and is retried after its Retry-After by the SwarmRoom, as before the gateway.
     const ready = await readyToSend(task, turn, request, ctx, latestStart);
     if ("outcome" in ready) return notCalled(ready.outcome);
-    const result = await ctx.gateway.clientFor(only.id).complete(ready.request);
-    onCallEnded(result);
+    const client = ctx.gateway.clientFor(only.id);
+    const result = await sendHedged(ready.request, {
+      send: (r) => client.complete(r),
+      hedge: ctx.hedge,
+      prepareBackup: () => prepareBackup(task, turn, request, ctx, null),
+      onEnded: onCallEnded,
+    });
     return { kind: "called", result };
   }
 
@@ -152,8 +161,13 @@ export async function callWithPermit(
     const ready = await readyToSend(task, turn, request, ctx, latestStart);
     if ("outcome" in ready) return notCalled(ready.outcome);
     called = true;
-    result = await ctx.gateway.clientFor(permit.keyId).complete(ready.request);
-    onCallEnded(result);
+    const client = ctx.gateway.clientFor(permit.keyId);
+    result = await sendHedged(ready.request, {
+      send: (r) => client.complete(r),
+      hedge: ctx.hedge,
+      prepareBackup: () => prepareBackup(task, turn, request, ctx, { route, keys, permitRequest }),
+      onEnded: onCallEnded,
+    });
     return { kind: "called", result };
   } finally {
     const release: ReleaseRequest = {
@@ -292,6 +306,70 @@ async function releasePermit(keyId: string, request: ReleaseRequest, ctx: Permit
     ctx.tally.keyPoolErrors += 1;
     console.error(JSON.stringify({ event: "key_pool_rpc_failed", rpc: "release", key_id: keyId, outcome: request.outcome, error: toErrorMessage(error) }));
   }
+}
+
+/**
+ * What a backup needs, each taken without waiting, in the order a first call takes them: a permit
+ * of the route's keys (a backup is a request like any other: it never pushes a key past its rpm
+ * or in-flight limits; with one key without limits there is no KeyPool to ask), a free header slot
+ * (a backup never queues for one: the lane's calls need them), then the room's grant, which notes
+ * it. null when any is missing, with whatever was taken handed back.
+ */
+async function prepareBackup(
+  task: ClaimedTask,
+  turn: TurnRequest,
+  request: ModelRequest,
+  ctx: PermitContext,
+  keyed: { route: ModelRoute; keys: readonly UpstreamKey[]; permitRequest: PermitRequest } | null,
+): Promise<BackupCall | null> {
+  const hedge = ctx.hedge;
+  if (hedge === undefined) return null;
+  const now = ctx.now();
+  let permit: Extract<PermitAttempt, { kind: "granted" }> | null = null;
+  if (keyed !== null) {
+    const attempt = await acquirePermit(keyed.route, keyed.keys, { ...keyed.permitRequest, latestStart: now }, ctx);
+    if (attempt.kind === "none") return null;
+    permit = attempt;
+  }
+  const releasePermitOf = async (result: ModelCallResult | null, called: boolean): Promise<void> => {
+    if (permit === null) return;
+    await releasePermit(
+      permit.keyId,
+      {
+        permitId: permit.permitId,
+        tokens: !called ? 0 : (result?.usage?.total_tokens ?? (result !== null && !result.ok && isUnbilledError(result.error.class) ? 0 : null)),
+        outcome: toPermitOutcome(result),
+        retryAfterMs: result === null || result.ok ? null : result.error.retryAfterMs,
+      },
+      ctx,
+    );
+  };
+  const slotted = await withHeaderSlot(request, ctx, now);
+  if (slotted === null) {
+    await releasePermitOf(null, false);
+    return null;
+  }
+  const granted = await hedge.grant({
+    taskId: task.taskId,
+    attempt: task.attempt,
+    turn: turn.turn,
+    model: task.model,
+    promptTokens: estimateConversationTokens(turn.messages, turn.tools),
+    maxTokens: turn.maxOutputTokens,
+    startedAt: ctx.now(),
+    hedge: true,
+  });
+  if (!granted) {
+    slotted.headerSlot?.release();
+    await releasePermitOf(null, false);
+    return null;
+  }
+  const client = permit === null ? null : ctx.gateway.clientFor(permit.keyId);
+  return {
+    request: slotted,
+    ...(client === null ? {} : { send: (r: ModelRequest) => client.complete(r) }),
+    done: (result) => releasePermitOf(result, result !== null),
+  };
 }
 
 function deferred(retryAfterMs: number, reason: string): PermitAttempt {

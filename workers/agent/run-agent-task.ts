@@ -98,8 +98,8 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
       task,
       { turn: next.turn, messages: state.messages, tools: next.offerTools ? tools : null, maxOutputTokens, responseFormat },
       ctx.permits,
-      (result) => {
-        const record = toCallRecord(task.model, next.turn, result);
+      (result, hedge) => {
+        const record = toCallRecord(task.model, next.turn, result, hedge);
         calls.push(record);
         ctx.onCall(record);
       },
@@ -145,7 +145,7 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
 }
 
 /** The ledger's record of one call of the loop. */
-function toCallRecord(model: string, turn: number, result: ModelCallResult): CallRecord {
+function toCallRecord(model: string, turn: number, result: ModelCallResult, hedge: CallRecord["hedge"]): CallRecord {
   return {
     turn,
     // The gateway name of the model called (a fallback while the spec's model's circuit is
@@ -157,5 +157,6 @@ function toCallRecord(model: string, turn: number, result: ModelCallResult): Cal
     status: result.ok ? "ok" : "error",
     errorClass: result.ok ? null : result.error.class,
     startedAt: result.startedAt,
+    ...(hedge === undefined ? {} : { hedge }),
   };
 }

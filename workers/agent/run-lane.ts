@@ -119,10 +119,24 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   // their task's report is answered, so the room can tell a noted call that never started.
   // By attempt (`task:attempt`), each with the turns started: a pull's reports drop theirs by key.
   const startedNoted = new Map<string, { taskId: string; attempt: number; turn: number }[]>();
+  /** limits.hedge: the delay the room's last answer gave (null: no backups now). */
+  let hedgeAfterMs: number | null = null;
   const permits: PermitContext = {
     ...ctx.permits,
     headerGate: gate,
     noteStart: (start) => ctx.callStarts.note(ticket.swarm_id, start),
+    hedge: {
+      afterMs: () => hedgeAfterMs,
+      // A room that cannot answer grants nothing: the call goes on alone.
+      grant: (start) =>
+        room.hedgeCall(start).then(
+          (answer) => answer.granted,
+          (error: unknown) => {
+            console.error(JSON.stringify({ event: "hedge_call_failed", swarm_id: ticket.swarm_id, task_id: start.taskId, error: toErrorMessage(error) }));
+            return false;
+          },
+        ),
+    },
     markStarted: (start) => {
       const key = attemptKey(start);
       const turns = startedNoted.get(key);
@@ -445,6 +459,7 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
       }
       transfer = answer.transfer ?? true;
       paceMs = answer.paceMs ?? 0;
+      hedgeAfterMs = answer.hedgeAfterMs ?? null;
       // Other lanes cover what the swarm can run: this one ends once its tasks have (its standby
       // tasks go back with the next pull), so a swarm runs on as few lanes as carry its window.
       if (answer.retire === true) retiring = true;

@@ -49,6 +49,7 @@ function countingRooms(failPullsFrom: number | null = null) {
     const room: SwarmRoomRpc = {
       scratchpad: (request) => stub.scratchpad(request),
       startCalls: (starts) => stub.startCalls(starts),
+      hedgeCall: (start) => stub.hedgeCall(start),
       async pull(request) {
         counts.pulls += 1;
         if (failPullsFrom !== null && counts.pulls >= failPullsFrom) throw new Error("Durable Object reset because its code was updated");

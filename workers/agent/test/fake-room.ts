@@ -11,6 +11,7 @@ import type {
   CallRecord,
   CallStart,
   ClaimedTask,
+  HedgeGrant,
   PullRequest,
   PullResponse,
   ScratchpadRequest,
@@ -72,6 +73,8 @@ export interface FakeRoomOptions {
   /** false: a swarm that was never started (every pull answers config null). */
   exists?: boolean;
   clock?: () => number;
+  /** limits.hedge as the room applies it: every pull's delay, and backups granted at most (default: off). */
+  hedge?: { afterMs: number; limit: number };
 }
 
 const TERMINAL: readonly FakeTaskState[] = ["succeeded", "failed", "cancelled"];
@@ -116,6 +119,7 @@ export class FakeRoom implements SwarmRoomRpc {
   private readonly timeoutS: number;
   private readonly exists: boolean;
   private readonly config: TaskRunConfig;
+  private readonly hedge: { afterMs: number; limit: number } | null;
 
   constructor(
     readonly swarmId: string,
@@ -128,6 +132,7 @@ export class FakeRoom implements SwarmRoomRpc {
     this.retryDelayMs = options.retryDelayMs ?? 0;
     this.timeoutS = options.timeoutS ?? 7;
     this.exists = options.exists ?? true;
+    this.hedge = options.hedge ?? null;
     this.config = {
       swarmId,
       tenant: "tk_fake",
@@ -202,6 +207,7 @@ export class FakeRoom implements SwarmRoomRpc {
       renewed,
       transfer,
       ...(run.length > 0 ? { run } : {}),
+      ...(this.hedge !== null && !finished && this.hedgeStarts.length < this.hedge.limit ? { hedgeAfterMs: this.hedge.afterMs } : {}),
     };
     this.answers.push(answer);
     this.afterPull(request, answer);
@@ -221,6 +227,18 @@ export class FakeRoom implements SwarmRoomRpc {
   async startCalls(starts: CallStart[]): Promise<void> {
     this.events.push("startCalls");
     this.starts.push(...structuredClone(starts));
+  }
+
+  /** Every backup the room granted (and so noted), in order. */
+  readonly hedgeStarts: CallStart[] = [];
+  async hedgeCall(start: CallStart): Promise<HedgeGrant> {
+    this.events.push("hedgeCall");
+    if (this.hedge === null || this.cancelled) return { granted: false, reason: "off" };
+    const task = this.tasks.get(start.taskId);
+    if (task === undefined || task.state !== "running" || task.attempts !== start.attempt) return { granted: false, reason: "not_running" };
+    if (this.hedgeStarts.length >= this.hedge.limit) return { granted: false, reason: "limit" };
+    this.hedgeStarts.push(structuredClone(start));
+    return { granted: true };
   }
 
   async recordCalls(reports: CallReport[]): Promise<void> {
@@ -441,7 +459,7 @@ export class FakeRoom implements SwarmRoomRpc {
 
   private insertCalls(report: CallReport): void {
     for (const call of report.calls) {
-      const id = `${report.taskId}:${report.attempt}:${call.turn}`;
+      const id = `${report.taskId}:${report.attempt}:${call.turn}${call.hedge === undefined ? "" : ":h"}`;
       if (!this.ledger.has(id)) this.ledger.set(id, call);
     }
   }

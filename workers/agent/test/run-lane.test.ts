@@ -67,6 +67,7 @@ function wrappedRooms(options: { failBefore?: (n: number, request: PullRequest) 
   const rooms: SwarmRooms = (swarmId) => {
     const stub = real(swarmId);
     const room: SwarmRoomRpc = {
+      hedgeCall: (start) => stub.hedgeCall(start),
       async pull(request) {
         seen.pulls += 1;
         seen.requests.push(structuredClone(request));

@@ -20,6 +20,7 @@ export function toLedgerRow(row: SeedRow): LedgerRow {
     total_tokens: null,
     cost_usd: null,
     latency_ms: 100,
+    hedge: 0,
     ...row,
   };
 }

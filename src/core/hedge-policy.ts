@@ -1,0 +1,87 @@
+// Hedged requests ("The Tail at Scale"): when a call's backup is due, and whether the swarm may
+// spend one. No I/O. The SwarmRoom feeds it the latencies it knows; the lane only asks.
+import { z } from "zod";
+import { percentile } from "./percentile.ts";
+
+/** `limits.hedge` (docs/configuration.md): off when absent. */
+export const HedgeSpecSchema = z.strictObject({
+  /**
+   * When a call still without its whole answer gets its backup: a percentile of the swarm's call
+   * latencies (calls still running counted at their elapsed time), or fixed milliseconds.
+   */
+  after: z.union([z.enum(["p50", "p75", "p90", "p95", "p99"]), z.number().int().min(10).max(600_000)]).default("p95"),
+  /** Backups the swarm may send, as a share of its tasks (0.05: at most 5 backups per 100 tasks). */
+  max_extra: z.number().min(0).max(0.5).default(0.05),
+});
+export type HedgeSpec = z.infer<typeof HedgeSpecSchema>;
+
+/**
+ * Finished calls the percentile needs before any backup: below this a p95 is one of the first
+ * few calls (usually a fast one) and would hedge half the swarm.
+ */
+export const HEDGE_MIN_SAMPLES = 20;
+
+/** The latencies a threshold is computed from: finished calls, and the calls still running now. */
+export interface LatencySample {
+  /** Latencies (ms) of calls that ended with an answer. */
+  finished: readonly number[];
+  /** How long (ms) each call still running has run so far: a lower bound of its latency. */
+  running: readonly number[];
+}
+
+/**
+ * The backup delay in ms, or null while there are too few finished calls to say. A running call
+ * counts at its elapsed time (its latency is at least that): the first calls to finish are the fast
+ * ones, and a percentile of them alone would send backups for half the swarm's ordinary calls.
+ */
+export function toHedgeAfterMs(spec: HedgeSpec, sample: LatencySample): number | null {
+  if (typeof spec.after === "number") return spec.after;
+  if (sample.finished.length < HEDGE_MIN_SAMPLES) return null;
+  const p = Number(spec.after.slice(1));
+  const at = percentile([...sample.finished, ...sample.running], p);
+  return at === null ? null : Math.max(1, Math.round(at));
+}
+
+/** The most backups a swarm of `tasks` may send. */
+export function toHedgeLimit(spec: HedgeSpec, tasks: number): number {
+  return Math.floor(spec.max_extra * tasks + 1e-9);
+}
+
+/**
+ * Of the time a window slot spends on calls, the share spent on calls that outlast `afterMs`.
+ * The calls in flight at any moment are a length-biased sample (a long call is in flight for
+ * longer), so this is about the share of the window that will be past `afterMs` at the swarm's
+ * end: how many backups its tail will want.
+ */
+export function toLongCallShare(latencies: readonly number[], afterMs: number): number {
+  let all = 0;
+  let long = 0;
+  for (const ms of latencies) {
+    all += ms;
+    if (ms > afterMs) long += ms;
+  }
+  return all <= 0 ? 0 : long / all;
+}
+
+export interface HedgeAsk {
+  limit: number;
+  sent: number;
+  /** Tasks not handed out yet: 0 is the swarm's tail, where a straggler decides the wall time. */
+  waiting: number;
+  window: number;
+  /** toLongCallShare of the sample, at the threshold in force. */
+  longShare: number;
+}
+
+/**
+ * Whether a backup may go now. The backups are kept for the tail: while tasks still wait, a
+ * straggler holds one slot of the window and the others keep the swarm moving, so a backup saves
+ * little; once none waits, the last stragglers are the swarm's wall time. So before the tail a
+ * backup may only spend what the tail will not need (about the window's long share of its calls).
+ */
+export function mayHedge(ask: HedgeAsk): { ok: true } | { ok: false; reason: "limit" | "kept_for_tail" } {
+  if (ask.sent >= ask.limit) return { ok: false, reason: "limit" };
+  if (ask.waiting === 0) return { ok: true };
+  const forTail = Math.min(ask.limit, Math.ceil(ask.window * ask.longShare));
+  return ask.sent < ask.limit - forTail ? { ok: true } : { ok: false, reason: "kept_for_tail" };
+}

@@ -1,0 +1,124 @@
+// One turn's call with its backup (limits.hedge, "The Tail at Scale"): when the call is still
+// without its whole answer after the swarm's delay, a backup of the same request goes out (if the
+// room grants one); the first answer wins and the other call is aborted. A failed call does not
+// win: the other one is waited for. It never retries and never sends a call the room has not noted.
+import type { ModelCallResult, ModelRequest } from "../../src/model/model-client.ts";
+
+export interface HedgeContext {
+  /** The delay in force (the lane's last pull said so), or null: no backups now. */
+  afterMs(): number | null;
+}
+
+export interface BackupCall {
+  /** The backup's request, with its own header slot, noted in the room. */
+  request: ModelRequest;
+  /** Sends it through its own key's client (its permit may be another key's); absent: as the first call. */
+  send?: (request: ModelRequest) => Promise<ModelCallResult>;
+  /** Hands back what the backup held (its key's permit) once it has ended, with its result. */
+  done(result: ModelCallResult | null): Promise<void>;
+}
+
+export interface HedgedSend {
+  send(request: ModelRequest): Promise<ModelCallResult>;
+  hedge: HedgeContext | undefined;
+  /**
+   * Takes what a backup needs (a permit, a header slot, the room's grant and note) without waiting
+   * for any of them: null when one is missing now, and then nothing was taken.
+   */
+  prepareBackup(): Promise<BackupCall | null>;
+  /**
+   * A call that ended on its own (not aborted by this module), as soon as it did: the backup with
+   * whether its answer was the one kept. An aborted call is not reported: its room note bills it at
+   * its worst case, marked estimated, since the upstream may have started on it.
+   */
+  onEnded(result: ModelCallResult, hedge?: "won" | "lost"): void;
+  setTimer?: (fn: () => void, ms: number) => unknown;
+  clearTimer?: (timer: unknown) => void;
+}
+
+interface Running {
+  readonly which: "primary" | "backup";
+  readonly promise: Promise<ModelCallResult>;
+  readonly abort: AbortController;
+  ended: ModelCallResult | null;
+}
+
+function start(which: Running["which"], send: HedgedSend["send"], request: ModelRequest): Running {
+  const abort = new AbortController();
+  const run: Running = {
+    which,
+    abort,
+    ended: null,
+    promise: send({ ...request, signal: abort.signal }).then((result) => {
+      run.ended = result;
+      return result;
+    }),
+  };
+  return run;
+}
+
+/** Sends the turn's call, and its backup when it is due and granted; resolves with the answer kept. */
+export async function sendHedged(request: ModelRequest, io: HedgedSend): Promise<ModelCallResult> {
+  const primary = start("primary", io.send, request);
+  const afterMs = io.hedge?.afterMs() ?? null;
+  if (afterMs === null) return reportAlone(primary, io);
+
+  const setTimer = io.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
+  const clearTimer = io.clearTimer ?? ((timer) => clearTimeout(timer as ReturnType<typeof setTimeout>));
+  let timer: unknown = null;
+  const due = new Promise<"due">((resolve) => {
+    timer = setTimer(() => resolve("due"), afterMs);
+  });
+  const first = await Promise.race([primary.promise, due]);
+  if (first !== "due") {
+    clearTimer(timer);
+    return reportAlone(primary, io);
+  }
+  const prepared = primary.ended === null ? await io.prepareBackup() : null;
+  if (prepared === null) return reportAlone(primary, io);
+  if (primary.ended !== null) {
+    // The call ended while its backup was being granted: the backup is not sent (its note bills it
+    // at its worst case, marked estimated: a backup aborted before it left).
+    await prepared.done(null);
+    return reportAlone(primary, io);
+  }
+  const backup = start("backup", prepared.send ?? io.send, prepared.request);
+  try {
+    return await race(primary, backup, io);
+  } finally {
+    await prepared.done(backup.ended);
+  }
+}
+
+async function reportAlone(primary: Running, io: HedgedSend): Promise<ModelCallResult> {
+  const result = await primary.promise;
+  io.onEnded(result);
+  return result;
+}
+
+/** The first answer wins and the other call is aborted; when both fail, the primary's failure stands. */
+async function race(primary: Running, backup: Running, io: HedgedSend): Promise<ModelCallResult> {
+  const firstEnded = await Promise.race([primary.promise.then(() => primary), backup.promise.then(() => backup)]);
+  const other = firstEnded === primary ? backup : primary;
+  const firstResult = firstEnded.ended as ModelCallResult;
+  if (firstResult.ok) {
+    // The other may have ended in the same turn of the event loop: then it is reported as it ended.
+    const otherEndedOnItsOwn = other.ended !== null;
+    if (!otherEndedOnItsOwn) other.abort.abort();
+    report(io, firstEnded, firstResult, true);
+    if (otherEndedOnItsOwn) report(io, other, other.ended as ModelCallResult, false);
+    else await other.promise;
+    return firstResult;
+  }
+  report(io, firstEnded, firstResult, false);
+  const otherResult = await other.promise;
+  report(io, other, otherResult, otherResult.ok);
+  if (otherResult.ok) return otherResult;
+  // Both failed: the task's outcome is the primary's failure.
+  return primary.ended as ModelCallResult;
+}
+
+function report(io: HedgedSend, run: Running, result: ModelCallResult, kept: boolean): void {
+  if (run.which === "backup") io.onEnded(result, kept ? "won" : "lost");
+  else io.onEnded(result);
+}

@@ -1,0 +1,256 @@
+// A turn's call with its backup (limits.hedge): when the backup goes, which answer wins, that the
+// loser is aborted and left to the room's note, and, through a lane and the gateway, that a backup
+// takes a key's permit like any call (a key at its rpm sends none) and is billed as a row of its own.
+import { describe, expect, it } from "vitest";
+import type { ModelCallResult, ModelRequest } from "../../../src/model/model-client.ts";
+import { sendHedged, type BackupCall, type HedgedSend } from "../hedged-call.ts";
+import { directGateway, FakeKeyPool, fakeKeyPools, toGatewayConfig } from "./fake-gateway.ts";
+import { BASE, FakeRoom, fakeClock, okResult, promptOf, roomsOf, runObserved, ticketMessage, USAGE } from "./fake-room.ts";
+
+const REQUEST: ModelRequest = {
+  model: "mock-1",
+  messages: [{ role: "user", content: "p" }],
+  tools: null,
+  parallelToolCalls: null,
+  maxOutputTokens: 16,
+  timeoutMs: 5_000,
+  responseFormat: null,
+};
+
+function ok(text: string): ModelCallResult {
+  return { ok: true, text, finishReason: "stop", usage: USAGE, toolCalls: [], latencyMs: 1, startedAt: 0 };
+}
+
+function failed(message: string): ModelCallResult {
+  return { ok: false, error: { class: "upstream_error", retryable: true, retryAfterMs: null, message }, usage: null, latencyMs: 1, startedAt: 0 };
+}
+
+const ABORTED = failed("aborted");
+
+/** A call the test ends by hand (or that ends ABORTED when its signal fires). */
+interface PendingCall {
+  request: ModelRequest;
+  end(result: ModelCallResult): void;
+  aborted: boolean;
+}
+
+/** A hedged send whose calls, timer and backup are all in the test's hands. */
+function harness(options: { afterMs?: number | null; grant?: boolean } = {}) {
+  const calls: PendingCall[] = [];
+  const ended: { text: string; hedge: string | undefined }[] = [];
+  const done: (ModelCallResult | null)[] = [];
+  let fire: (() => void) | null = null;
+  let prepares = 0;
+  const io: HedgedSend = {
+    send(request) {
+      return new Promise((resolve) => {
+        const call: PendingCall = { request, aborted: false, end: resolve };
+        request.signal?.addEventListener("abort", () => {
+          call.aborted = true;
+          resolve(ABORTED);
+        });
+        calls.push(call);
+      });
+    },
+    hedge: { afterMs: () => (options.afterMs === undefined ? 100 : options.afterMs) },
+    async prepareBackup(): Promise<BackupCall | null> {
+      prepares += 1;
+      if (options.grant === false) return null;
+      return {
+        request: { ...REQUEST, messages: [{ role: "user", content: "backup" }] },
+        done: async (result) => {
+          done.push(result);
+        },
+      };
+    },
+    onEnded(result, hedge) {
+      ended.push({ text: result.ok ? result.text : `error: ${result.error.message}`, hedge });
+    },
+    setTimer: (fn) => {
+      fire = fn;
+      return 1;
+    },
+    clearTimer: () => {
+      fire = null;
+    },
+  };
+  const flush = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+  return {
+    io,
+    calls,
+    ended,
+    done,
+    prepares: () => prepares,
+    /** The delay passes; resolves once the backup (if any) has been sent. */
+    async due(): Promise<void> {
+      fire?.();
+      await flush();
+      await flush();
+    },
+    flush,
+  };
+}
+
+describe("a call and its backup", () => {
+  it("without a delay in force, the call goes alone and no backup is asked for", async () => {
+    const h = harness({ afterMs: null });
+    const result = sendHedged(REQUEST, h.io);
+    await h.flush();
+    h.calls[0]?.end(ok("first"));
+    expect(await result).toEqual(ok("first"));
+    expect(h.calls).toHaveLength(1);
+    expect(h.prepares()).toBe(0);
+    expect(h.ended).toEqual([{ text: "first", hedge: undefined }]);
+  });
+
+  it("an answer before the delay sends no backup", async () => {
+    const h = harness();
+    const result = sendHedged(REQUEST, h.io);
+    await h.flush();
+    h.calls[0]?.end(ok("first"));
+    expect(await result).toEqual(ok("first"));
+    await h.due();
+    expect(h.calls).toHaveLength(1);
+    expect(h.prepares()).toBe(0);
+  });
+
+  it("past the delay a backup goes; its answer wins and the first call is aborted, left to the room's note", async () => {
+    const h = harness();
+    const result = sendHedged(REQUEST, h.io);
+    await h.due();
+    expect(h.calls).toHaveLength(2);
+    expect(promptOf(h.calls[1]?.request as ModelRequest)).toBe("backup");
+    h.calls[1]?.end(ok("backup answer"));
+    expect(await result).toEqual(ok("backup answer"));
+    expect(h.calls[0]?.aborted).toBe(true);
+    // The aborted call is not reported: its note bills it at its worst case, marked estimated.
+    expect(h.ended).toEqual([{ text: "backup answer", hedge: "won" }]);
+    expect(h.done).toEqual([ok("backup answer")]);
+  });
+
+  it("the first call answering first wins, and the backup is aborted", async () => {
+    const h = harness();
+    const result = sendHedged(REQUEST, h.io);
+    await h.due();
+    h.calls[0]?.end(ok("first"));
+    expect(await result).toEqual(ok("first"));
+    expect(h.calls[1]?.aborted).toBe(true);
+    expect(h.ended).toEqual([{ text: "first", hedge: undefined }]);
+    // The backup's permit goes back with what the aborted call ended as.
+    expect(h.done).toEqual([ABORTED]);
+  });
+
+  it("a failure does not win: the other call is waited for", async () => {
+    const h = harness();
+    const result = sendHedged(REQUEST, h.io);
+    await h.due();
+    h.calls[0]?.end(failed("502"));
+    await h.flush();
+    expect(h.calls[1]?.aborted).toBe(false);
+    h.calls[1]?.end(ok("backup answer"));
+    expect(await result).toEqual(ok("backup answer"));
+    expect(h.ended).toEqual([
+      { text: "error: 502", hedge: undefined },
+      { text: "backup answer", hedge: "won" },
+    ]);
+  });
+
+  it("when both fail, the first call's failure is the turn's, and both are reported", async () => {
+    const h = harness();
+    const result = sendHedged(REQUEST, h.io);
+    await h.due();
+    h.calls[1]?.end(failed("backup 503"));
+    await h.flush();
+    h.calls[0]?.end(failed("first 502"));
+    expect(await result).toEqual(failed("first 502"));
+    expect(h.ended).toEqual([
+      { text: "error: backup 503", hedge: "lost" },
+      { text: "error: first 502", hedge: undefined },
+    ]);
+  });
+
+  it("a backup the room (or a key, or the gate) refuses is not sent", async () => {
+    const h = harness({ grant: false });
+    const result = sendHedged(REQUEST, h.io);
+    await h.due();
+    expect(h.prepares()).toBe(1);
+    expect(h.calls).toHaveLength(1);
+    h.calls[0]?.end(ok("first"));
+    expect(await result).toEqual(ok("first"));
+  });
+});
+
+describe("a backup through a lane and the gateway", () => {
+  /** t1's first call hangs until aborted; every later call answers at once. */
+  function hangingFirstCall() {
+    const requests: { keyId: string; request: ModelRequest }[] = [];
+    const aborted: number[] = [];
+    const answer = (keyId: string, request: ModelRequest): Promise<ModelCallResult> => {
+      const n = requests.push({ keyId, request });
+      if (n > 1) return Promise.resolve(okResult(request));
+      return new Promise((resolve) => {
+        request.signal?.addEventListener("abort", () => {
+          aborted.push(n);
+          resolve(ABORTED);
+        });
+      });
+    };
+    return { requests, aborted, answer };
+  }
+
+  it("sends one backup past the room's delay, bills it as the turn's backup row, and aborts the first call", async () => {
+    const time = fakeClock();
+    const room = new FakeRoom("sw_a", { tasks: ["t1"], clock: time.now, hedge: { afterMs: 5, limit: 1 } });
+    const model = hangingFirstCall();
+    const gateway = directGateway({ complete: (request) => model.answer("default", request) });
+    await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
+
+    expect(model.requests).toHaveLength(2);
+    expect(model.aborted).toEqual([1]);
+    expect(room.hedgeStarts).toEqual([expect.objectContaining({ taskId: "t1", attempt: 1, turn: 1, hedge: true, model: "mock-1" })]);
+    expect(room.task("t1")).toMatchObject({ state: "succeeded" });
+    // The backup's row; the aborted first call is the room's to bill (its note), not the lane's.
+    expect([...room.ledger.entries()]).toEqual([["t1:1:1:h", expect.objectContaining({ hedge: "won", status: "ok", usage: USAGE })]]);
+  });
+
+  it("takes a key's permit like any call: a key at its rpm sends no backup, and the room is not asked", async () => {
+    const config = toGatewayConfig(
+      JSON.stringify({
+        upstreams: { deepseek: { base_url: "https://api.deepseek.test/v1", keys: [{ id: "ds-a", rpm: 60 }] } },
+        models: { "deepseek-v3.2": { upstream: "deepseek", id: "deepseek-chat" } },
+      }),
+    );
+    const pool = new FakeKeyPool("ds-a");
+    // The first call's permit; then the key is at its rpm for a while.
+    pool.script = ["grant"];
+    pool.otherwise = { deny: "rpm", retryAfterMs: 30_000 };
+    const time = fakeClock();
+    const room = new FakeRoom("sw_a", { tasks: ["t1"], clock: time.now, hedge: { afterMs: 5, limit: 1 } });
+    room.models.set("t1", "deepseek-v3.2");
+    let release: (result: ModelCallResult) => void = () => {};
+    const requests: ModelRequest[] = [];
+    const gateway = {
+      config,
+      clientFor: () => ({
+        complete: (request: ModelRequest) =>
+          new Promise<ModelCallResult>((resolve) => {
+            requests.push(request);
+            release = resolve;
+            // Let the delay pass (the backup is asked for and refused by the key), then answer.
+            setTimeout(() => release(okResult(request)), 30);
+          }),
+      }),
+      keyPools: fakeKeyPools([pool]),
+      permitWaitMaxMs: 20_000,
+    };
+    await runObserved([ticketMessage("m1", "sw_a")], { ...BASE, rooms: roomsOf(room), gateway, now: time.now, sleep: time.sleep });
+
+    expect(requests).toHaveLength(1);
+    // The first call's acquire, then the backup's one try (no wait), denied.
+    expect(pool.acquires).toHaveLength(2);
+    expect(pool.releases).toHaveLength(1);
+    expect(room.hedgeStarts).toEqual([]);
+    expect(room.events).not.toContain("hedgeCall");
+    expect(room.task("t1")).toMatchObject({ state: "succeeded" });
+  });
+});
