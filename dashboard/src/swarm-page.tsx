@@ -183,6 +183,14 @@ export function SwarmPage(props: { client: EdgeswarmClient; id: string; navigate
           <span class="muted">ETA</span>
           <b>{progress?.eta_s == null ? "—" : `${Math.ceil(progress.eta_s)} s`}</b>
         </div>
+        {status?.hedges && (
+          <div class="counter panel" title="backup calls for stragglers (limits.hedge): sent of the limit, how many answered first, what they cost">
+            <span class="muted">hedges</span>
+            <b data-testid="hedges">
+              {status.hedges.sent}/{status.hedges.limit} · {status.hedges.won} won · ${status.hedges.cost_usd.toFixed(4)}
+            </b>
+          </div>
+        )}
         <div class="counter panel">
           <span class="muted">p50 / p95</span>
           <b>

@@ -59,9 +59,14 @@ function start(which: Running["which"], send: HedgedSend["send"], request: Model
 
 /** Sends the turn's call, and its backup when it is due and granted; resolves with the answer kept. */
 export async function sendHedged(request: ModelRequest, io: HedgedSend): Promise<ModelCallResult> {
-  const primary = start("primary", io.send, request);
   const afterMs = io.hedge?.afterMs() ?? null;
-  if (afterMs === null) return reportAlone(primary, io);
+  if (afterMs === null) {
+    // No backup can come: the call goes as it is (no abort signal to carry).
+    const result = await io.send(request);
+    io.onEnded(result);
+    return result;
+  }
+  const primary = start("primary", io.send, request);
 
   const setTimer = io.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
   const clearTimer = io.clearTimer ?? ((timer) => clearTimeout(timer as ReturnType<typeof setTimeout>));
