@@ -140,7 +140,8 @@ export async function callWithPermit(
     const result = await sendHedged(ready.request, {
       send: (r) => client.complete(r),
       hedge: ctx.hedge,
-      prepareBackup: () => prepareBackup(task, turn, request, ctx, null),
+      now: ctx.now,
+      prepareBackup: (timeoutMs) => prepareBackup(task, turn, { ...request, timeoutMs }, ctx, null),
       onEnded: onCallEnded,
     });
     return { kind: "called", result };
@@ -165,7 +166,8 @@ export async function callWithPermit(
     result = await sendHedged(ready.request, {
       send: (r) => client.complete(r),
       hedge: ctx.hedge,
-      prepareBackup: () => prepareBackup(task, turn, request, ctx, { route, keys, permitRequest }),
+      now: ctx.now,
+      prepareBackup: (timeoutMs) => prepareBackup(task, turn, { ...request, timeoutMs }, ctx, { route, keys, permitRequest }),
       onEnded: onCallEnded,
     });
     return { kind: "called", result };

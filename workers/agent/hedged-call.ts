@@ -23,9 +23,11 @@ export interface HedgedSend {
   hedge: HedgeContext | undefined;
   /**
    * Takes what a backup needs (a permit, a header slot, the room's grant and note) without waiting
-   * for any of them: null when one is missing now, and then nothing was taken.
+   * for any of them: null when one is missing now, and then nothing was taken. `timeoutMs` is what
+   * is left of the first call's: a backup never outlives the call it backs up (nor its task's lease).
    */
-  prepareBackup(): Promise<BackupCall | null>;
+  prepareBackup(timeoutMs: number): Promise<BackupCall | null>;
+  now?: () => number;
   /**
    * A call that ended on its own (not aborted by this module), as soon as it did: the backup with
    * whether its answer was the one kept. An aborted call is not reported: its room note bills it at
@@ -35,6 +37,9 @@ export interface HedgedSend {
   setTimer?: (fn: () => void, ms: number) => unknown;
   clearTimer?: (timer: unknown) => void;
 }
+
+/** A backup with less time than this left of its first call's deadline is not worth sending. */
+export const BACKUP_MIN_MS = 1_000;
 
 interface Running {
   readonly which: "primary" | "backup";
@@ -66,6 +71,8 @@ export async function sendHedged(request: ModelRequest, io: HedgedSend): Promise
     io.onEnded(result);
     return result;
   }
+  const now = io.now ?? Date.now;
+  const startedAt = now();
   const primary = start("primary", io.send, request);
 
   const setTimer = io.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
@@ -79,7 +86,8 @@ export async function sendHedged(request: ModelRequest, io: HedgedSend): Promise
     clearTimer(timer);
     return reportAlone(primary, io);
   }
-  const prepared = primary.ended === null ? await io.prepareBackup() : null;
+  const leftMs = request.timeoutMs - (now() - startedAt);
+  const prepared = primary.ended === null && leftMs >= BACKUP_MIN_MS ? await io.prepareBackup(leftMs) : null;
   if (prepared === null) return reportAlone(primary, io);
   if (primary.ended !== null) {
     // The call ended while its backup was being granted: the backup is not sent (its note bills it

@@ -3,7 +3,7 @@
 // takes a key's permit like any call (a key at its rpm sends none) and is billed as a row of its own.
 import { describe, expect, it } from "vitest";
 import type { ModelCallResult, ModelRequest } from "../../../src/model/model-client.ts";
-import { sendHedged, type BackupCall, type HedgedSend } from "../hedged-call.ts";
+import { BACKUP_MIN_MS, sendHedged, type BackupCall, type HedgedSend } from "../hedged-call.ts";
 import { directGateway, FakeKeyPool, fakeKeyPools, toGatewayConfig } from "./fake-gateway.ts";
 import { BASE, FakeRoom, fakeClock, okResult, promptOf, roomsOf, runObserved, ticketMessage, USAGE } from "./fake-room.ts";
 
@@ -36,6 +36,8 @@ interface PendingCall {
 
 /** A hedged send whose calls, timer and backup are all in the test's hands. */
 function harness(options: { afterMs?: number | null; grant?: boolean } = {}) {
+  const clock = { t: 0 };
+  const backupTimeouts: number[] = [];
   const calls: PendingCall[] = [];
   const ended: { text: string; hedge: string | undefined }[] = [];
   const done: (ModelCallResult | null)[] = [];
@@ -53,8 +55,10 @@ function harness(options: { afterMs?: number | null; grant?: boolean } = {}) {
       });
     },
     hedge: { afterMs: () => (options.afterMs === undefined ? 100 : options.afterMs) },
-    async prepareBackup(): Promise<BackupCall | null> {
+    now: () => clock.t,
+    async prepareBackup(timeoutMs): Promise<BackupCall | null> {
       prepares += 1;
+      backupTimeouts.push(timeoutMs);
       if (options.grant === false) return null;
       return {
         request: { ...REQUEST, messages: [{ role: "user", content: "backup" }] },
@@ -77,6 +81,8 @@ function harness(options: { afterMs?: number | null; grant?: boolean } = {}) {
   const flush = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
   return {
     io,
+    clock,
+    backupTimeouts,
     calls,
     ended,
     done,
@@ -167,6 +173,24 @@ describe("a call and its backup", () => {
       { text: "error: backup 503", hedge: "lost" },
       { text: "error: first 502", hedge: undefined },
     ]);
+  });
+
+  it("a backup gets what is left of the first call's deadline, and none goes with under a second left", async () => {
+    const h = harness();
+    const result = sendHedged(REQUEST, h.io);
+    h.clock.t = 1_200;
+    await h.due();
+    expect(h.backupTimeouts).toEqual([REQUEST.timeoutMs - 1_200]);
+    h.calls[1]?.end(ok("backup answer"));
+    await result;
+
+    const late = harness();
+    const lateResult = sendHedged(REQUEST, late.io);
+    late.clock.t = REQUEST.timeoutMs - BACKUP_MIN_MS + 1;
+    await late.due();
+    expect(late.prepares()).toBe(0);
+    late.calls[0]?.end(ok("first"));
+    expect(await lateResult).toEqual(ok("first"));
   });
 
   it("a backup the room (or a key, or the gate) refuses is not sent", async () => {
