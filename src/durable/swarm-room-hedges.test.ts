@@ -56,8 +56,13 @@ function succeeded(task: ClaimedTask, calls: CallRecord[]): TaskReport {
   return { taskId: task.taskId, attempt: task.attempt, outcome: { kind: "succeeded", output: "ok", finishReason: "stop" }, calls };
 }
 
+/** The note of a task's first call, as a lane sends it, started `agoMs` ago. */
+function startOf(task: ClaimedTask, agoMs = 0): CallStart {
+  return { taskId: task.taskId, attempt: task.attempt, turn: 1, model: "mock-1", promptTokens: 10, maxTokens: 16, startedAt: Date.now() - agoMs };
+}
+
 function backupOf(task: ClaimedTask): CallStart {
-  return { taskId: task.taskId, attempt: task.attempt, turn: 1, model: "mock-1", promptTokens: 10, maxTokens: 16, startedAt: Date.now(), hedge: true };
+  return { ...startOf(task), hedge: true };
 }
 
 /** The room's next read of the delay computes it afresh (it is kept for 200 ms between pulls). */
@@ -110,17 +115,7 @@ describe("the delay a pull carries", () => {
     expect(twenty.hedgeAfterMs).toBe(10);
     // 40 calls noted as started 5 s ago and still running: the median is now one of them.
     const running = (await stub.pull(pullOf(40))).granted;
-    await stub.startCalls(
-      running.map((task) => ({
-        taskId: task.taskId,
-        attempt: task.attempt,
-        turn: 1,
-        model: "mock-1",
-        promptTokens: 10,
-        maxTokens: 16,
-        startedAt: Date.now() - 5_000,
-      })),
-    );
+    await stub.startCalls(running.map((task) => startOf(task, 5_000)));
     await freshThreshold(stub);
     const withRunning = await stub.pull(pullOf(0));
     expect(withRunning.hedgeAfterMs).toBeGreaterThanOrEqual(4_900);
@@ -147,17 +142,7 @@ describe("a backup's grant", () => {
     const granted = (await stub.pull(pullOf(10))).granted;
     // Tasks still wait, and every call past 100 ms (none has finished: all 10 run 5 s): the window's
     // long share is 1, so all 5 are kept for the tail.
-    await stub.startCalls(
-      granted.map((task) => ({
-        taskId: task.taskId,
-        attempt: task.attempt,
-        turn: 1,
-        model: "mock-1",
-        promptTokens: 10,
-        maxTokens: 16,
-        startedAt: Date.now() - 5_000,
-      })),
-    );
+    await stub.startCalls(granted.map((task) => startOf(task, 5_000)));
     await freshThreshold(stub);
     expect(await stub.hedgeCall(backupOf(granted[0] as ClaimedTask))).toEqual({ granted: false, reason: "kept_for_tail" });
     // The other 10 tasks are handed out: the tail. Five backups go, the sixth is over the limit.
@@ -204,9 +189,7 @@ describe("a hedged turn's calls on the bill", () => {
     const [task, other] = (await two.stub.pull(pullOf(2))).granted;
     if (task === undefined || other === undefined) throw new Error("no grants");
     // The first call is noted as a lane notes it, then runs past the delay; its backup is granted.
-    await two.stub.startCalls([
-      { taskId: task.taskId, attempt: task.attempt, turn: 1, model: "mock-1", promptTokens: 10, maxTokens: 16, startedAt: Date.now() - 500 },
-    ]);
+    await two.stub.startCalls([startOf(task, 500)]);
     expect(await two.stub.hedgeCall(backupOf(task))).toEqual({ granted: true });
     // The backup answered first; the first call was aborted, so the lane reports only the backup.
     await two.stub.pull(pullOf(0, [succeeded(task, [call(40, { hedge: "won" })]), succeeded(other, [call(30)])]));

@@ -351,16 +351,7 @@ async function prepareBackup(
     await releasePermitOf(null, false);
     return null;
   }
-  const granted = await hedge.grant({
-    taskId: task.taskId,
-    attempt: task.attempt,
-    turn: turn.turn,
-    model: task.model,
-    promptTokens: estimateConversationTokens(turn.messages, turn.tools),
-    maxTokens: turn.maxOutputTokens,
-    startedAt: ctx.now(),
-    hedge: true,
-  });
+  const granted = await hedge.grant({ ...toCallStart(task, turn, ctx.now()), hedge: true });
   if (!granted) {
     slotted.headerSlot?.release();
     await releasePermitOf(null, false);
@@ -429,17 +420,22 @@ async function noteStart(task: ClaimedTask, turn: TurnRequest, request: ModelReq
     ctx.markStarted({ taskId: task.taskId, attempt: task.attempt, turn: turn.turn });
     return true;
   }
-  const noted = await ctx.noteStart({
+  const noted = await ctx.noteStart(toCallStart(task, turn, ctx.now()));
+  if (!noted) request.headerSlot?.release();
+  return noted;
+}
+
+/** The room's note of the turn's call about to leave: what bills it if its outcome is lost. */
+function toCallStart(task: ClaimedTask, turn: TurnRequest, startedAt: number): CallStart {
+  return {
     taskId: task.taskId,
     attempt: task.attempt,
     turn: turn.turn,
     model: task.model,
     promptTokens: estimateConversationTokens(turn.messages, turn.tools),
     maxTokens: turn.maxOutputTokens,
-    startedAt: ctx.now(),
-  });
-  if (!noted) request.headerSlot?.release();
-  return noted;
+    startedAt,
+  };
 }
 
 /** The request with a header slot of the lane's gate taken for it; null when none came by `latestStart`. */
