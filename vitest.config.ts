@@ -84,6 +84,7 @@ export default defineConfig({
                 PERMIT_WAIT_MAX_S: "20",
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),
+                MOCK_MCP_URL: inject("mockMcpUrl"),
                 WEBHOOK_SECRET: WEBHOOK_TEST_SECRET,
               },
               // The ledger, shared with the orchestrator below, so tests can read what it flushed.

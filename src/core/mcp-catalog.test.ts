@@ -17,6 +17,7 @@ const search: McpListedTool = {
   inputSchema: { type: "object", properties: { query: { type: "string" } } },
 };
 const read: McpListedTool = { name: "read_file", inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } };
+const LEGACY = { kind: "legacy" } as const;
 const server = (tools: unknown) => McpServerSpecSchema.parse({ name: "code", url: "https://mcp.example.com/mcp", tools });
 
 describe("toExposedToolName", () => {
@@ -56,17 +57,17 @@ describe("toCanonicalJson and hashMcpTool", () => {
 
 describe("pinMcpCatalog", () => {
   it('pins every listed tool for "*"', async () => {
-    const r = await pinMcpCatalog(server("*"), 0, [search, read]);
+    const r = await pinMcpCatalog(server("*"), 0, [search, read], LEGACY);
     expect(r.ok && r.value.tools.map((t) => [t.tool, t.exposed])).toEqual([
       ["search_code", "mcp__code__search_code"],
       ["read_file", "mcp__code__read_file"],
     ]);
-    expect(r.ok && r.value).toMatchObject({ name: "code", url: "https://mcp.example.com/mcp", timeout_s: 30 });
+    expect(r.ok && r.value).toMatchObject({ name: "code", url: "https://mcp.example.com/mcp", timeout_s: 30, era: LEGACY });
     expect(r.ok && r.value.tools[0]?.hash).toBe(await hashMcpTool(search));
   });
 
   it("pins the named tools only", async () => {
-    const r = await pinMcpCatalog(server(["read_file"]), 2, [search, read]);
+    const r = await pinMcpCatalog(server(["read_file"]), 2, [search, read], LEGACY);
     expect(r.ok && r.value.tools.map((t) => t.tool)).toEqual(["read_file"]);
   });
 
@@ -76,7 +77,7 @@ describe("pinMcpCatalog", () => {
     ["*", [{ name: "bad.name", inputSchema: {} }], "mcp_servers.3", "list the tools you need"],
     [["bad.name"], [{ name: "bad.name", inputSchema: {} }], "mcp_servers.3.tools.0", "1-64 letters"],
   ])("refuses %j of %j at %s", async (tools, listed, path, message) => {
-    const r = await pinMcpCatalog(server(tools), 3, listed as McpListedTool[]);
+    const r = await pinMcpCatalog(server(tools), 3, listed as McpListedTool[], LEGACY);
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.error[0]?.path).toBe(path);
@@ -86,7 +87,7 @@ describe("pinMcpCatalog", () => {
 
 describe("findToolNameCollisions", () => {
   it("names a tool name used twice, across servers or with a webhook tool", async () => {
-    const a = await pinMcpCatalog(server("*"), 0, [search]);
+    const a = await pinMcpCatalog(server("*"), 0, [search], LEGACY);
     if (!a.ok) throw new Error("pin failed");
     expect(findToolNameCollisions([a.value], ["other"])).toEqual([]);
     expect(findToolNameCollisions([a.value, a.value], [])).toEqual([
@@ -98,7 +99,7 @@ describe("findToolNameCollisions", () => {
 
 describe("toMcpFunctionTool and toToolDefinitionBytes", () => {
   it("offers the server's description and schema under the exposed name", async () => {
-    const r = await pinMcpCatalog(server("*"), 0, [search, read]);
+    const r = await pinMcpCatalog(server("*"), 0, [search, read], LEGACY);
     if (!r.ok) throw new Error("pin failed");
     const [first, second] = r.value.tools;
     if (first === undefined || second === undefined) throw new Error("tools missing");

@@ -2,6 +2,7 @@
 // names the model sees (`mcp__<server>__<tool>`), a hash per tool definition (a tool whose
 // definition changes mid-swarm is refused, never silently called), and the OpenAI function tools
 // the model is offered. No I/O.
+import { z } from "zod";
 import type { ErrorDetail } from "./errors.ts";
 import { err, ok, type Result } from "./result.ts";
 import { sha256Hex } from "./sha256.ts";
@@ -15,24 +16,37 @@ export interface McpListedTool {
 }
 
 /** One tool pinned for the swarm. The schema travels as text (an object of unknowns has no RPC type). */
-export interface PinnedMcpTool {
+export const PinnedMcpToolSchema = z.strictObject({
   /** The server's name for it. */
-  tool: string;
+  tool: z.string(),
   /** The model's name for it: `mcp__<server>__<tool>`. */
-  exposed: string;
-  description: string;
-  input_schema_json: string;
+  exposed: z.string(),
+  description: z.string(),
+  input_schema_json: z.string(),
   /** Lowercase hex SHA-256 of the definition's canonical JSON (name, description, input schema). */
-  hash: string;
-}
+  hash: z.string(),
+});
+export type PinnedMcpTool = z.infer<typeof PinnedMcpToolSchema>;
 
-/** A server as the swarm pinned it at submit. */
-export interface PinnedMcpServer {
-  name: string;
-  url: string;
-  timeout_s: number;
-  tools: PinnedMcpTool[];
-}
+/**
+ * The protocol era a server spoke at submit: a 2026-07-28 server with its `server/discover` answer,
+ * or a session-based (2025) one. A lane reconnects with it and needs no discovery of its own.
+ */
+export const McpEraSchema = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("modern"), discover_json: z.string() }),
+  z.strictObject({ kind: z.literal("legacy") }),
+]);
+export type McpEra = z.infer<typeof McpEraSchema>;
+
+/** A server as the swarm pinned it at submit (the SwarmRoom's `swarm.mcp_catalog`, docs/data.md). */
+export const PinnedMcpServerSchema = z.strictObject({
+  name: z.string(),
+  url: z.string(),
+  timeout_s: z.number(),
+  era: McpEraSchema,
+  tools: z.array(PinnedMcpToolSchema),
+});
+export type PinnedMcpServer = z.infer<typeof PinnedMcpServerSchema>;
 
 /** OpenAI's function-tool shape, without importing the SDK into the core. */
 export interface FunctionToolDefinition {
@@ -70,7 +84,12 @@ export function hashMcpTool(tool: McpListedTool): Promise<string> {
  * those it names. A named tool the server lacks, or a tool whose model-facing name OpenAI would
  * refuse, is a detail naming `mcp_servers.<i>…` (the caller answers 400).
  */
-export async function pinMcpCatalog(server: McpServerSpec, index: number, listed: readonly McpListedTool[]): Promise<Result<PinnedMcpServer, ErrorDetail[]>> {
+export async function pinMcpCatalog(
+  server: McpServerSpec,
+  index: number,
+  listed: readonly McpListedTool[],
+  era: McpEra,
+): Promise<Result<PinnedMcpServer, ErrorDetail[]>> {
   const byName = new Map(listed.map((tool) => [tool.name, tool]));
   const problems: ErrorDetail[] = [];
   const chosen: { tool: McpListedTool; path: string }[] = [];
@@ -105,7 +124,7 @@ export async function pinMcpCatalog(server: McpServerSpec, index: number, listed
     });
   }
   if (problems.length > 0) return err(problems);
-  return ok({ name: server.name, url: server.url, timeout_s: server.timeout_s, tools });
+  return ok({ name: server.name, url: server.url, timeout_s: server.timeout_s, era, tools });
 }
 
 /**
@@ -129,6 +148,19 @@ export function toMcpFunctionTool(server: string, tool: PinnedMcpTool): Function
   const description = tool.description === "" ? `Tool ${tool.tool} of the MCP server ${server}.` : tool.description;
   const parameters = JSON.parse(tool.input_schema_json) as Record<string, unknown>;
   return { type: "function", function: { name: tool.exposed, description, parameters: { type: "object", ...parameters } } };
+}
+
+/**
+ * Bytes every model call of a sub-task carries for the swarm's webhook and MCP tool definitions:
+ * the budget's worst case counts them in each call's prompt (a byte per token at most).
+ */
+export function toOfferedToolBytes(
+  webhooks: readonly { name: string; description: string; parameters: unknown }[],
+  servers: readonly PinnedMcpServer[],
+): number {
+  const definitions: unknown[] = webhooks.map((w) => ({ type: "function", function: { name: w.name, description: w.description, parameters: w.parameters } }));
+  for (const server of servers) for (const tool of server.tools) definitions.push(toMcpFunctionTool(server.name, tool));
+  return toToolDefinitionBytes(definitions);
 }
 
 /** UTF-8 bytes of the tool definitions as a request carries them: what the budget's worst case adds to every call. */

@@ -180,6 +180,12 @@ const SCHEMA_V11 = `
 DROP INDEX IF EXISTS tasks_by_deadline;
 `;
 
+// v12 (MCP servers): the catalog pinned at submit (src/core/mcp-catalog.ts PinnedMcpServer[], JSON;
+// NULL = no MCP server): each server's url, era and tools with a hash per tool definition.
+const SCHEMA_V12 = `
+ALTER TABLE swarm ADD COLUMN mcp_catalog TEXT;
+`;
+
 const MIGRATIONS: readonly string[] = [
   SCHEMA_V1,
   SCHEMA_V2,
@@ -192,6 +198,7 @@ const MIGRATIONS: readonly string[] = [
   SCHEMA_V9,
   SCHEMA_V10,
   SCHEMA_V11,
+  SCHEMA_V12,
 ];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */
