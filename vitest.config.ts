@@ -41,6 +41,7 @@ export default defineConfig({
                 WEBHOOK_SECRET: WEBHOOK_TEST_SECRET,
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),
+                MOCK_MCP_URL: inject("mockMcpUrl"),
                 LEDGER_FLUSH_MS: "50",
                 // A gateway that serves every model (default_upstream) and knows one "economy" tier
                 // model, for the budget fallback-tier tests.
