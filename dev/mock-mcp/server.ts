@@ -181,6 +181,13 @@ export async function startMockMcp(options: MockMcpOptions = {}): Promise<MockMc
       res.writeHead(204).end();
       return;
     }
+    if (url.pathname === "/slow") {
+      // Not MCP: a plain page answered after ?ms= (default: the server's latency), for comparing an
+      // MCP tool with http_fetch at the same latency (npm run bench:mcp).
+      await sleep(Number(url.searchParams.get("ms") ?? defaultLatency));
+      res.writeHead(200, { "content-type": "text/plain" }).end("[mock] src/auth.ts:1: export function checkToken(token: string): boolean {");
+      return;
+    }
     if (url.pathname === "/_stats") {
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(stats));
       return;

@@ -8,7 +8,7 @@ import { TOKEN_A, validSpec } from "./call-api.ts";
 import { readErrorBody } from "./error-body.ts";
 
 /** POST /v1/swarms with loopback targets allowed (local development), as `npm start` runs. */
-function submit(spec: Record<string, unknown>, allowPrivate = true): Promise<Response> {
+async function submit(spec: Record<string, unknown>, allowPrivate = true): Promise<Response> {
   return createApp().request(
     "/v1/swarms",
     { method: "POST", headers: { authorization: `Bearer ${TOKEN_A}`, "content-type": "application/json" }, body: JSON.stringify(spec) },
