@@ -45,6 +45,8 @@ export const PinnedMcpServerSchema = z.strictObject({
   timeout_s: z.number(),
   era: McpEraSchema,
   tools: z.array(PinnedMcpToolSchema),
+  /** The spec's credential as the tenant's secret was at submit: its name and ciphertext, never its value. */
+  credential: z.strictObject({ name: z.string(), iv: z.string(), ciphertext: z.string() }).optional(),
 });
 export type PinnedMcpServer = z.infer<typeof PinnedMcpServerSchema>;
 

@@ -141,6 +141,11 @@ export const McpServerSpecSchema = z.strictObject({
   tools: z.union([z.literal("*"), z.array(z.string().min(1).max(128)).min(1, 'list at least one tool, or "*" for all of them').max(64)]).default("*"),
   /** Seconds one tool call may take. */
   timeout_s: z.number().min(1).max(120).default(30),
+  /** A tenant secret (PUT /v1/secrets/:name) sent as `Authorization: Bearer <value>`. */
+  credential: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "a secret name is 1-64 letters, digits, '_' or '-'")
+    .optional(),
 });
 export type McpServerSpec = z.infer<typeof McpServerSpecSchema>;
 

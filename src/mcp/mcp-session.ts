@@ -127,7 +127,7 @@ export function describeMcpFailure(error: unknown, timeoutMs: number): string {
     return "the tool asked for user input (elicitation), which a swarm's agents cannot give";
   }
   if (typeof named.code === "number") return `the server answered a JSON-RPC error ${named.code}: ${message}`;
-  if (named.name === "EgressRefused") return message;
+  if (named.name === "EgressRefused" || named.name === "McpCredentialError") return message;
   return `the server could not be reached: ${message}`;
 }
 

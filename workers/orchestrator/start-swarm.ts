@@ -15,7 +15,7 @@ import type { OrchestratorDeps } from "./composition.ts";
 
 export type StartSwarmDeps = Pick<
   OrchestratorDeps,
-  "swarmRooms" | "swarmIndex" | "newSwarmId" | "now" | "config" | "admission" | "audit" | "newAuditId" | "mcpCatalogs"
+  "swarmRooms" | "swarmIndex" | "newSwarmId" | "now" | "config" | "admission" | "audit" | "newAuditId" | "mcpCatalogs" | "secrets" | "secretBox"
 >;
 
 /** Whose swarm it is: the tenant, its limits as read on this request, and who asked (null: cron). */
@@ -48,7 +48,7 @@ export async function startSwarm(
   requireReachableTools(swarm, deps.config);
   requireAdmission(swarm, deps, owner);
   await requireSwarmSlot(deps, owner);
-  const mcpCatalog = await requireMcpCatalogs(swarm, deps);
+  const mcpCatalog = await requireMcpCatalogs(swarm, deps, tenant);
   const swarmId = keyedId ?? deps.newSwarmId();
   const tenantCap = deps.admission(tenant, limits).tenantCap;
   const input: StartSwarmInput = { swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin, tenantCap };
@@ -86,11 +86,22 @@ export async function startSwarm(
  * a server that cannot be read, a tool it lacks or a tool name used twice is a 400 naming
  * `mcp_servers.<i>…`. Runs before the room exists, so a refused spec leaves nothing behind.
  */
-async function requireMcpCatalogs(swarm: PlannedSwarm, deps: Pick<StartSwarmDeps, "mcpCatalogs">): Promise<PinnedMcpServer[]> {
+async function requireMcpCatalogs(
+  swarm: PlannedSwarm,
+  deps: Pick<StartSwarmDeps, "mcpCatalogs" | "secrets" | "secretBox">,
+  tenant: string,
+): Promise<PinnedMcpServer[]> {
   const servers = swarm.spec.mcp_servers ?? [];
   if (servers.length === 0) return [];
   const webhookNames = (swarm.spec.tools ?? []).flatMap((tool) => (typeof tool === "string" ? [] : [tool.name]));
-  const read = await deps.mcpCatalogs(servers, webhookNames);
+  // A credential is the tenant's secret: its value opens here only for the one tool-list read; the
+  // swarm keeps its ciphertext, which a lane opens in its own memory for its calls.
+  const credential = async (name: string) => {
+    const sealed = await deps.secrets.get(tenant, name);
+    const bearer = sealed === null || deps.secretBox === null ? null : await deps.secretBox.open(tenant, name, sealed);
+    return sealed === null || bearer === null ? null : { sealed, bearer };
+  };
+  const read = await deps.mcpCatalogs(servers, webhookNames, credential);
   if (!read.ok) throw new ApiError("invalid_spec", "the swarm's MCP servers cannot be used as given", read.error);
   return read.value;
 }

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { PinnedMcpServer } from "../../../src/core/mcp-catalog.ts";
 import { LimitsSchema, McpServerSpecSchema } from "../../../src/core/spec-schema.ts";
 import { createCatalogReader, MCP_MAX_REDIRECTS } from "../../../src/mcp/read-catalogs.ts";
+import { createSecretBox } from "../../../src/secrets/secret-box.ts";
 import { createModelClient, type ModelRequest } from "../../../src/model/model-client.ts";
 import { consumeTasks } from "../consume-tasks.ts";
 import { toSwarmRooms } from "../swarm-rooms.ts";
@@ -19,6 +20,7 @@ import { LANE_DEFAULTS, startRoomSwarm, tickets, type RoomSwarm } from "./room-s
 const TENANT = "tn_mcptests";
 let counter = 0;
 
+const noCredential = async () => null;
 const readCatalogs = createCatalogReader({ fetch: (input, init) => fetch(input, init), allowPrivate: true, maxRedirects: MCP_MAX_REDIRECTS });
 
 interface MockMcpStats {
@@ -37,7 +39,7 @@ const server = (path: string, fields: Record<string, unknown> = {}) =>
   McpServerSpecSchema.parse({ name: "code", url: `${env.MOCK_MCP_URL}${path}`, ...fields });
 
 async function pin(path: string, fields: Record<string, unknown> = {}): Promise<PinnedMcpServer[]> {
-  const read = await readCatalogs([server(path, fields)], []);
+  const read = await readCatalogs([server(path, fields)], [], noCredential);
   if (!read.ok) throw new Error(`catalog refused: ${JSON.stringify(read.error)}`);
   return read.value;
 }
@@ -77,7 +79,7 @@ async function deliver(swarmId: string): Promise<ModelRequest[]> {
       },
     }),
     concurrency: 64,
-    tools: toToolEnvironment({ ...DEFAULT_TOOL_SETTINGS, allowPrivate: true }, fetch),
+    tools: toToolEnvironment({ ...DEFAULT_TOOL_SETTINGS, allowPrivate: true, secretsKey: env.SECRETS_KEY }, fetch),
   });
   expect((await getQueueResult(batch, ctx)).retryMessages).toEqual([]);
   return requests;
@@ -108,16 +110,16 @@ describe("MCP at submit", () => {
   });
 
   it("refuses a tool the server lacks, an unreachable server and a name collision, naming mcp_servers[i]", async () => {
-    const unknown = await readCatalogs([server("/mcp", { tools: ["search_code", "deploy"] })], []);
+    const unknown = await readCatalogs([server("/mcp", { tools: ["search_code", "deploy"] })], [], noCredential);
     expect(unknown.ok === false && unknown.error).toEqual([
       { path: "mcp_servers.0.tools.1", message: expect.stringContaining('the server has no tool "deploy"') },
     ]);
-    const dead = await readCatalogs([server("/dead/mcp")], []);
+    const dead = await readCatalogs([server("/dead/mcp")], [], noCredential);
     expect(dead.ok === false && dead.error[0]?.path).toBe("mcp_servers.0");
     expect(dead.ok === false && dead.error[0]?.message).toMatch(/could not be read/);
-    const collision = await readCatalogs([server("/mcp", { tools: ["read_file"] })], ["mcp__code__read_file"]);
+    const collision = await readCatalogs([server("/mcp", { tools: ["read_file"] })], ["mcp__code__read_file"], noCredential);
     expect(collision.ok === false && collision.error[0]?.path).toBe("mcp_servers.0.tools");
-    const metadata = await readCatalogs([McpServerSpecSchema.parse({ name: "meta", url: "http://169.254.169.254/mcp" })], []);
+    const metadata = await readCatalogs([McpServerSpecSchema.parse({ name: "meta", url: "http://169.254.169.254/mcp" })], [], noCredential);
     expect(metadata.ok === false && metadata.error[0]?.path).toBe("mcp_servers.0.url");
   });
 });
@@ -197,6 +199,40 @@ describe("MCP tools in a swarm", () => {
     const results = toolResults(requests);
     expect(results.filter((r) => r.includes("changed this tool's definition since the swarm started")).length).toBeGreaterThan(0);
     expect(results.some((r) => r.includes("Input validation error"))).toBe(false);
+  });
+
+  it("sends the tenant's credential as a bearer token on every call; it is in no model request, result or stored catalog", async () => {
+    const path = "/mcp?latency_ms=1&credential=lane";
+    const secret = `tok_lane_${crypto.randomUUID()}`;
+    // Sealed as the orchestrator seals it (the same SECRETS_KEY): the lane opens it in its memory.
+    const sealed = await createSecretBox(env.SECRETS_KEY).seal(TENANT, "code_search", secret);
+    const read = await readCatalogs([server(path, { credential: "code_search" })], [], async () => ({ sealed, bearer: secret }));
+    if (!read.ok) throw new Error(JSON.stringify(read.error));
+    expect(JSON.stringify(read.value)).not.toContain(secret);
+    await fetch(`${env.MOCK_MCP_URL}/_reset`, { method: "POST" });
+    const swarm = await startSwarm(read.value, ["Use mcp__code__search_code.", "Use mcp__code__search_code."]);
+    const requests = await deliver(swarm.swarmId);
+    const results = await swarm.results();
+    expect(results.map((r) => r.state)).toEqual(["succeeded", "succeeded"]);
+    const stats = (await (await fetch(`${env.MOCK_MCP_URL}/_stats`)).json()) as MockMcpStats & { authorizations: string[] };
+    expect(stats.calls[path]).toBe(2);
+    expect(stats.authorizations.length).toBeGreaterThanOrEqual(2);
+    expect(stats.authorizations.every((a) => a === `Bearer ${secret}`)).toBe(true);
+    expect(JSON.stringify(requests)).not.toContain(secret);
+    expect(JSON.stringify(results)).not.toContain(secret);
+    expect(JSON.stringify(await swarm.status())).not.toContain(secret);
+  });
+
+  it("answers the model with an error, and calls nothing, when the credential cannot be opened", async () => {
+    const path = "/mcp?latency_ms=1&credential=wrongkey";
+    const sealed = await createSecretBox("another-deployments-key").seal(TENANT, "code_search", "tok_unopenable");
+    const read = await readCatalogs([server(path, { credential: "code_search" })], [], async () => ({ sealed, bearer: "tok_unopenable" }));
+    if (!read.ok) throw new Error(JSON.stringify(read.error));
+    const swarm = await startSwarm(read.value, ["Use mcp__code__search_code."]);
+    const requests = await deliver(swarm.swarmId);
+    expect((await swarm.results()).map((r) => r.state)).toEqual(["succeeded"]);
+    expect(toolResults(requests).join("\n")).toMatch(/credential \\"code_search\\" could not be opened/);
+    expect((await mcpStats()).calls[path] ?? 0).toBe(0);
   });
 
   it("holds MCP requests to the tools' share of the invocation's header slots", async () => {

@@ -13,6 +13,12 @@ import { createGuardedFetch, type TakeSlot } from "../../../src/mcp/guarded-fetc
 import { describeMcpFailure, openMcpSession, type McpSession } from "../../../src/mcp/mcp-session.ts";
 import { createHeaderGate, type HeaderGate } from "../header-gate.ts";
 import { untilAborted, type ToolResult } from "./http-fetch.ts";
+import type { SecretBox } from "../../../src/secrets/secret-box.ts";
+
+/** A pinned credential this agent cannot open: its message is safe to show (it names the secret, not its value). */
+class McpCredentialError extends Error {
+  override readonly name = "McpCredentialError";
+}
 
 export interface McpToolSettings {
   fetch: typeof fetch;
@@ -22,6 +28,8 @@ export interface McpToolSettings {
   /** Calls one lane runs at once against one server. */
   perServerConcurrency: number;
   maxRedirects: number;
+  /** Opens a server's pinned credential (the tenant's secret) in this lane's memory; null = SECRETS_KEY unset. */
+  secretBox: SecretBox | null;
 }
 
 /** One MCP call as transcripts and logs show it. Never holds arguments, answers or credentials. */
@@ -61,6 +69,7 @@ interface ServerState {
  * decrypted credential per server name (held in this lane's memory only).
  */
 export function createMcpTools(
+  tenant: string,
   servers: readonly PinnedMcpServer[],
   settings: McpToolSettings,
   takeSlot: TakeSlot | null,
@@ -94,9 +103,24 @@ export function createMcpTools(
     }
   }
 
+  /** The credential's value, opened only here, held only by the session's auth provider. */
+  const bearerOf = async (pinned: PinnedMcpServer): Promise<string | null> => {
+    const credential = pinned.credential;
+    if (credential === undefined) return null;
+    const value = settings.secretBox === null ? null : await settings.secretBox.open(tenant, credential.name, credential);
+    if (value === null) {
+      throw new McpCredentialError(
+        `the credential "${credential.name}" could not be opened on this agent (its SECRETS_KEY is unset or differs from the orchestrator's)`,
+      );
+    }
+    return value;
+  };
+
   const session = (state: ServerState): Promise<McpSession> => {
     if (state.session === null) {
-      const opening = openMcpSession({ url: state.pinned.url, fetch: fetchFn, bearer: null, timeoutMs: state.pinned.timeout_s * 1_000, era: state.pinned.era });
+      const opening = bearerOf(state.pinned).then((bearer) =>
+        openMcpSession({ url: state.pinned.url, fetch: fetchFn, bearer, timeoutMs: state.pinned.timeout_s * 1_000, era: state.pinned.era }),
+      );
       state.session = opening.then((s) => {
         s.onToolsChanged(() => {
           state.stale = true;

@@ -15,6 +15,7 @@ import type { PinnedMcpServer } from "../../../src/core/mcp-catalog.ts";
 import type { TakeSlot } from "../../../src/mcp/guarded-fetch.ts";
 import { MCP_MAX_REDIRECTS } from "../../../src/mcp/read-catalogs.ts";
 import { MAX_TOOL_RESULT_CHARS } from "../../../src/core/agent-limits.ts";
+import { createSecretBox } from "../../../src/secrets/secret-box.ts";
 import { toErrorMessage } from "../../../src/core/error-message.ts";
 
 /** What the tools reach: the swarm's scratchpad, the network (with its limits) and the webhook secret. */
@@ -67,6 +68,7 @@ export function toToolEnvironment(settings: ToolSettings, globalFetch: typeof fe
       maxResultChars: MAX_TOOL_RESULT_CHARS - 200,
       perServerConcurrency: MCP_PER_SERVER_CONCURRENCY,
       maxRedirects: MCP_MAX_REDIRECTS,
+      secretBox: settings.secretsKey === undefined || settings.secretsKey === null ? null : createSecretBox(settings.secretsKey),
     },
     webhook: {
       secret: settings.webhookSecret,
@@ -118,7 +120,7 @@ export function createSwarmTools(
       });
     }
   }
-  const mcp = mcpServers.length === 0 ? null : createMcpTools(mcpServers, env.mcp, env.toolSlot ?? null);
+  const mcp = mcpServers.length === 0 ? null : createMcpTools(tenant, mcpServers, env.mcp, env.toolSlot ?? null);
   if (mcp !== null) definitions.push(...mcp.definitions);
   const offered = definitions.map((d) => (d.type === "function" ? d.function.name : "")).join(", ");
   const secret = env.webhook.secret;
