@@ -137,3 +137,13 @@ describe("mcp_servers", () => {
     expect(issuePaths({ ...minimal, tools: [tool] })).toEqual(["tools.0.name"]);
   });
 });
+
+describe("mcp_servers credential", () => {
+  it.each([
+    ["code_search-1", []],
+    ["has.dot", ["mcp_servers.0.credential"]],
+    ["", ["mcp_servers.0.credential"]],
+  ])("%j → %j", (credential, paths) => {
+    expect(issuePaths({ ...minimal, mcp_servers: [{ name: "code", url: "https://a.example/mcp", credential }] })).toEqual(paths);
+  });
+});
