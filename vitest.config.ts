@@ -11,6 +11,8 @@ const migrations = await readD1Migrations(path.join(root, "migrations"));
 const bundleDir = path.join(root, ".tmp", "orchestrator-bundle");
 const compatibilityDate = "2026-11-01";
 // The same id as in wrangler.toml: workers bound to the same id share one local D1 database.
+// Both Workers' SECRETS_KEY in the tests (tenant secrets are sealed by one and opened by the other).
+const SECRETS_TEST_KEY = "test-secrets-key-0123456789abcdef";
 const LEDGER_DB_ID = "6f1c2f4e-5a1b-4c3d-9e8f-0e1d2c3b4a59";
 
 export default defineConfig({
@@ -39,8 +41,10 @@ export default defineConfig({
                 API_TOKENS: "test-token-a,test-token-b",
                 API_KEY_KIND: "local",
                 WEBHOOK_SECRET: WEBHOOK_TEST_SECRET,
+                SECRETS_KEY: SECRETS_TEST_KEY,
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),
+                MOCK_MCP_URL: inject("mockMcpUrl"),
                 LEDGER_FLUSH_MS: "50",
                 // A gateway that serves every model (default_upstream) and knows one "economy" tier
                 // model, for the budget fallback-tier tests.
@@ -84,7 +88,9 @@ export default defineConfig({
                 PERMIT_WAIT_MAX_S: "20",
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),
+                MOCK_MCP_URL: inject("mockMcpUrl"),
                 WEBHOOK_SECRET: WEBHOOK_TEST_SECRET,
+                SECRETS_KEY: SECRETS_TEST_KEY,
               },
               // The ledger, shared with the orchestrator below, so tests can read what it flushed.
               d1Databases: { LEDGER_DB: LEDGER_DB_ID },
@@ -114,6 +120,7 @@ export default defineConfig({
                     LEASE_GRACE_S: "1",
                     TOOL_TURN_LEASE_S: "0",
                     LEDGER_FLUSH_MS: "50",
+                    SECRETS_KEY: SECRETS_TEST_KEY,
                   },
                 },
               ],

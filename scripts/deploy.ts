@@ -37,6 +37,7 @@ const deployConfigOf = (worker: string): string => path.join(".deploy", `${worke
 const GENERATED_SECRETS: Record<string, () => string> = {
   API_TOKENS: () => `es_admin_${randomBytes(24).toString("base64url")}`,
   WEBHOOK_SECRET: () => randomBytes(32).toString("hex"),
+  SECRETS_KEY: () => randomBytes(32).toString("hex"),
 };
 
 const RecordSchema = z.object({

@@ -6,6 +6,7 @@ import { readIntOption } from "./lib/int-option.ts";
 import { generateToken, startStack, type Stack } from "./lib/local-stack.ts";
 import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 import { toErrorMessage } from "../src/core/error-message.ts";
+import { startMockMcp, type MockMcpHandle } from "../dev/mock-mcp/server.ts";
 
 const { values } = parseArgs({
   options: {
@@ -23,6 +24,8 @@ if (!Number.isInteger(port) || port < 1 || port > 65_535) {
 const taskCount = readIntOption("tasks", values.tasks, 1, 10_000);
 // The tool examples (examples/*-tools.json, research-goal.json) reach the mock's fixtures and webhook here.
 const mockPort = readIntOption("MOCK_MODEL_PORT", process.env.MOCK_MODEL_PORT || "8788", 0, 65_535);
+// The MCP example (examples/code-review-mcp.json) reaches the mock MCP server here.
+const mcpPort = readIntOption("MOCK_MCP_PORT", process.env.MOCK_MCP_PORT || "8790", 0, 65_535);
 const apiToken = process.env.EDGESWARM_API_TOKEN || generateToken();
 const modelBaseUrl = process.env.MODEL_BASE_URL || undefined;
 const demoModel = process.env.EDGESWARM_DEMO_MODEL || (modelBaseUrl ? "gpt-4.1-mini" : "mock-1");
@@ -44,12 +47,14 @@ function demoSpec(n: number) {
 }
 
 let stack: Stack | null = null;
+let mcp: MockMcpHandle | null = null;
 let stopping = false;
 async function shutdown(code: number): Promise<never> {
   if (!stopping) {
     stopping = true;
     console.log("\nstopping edgeswarm …");
     await stack?.stop();
+    await mcp?.close();
   }
   process.exit(code);
 }
@@ -68,6 +73,7 @@ try {
     allowPrivateNetwork: true,
     log: process.env.EDGESWARM_VERBOSE ? "inherit" : "capture",
   });
+  mcp = await startMockMcp({ port: mcpPort, latencyMs: 50 });
 } catch (error) {
   console.error(`edgeswarm: could not start: ${toErrorMessage(error)}`);
   await shutdown(1);
@@ -81,6 +87,7 @@ dashboard: ${stack.url}/#token=${encodeURIComponent(stack.token)}
 docs: ${stack.url}/docs
 model: ${stack.mock ? `${stack.modelBaseUrl} (built-in mock model: outputs are fake)` : stack.modelBaseUrl}
 tools: http_fetch and webhook tools may reach 127.0.0.1 and private addresses (ALLOW_PRIVATE_NETWORK=true, local only)
+mcp: ${mcp?.url ?? ""}/mcp (built-in mock MCP server: answers are fake)
 `);
 
 if (!values["no-demo"]) {
@@ -102,6 +109,7 @@ Try it:
   curl -s -H "Authorization: Bearer ${stack.token}" ${stack.url}/v1/swarms
   EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npx edgeswarm run examples/research.json
   EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npm run swarm -- examples/code-review.json
+  EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npm run swarm -- examples/code-review-mcp.json
   EDGESWARM_URL=${stack.url} EDGESWARM_API_TOKEN=${stack.token} npm run swarm -- examples/research-goal.json${stack.mock && mockPort !== 8788 ? "\n  (the tool examples expect the mock on port 8788: unset MOCK_MODEL_PORT)" : ""}
   (cron runs every 5 s here: due schedules start, and unfinished swarms resume after a restart)
 

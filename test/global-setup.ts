@@ -7,6 +7,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import type { TestProject } from "vitest/node";
 import { startMockModel } from "../dev/mock-model/server.ts";
+import { startMockMcp } from "../dev/mock-mcp/server.ts";
 import { deriveWebhookKey } from "../src/core/webhook-signature.ts";
 import { WEBHOOK_TEST_SECRET, WEBHOOK_TEST_TENANT } from "./webhook-test-secret.ts";
 import { WRANGLER_OFFLINE_ENV } from "../scripts/lib/wrangler-env.ts";
@@ -14,6 +15,7 @@ import { WRANGLER_OFFLINE_ENV } from "../scripts/lib/wrangler-env.ts";
 declare module "vitest" {
   export interface ProvidedContext {
     mockModelUrl: string;
+    mockMcpUrl: string;
   }
 }
 
@@ -40,8 +42,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
     webhookSecret: await deriveWebhookKey(WEBHOOK_TEST_SECRET, WEBHOOK_TEST_TENANT),
   });
   project.provide("mockModelUrl", mock.url);
+  // The MCP tests' server: 50 ms tools unless a test's URL says otherwise (?latency_ms=).
+  const mcp = await startMockMcp({ port: 0, latencyMs: 50 });
+  project.provide("mockMcpUrl", mcp.url);
   if (project.name === "agent") await buildOrchestratorBundle();
   return async () => {
     await mock.close();
+    await mcp.close();
   };
 }

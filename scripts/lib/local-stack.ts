@@ -41,6 +41,8 @@ export interface StackOptions {
    * tick runs due schedules and wakes unfinished swarms. Default 5,000.
    */
   cronEveryMs?: number;
+  /** SECRETS_KEY of both Workers (tenant secrets are encrypted with keys derived from it); generated when unset. */
+  secretsKey?: string;
   /** WEBHOOK_SECRET of the agent (and the mock's /tools/lint); generated when unset. */
   webhookSecret?: string;
   /**
@@ -270,6 +272,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     MODEL_API_KEY: modelApiKey,
     UPSTREAM_KEYS: JSON.stringify(options.upstreamKeys ?? {}),
     WEBHOOK_SECRET: webhookSecret,
+    SECRETS_KEY: options.secretsKey ?? `sk_local_${randomBytes(24).toString("base64url")}`,
     ALLOW_PRIVATE_NETWORK: options.allowPrivateNetwork ? "true" : "false",
     // Keys the local stack mints say so: es_local_… (wrangler.toml's default is live).
     API_KEY_KIND: "local",

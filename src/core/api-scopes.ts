@@ -45,6 +45,9 @@ export const ROUTE_SCOPES: Readonly<Record<string, Scope>> = {
   "DELETE /v1/keys/:id": "admin",
   "POST /v1/keys/:id/rotate": "admin",
   "GET /v1/audit": "admin",
+  "PUT /v1/secrets/:name": "run",
+  "GET /v1/secrets": "read",
+  "DELETE /v1/secrets/:name": "run",
 };
 
 /** The scope a route needs; null = the table has no row for it (the caller refuses the request). */

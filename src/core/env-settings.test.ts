@@ -267,7 +267,14 @@ describe("readRoomSettings", () => {
 describe("readOrchestratorSettings", () => {
   it("reads the request settings, and the prices, gateway and tenant caps as results of their own", () => {
     const settings = readOrchestratorSettings({ MAX_BODY_BYTES: "8388608", API_TOKENS: " a, b ", ALLOW_PRIVATE_NETWORK: "false", WEBHOOK_SECRET: " whsec " });
-    expect(settings.config).toEqual({ maxBodyBytes: 8_388_608, apiTokens: ["a", "b"], allowPrivateNetwork: false, webhookSecret: "whsec", apiKeyKind: "live" });
+    expect(settings.config).toEqual({
+      maxBodyBytes: 8_388_608,
+      apiTokens: ["a", "b"],
+      allowPrivateNetwork: false,
+      webhookSecret: "whsec",
+      secretsKey: null,
+      apiKeyKind: "live",
+    });
     expect(settings.prices).toEqual({ ok: true, value: DEFAULT_PRICES });
     expect(settings.gateway).toEqual({ ok: true, value: null });
     expect(settings.tenantBudgets).toEqual({ ok: true, value: {} });
@@ -333,10 +340,12 @@ describe("readAgentSettings and readToolSettings", () => {
       webhookTimeoutMs: 15_000,
       webhookSecret: null,
       allowPrivate: false,
+      secretsKey: null,
     });
-    expect(readToolSettings({ ...tools, ALLOW_PRIVATE_NETWORK: " True ", WEBHOOK_SECRET: " whsec " })).toMatchObject({
+    expect(readToolSettings({ ...tools, ALLOW_PRIVATE_NETWORK: " True ", WEBHOOK_SECRET: " whsec ", SECRETS_KEY: " sk " })).toMatchObject({
       allowPrivate: true,
       webhookSecret: "whsec",
+      secretsKey: "sk",
     });
   });
 

@@ -240,6 +240,7 @@ export type OrchestratorSettingName =
   | "API_TOKENS"
   | "ALLOW_PRIVATE_NETWORK"
   | "WEBHOOK_SECRET"
+  | "SECRETS_KEY"
   | "MODEL_PRICES"
   | "GATEWAY_CONFIG"
   | "TENANT_BUDGETS"
@@ -254,6 +255,8 @@ export interface OrchestratorConfig {
   allowPrivateNetwork: boolean;
   /** WEBHOOK_SECRET, from which each tenant's webhook signing key is derived; null when unset. */
   webhookSecret: string | null;
+  /** SECRETS_KEY, from which each tenant's secrets key is derived (src/secrets/secret-box.ts); null when unset. */
+  secretsKey: string | null;
   /** What new tenant API keys start with: `es_live_` (production) or `es_local_` (API_KEY_KIND). */
   apiKeyKind: ApiKeyKind;
 }
@@ -279,6 +282,7 @@ export function readOrchestratorSettings(env: SettingsEnv<OrchestratorSettingNam
       apiTokens: readListSetting(env, "API_TOKENS"),
       allowPrivateNetwork: passedValue(allowPrivateNetwork),
       webhookSecret: readSecretSetting(env, "WEBHOOK_SECRET"),
+      secretsKey: readSecretSetting(env, "SECRETS_KEY"),
       apiKeyKind: passedValue(apiKeyKind),
     },
     prices: parseEffectivePrices(env.MODEL_PRICES, env.GATEWAY_CONFIG),
@@ -359,10 +363,12 @@ export interface ToolSettings {
   webhookTimeoutMs: number;
   webhookSecret: string | null;
   allowPrivate: boolean;
+  /** SECRETS_KEY: tenant secrets (an MCP server's `credential`) are decrypted with a key derived from it; null when unset. */
+  secretsKey?: string | null;
 }
 
 export function readToolSettings(
-  env: SettingsEnv<"HTTP_FETCH_TIMEOUT_S" | "HTTP_FETCH_MAX_BYTES" | "WEBHOOK_TIMEOUT_S" | "ALLOW_PRIVATE_NETWORK" | "WEBHOOK_SECRET">,
+  env: SettingsEnv<"HTTP_FETCH_TIMEOUT_S" | "HTTP_FETCH_MAX_BYTES" | "WEBHOOK_TIMEOUT_S" | "ALLOW_PRIVATE_NETWORK" | "WEBHOOK_SECRET" | "SECRETS_KEY">,
 ): ToolSettings {
   const httpTimeoutS = readIntSetting(env, "HTTP_FETCH_TIMEOUT_S", { min: 1, max: 120 });
   const httpMaxBytes = readIntSetting(env, "HTTP_FETCH_MAX_BYTES", { min: 1_024, max: 10_485_760 });
@@ -375,5 +381,6 @@ export function readToolSettings(
     webhookTimeoutMs: passedValue(webhookTimeoutS) * 1_000,
     webhookSecret: readSecretSetting(env, "WEBHOOK_SECRET"),
     allowPrivate: passedValue(allowPrivate),
+    secretsKey: readSecretSetting(env, "SECRETS_KEY"),
   };
 }

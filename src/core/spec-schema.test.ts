@@ -100,3 +100,50 @@ describe("SwarmSpecSchema rejects, naming the bad field", () => {
     expect(r.success ? [] : toIssueDetails(r.error)).toContainEqual({ path: "tasks", message: "a swarm needs at least one task" });
   });
 });
+
+describe("mcp_servers", () => {
+  const mcp = (servers: unknown) => ({ ...minimal, mcp_servers: servers });
+
+  it("fills the defaults of a server", () => {
+    const r = SwarmSpecSchema.safeParse(mcp([{ name: "code", url: "https://mcp.example.com/mcp" }]));
+    expect(r.success && r.data.mcp_servers).toEqual([{ name: "code", url: "https://mcp.example.com/mcp", tools: "*", timeout_s: 30 }]);
+  });
+
+  it.each([
+    [[{ name: "Code", url: "https://a.example/mcp" }], "mcp_servers.0.name"],
+    [[{ name: "code_x", url: "https://a.example/mcp" }], "mcp_servers.0.name"],
+    [[{ name: "a".repeat(17), url: "https://a.example/mcp" }], "mcp_servers.0.name"],
+    [[{ name: "code", url: "ftp://a.example/mcp" }], "mcp_servers.0.url"],
+    [[{ name: "code", url: "https://a.example/mcp", tools: [] }], "mcp_servers.0.tools"],
+    [[{ name: "code", url: "https://a.example/mcp", tools: "all" }], "mcp_servers.0.tools"],
+    [[{ name: "code", url: "https://a.example/mcp", tools: ["a", "b", "a"] }], "mcp_servers.0.tools.2"],
+    [[{ name: "code", url: "https://a.example/mcp", timeout_s: 0.5 }], "mcp_servers.0.timeout_s"],
+    [[{ name: "code", url: "https://a.example/mcp", timeout_s: 121 }], "mcp_servers.0.timeout_s"],
+    [[{ name: "code", url: "https://a.example/mcp", extra: 1 }], "mcp_servers.0"],
+    [
+      [
+        { name: "code", url: "https://a.example/mcp" },
+        { name: "code", url: "https://b.example/mcp" },
+      ],
+      "mcp_servers.1.name",
+    ],
+    [Array.from({ length: 9 }, (_, i) => ({ name: `s${i}`, url: "https://a.example/mcp" })), "mcp_servers"],
+  ])("refuses %j at %s", (servers, path) => {
+    expect(issuePaths(mcp(servers))).toContain(path);
+  });
+
+  it("refuses a webhook tool named like an MCP tool", () => {
+    const tool = { name: "mcp__code__x", description: "d", parameters: { type: "object" }, url: "https://hooks.example.com/x" };
+    expect(issuePaths({ ...minimal, tools: [tool] })).toEqual(["tools.0.name"]);
+  });
+});
+
+describe("mcp_servers credential", () => {
+  it.each([
+    ["code_search-1", []],
+    ["has.dot", ["mcp_servers.0.credential"]],
+    ["", ["mcp_servers.0.credential"]],
+  ])("%j → %j", (credential, paths) => {
+    expect(issuePaths({ ...minimal, mcp_servers: [{ name: "code", url: "https://a.example/mcp", credential }] })).toEqual(paths);
+  });
+});

@@ -108,12 +108,16 @@ export type BuiltinTool = (typeof BUILTIN_TOOLS)[number];
 /** Names the model sees for the built-in tools; a webhook tool may not take them. */
 export const BUILTIN_TOOL_NAMES: readonly string[] = ["scratchpad_get", "scratchpad_put", "scratchpad_list", "http_fetch"];
 
+/** The prefix of every MCP tool's name as the model sees it: `mcp__<server>__<tool>`. */
+export const MCP_TOOL_PREFIX = "mcp__";
+
 /** A tool the agent calls by POSTing the model's arguments, signed, to `url` (see docs/agents-and-tools.md "Webhook tools"). */
 export const WebhookToolSchema = z.strictObject({
   name: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, "tool names are 1-64 letters, digits, '_' or '-'")
-    .refine((name) => !BUILTIN_TOOL_NAMES.includes(name), "this name belongs to a built-in tool"),
+    .refine((name) => !BUILTIN_TOOL_NAMES.includes(name), "this name belongs to a built-in tool")
+    .refine((name) => !name.startsWith(MCP_TOOL_PREFIX), `names starting with "${MCP_TOOL_PREFIX}" belong to MCP servers' tools`),
   description: z.string().min(1).max(1_024),
   /** JSON Schema of the arguments object. */
   parameters: z
@@ -125,6 +129,28 @@ export type WebhookTool = z.infer<typeof WebhookToolSchema>;
 
 export const ToolSpecSchema = z.union([z.enum(BUILTIN_TOOLS), WebhookToolSchema]);
 export type ToolSpec = z.infer<typeof ToolSpecSchema>;
+
+export const MAX_MCP_SERVERS = 8;
+
+/**
+ * An MCP server whose tools the sub-agents may call (docs/agents-and-tools.md "MCP servers"): a
+ * Streamable HTTP endpoint of either protocol era, under the same egress guard as http_fetch.
+ */
+export const McpServerSpecSchema = z.strictObject({
+  /** Lowercase letters and digits, so `mcp__<name>__<tool>` splits one way only. */
+  name: z.string().regex(/^[a-z][a-z0-9]{0,15}$/, "an MCP server name is a lowercase letter then up to 15 lowercase letters or digits"),
+  url: z.url({ protocol: /^https?$/, error: "url must be an http(s) URL" }).max(2_048),
+  /** The server's tools the agents get: a list of names, or "*" for every tool it lists at submit. */
+  tools: z.union([z.literal("*"), z.array(z.string().min(1).max(128)).min(1, 'list at least one tool, or "*" for all of them').max(64)]).default("*"),
+  /** Seconds one tool call may take. */
+  timeout_s: z.number().min(1).max(120).default(30),
+  /** A tenant secret (PUT /v1/secrets/:name) sent as `Authorization: Bearer <value>`. */
+  credential: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "a secret name is 1-64 letters, digits, '_' or '-'")
+    .optional(),
+});
+export type McpServerSpec = z.infer<typeof McpServerSpecSchema>;
 
 /** `host`, `*.domain` (subdomains only), optionally `:port`. */
 export const AllowlistEntrySchema = z
@@ -160,6 +186,8 @@ export const SwarmSpecSchema = z
     planner: PlannerSpecSchema.optional(),
     /** Tools every sub-agent may call: built-ins by name, webhook tools by definition. */
     tools: z.array(ToolSpecSchema).max(32).optional(),
+    /** MCP servers whose tools the agents may call, as `mcp__<server>__<tool>`. */
+    mcp_servers: z.array(McpServerSpecSchema).max(MAX_MCP_SERVERS).optional(),
     /** Hosts `http_fetch` may reach. */
     http_allowlist: z.array(AllowlistEntrySchema).max(100).optional(),
     /** Passed to the upstream: may the model ask for several tool calls in one turn (default: the upstream's). */
@@ -192,6 +220,21 @@ export const SwarmSpecSchema = z
       const first = names.get(name);
       if (first !== undefined) ctx.addIssue({ code: "custom", path: ["tools", i], message: `duplicate tool "${name}" (first at tools.${first})` });
       else names.set(name, i);
+    });
+    const servers = new Map<string, number>();
+    (spec.mcp_servers ?? []).forEach((server, i) => {
+      const first = servers.get(server.name);
+      if (first !== undefined)
+        ctx.addIssue({ code: "custom", path: ["mcp_servers", i, "name"], message: `duplicate MCP server "${server.name}" (first at mcp_servers.${first})` });
+      else servers.set(server.name, i);
+      if (server.tools === "*") return;
+      const seen = new Map<string, number>();
+      server.tools.forEach((tool, j) => {
+        const at = seen.get(tool);
+        if (at !== undefined)
+          ctx.addIssue({ code: "custom", path: ["mcp_servers", i, "tools", j], message: `duplicate tool "${tool}" (first at mcp_servers.${i}.tools.${at})` });
+        else seen.set(tool, j);
+      });
     });
     if (tools.includes("http_fetch") && (spec.http_allowlist ?? []).length === 0) {
       ctx.addIssue({ code: "custom", path: ["http_allowlist"], message: "http_fetch needs an http_allowlist of the hosts it may reach" });

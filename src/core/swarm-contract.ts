@@ -2,6 +2,7 @@
 // Types only, no I/O. Every shape here crosses a Worker boundary by structured clone.
 import type { TenantCap } from "./tenant-budget.ts";
 import type { ClassifiedError, ErrorClass } from "./error-class.ts";
+import type { PinnedMcpServer } from "./mcp-catalog.ts";
 import type { BuiltinTool, Limits, PlannedTask, ResponseFormat, SwarmSpec } from "./spec-schema.ts";
 import type { ReductionLevel } from "./llm-reduction.ts";
 import type { ReducedOutput, ReducedOutputWire, ReduceSpec } from "./reducers.ts";
@@ -49,6 +50,8 @@ export interface StartSwarmInput {
   tenantCap?: TenantCap | null;
   /** Set for a rerun (POST /v1/swarms/:id/rerun): the swarm it reruns tasks of. */
   parentId?: string;
+  /** The spec's MCP servers as read and pinned at submit (src/core/mcp-catalog.ts). */
+  mcpCatalog?: PinnedMcpServer[];
 }
 
 /** What an agent needs to run any task of the swarm; sent once per claim. */
@@ -64,6 +67,8 @@ export interface TaskRunConfig {
   tools: ToolSpecWire[];
   httpAllowlist: string[];
   parallelToolCalls: boolean | null;
+  /** The MCP servers pinned at submit: their tools are offered as `mcp__<server>__<tool>`. */
+  mcpServers: PinnedMcpServer[];
 }
 
 /**

@@ -3,6 +3,8 @@ import { checkToolTargets } from "./tool-targets.ts";
 
 const webhook = (url: string) => ({ name: "lint", description: "Lint", parameters: { type: "object" }, url });
 
+const mcp = (url: string) => ({ name: "code", url, tools: "*" as const, timeout_s: 30 });
+
 describe("checkToolTargets", () => {
   it.each([
     ["a public https webhook", { tools: [webhook("https://ci.example.com/lint")] }, []],
@@ -16,12 +18,20 @@ describe("checkToolTargets", () => {
       ["http_allowlist.0", "http_allowlist.2", "http_allowlist.3"],
     ],
     ["a wildcard over internal names", { http_allowlist: ["*.internal"] }, ["http_allowlist.0"]],
+    ["a public https MCP server", { mcp_servers: [mcp("https://mcp.example.com/mcp")] }, []],
+    [
+      "plain-http, loopback and metadata MCP servers",
+      { mcp_servers: [mcp("http://mcp.example.com/mcp"), mcp("https://127.0.0.1/mcp"), mcp("https://169.254.169.254/mcp")] },
+      ["mcp_servers.0.url", "mcp_servers.1.url", "mcp_servers.2.url"],
+    ],
   ])("%s", (_label, spec, paths) => {
     expect(checkToolTargets(spec, false).map((p) => p.path)).toEqual(paths);
   });
 
   it("allows private targets and plain-http webhooks when private targets are allowed (local development)", () => {
     expect(checkToolTargets({ tools: [webhook("http://127.0.0.1:8788/tools/lint")], http_allowlist: ["127.0.0.1:8788", "localhost"] }, true)).toEqual([]);
+    expect(checkToolTargets({ mcp_servers: [mcp("http://127.0.0.1:8790/mcp")] }, true)).toEqual([]);
+    expect(checkToolTargets({ mcp_servers: [mcp("http://169.254.169.254/mcp")] }, true).map((p) => p.path)).toEqual(["mcp_servers.0.url"]);
   });
 
   it("refuses link-local and metadata targets at submit even when private targets are allowed", () => {

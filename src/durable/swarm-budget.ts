@@ -4,6 +4,7 @@
 // It never picks a model (SwarmRouting does) and never grants a task.
 import { callsPerAttempt } from "../core/agent-limits.ts";
 import { worstCaseAttempt, worstCaseCall, type Amount } from "../core/budget.ts";
+import { toOfferedToolBytes } from "../core/mcp-catalog.ts";
 import type { ErrorDetail } from "../core/errors.ts";
 import { toHedgeLimit } from "../core/hedge-policy.ts";
 import { PLAN_MAX_PROMPT_CHARS } from "../core/planner.ts";
@@ -138,7 +139,9 @@ export class SwarmBudget {
     const prices = models.map((m) => resolvePrice(this.prices, m)).filter((p): p is ModelPrice => p !== null);
     const priciest = prices.reduce<ModelPrice | null>((top, p) => (top === null || p.output + p.input > top.output + top.input ? p : top), null);
     const encoder = new TextEncoder();
-    const systemBytes = input.spec.system === undefined ? 0 : encoder.encode(input.spec.system).length;
+    const webhooks = (input.spec.tools ?? []).flatMap((tool) => (typeof tool === "string" ? [] : [tool]));
+    // Every call of a sub-task's loop carries the tool definitions (planner and reducer calls carry none).
+    const systemBytes = (input.spec.system === undefined ? 0 : encoder.encode(input.spec.system).length) + toOfferedToolBytes(webhooks, input.mcpCatalog ?? []);
     const { max_output_tokens, max_attempts } = input.spec.limits;
     const turns = callsPerAttempt(input.spec);
     const total = { usd: 0, tokens: 0, oneCall: { usd: 0, tokens: 0 } };
@@ -199,8 +202,21 @@ export class SwarmBudget {
         return worstCaseCall(promptBytes + encoder.encode(parsed.system).length, parsed.maxOutputTokens, price);
       }
     }
-    const systemBytes = swarm.system === null ? 0 : this.systemBytes(swarm.system);
+    const systemBytes = (swarm.system === null ? 0 : this.systemBytes(swarm.system)) + this.toolBytes(swarm);
     return worstCaseAttempt(promptBytes + systemBytes, this.store.toRunConfig(swarm).limits.max_output_tokens, this.store.callsPerTask(swarm), price);
+  }
+
+  private toolBytesMemo: number | null = null;
+
+  /** The swarm's webhook and MCP tool definitions, in bytes (fixed when it starts, so counted once). */
+  private toolBytes(swarm: SwarmRow): number {
+    if (this.toolBytesMemo !== null) return this.toolBytesMemo;
+    const config = this.store.toRunConfig(swarm);
+    const webhooks = config.tools.flatMap((tool) =>
+      typeof tool === "string" ? [] : [{ name: tool.name, description: tool.description, parameters: JSON.parse(tool.parameters_json) as unknown }],
+    );
+    this.toolBytesMemo = toOfferedToolBytes(webhooks, config.mcpServers);
+    return this.toolBytesMemo;
   }
 
   private systemBytesMemo: { text: string; bytes: number } | null = null;

@@ -39,6 +39,7 @@ export type SwarmRow = {
   plan_attempts: number;
   plan_errors: string | null;
   reduction: string | null;
+  mcp_catalog: string | null;
 };
 
 export type CircuitRow = {

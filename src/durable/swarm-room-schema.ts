@@ -187,6 +187,12 @@ ALTER TABLE calls ADD COLUMN hedge INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS calls_hedged ON calls (hedge) WHERE hedge >= 1;
 `;
 
+// v13 (MCP servers): the catalog pinned at submit (src/core/mcp-catalog.ts PinnedMcpServer[], JSON;
+// NULL = no MCP server): each server's url, era and tools with a hash per tool definition.
+const SCHEMA_V13 = `
+ALTER TABLE swarm ADD COLUMN mcp_catalog TEXT;
+`;
+
 const MIGRATIONS: readonly string[] = [
   SCHEMA_V1,
   SCHEMA_V2,
@@ -200,6 +206,7 @@ const MIGRATIONS: readonly string[] = [
   SCHEMA_V10,
   SCHEMA_V11,
   SCHEMA_V12,
+  SCHEMA_V13,
 ];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */

@@ -3,18 +3,24 @@
 // 5xx with retries, keys are rotated and revoked and then presented again. Then every HTTP response,
 // every line wrangler and workerd logged, and every byte of the persisted local state (D1 and every
 // Durable Object's SQLite files) are scanned for the upstream key, WEBHOOK_SECRET, the API token and
-// each tenant key's secret: zero hits. The one place a key may appear is its own create/rotate answer.
+// each tenant key's secret, SECRETS_KEY and a tenant secret (PUT /v1/secrets) an MCP server's
+// credential sends as its bearer token: zero hits. The one place a key may appear is its own
+// create/rotate answer; the tenant secret's only destination is the MCP server's Authorization header.
 import { createHash, randomBytes } from "node:crypto";
 import { readdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ROOT, generateToken, startStack, type Stack } from "../../scripts/lib/local-stack.ts";
+import { startMockMcp, type MockMcpHandle } from "../../dev/mock-mcp/server.ts";
 
 const persistTo = path.join(ROOT, ".tmp", "e2e-secrets-state");
 const UPSTREAM_KEY = `sk-upstream-${randomBytes(18).toString("hex")}`;
 const WEBHOOK_SECRET = `whsec_scan_${randomBytes(18).toString("hex")}`;
+const SECRETS_KEY = `sk_scan_${randomBytes(18).toString("hex")}`;
+const TENANT_SECRET = `tok_scan_${randomBytes(18).toString("hex")}`;
 let stack: Stack;
+let mcp: MockMcpHandle;
 
 /** Every response the test got: status, headers and body, as text. */
 const transcript: { label: string; text: string }[] = [];
@@ -84,15 +90,18 @@ beforeAll(async () => {
     apiToken: generateToken(),
     modelApiKey: UPSTREAM_KEY,
     webhookSecret: WEBHOOK_SECRET,
+    secretsKey: SECRETS_KEY,
     mock: { latency: 20 },
     persistTo,
     allowPrivateNetwork: true,
     log: "capture",
   });
+  mcp = await startMockMcp({ port: 0, latencyMs: 5 });
 });
 
 afterAll(async () => {
   await stack?.stop();
+  await mcp?.close();
 });
 
 describe("secrets stay secret", () => {
@@ -130,6 +139,22 @@ describe("secrets stay secret", () => {
     expect((await runSwarm(stack.token, tools)).state).toBe("completed");
     expect((await runSwarm(runner.key, tools)).state).toMatch(/^completed/);
 
+    // A tenant secret as an MCP server's credential: stored, listed, used by the lanes' calls.
+    expect((await call("PUT", "/v1/secrets/code_search", { token: runner.key, json: { value: TENANT_SECRET } })).status).toBe(201);
+    expect((await call("GET", "/v1/secrets", { token: runner.key })).status).toBe(200);
+    const withMcp = await runSwarm(runner.key, {
+      name: "scan mcp",
+      model: "mock-1",
+      system: "Look it up. [mock:tool_turns=1]",
+      mcp_servers: [{ name: "code", url: `${mcp.url}/mcp`, tools: ["search_code", "failing_tool"], credential: "code_search" }],
+      tasks: [{ prompt: "Use mcp__code__search_code to find token checks." }, { prompt: "Use mcp__code__failing_tool." }],
+      limits: { concurrency: 2, max_output_tokens: 64, timeout_s: 20, max_turns: 3 },
+    });
+    expect(withMcp.state).toBe("completed");
+    const bearers = mcp.stats().authorizations;
+    expect(bearers.length).toBeGreaterThanOrEqual(3);
+    expect(bearers.every((b) => b === `Bearer ${TENANT_SECRET}`)).toBe(true);
+
     // Upstream errors with retries: 429s, 5xx and a timeout-free failure the engine retries.
     stack.mock?.setScenario({ script: ["429", "500", "502", "429", "ok", "500"], retry_after_s: 0 });
     const retried = await runSwarm(admin.key, {
@@ -154,6 +179,8 @@ describe("secrets stay secret", () => {
     const secrets: [string, string][] = [
       ["the upstream key", UPSTREAM_KEY],
       ["WEBHOOK_SECRET", WEBHOOK_SECRET],
+      ["SECRETS_KEY", SECRETS_KEY],
+      ["a tenant secret (an MCP credential)", TENANT_SECRET],
       ["the API_TOKENS token", stack.token],
       ...tenantKeys.flatMap((key, i): [string, string][] => [
         [`tenant key ${i}`, key],

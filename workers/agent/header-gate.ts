@@ -90,3 +90,25 @@ export async function takeHeaderSlot(gate: HeaderGate): Promise<HeaderSlot | nul
     throw error;
   }
 }
+
+/**
+ * A slot of `gate` for a tool's request, taken through a share of `width` slots first: tools hold at
+ * most `width` of the gate at once, so however many tool calls wait, the model's calls always find
+ * the rest of the invocation's connections.
+ */
+export function createToolSlots(gate: HeaderGate, width: number): () => Promise<() => void> {
+  const share = createHeaderGate(Math.max(1, width));
+  return async () => {
+    const shared = await share.acquire();
+    try {
+      const slot = await gate.acquire();
+      return () => {
+        slot();
+        shared();
+      };
+    } catch (error) {
+      shared();
+      throw error;
+    }
+  };
+}

@@ -5,7 +5,7 @@
 import type { ModelGateway } from "./call-with-permit.ts";
 import { CALL_FLUSH_MS, createCallJournal, type CallJournal, type Schedule } from "./call-journal.ts";
 import { createCallStarts } from "./call-starts.ts";
-import { createHeaderGate } from "./header-gate.ts";
+import { createHeaderGate, createToolSlots } from "./header-gate.ts";
 import { runLane, type LaneContext, type LaneTally } from "./run-lane.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { DEFAULT_TOOL_SETTINGS, toToolEnvironment, type ToolEnvironment } from "./tools/swarm-tools.ts";
@@ -40,6 +40,13 @@ export interface LaneHostDeps {
 }
 
 export const DEFAULT_COALESCE = { ms: 5, outcomes: 32 };
+
+/**
+ * Header slots of an invocation MCP requests never take: the model's calls always find these. One:
+ * with half the slots for tools, a 50 ms MCP tool cost 1.9× a built-in one at W = 100; with all but
+ * one, 1.5×; with all, 1.4× (one noisy run each, docs/benchmarks.md "MCP tools").
+ */
+export const MODEL_RESERVED_HEADER_SLOTS = 1;
 
 /** What a pull's round trip may take beyond the lane's wait before the journal sends the calls itself. */
 const PULL_MARGIN_MS = 100;
@@ -99,16 +106,21 @@ export function createInvocation(deps: LaneHostDeps, pool: TaskPool, lanes: numb
   // Every call of the invocation ends by then: permit waits, header-slot waits and grants keep to it.
   const callsEndBy = started + deps.callsWithinMs;
   const permitTally = { permitWaits: 0, permitWaitMs: 0, keyPoolErrors: 0 };
+  // One gate for the whole invocation: Cloudflare counts connections per invocation, so the
+  // lanes of one queue batch share its 6 (header-gate.ts quotes the limit). MCP requests take
+  // theirs through a share of all but MODEL_RESERVED_HEADER_SLOTS, so tool calls never hold every
+  // connection the model needs.
+  const headerGate = createHeaderGate(deps.headerSlots);
+  const toolSlot = deps.headerSlots > 0 ? createToolSlots(headerGate, deps.headerSlots - MODEL_RESERVED_HEADER_SLOTS) : null;
+  const tools = deps.tools ?? toToolEnvironment(DEFAULT_TOOL_SETTINGS, fetch);
   const context: LaneContext = {
     rooms: deps.rooms,
     permits: { gateway: deps.gateway, denials: new Map(), callsEndBy, now, sleep, random: deps.random ?? Math.random, tally: permitTally },
     journal,
     callStarts,
-    tools: deps.tools ?? toToolEnvironment(DEFAULT_TOOL_SETTINGS, fetch),
+    tools: { ...tools, toolSlot },
     concurrency: deps.concurrency,
-    // One gate for the whole invocation: Cloudflare counts connections per invocation, so the
-    // lanes of one queue batch share its 6 (header-gate.ts quotes the limit).
-    headerGate: createHeaderGate(deps.headerSlots),
+    headerGate,
     headerSlots: deps.headerSlots,
     lanes,
     pace,

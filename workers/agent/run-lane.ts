@@ -113,6 +113,16 @@ const PULL_BACKOFF = { baseMs: 200, capMs: 700 };
 
 /** Returns whether the room heard from this lane at all (if not, the ticket should come again). */
 export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reached: boolean }> {
+  // What the lane opened for its tasks (the tools' MCP clients) ends with it, however it ends.
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    return await runLaneLoop(ticket, ctx, closers);
+  } finally {
+    await Promise.allSettled(closers.map((close) => close()));
+  }
+}
+
+async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Promise<void>)[]): Promise<{ reached: boolean }> {
   const room = ctx.rooms(ticket.swarm_id);
   const gate = ctx.headerGate;
   // Calls the grant noted that this lane started: listed in every pull until the pull carrying
@@ -316,7 +326,11 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
   };
 
   const start = (task: ClaimedTask, run: TaskRunConfig): void => {
-    tools ??= createSwarmTools(run.tools, run.httpAllowlist, run.tenant, { ...ctx.tools, scratchpad: (request) => room.scratchpad(request) });
+    if (tools === null) {
+      // One set of tools per lane: its MCP clients serve every task the lane runs, never one per task.
+      tools = createSwarmTools(run.tools, run.httpAllowlist, run.tenant, { ...ctx.tools, scratchpad: (request) => room.scratchpad(request) }, run.mcpServers);
+      closers.push(tools.close);
+    }
     const taskTools = tools;
     running.add(task.taskId);
     // A standby task's lease was renewed while it waited: keep the newer end.

@@ -1,5 +1,6 @@
 // The orchestrator's HTTP app: middleware order, sub-app mounting, and the one error mapping.
 // Every response that is not a success is JSON `{ error: { code, message, details, request_id } }`.
+import { secretRoutes } from "./routes/secrets.ts";
 import { Hono, type Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
@@ -73,6 +74,7 @@ export function createApp(): Hono<AppEnv> {
   app.route("/v1/keys", keyRoutes);
   app.route("/v1/me", meRoutes);
   app.route("/v1/audit", auditRoutes);
+  app.route("/v1/secrets", secretRoutes);
 
   app.notFound((c) => respondWithError(c, "not_found", `no route for ${c.req.method} ${c.req.path}`));
 

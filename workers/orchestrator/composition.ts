@@ -17,6 +17,9 @@ import { createTenantStore, type TenantStore } from "./tenant-store.ts";
 import { createScheduleStore, type ScheduleStore } from "./schedule-store.ts";
 import { createSwarmIndex, type SwarmIndex } from "./swarm-index.ts";
 import { createSwarmRooms, type SwarmRooms } from "./swarm-rooms.ts";
+import { createCatalogReader, MCP_MAX_REDIRECTS, type ReadMcpCatalogs } from "../../src/mcp/read-catalogs.ts";
+import { createSecretStore, type SecretStore } from "./secret-store.ts";
+import { createSecretBox, type SecretBox } from "../../src/secrets/secret-box.ts";
 import { createUsageReportStore, type UsageReportStore } from "./usage-report-store.ts";
 
 export interface OrchestratorDeps {
@@ -42,6 +45,12 @@ export interface OrchestratorDeps {
    * settings the SwarmRoom reads. A bad GATEWAY_CONFIG, MODEL_PRICES or TENANT_BUDGETS throws here, as priceTable does.
    */
   admission: (tenant: string, limits: TenantLimits) => AdmissionContext;
+  /** Tenant secrets, as ciphertext (D1 `tenant_secrets`). */
+  secrets: SecretStore;
+  /** Seals and opens tenant secrets; null when SECRETS_KEY is unset (no secret can be stored). */
+  secretBox: SecretBox | null;
+  /** Reads and pins a spec's MCP servers' catalogs at submit (src/mcp/read-catalogs.ts). */
+  mcpCatalogs: ReadMcpCatalogs;
   newSwarmId: () => string;
   newScheduleId: () => string;
   newTenantId: () => string;
@@ -79,6 +88,14 @@ export function composeDeps(env: Env): OrchestratorDeps {
       gateway: required(settings.gateway),
       prices: required(settings.prices),
       tenantCap: toTenantCap(limits, capOfTenant(required(settings.tenantBudgets), tenant)),
+    }),
+    secrets: createSecretStore(env.LEDGER_DB),
+    secretBox: settings.config.secretsKey === null ? null : createSecretBox(settings.config.secretsKey),
+    // The global fetch stays bound to the global scope (Workers throw "Illegal invocation" otherwise).
+    mcpCatalogs: createCatalogReader({
+      fetch: (input, init) => fetch(input, init),
+      allowPrivate: settings.config.allowPrivateNetwork,
+      maxRedirects: MCP_MAX_REDIRECTS,
     }),
     newSwarmId: () => newSwarmId(randomBytes),
     newScheduleId: () => newScheduleId(randomBytes),

@@ -1,6 +1,7 @@
 // GET /openapi.json: the OpenAPI 3.1 document of the API, generated from the zod schemas that
 // validate the requests (zod 4's own JSON Schema output, draft 2020-12, which OpenAPI 3.1 uses)
 // and the table of operations below. A test checks the table against the routes the app serves.
+import { SecretPutSchema } from "../../src/core/tenant-secrets.ts";
 import { z } from "zod";
 import codeReview from "../../examples/code-review.json";
 import research from "../../examples/research.json";
@@ -56,7 +57,7 @@ export interface Example {
 
 /** One operation of the API; `body` and `query` are the schemas the handler validates with. */
 export interface Operation {
-  method: "get" | "post" | "patch" | "delete";
+  method: "get" | "post" | "put" | "patch" | "delete";
   path: string;
   summary: string;
   tag: string;
@@ -264,6 +265,22 @@ export const OPERATIONS: readonly Operation[] = [
     responses: { "200": "a page of audit events" },
   },
   {
+    method: "put",
+    path: "/v1/secrets/{name}",
+    summary: "Store a tenant secret (write-only: an MCP server's credential)",
+    tag: "secrets",
+    body: { schema: SecretPutSchema, examples: { token: { summary: "a code-search token", value: { value: "tok_example" } } } },
+    responses: { "201": "created (name and dates only)", "200": "replaced", "400": "invalid name or value", "404": "SECRETS_KEY is unset" },
+  },
+  {
+    method: "get",
+    path: "/v1/secrets",
+    summary: "List the tenant's secrets (names and dates, never values)",
+    tag: "secrets",
+    responses: { "200": "the secrets" },
+  },
+  { method: "delete", path: "/v1/secrets/{name}", summary: "Delete a tenant secret", tag: "secrets", responses: { "204": "deleted", "404": "no such secret" } },
+  {
     method: "get",
     path: "/v1/webhooks/signing-key",
     summary: "The key the caller's webhook tool calls are signed with",
@@ -361,7 +378,7 @@ export function buildOpenApiDocument(): JsonSchema {
     },
     servers: [{ url: "/" }],
     security: [{ bearer: [] }],
-    tags: ["swarms", "live", "usage", "schedules", "webhooks"].map((name) => ({ name })),
+    tags: ["swarms", "live", "usage", "schedules", "webhooks", "secrets"].map((name) => ({ name })),
     paths: {
       ...paths,
       "/healthz": { get: { summary: "Liveness", tags: ["ops"], operationId: "getHealthz", security: [], responses: { "200": { description: "ok" } } } },

@@ -12,7 +12,19 @@ import { toErrorMessage } from "../../src/core/error-message.ts";
 
 export type RunSchedulesDeps = Pick<
   OrchestratorDeps,
-  "schedules" | "swarmRooms" | "swarmIndex" | "tenants" | "newSwarmId" | "now" | "config" | "admission" | "audit" | "newAuditId"
+  | "schedules"
+  | "swarmRooms"
+  | "swarmIndex"
+  | "tenants"
+  | "newSwarmId"
+  | "now"
+  | "config"
+  | "admission"
+  | "audit"
+  | "newAuditId"
+  | "mcpCatalogs"
+  | "secrets"
+  | "secretBox"
 >;
 
 export type ScheduleRunOutcome =

@@ -3,6 +3,7 @@
 import { admitSwarm } from "../../src/core/admit-swarm.ts";
 import { ApiError } from "../../src/core/errors.ts";
 import { checkToolTargets } from "../../src/core/tool-targets.ts";
+import type { PinnedMcpServer } from "../../src/core/mcp-catalog.ts";
 import type { PlannedSwarm } from "../../src/core/parse-swarm-spec.ts";
 import type { StartSwarmInput } from "../../src/core/swarm-contract.ts";
 import type { TenantLimits } from "../../src/core/tenant-limits.ts";
@@ -12,7 +13,10 @@ import type { AppEnv } from "./app-env.ts";
 import { recordAuditEvent, toAuditActor, type AuditActor } from "./audit-trail.ts";
 import type { OrchestratorDeps } from "./composition.ts";
 
-export type StartSwarmDeps = Pick<OrchestratorDeps, "swarmRooms" | "swarmIndex" | "newSwarmId" | "now" | "config" | "admission" | "audit" | "newAuditId">;
+export type StartSwarmDeps = Pick<
+  OrchestratorDeps,
+  "swarmRooms" | "swarmIndex" | "newSwarmId" | "now" | "config" | "admission" | "audit" | "newAuditId" | "mcpCatalogs" | "secrets" | "secretBox"
+>;
 
 /** Whose swarm it is: the tenant, its limits as read on this request, and who asked (null: cron). */
 export interface SwarmOwner {
@@ -44,10 +48,12 @@ export async function startSwarm(
   requireReachableTools(swarm, deps.config);
   requireAdmission(swarm, deps, owner);
   await requireSwarmSlot(deps, owner);
+  const mcpCatalog = await requireMcpCatalogs(swarm, deps, tenant);
   const swarmId = keyedId ?? deps.newSwarmId();
   const tenantCap = deps.admission(tenant, limits).tenantCap;
   const input: StartSwarmInput = { swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin, tenantCap };
   if (parentId !== undefined) input.parentId = parentId;
+  if (mcpCatalog.length > 0) input.mcpCatalog = mcpCatalog;
   const { created, refused, code } = await deps.swarmRooms.start(input);
   // The room refuses what it cannot honour: a tenant whose monthly budget is spent (402), and again
   // (should the settings differ) what admission refuses (400).
@@ -73,6 +79,31 @@ export async function startSwarm(
     console.error(`[${owner.actor?.requestId ?? "cron"}] audit write of swarm.started ${swarmId} failed`, error);
   }
   return { swarmId };
+}
+
+/**
+ * Each MCP server's tool list is read once, here, and the spec's choice pinned for the swarm's life:
+ * a server that cannot be read, a tool it lacks or a tool name used twice is a 400 naming
+ * `mcp_servers.<i>…`. Runs before the room exists, so a refused spec leaves nothing behind.
+ */
+async function requireMcpCatalogs(
+  swarm: PlannedSwarm,
+  deps: Pick<StartSwarmDeps, "mcpCatalogs" | "secrets" | "secretBox">,
+  tenant: string,
+): Promise<PinnedMcpServer[]> {
+  const servers = swarm.spec.mcp_servers ?? [];
+  if (servers.length === 0) return [];
+  const webhookNames = (swarm.spec.tools ?? []).flatMap((tool) => (typeof tool === "string" ? [] : [tool.name]));
+  // A credential is the tenant's secret: its value opens here only for the one tool-list read; the
+  // swarm keeps its ciphertext, which a lane opens in its own memory for its calls.
+  const credential = async (name: string) => {
+    const sealed = await deps.secrets.get(tenant, name);
+    const bearer = sealed === null || deps.secretBox === null ? null : await deps.secretBox.open(tenant, name, sealed);
+    return sealed === null || bearer === null ? null : { sealed, bearer };
+  };
+  const read = await deps.mcpCatalogs(servers, webhookNames, credential);
+  if (!read.ok) throw new ApiError("invalid_spec", "the swarm's MCP servers cannot be used as given", read.error);
+  return read.value;
 }
 
 /** The swarm's owner when a request starts it: the caller's tenant, limits and key. */

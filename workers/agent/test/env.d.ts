@@ -3,6 +3,7 @@ declare namespace Cloudflare {
   interface Env {
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
     MOCK_MODEL_URL: string;
+    MOCK_MCP_URL: string;
     LEDGER_DB: D1Database;
   }
 }

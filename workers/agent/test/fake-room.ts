@@ -143,6 +143,7 @@ export class FakeRoom implements SwarmRoomRpc {
       tools: [],
       httpAllowlist: [],
       parallelToolCalls: null,
+      mcpServers: [],
       ...options.config,
     };
     this.addTasks(options.tasks ?? []);

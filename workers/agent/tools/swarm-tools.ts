@@ -10,6 +10,12 @@ import type { ToolSettings } from "../../../src/core/env-settings.ts";
 import { deriveWebhookKey } from "../../../src/core/webhook-signature.ts";
 import { HTTP_FETCH_TOOL, runHttpFetch, type HttpFetchSettings, type ToolResult } from "./http-fetch.ts";
 import { runWebhook, type WebhookSettings } from "./webhook-tool.ts";
+import { createMcpTools, type McpToolSettings } from "./mcp-tools.ts";
+import type { PinnedMcpServer } from "../../../src/core/mcp-catalog.ts";
+import type { TakeSlot } from "../../../src/mcp/guarded-fetch.ts";
+import { MCP_MAX_REDIRECTS } from "../../../src/mcp/read-catalogs.ts";
+import { MAX_TOOL_RESULT_CHARS } from "../../../src/core/agent-limits.ts";
+import { createSecretBox } from "../../../src/secrets/secret-box.ts";
 import { toErrorMessage } from "../../../src/core/error-message.ts";
 
 /** What the tools reach: the swarm's scratchpad, the network (with its limits) and the webhook secret. */
@@ -17,6 +23,9 @@ export interface ToolEnvironment {
   scratchpad(request: ScratchpadRequest): Promise<ScratchpadResponse>;
   http: Omit<HttpFetchSettings, "policy"> & { allowPrivate: boolean };
   webhook: WebhookSettings;
+  mcp: McpToolSettings;
+  /** A connection slot for one MCP request (the invocation's header gate, through the tools' share); null = no gate. */
+  toolSlot?: TakeSlot | null;
 }
 
 /** How the agents' tools reach the network (read from env by the composition root). */
@@ -24,6 +33,8 @@ export type { ToolSettings };
 
 /** Redirects http_fetch follows (each target checked like the first). */
 export const HTTP_FETCH_MAX_REDIRECTS = 5;
+/** MCP calls one lane runs at once against one server. */
+export const MCP_PER_SERVER_CONCURRENCY = 16;
 /** A webhook's answer is cut at this many bytes. */
 export const WEBHOOK_MAX_BYTES = 262_144;
 
@@ -49,6 +60,16 @@ export function toToolEnvironment(settings: ToolSettings, globalFetch: typeof fe
       fetch: fetchFn,
       allowPrivate: settings.allowPrivate,
     },
+    mcp: {
+      fetch: fetchFn,
+      allowPrivate: settings.allowPrivate,
+      // What the conversation keeps of a tool result (longer ones are cut again there), less room for
+      // the note saying the answer was cut.
+      maxResultChars: MAX_TOOL_RESULT_CHARS - 200,
+      perServerConcurrency: MCP_PER_SERVER_CONCURRENCY,
+      maxRedirects: MCP_MAX_REDIRECTS,
+      secretBox: settings.secretsKey === undefined || settings.secretsKey === null ? null : createSecretBox(settings.secretsKey),
+    },
     webhook: {
       secret: settings.webhookSecret,
       allowPrivate: settings.allowPrivate,
@@ -63,6 +84,8 @@ export function toToolEnvironment(settings: ToolSettings, globalFetch: typeof fe
 export interface SwarmTools {
   definitions: ChatCompletionTool[];
   run(call: ToolCall, context: { swarmId: string; taskId: string }): Promise<ToolResult>;
+  /** Ends the tools' connections (the lane's MCP clients); the lane calls it when it ends. */
+  close(): Promise<void>;
 }
 
 type Webhook = Exclude<ToolSpecWire, string>;
@@ -71,7 +94,13 @@ type Webhook = Exclude<ToolSpecWire, string>;
  * The tools of one swarm. Webhook calls are signed with the swarm's tenant's key, derived from the
  * agent's WEBHOOK_SECRET (src/core/webhook-signature.ts), never with the secret itself.
  */
-export function createSwarmTools(specs: readonly ToolSpecWire[], httpAllowlist: readonly string[], tenant: string, env: ToolEnvironment): SwarmTools {
+export function createSwarmTools(
+  specs: readonly ToolSpecWire[],
+  httpAllowlist: readonly string[],
+  tenant: string,
+  env: ToolEnvironment,
+  mcpServers: readonly PinnedMcpServer[] = [],
+): SwarmTools {
   const definitions: ChatCompletionTool[] = [];
   const webhooks = new Map<string, Webhook>();
   let scratchpad = false;
@@ -91,6 +120,8 @@ export function createSwarmTools(specs: readonly ToolSpecWire[], httpAllowlist: 
       });
     }
   }
+  const mcp = mcpServers.length === 0 ? null : createMcpTools(tenant, mcpServers, env.mcp, env.toolSlot ?? null);
+  if (mcp !== null) definitions.push(...mcp.definitions);
   const offered = definitions.map((d) => (d.type === "function" ? d.function.name : "")).join(", ");
   const secret = env.webhook.secret;
   let signingKey: Promise<string | null> | null = null;
@@ -110,6 +141,7 @@ export function createSwarmTools(specs: readonly ToolSpecWire[], httpAllowlist: 
         const result = await runHttpFetch(args, { ...env.http, policy: { allowlist: httpAllowlist, allowPrivate: env.http.allowPrivate } });
         return result.ok ? result : { ok: false, content: toToolError(result.content) };
       }
+      if (mcp?.handles(call.name)) return await mcp.run(call);
       const webhook = webhooks.get(call.name);
       if (webhook !== undefined) {
         const result = await runWebhook(
@@ -124,7 +156,7 @@ export function createSwarmTools(specs: readonly ToolSpecWire[], httpAllowlist: 
       return { ok: false, content: toToolError(`${call.name} failed: ${toErrorMessage(error)}`) };
     }
   };
-  return { definitions, run };
+  return { definitions, run, close: async () => mcp?.close() };
 }
 
 function withoutOk(answer: Extract<ScratchpadResponse, { ok: true }>): Record<string, unknown> {

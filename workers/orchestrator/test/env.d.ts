@@ -3,5 +3,6 @@ declare namespace Cloudflare {
   interface Env {
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
     MOCK_MODEL_URL: string;
+    MOCK_MCP_URL: string;
   }
 }

@@ -67,7 +67,18 @@ const ROUTES: Record<string, Row> = {
   "DELETE /v1/keys/:id": { kind: "hidden", request: (a) => [`/v1/keys/${a.keyId}`, { method: "DELETE" }] },
   "POST /v1/keys/:id/rotate": { kind: "hidden", request: (a) => [`/v1/keys/${a.keyId}/rotate`, { method: "POST" }] },
   "GET /v1/audit": { kind: "own", request: () => ["/v1/audit", {}] },
+  // B's secret of the same name as A's is B's own; A's is neither listed, read nor deleted by B.
+  "PUT /v1/secrets/:name": { kind: "own", request: () => [`/v1/secrets/${A_SECRET_NAME}`, { method: "PUT", json: { value: "b-value-of-its-own" } }] },
+  "GET /v1/secrets": {
+    kind: "own",
+    request: () => ["/v1/secrets", {}],
+    check: (body) => expect(JSON.stringify(body)).not.toContain(A_SECRET_VALUE),
+  },
+  "DELETE /v1/secrets/:name": { kind: "hidden", request: () => ["/v1/secrets/a_only_secret", { method: "DELETE" }] },
 };
+
+const A_SECRET_NAME = "a_token";
+const A_SECRET_VALUE = "a-secret-value-9f8e7d";
 
 /** Routes the app serves without a tenant: no row needed. */
 const PUBLIC_ROUTES = new Set(["GET /healthz", "GET /openapi.json"]);
@@ -90,6 +101,10 @@ async function setUpTenantA(): Promise<Owned> {
   const scheduleId = z.object({ id: z.string() }).parse(await schedule.json()).id;
   // A's usage: a ledger row in the window the usage row reads.
   await seedLedger([{ call_id: `${swarmId}:t1:1:1`, swarm_id: swarmId, tenant: a.tenantId, created_at: Date.UTC(2001, 0, 15), cost_usd: 0.5 }]);
+  // A's secrets: one whose name B also uses (B's PUT makes B's own), one only A has.
+  for (const name of [A_SECRET_NAME, "a_only_secret"]) {
+    expect((await callApi(`/v1/secrets/${name}`, { token: a.key, method: "PUT", json: { value: A_SECRET_VALUE } })).status).toBe(201);
+  }
   // A key of A's that B will aim at (a second one, so A's own admin key stays for the after-checks).
   const target = await createKey(a.tenantId, { token: a.key, scopes: ["read"], name: "a's reader" });
   return { tenantId: a.tenantId, adminKey: a.key, keyId: target.keyId, key: target.key, swarmId, scheduleId };
@@ -138,6 +153,12 @@ describe("tenant isolation on every route", () => {
     expect(tenant.limits).toEqual({});
     const usage = await (await callApi("/v1/usage?from=2001-01-01&to=2001-02-01&group_by=swarm", { token: adminKey })).text();
     expect(usage).toContain(a.swarmId);
+    const secrets = z
+      .object({ secrets: z.array(z.object({ name: z.string(), created_at: z.string(), updated_at: z.string() })) })
+      .parse(await (await callApi("/v1/secrets", { token: adminKey })).json());
+    expect(secrets.secrets.map((s) => s.name)).toEqual([A_SECRET_NAME, "a_only_secret"].sort());
+    // B's PUT of the same name wrote B's row, not A's: A's was never updated.
+    expect(secrets.secrets.every((s) => s.created_at === s.updated_at)).toBe(true);
   });
 
   it("a read key of tenant B gets 404 too, not 403, for A's swarm on every swarm route", async () => {

@@ -1,0 +1,93 @@
+// `npm run bench:mcp`: the cost of an MCP tool against a built-in one of the same latency. Two swarms
+// on the local stack (mock model, dev/mock-mcp), each task one tool call then its answer: one calls
+// `mcp__code__search_code` (an MCP server of the 2026-07-28 era, or --era legacy), the other
+// `http_fetch` of a page the same mock answers after the same delay. Prints both walls, their ratio
+// (target ≤ 1.1) and the tool-list reads the MCP server saw (target: one per server per swarm).
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { Command } from "commander";
+import { startMockMcp } from "../dev/mock-mcp/server.ts";
+import { parseLatency } from "../dev/mock-model/latency.ts";
+import { readIntOption } from "./lib/int-option.ts";
+import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
+import { parseOrExit } from "./lib/parse-options.ts";
+import { scratchStateDir } from "./lib/scratch-state.ts";
+import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
+
+const program = new Command("npm run bench:mcp --")
+  .option("--tasks <n>", "tasks of each swarm (1-10,000)", "1000")
+  .option("--concurrency <w>", "the window W (1-1,500)", "100")
+  .option("--tool-ms <ms>", "latency of the tool, MCP and built-in alike", "50")
+  .option("--latency <spec>", "the mock model's latency: MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95", "200")
+  .option("--era <era>", "the MCP server's protocol era: modern (2026-07-28) or legacy (session-based)", "modern")
+  .exitOverride();
+parseOrExit(program);
+const values = program.opts<{ tasks: string; concurrency: string; toolMs: string; latency: string; era: string }>();
+if (values.era !== "modern" && values.era !== "legacy") {
+  console.error(`--era must be modern or legacy, got "${values.era}"`);
+  process.exit(2);
+}
+const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
+const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
+const toolMs = readIntOption("tool-ms", values.toolMs, 0, 60_000);
+const latency = parseLatency(values.latency);
+if (!latency.ok) {
+  console.error(`--latency: ${latency.error}`);
+  process.exit(2);
+}
+
+const mcp = await startMockMcp({ port: 0, latencyMs: toolMs });
+const mcpPath = values.era === "modern" ? "/mcp" : "/session/mcp";
+const state = scratchStateDir("bench-mcp", path.join(ROOT, ".tmp", "bench-mcp-state"));
+const stack = await startStack({
+  port: 0,
+  apiToken: generateToken(),
+  mock: { latency: latency.value, seed: 1 },
+  persistTo: state.dir,
+  // The tools reach the mock on 127.0.0.1 (local development only).
+  allowPrivateNetwork: true,
+  log: "capture",
+});
+const host = new URL(mcp.url).host;
+const limits = { concurrency, max_output_tokens: 32, max_turns: 2, max_tool_calls: 1 };
+const mcpSpec = (n: number, label: string) => ({
+  name: `bench:mcp ${label}`,
+  model: "mock-1",
+  tasks: Array.from({ length: n }, (_, i) => ({ prompt: `[mock:tool_turns=1] ${label} task ${i + 1}: use mcp__code__search_code, then answer` })),
+  mcp_servers: [{ name: "code", url: `${mcp.url}${mcpPath}?swarm=${encodeURIComponent(label)}`, tools: ["search_code"] }],
+  limits,
+});
+const builtinSpec = (n: number, label: string) => ({
+  name: `bench:mcp ${label}`,
+  model: "mock-1",
+  tasks: Array.from({ length: n }, (_, i) => ({
+    prompt: `[mock:tool_turns=1] ${label} task ${i + 1}: use http_fetch on ${mcp.url}/slow?ms=${toolMs}, then answer`,
+  })),
+  tools: ["http_fetch"],
+  http_allowlist: [host],
+  limits,
+});
+
+async function run(spec: { name: string }): Promise<number> {
+  const { id } = await submitSwarm(stack.url, stack.token, spec);
+  const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: 250 });
+  console.log(`${spec.name}: ${formatSummary(status)}`);
+  return status.wall_s;
+}
+
+try {
+  console.log(
+    `bench:mcp: tasks=${tasks} W=${concurrency} tool=${toolMs} ms model latency=${values.latency} era=${values.era} (mock model and mock MCP server, local wrangler dev; a shared machine: figures are noisy)`,
+  );
+  // Warm both paths first (isolates, the SDK's dynamic import, the local queue and D1).
+  await run(builtinSpec(20, "warm-up builtin"));
+  await run(mcpSpec(20, "warm-up mcp"));
+  const builtin = await run(builtinSpec(tasks, "builtin"));
+  const withMcp = await run(mcpSpec(tasks, "mcp"));
+  const reads = mcp.stats().listReads[`${mcpPath}?swarm=mcp`] ?? 0;
+  console.log(`mcp/builtin wall: ${(withMcp / builtin).toFixed(3)}x (target <= 1.1x); tool-list reads of the MCP swarm's server: ${reads} (target: 1)`);
+} finally {
+  await stack.stop();
+  await mcp.close();
+  await rm(state.dir, { recursive: true, force: true });
+}
