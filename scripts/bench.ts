@@ -339,7 +339,7 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
     cpuMs: workerd === null ? null : workerd.cpuMs,
     mockCpuMs,
     ok: status.counts.succeeded,
-    err: status.counts.failed + status.counts.cancelled + status.counts.skipped_budget,
+    err: status.counts.failed + status.counts.cancelled + status.counts.skipped_budget + status.counts.skipped,
     upstream,
     meanInFlight,
     memory: workerd === null ? "workerd_rss_mb=n/a" : `workerd_rss_mb=${workerd.peakRssMb.toFixed(0)}`,

@@ -4,6 +4,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { EdgeswarmClient, SwarmStatus } from "../../src/client/index.ts";
 import type { LiveProgress } from "../../src/core/live-events.ts";
+import { toEndedCount } from "../../src/core/swarm-contract.ts";
 import { LatencyHistogram, WindowChart } from "./charts.tsx";
 import { hrefOf } from "./route.ts";
 import { StateBadge } from "./swarm-list.tsx";
@@ -163,7 +164,7 @@ export function SwarmPage(props: { client: EdgeswarmClient; id: string; navigate
         <div class="counter panel">
           <span class="muted">done</span>
           <b data-testid="done">
-            {counts ? counts.succeeded + counts.failed + counts.cancelled + counts.skipped_budget : 0}/{progress?.tasks ?? status?.tasks ?? 0}
+            {counts ? toEndedCount(counts) : 0}/{progress?.tasks ?? status?.tasks ?? 0}
           </b>
         </div>
         {GRID_CLASSES.map((cls) => (

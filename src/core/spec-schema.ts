@@ -48,6 +48,11 @@ export const LimitsSchema = z.strictObject({
   max_turns: z.number().int().min(1).max(50).default(8),
   /** Tool calls one task may make in all; past it the model is asked for its final answer. */
   max_tool_calls: z.number().int().min(0).max(500).default(16),
+  /**
+   * Fail fast: after this many sub-tasks in a row end with the same permanent error class (no
+   * success between), dispatch stops and the tasks not yet run end `skipped`. 0 turns it off.
+   */
+  stop_after_failures: z.number().int().min(0).max(100_000).default(20),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
 

@@ -11,11 +11,11 @@ import type { Usage } from "./usage.ts";
  * pending → dispatched → running → succeeded | failed
  *                ↑          │
  *                └ retry_wait ┘ (retryable failure, attempts left)
- * Any non-terminal task can end cancelled or skipped_budget.
+ * Any non-terminal task can end cancelled, skipped_budget or skipped (fail fast: limits.stop_after_failures).
  */
-export type TaskState = "pending" | "dispatched" | "running" | "retry_wait" | "succeeded" | "failed" | "cancelled" | "skipped_budget";
+export type TaskState = "pending" | "dispatched" | "running" | "retry_wait" | "succeeded" | "failed" | "cancelled" | "skipped_budget" | "skipped";
 
-export const TERMINAL_TASK_STATES: readonly TaskState[] = ["succeeded", "failed", "cancelled", "skipped_budget"];
+export const TERMINAL_TASK_STATES: readonly TaskState[] = ["succeeded", "failed", "cancelled", "skipped_budget", "skipped"];
 /** Tasks that occupy a place in the swarm's window. */
 export const IN_FLIGHT_TASK_STATES: readonly TaskState[] = ["dispatched", "running", "retry_wait"];
 
@@ -362,7 +362,13 @@ export interface TaskCounts {
   failed: number;
   cancelled: number;
   skipped_budget: number;
+  /** Not run: the swarm stopped early after a run of the same permanent failure (limits.stop_after_failures). */
+  skipped: number;
 }
+
+/** Tasks that ended, whichever way. */
+export const toEndedCount = (counts: Pick<TaskCounts, "succeeded" | "failed" | "cancelled" | "skipped_budget" | "skipped">): number =>
+  counts.succeeded + counts.failed + counts.cancelled + counts.skipped_budget + counts.skipped;
 
 export interface UsageTotals {
   calls: number;

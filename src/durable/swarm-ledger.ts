@@ -429,6 +429,7 @@ export class SwarmLedger {
       failed: counts.failed,
       cancelled: counts.cancelled,
       skipped_budget: counts.skipped_budget,
+      skipped: counts.skipped,
       calls: usage.calls,
       prompt_tokens: usage.prompt_tokens,
       cached_tokens: usage.cached_tokens,

@@ -39,6 +39,8 @@ export type SwarmRow = {
   plan_attempts: number;
   plan_errors: string | null;
   reduction: string | null;
+  /** The run of the same permanent failure (FailureStreakSchema JSON); null before any. */
+  failure_streak: string | null;
 };
 
 export type CircuitRow = {

@@ -180,6 +180,11 @@ const SCHEMA_V11 = `
 DROP INDEX IF EXISTS tasks_by_deadline;
 `;
 
+// v12 (fail fast, src/core/failure-streak.ts): the swarm's run of the same permanent failure, as JSON.
+const SCHEMA_V12 = `
+ALTER TABLE swarm ADD COLUMN failure_streak TEXT;
+`;
+
 const MIGRATIONS: readonly string[] = [
   SCHEMA_V1,
   SCHEMA_V2,
@@ -192,6 +197,7 @@ const MIGRATIONS: readonly string[] = [
   SCHEMA_V9,
   SCHEMA_V10,
   SCHEMA_V11,
+  SCHEMA_V12,
 ];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */

@@ -30,6 +30,7 @@ import { capOfTenant } from "../core/tenant-budget.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
+import { SwarmFailFast } from "./swarm-fail-fast.ts";
 import { FLUSH_RETRY_MS, SwarmLedger, toStartedIds } from "./swarm-ledger.ts";
 import { SwarmLineage, type RerunInput } from "./swarm-lineage.ts";
 import { SwarmLive } from "./swarm-live.ts";
@@ -97,6 +98,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly tasks: SwarmTasks;
   private readonly ledger: SwarmLedger;
   private readonly dispatch: SwarmDispatch;
+  private readonly failFast: SwarmFailFast;
   private readonly views: SwarmViews;
   private readonly live: SwarmLive;
   private readonly lineage: SwarmLineage;
@@ -128,6 +130,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.routing = new SwarmRouting(this.sql, this.store, this.totals, this.circuits, this.settings);
     this.budget = new SwarmBudget(this.sql, this.store, this.totals, this.routing, this.settings.prices, env.TENANT_BUDGET);
     this.tasks = new SwarmTasks(this.sql, this.store, this.totals);
+    this.failFast = new SwarmFailFast(this.sql, this.store, this.totals);
     this.ledger = new SwarmLedger(this.sql, this.store, this.totals, this.routing, this.meters, this.settings, env.LEDGER_DB);
     this.dispatch = new SwarmDispatch({
       sql: this.sql,
@@ -139,6 +142,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       tasks: this.tasks,
       ledger: this.ledger,
       meters: this.meters,
+      failFast: this.failFast,
       leases: this.settings,
       queues: { short: env.TASK_QUEUE, long: env.LONG_TASK_QUEUE ?? env.TASK_QUEUE },
     });
@@ -239,13 +243,19 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.live.noteTasks(request.reports.map((report) => report.taskId));
       let ended = request.reports.length > 0 || releasedEnded;
       const current = this.store.swarm() ?? swarm;
+      // Fail fast stopped the swarm: no sub-task waits to be handed out, and no held one starts.
+      const halted = this.failFast.stopped(current);
+      if (halted && this.failFast.skipWaiting(now)) {
+        this.live.noteAll();
+        ended = true;
+      }
       const pool: TaskPool = request.pool ?? "short";
       // A pull sent again after its answer was lost gets that answer's tasks again, as far as
       // they are still leased to it under the same attempt; nothing new (it asked for these slots).
       const repeated = this.tickets.repeatedGrants(request.ticket, request.lane, request.seq);
       // Standby tasks the lane holds enter a window with room first: it has them already.
       const run =
-        repeated === null && !request.final && request.held !== undefined && request.held.length > 0
+        repeated === null && !request.final && !halted && request.held !== undefined && request.held.length > 0
           ? this.dispatch.runHeld(current, request.held, request.want)
           : [];
       const want = request.want - run.length;
@@ -316,7 +326,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const stop = grant.granted.length === 0 && run.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
       await this.planAlarm(after, now);
       // More tasks run than the window allows (it shrank): no standby task takes an ended one's place.
-      const transfer = !finished && this.totals.inFlight() <= after.window;
+      // Nor after fail fast: the lane hands its standby tasks back, and they end skipped.
+      const transfer = !finished && !halted && this.totals.inFlight() <= after.window;
       return {
         config: this.store.toRunConfig(after),
         granted: grant.granted,
@@ -543,6 +554,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private afterTasksEnded(): void {
     const before = this.store.swarm();
     if (before === null || before.finished_at !== null) return;
+    // A stopped swarm's sub-tasks that went back to wait (a retry, a lapsed lease) are skipped too.
+    if (this.failFast.stopped(before) && this.failFast.skipWaiting(Date.now())) this.live.noteAll();
     advancePhase(this.phaseRoom(), before);
     const swarm = this.store.swarm();
     if (swarm === null) return;
