@@ -180,6 +180,12 @@ export function SwarmPage(props: { client: EdgeswarmClient; id: string; navigate
           <span class="muted">cost</span>
           <b data-testid="cost">${cost.toFixed(4)}</b>
         </div>
+        <div class="counter panel" title="share of prompt tokens the upstream served from its prompt cache, and what that saved (limits.cache_warmup)">
+          <span class="muted">cache hit</span>
+          <b data-testid="cache-hit">
+            {status?.cache === undefined ? "—" : `${Math.round(status.cache.hit_ratio * 100)}% · saved $${status.cache.saved_usd.toFixed(4)}`}
+          </b>
+        </div>
         <div class="counter panel">
           <span class="muted">ETA</span>
           <b>{progress?.eta_s == null ? "—" : `${Math.ceil(progress.eta_s)} s`}</b>

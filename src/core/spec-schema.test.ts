@@ -24,6 +24,7 @@ describe("SwarmSpecSchema defaults", () => {
         max_turns: 8,
         max_tool_calls: 16,
         stop_after_failures: 20,
+        cache_warmup: "auto",
       },
     });
   });
@@ -40,6 +41,7 @@ describe("SwarmSpecSchema defaults", () => {
         max_turns: 8,
         max_tool_calls: 16,
         stop_after_failures: 20,
+        cache_warmup: "auto",
       },
     ],
     [
@@ -53,6 +55,7 @@ describe("SwarmSpecSchema defaults", () => {
         max_turns: 8,
         max_tool_calls: 16,
         stop_after_failures: 20,
+        cache_warmup: "auto",
         retry_budget: 0,
       },
     ],

@@ -395,6 +395,11 @@ export interface SwarmStatus {
   /** Tool calls the swarm's agents made (every task, all attempts). */
   tool_calls: number;
   cost_usd: number;
+  /**
+   * The upstream's prompt cache: the share of prompt tokens it served cached (usage.cached_tokens ÷
+   * usage.prompt_tokens) and what that saved against the full input price (the price table's cached rate).
+   */
+  cache: { hit_ratio: number; saved_usd: number };
   wall_s: number;
   latency_ms: { p50: number | null; p95: number | null };
   /** The reduced answer once the swarm is done; null while it runs. */

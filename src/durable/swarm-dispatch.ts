@@ -17,6 +17,7 @@ import { toSendBatches, type Ticket } from "../core/ticket.ts";
 import type { TaskEnd } from "../core/failure-streak.ts";
 import type { SwarmBudget } from "./swarm-budget.ts";
 import type { SwarmFailFast } from "./swarm-fail-fast.ts";
+import type { SwarmWarmup } from "./swarm-warmup.ts";
 import { PRE_NOTE_MS, type SwarmLedger } from "./swarm-ledger.ts";
 import type { SwarmMeters } from "./swarm-meters.ts";
 import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
@@ -55,6 +56,7 @@ export interface DispatchParts {
   ledger: SwarmLedger;
   meters: SwarmMeters;
   failFast: SwarmFailFast;
+  warmup: SwarmWarmup;
   leases: Pick<RoomSettings, "leaseMs" | "leaseGraceMs" | "toolTurnLeaseMs">;
   /** The short pool's queue, and the long-chain pool's (the short one when unbound). */
   queues: { short: Queue; long: Queue };
@@ -71,6 +73,7 @@ export class SwarmDispatch {
   private readonly ledger: SwarmLedger;
   private readonly meters: SwarmMeters;
   private readonly failFast: SwarmFailFast;
+  private readonly warmup: SwarmWarmup;
   private readonly leases: DispatchParts["leases"];
   private readonly queues: DispatchParts["queues"];
   /** When a failed ticket send is tried again; null when the last send went through. */
@@ -89,6 +92,7 @@ export class SwarmDispatch {
     this.ledger = parts.ledger;
     this.meters = parts.meters;
     this.failFast = parts.failFast;
+    this.warmup = parts.warmup;
     this.leases = parts.leases;
     this.queues = parts.queues;
   }
@@ -129,7 +133,9 @@ export class SwarmDispatch {
       )
       .toArray();
     const retries = candidates.length;
-    const room = swarm.window - this.totals.inFlight();
+    // Prompt-cache warm-up: one task first, the rest once a call is recorded (SwarmWarmup).
+    const cap = this.warmup.grantCap(swarm, now);
+    const room = (cap === null ? swarm.window : Math.min(swarm.window, cap)) - this.totals.inFlight();
     // Pending tasks past the window's room (or past `want`) are the standby ones.
     const windowed = Math.max(0, Math.min(limit - candidates.length, room));
     // Only once the window is full, or a lane already running tasks has all it asked for (not over
@@ -137,7 +143,7 @@ export class SwarmDispatch {
     // Many small lanes (a header-bound swarm's executors) each get their want while the window still
     // has room that others' ended tasks left until their own pulls: they need standby tasks all the same.
     const wantMet = laneRunning > 0 && windowed >= limit - retries;
-    const standbyRoom = (windowed < room && !wantMet) || room < 0 || laneRunning + retries + windowed <= 0 ? 0 : standbyLimit;
+    const standbyRoom = cap !== null || (windowed < room && !wantMet) || room < 0 || laneRunning + retries + windowed <= 0 ? 0 : standbyLimit;
     if (windowed + standbyRoom > 0) {
       candidates.push(
         ...this.sql
@@ -260,6 +266,7 @@ export class SwarmDispatch {
       if (windowGrants >= want && result.granted.length - windowGrants >= standbyRoom) break;
     }
     if (lane !== undefined) this.ledger.preNote(swarm, notes, lane, notedUntil);
+    if (cap !== null && windowGrants > 0) this.warmup.granted(swarm, now);
     return result;
   }
 

@@ -185,6 +185,12 @@ const SCHEMA_V12 = `
 ALTER TABLE swarm ADD COLUMN failure_streak TEXT;
 `;
 
+// v13 (prompt-cache warm-up, src/durable/swarm-warmup.ts): NULL = no task is held; 0 = the first
+// task is yet to be granted; above 0 = the rest are held until then (epoch ms) or a call is recorded.
+const SCHEMA_V13 = `
+ALTER TABLE swarm ADD COLUMN warmup_until INTEGER;
+`;
+
 const MIGRATIONS: readonly string[] = [
   SCHEMA_V1,
   SCHEMA_V2,
@@ -198,6 +204,7 @@ const MIGRATIONS: readonly string[] = [
   SCHEMA_V10,
   SCHEMA_V11,
   SCHEMA_V12,
+  SCHEMA_V13,
 ];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */

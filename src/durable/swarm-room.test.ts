@@ -23,6 +23,7 @@ type LimitsInput = Partial<{
   max_output_tokens: number;
   max_turns: number;
   stop_after_failures: number;
+  cache_warmup: "auto" | false;
 }>;
 
 function newSwarm(taskCount: number, limits: LimitsInput = {}, extra: { model?: string; fallback?: string[] } = {}) {
@@ -1767,5 +1768,64 @@ describe("SwarmRoom fail fast (limits.stop_after_failures)", () => {
     expect(end?.counts).toMatchObject({ failed: 2, skipped: 18, succeeded: 0 });
     // The standby tasks' grant notes were dropped unbilled: two calls, the two that ran.
     expect(end?.usage.calls).toBe(2);
+  });
+});
+
+describe("SwarmRoom prompt-cache warm-up (limits.cache_warmup)", () => {
+  /** About 2,000 tokens shared by every task: over the 1,024 the providers cache. */
+  const LONG_SYSTEM = "You are a careful reviewer. ".repeat(300);
+
+  async function startShared(limits: LimitsInput = {}, system = LONG_SYSTEM) {
+    const swarm = newSwarm(10, { concurrency: 5, ...limits });
+    swarm.input.spec = { ...swarm.input.spec, system };
+    await swarm.stub.start(swarm.input);
+    return swarm;
+  }
+
+  it("starts one task, holds the rest (other lanes are told to ask again), and releases them when its call is reported", async () => {
+    const { stub } = await startShared();
+    const first = await pull(stub, { want: 5 });
+    expect(grantedIds(first)).toEqual(["task-001"]);
+    const other = await pull(stub, { ticket: "lane-2", want: 5 });
+    expect(other.granted).toEqual([]);
+    expect(other.stop).toBe(false);
+    expect(other.retryInMs).toBe(100);
+    // The first answer is in: the same pull fills the window.
+    const released = await pull(stub, { reports: reportAll(first, ok("a")), want: 5 });
+    expect(grantedIds(released)).toEqual(["task-002", "task-003", "task-004", "task-005", "task-006"]);
+    // Its usage reported 5 of 20 prompt tokens cached: the status says so, with what the cache saved.
+    const status = await stub.getStatus(TENANT);
+    expect(status?.usage.cached_tokens).toBe(5);
+    expect(status?.cache.hit_ratio).toBe(0.25);
+    expect(status?.cache.saved_usd).toBeGreaterThan(0);
+  });
+
+  it("releases on the call journal's recordCalls, before the task's outcome", async () => {
+    const { stub } = await startShared();
+    const first = await pull(stub, { want: 5 });
+    expect(grantedIds(first)).toEqual(["task-001"]);
+    const [call] = reportAll(first, ok("a"));
+    if (call === undefined) throw new Error("no report");
+    await stub.recordCalls([{ taskId: call.taskId, attempt: call.attempt, calls: call.calls }]);
+    expect(grantedIds(await pull(stub, { ticket: "lane-2", want: 5 }))).toEqual(["task-002", "task-003", "task-004", "task-005"]);
+  });
+
+  it("releases at its deadline when the first call never reports (a dead call does not stall the swarm)", async () => {
+    const { stub } = await startShared();
+    expect(grantedIds(await pull(stub, { want: 5 }))).toEqual(["task-001"]);
+    expect((await pull(stub, { ticket: "lane-2", want: 5 })).granted).toEqual([]);
+    await runInDurableObject(stub, (_i, state) => {
+      state.storage.sql.exec("UPDATE swarm SET warmup_until = ?", Date.now() - 1);
+    });
+    await runAlarmNow(stub);
+    expect(grantedIds(await pull(stub, { ticket: "lane-2", want: 5 }))).toEqual(["task-002", "task-003", "task-004", "task-005"]);
+  });
+
+  it.each<[string, LimitsInput, string]>([
+    ["cache_warmup: false", { cache_warmup: false }, LONG_SYSTEM],
+    ["a shared prefix under 1,024 tokens", {}, "You are a careful reviewer."],
+  ])("holds nothing with %s", async (_label, limits, system) => {
+    const { stub } = await startShared(limits, system);
+    expect((await pull(stub, { want: 5 })).granted).toHaveLength(5);
   });
 });

@@ -31,6 +31,7 @@ import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
 import { SwarmFailFast } from "./swarm-fail-fast.ts";
+import { SwarmWarmup } from "./swarm-warmup.ts";
 import { FLUSH_RETRY_MS, SwarmLedger, toStartedIds } from "./swarm-ledger.ts";
 import { SwarmLineage, type RerunInput } from "./swarm-lineage.ts";
 import { SwarmLive } from "./swarm-live.ts";
@@ -99,6 +100,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly ledger: SwarmLedger;
   private readonly dispatch: SwarmDispatch;
   private readonly failFast: SwarmFailFast;
+  private readonly warmup: SwarmWarmup;
   private readonly views: SwarmViews;
   private readonly live: SwarmLive;
   private readonly lineage: SwarmLineage;
@@ -131,6 +133,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.budget = new SwarmBudget(this.sql, this.store, this.totals, this.routing, this.settings.prices, env.TENANT_BUDGET);
     this.tasks = new SwarmTasks(this.sql, this.store, this.totals);
     this.failFast = new SwarmFailFast(this.sql, this.store, this.totals);
+    this.warmup = new SwarmWarmup(this.sql, this.store);
     this.ledger = new SwarmLedger(this.sql, this.store, this.totals, this.routing, this.meters, this.settings, env.LEDGER_DB);
     this.dispatch = new SwarmDispatch({
       sql: this.sql,
@@ -143,6 +146,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       ledger: this.ledger,
       meters: this.meters,
       failFast: this.failFast,
+      warmup: this.warmup,
       leases: this.settings,
       queues: { short: env.TASK_QUEUE, long: env.LONG_TASK_QUEUE ?? env.TASK_QUEUE },
     });
@@ -182,6 +186,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const planner = spec.goal === undefined ? null : PlannerSpecSchema.parse(spec.planner ?? {});
     this.store.insertSwarm(input, { mix, budget, tenantMonth, planner });
     this.lineage.record(input);
+    const stored = this.store.swarm();
+    if (stored !== null) this.warmup.begin(stored);
     this.totals.invalidate();
     // Tickets first (the first lanes start while D1 is written); then the index row, so the swarm
     // is listed at once; if D1 is down the alarm retries.
@@ -242,6 +248,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const releasedEnded = request.released !== undefined && request.released.length > 0 && this.dispatch.release(swarm, request.released, now);
       this.live.noteTasks(request.reports.map((report) => report.taskId));
       let ended = request.reports.length > 0 || releasedEnded;
+      // A recorded call (the warm-up task's answer or failure) releases the tasks held for the cache.
+      if (request.reports.some((report) => report.calls.length > 0)) this.warmup.callsRecorded(this.store.swarm() ?? swarm);
       const current = this.store.swarm() ?? swarm;
       // Fail fast stopped the swarm: no sub-task waits to be handed out, and no held one starts.
       const halted = this.failFast.stopped(current);
@@ -318,7 +326,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         !request.final &&
         request.want > 0 &&
         waiting > 0 &&
-        this.totals.inFlight() >= after.window
+        (this.totals.inFlight() >= after.window || this.warmup.holding(after))
           ? Math.max(WINDOW_FULL_WAIT_MS, paceMs)
           : null;
       const retryInMs = dueRetryInMs === null ? windowFullWait : windowFullWait === null ? dueRetryInMs : Math.min(dueRetryInMs, windowFullWait);
@@ -356,6 +364,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       if (swarm === null) return;
       const now = Date.now();
       this.dispatch.adaptWindow(swarm, { ...this.ledger.insertCalls(swarm, reports, now), now });
+      if (reports.some((report) => report.calls.length > 0)) this.warmup.callsRecorded(this.store.swarm() ?? swarm);
       this.transcripts.keep(reports);
       for (const report of reports) {
         if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
@@ -515,6 +524,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       for (const lapsed of this.tasks.expireLeases(swarm, now)) this.ledger.settleOpenCalls(swarm, lapsed.taskId, lapsed.attempt, now);
       this.ledger.settleOrphanCalls(this.store.swarm() ?? swarm, now);
       this.tickets.expire(now);
+      this.warmup.releaseIfDue(this.store.swarm() ?? swarm, now);
       this.afterTasksEnded();
       await this.dispatch.issueTickets(now);
       try {
@@ -608,6 +618,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.tasks.nextAlarm({ exact: options.exactDeadline === true }),
       this.ledger.nextAlarm(swarm, now),
       this.dispatch.nextAlarm(swarm, now),
+      this.warmup.nextAlarm(swarm),
     ].filter((at): at is number => at !== null);
     if (times.length > 0) await this.setAlarmNoLaterThan(Math.min(...times));
   }
