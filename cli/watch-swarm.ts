@@ -90,7 +90,7 @@ function apply(event: LiveEvent, states: Map<string, string>, tally: Tally): voi
     case "progress": {
       const p = event.data;
       tally.total = p.tasks;
-      tally.done = p.counts.succeeded + p.counts.failed + p.counts.cancelled + p.counts.skipped_budget;
+      tally.done = p.counts.succeeded + p.counts.failed + p.counts.cancelled + p.counts.skipped_budget + p.counts.skipped;
       tally.failed = p.counts.failed;
       tally.cost = p.cost_usd;
       tally.eta = p.eta_s;
@@ -106,7 +106,7 @@ function apply(event: LiveEvent, states: Map<string, string>, tally: Tally): voi
 
 function fromStatus(status: SwarmStatus, tally: Tally): void {
   tally.total = status.tasks;
-  tally.done = status.counts.succeeded + status.counts.failed + status.counts.cancelled + status.counts.skipped_budget;
+  tally.done = status.counts.succeeded + status.counts.failed + status.counts.cancelled + status.counts.skipped_budget + status.counts.skipped;
   tally.failed = status.counts.failed;
   tally.cost = status.cost_usd;
   tally.state = status.state;

@@ -17,6 +17,7 @@ import { z } from "zod";
 import { meanLatencyMs, p95LatencyMs, parseLatency } from "../dev/mock-model/latency.ts";
 import type { FaultKind, MockModelHandle, Scenario, StatsSnapshot } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
+import { costOfUsage, DEFAULT_PRICES } from "../src/core/pricing.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { formatSelfTimeRows, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
@@ -48,6 +49,7 @@ const program = new Command("npm run bench --")
   .option("--no-warmup", "a cold stack: no 20-task swarm first")
   .option("--tool-turns <t>", "every task an agent of T scratchpad turns (no baseline)", "0")
   .option("--max-output-tokens <n>", "max_tokens of every call", "32")
+  .option("--shared-prefix <chars>", "a system prompt of CHARS characters every task sends first (both runners); prints the prompt cache's figures", "0")
   .option("--timeout-s <s>", "one call's deadline (default: max(30, 3 x max(p95, ttfb)); 3 s with faults)")
   .option("--hedge <after>", "the swarm's limits.hedge.after: p50, p75, p90, p95, p99 or MS (the pool cannot hedge; default: off)")
   .option("--hedge-max-extra <share>", "limits.hedge.max_extra: backups per task at most (0-0.5)", "0.05")
@@ -74,6 +76,7 @@ const values = program.opts<{
   warmup: boolean;
   toolTurns: string;
   maxOutputTokens: string;
+  sharedPrefix: string;
   timeoutS?: string;
   hedge?: string;
   hedgeMaxExtra: string;
@@ -140,6 +143,9 @@ const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
 const ttfb = readIntOption("ttfb", values.ttfb, 0, 600_000);
 const maxOutputTokens = readIntOption("max-output-tokens", values.maxOutputTokens, 1, 128_000);
 const toolTurns = readIntOption("tool-turns", values.toolTurns, 0, 49);
+const sharedPrefixChars = readIntOption("shared-prefix", values.sharedPrefix, 0, 200_000);
+/** --shared-prefix: the system prompt both runners send with every task (null: none). */
+const sharedSystem = sharedPrefixChars === 0 ? null : toSharedSystem(sharedPrefixChars);
 const seed = readIntOption("seed", values.seed, 0, 2 ** 31);
 const rounds = readIntOption("rounds", values.rounds, 1, 20);
 const latency = parseLatency(values.latency);
@@ -241,6 +247,7 @@ async function runBaselineOnce(mock: MockModelHandle, profile: boolean): Promise
       apiKey: "mock-key-baseline",
       model: "mock-1",
       prompts,
+      ...(sharedSystem === null ? {} : { system: sharedSystem }),
       concurrency,
       maxTokens: maxOutputTokens,
       timeoutMs: timeoutS * 1000,
@@ -348,7 +355,7 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
     cpuMs: workerd === null ? null : workerd.cpuMs,
     mockCpuMs,
     ok: status.counts.succeeded,
-    err: status.counts.failed + status.counts.cancelled + status.counts.skipped_budget,
+    err: status.counts.failed + status.counts.cancelled + status.counts.skipped_budget + status.counts.skipped,
     upstream,
     meanInFlight,
     memory: workerd === null ? "workerd_rss_mb=n/a" : `workerd_rss_mb=${workerd.peakRssMb.toFixed(0)}`,
@@ -390,8 +397,49 @@ function formatCeiling(runs: ReadonlyArray<[string, RunFigures]>): string {
   ].join(" ");
 }
 
+/**
+ * The --shared-prefix system prompt: CHARS characters of numbered rules (the same for every task and
+ * both runners; the task's own text comes after it, in its user message).
+ */
+function toSharedSystem(chars: number): string {
+  let text = "You are a careful analyst. Follow the house rules below for every item.";
+  for (let rule = 1; text.length < chars; rule += 1) text += ` Rule ${rule}: state the evidence for each claim and keep the answer short.`;
+  return text.slice(0, chars);
+}
+
+/** What the mock's prompt cache did for a run: the cached share of prompt tokens, and the bill at mock-1's prices. */
+function cacheFigures(r: RunFigures): { share: number; costUsd: number } {
+  const counts = r.upstream.by_model["mock-1"];
+  const usage = {
+    prompt_tokens: counts?.prompt_tokens ?? 0,
+    cached_tokens: counts?.cached_tokens ?? 0,
+    completion_tokens: counts?.completion_tokens ?? 0,
+    reasoning_tokens: counts?.reasoning_tokens ?? 0,
+    total_tokens: counts?.total_tokens ?? 0,
+  };
+  const price = DEFAULT_PRICES["mock-1"];
+  return { share: usage.prompt_tokens === 0 ? 0 : usage.cached_tokens / usage.prompt_tokens, costUsd: price === undefined ? 0 : costOfUsage(usage, price) };
+}
+
+/** --shared-prefix: both runners' prompt-cache figures, side by side. */
+function printCacheLine(base: RunFigures | null, edgeswarm: RunFigures): void {
+  const each = (name: string, r: RunFigures) => {
+    const c = cacheFigures(r);
+    return `${name} cached_share=${(c.share * 100).toFixed(1)}% cost=$${c.costUsd.toFixed(6)} wall=${r.wallS.toFixed(2)} s`;
+  };
+  const line = [`prompt cache (--shared-prefix ${sharedPrefixChars} chars, mock-1 prices, cached input at its cached rate):`, each("edgeswarm", edgeswarm)];
+  if (base !== null) {
+    line.push(`| ${each("baseline", base)}`);
+    line.push(
+      `| ratio edgeswarm/baseline: cost=${ratio(cacheFigures(edgeswarm).costUsd, cacheFigures(base).costUsd)} wall=${ratio(edgeswarm.wallS, base.wallS)}`,
+    );
+  }
+  console.log(line.join(" "));
+}
+
 /** A round's side-by-side lines: both runners' figures and their ratios. */
 function printRun(base: RunFigures | null, edgeswarm: RunFigures): void {
+  if (sharedSystem !== null) printCacheLine(base, edgeswarm);
   if (base !== null) {
     console.log(`${label("baseline (promise pool, openai SDK):")}${formatRun(base)}${base.extra}`);
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
@@ -487,6 +535,7 @@ function swarmSpec(count: number, label: string) {
   return {
     name: `bench ${tasks}x${values.latency} W=${concurrency}`,
     model: "mock-1",
+    ...(sharedSystem === null ? {} : { system: sharedSystem }),
     tasks: prompts.slice(0, count).map((prompt) => ({ prompt: label === "bench" ? prompt : `${label}: ${prompt}` })),
     ...(toolTurns > 0 ? { tools: ["scratchpad"] } : {}),
     limits: {

@@ -85,7 +85,7 @@ try {
   }
   const upstream = stack.mock?.stats();
 
-  const terminal = new Set(["succeeded", "failed", "cancelled", "skipped_budget"]);
+  const terminal = new Set(["succeeded", "failed", "cancelled", "skipped_budget", "skipped"]);
   const lost = rows.filter((r) => !terminal.has(r.state)).length + (tasks - rows.length);
   const overCalled = rows.filter((r) => r.usage.calls > r.attempts).length;
   const ok = rows.filter((r) => r.state === "succeeded").length;

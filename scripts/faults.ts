@@ -27,7 +27,7 @@ if (chosen !== undefined && !(CASES as readonly string[]).includes(chosen)) {
 
 /** The fault mix of issue "Nothing lost when the machine dies": 20% 429, 5% 500, 2% malformed bodies, 2% dropped connections. */
 const HOSTILE_RATES = { "429": 0.2, "500": 0.05, malformed: 0.02, drop: 0.02 };
-const TERMINAL = new Set(["succeeded", "failed", "cancelled", "skipped_budget"]);
+const TERMINAL = new Set(["succeeded", "failed", "cancelled", "skipped_budget", "skipped"]);
 const SWARM_ENDS = new Set(["completed", "completed_with_failures", "failed", "cancelled"]);
 /** How long a finished call may take to reach its SwarmRoom: the call journal's flush (250 ms) plus a pull's coalescing. */
 const UNRECORDED_WINDOW_MS = 350;

@@ -31,7 +31,7 @@ const latency = readIntOption("latency", values.latency, 0, 10_000);
 const RATES = { "429": 0.2, "500": 0.05, malformed: 0.02, drop: 0.02 };
 /** The scheduled swarms call a model of their own, so the upstream counts their calls apart. */
 const SCHEDULED_MODEL = "mock-scheduled";
-const TERMINAL = new Set(["succeeded", "failed", "cancelled", "skipped_budget"]);
+const TERMINAL = new Set(["succeeded", "failed", "cancelled", "skipped_budget", "skipped"]);
 
 const persistTo = path.join(ROOT, ".tmp", "soak-state");
 await rm(persistTo, { recursive: true, force: true });

@@ -11,7 +11,7 @@ export interface Recorded {
   body: unknown;
 }
 
-const counts = (succeeded: number, failed: number) => ({ queued: 0, running: 0, succeeded, failed, cancelled: 0, skipped_budget: 0 });
+const counts = (succeeded: number, failed: number) => ({ queued: 0, running: 0, succeeded, failed, cancelled: 0, skipped_budget: 0, skipped: 0 });
 
 export function statusOf(id: string, state: string, succeeded: number, failed: number, tasks = 2) {
   return {

@@ -132,7 +132,7 @@ export function SwarmList(props: { client: EdgeswarmClient }) {
           <tbody>
             {shown.map((s) => {
               const counts = (s.counts ?? {}) as Record<string, number>;
-              const ended = (counts.succeeded ?? 0) + (counts.failed ?? 0) + (counts.cancelled ?? 0) + (counts.skipped_budget ?? 0);
+              const ended = (counts.succeeded ?? 0) + (counts.failed ?? 0) + (counts.cancelled ?? 0) + (counts.skipped_budget ?? 0) + (counts.skipped ?? 0);
               return (
                 <tr data-swarm={s.id}>
                   <td>

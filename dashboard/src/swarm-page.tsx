@@ -4,6 +4,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { EdgeswarmClient, SwarmStatus } from "../../src/client/index.ts";
 import type { LiveProgress } from "../../src/core/live-events.ts";
+import { toEndedCount } from "../../src/core/swarm-contract.ts";
 import { LatencyHistogram, WindowChart } from "./charts.tsx";
 import { hrefOf } from "./route.ts";
 import { StateBadge } from "./swarm-list.tsx";
@@ -163,7 +164,7 @@ export function SwarmPage(props: { client: EdgeswarmClient; id: string; navigate
         <div class="counter panel">
           <span class="muted">done</span>
           <b data-testid="done">
-            {counts ? counts.succeeded + counts.failed + counts.cancelled + counts.skipped_budget : 0}/{progress?.tasks ?? status?.tasks ?? 0}
+            {counts ? toEndedCount(counts) : 0}/{progress?.tasks ?? status?.tasks ?? 0}
           </b>
         </div>
         {GRID_CLASSES.map((cls) => (
@@ -178,6 +179,12 @@ export function SwarmPage(props: { client: EdgeswarmClient; id: string; navigate
         <div class="counter panel">
           <span class="muted">cost</span>
           <b data-testid="cost">${cost.toFixed(4)}</b>
+        </div>
+        <div class="counter panel" title="share of prompt tokens the upstream served from its prompt cache, and what that saved (limits.cache_warmup)">
+          <span class="muted">cache hit</span>
+          <b data-testid="cache-hit">
+            {status?.cache === undefined ? "—" : `${Math.round(status.cache.hit_ratio * 100)}% · saved $${status.cache.saved_usd.toFixed(4)}`}
+          </b>
         </div>
         <div class="counter panel">
           <span class="muted">ETA</span>

@@ -20,6 +20,7 @@ export function toGridClass(state: TaskState): GridClass {
     case "cancelled":
       return "cancelled";
     case "skipped_budget":
+    case "skipped":
       return "skipped";
   }
 }

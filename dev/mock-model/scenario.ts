@@ -44,6 +44,11 @@ export interface Scenario {
   usage_shape_by_model?: Record<string, UsageShape>;
   /** Share of prompt tokens reported as cached, floor(prompt × share), in [0, 1] (default 0). */
   cached_share?: number;
+  /**
+   * The prompt-prefix cache (prefix-cache.ts; default true): a prompt of ≥ 1,024 tokens that shares
+   * a prefix with an earlier, processed request reports it as cached, in 128-token blocks.
+   */
+  prefix_cache?: boolean;
   /** How tool calls go on the wire (default: by model name, see defaultToolDialect). */
   tool_dialect?: ToolDialect;
   /** Per-model tool dialect overriding `tool_dialect` and the model-name default. */
@@ -68,6 +73,7 @@ const SCENARIO_KEYS: ReadonlySet<string> = new Set([
   "usage_shape",
   "usage_shape_by_model",
   "cached_share",
+  "prefix_cache",
   "tool_dialect",
   "tool_dialect_by_model",
   "invalid_json",
@@ -167,6 +173,10 @@ export function parseScenario(input: unknown): Parsed<Scenario> {
       case "cached_share":
         if (!isNum(v) || v < 0 || v > 1) return { ok: false, error: "cached_share must be in [0, 1]" };
         out.cached_share = v;
+        break;
+      case "prefix_cache":
+        if (typeof v !== "boolean") return { ok: false, error: "prefix_cache must be true or false" };
+        out.prefix_cache = v;
         break;
       case "tool_dialect":
         if (!isToolDialect(v)) return { ok: false, error: `tool_dialect must be one of ${DIALECTS_TEXT}` };

@@ -21,6 +21,7 @@ import { Stats } from "./stats.ts";
 import type { StatsSnapshot } from "./stats.ts";
 import { streamPlan } from "./stream.ts";
 import type { StreamEvent } from "./stream.ts";
+import { PREFIX_MIN_TOKENS, PrefixCache, toCacheText, toPrefixBlocks, type PrefixBlocks } from "./prefix-cache.ts";
 import { countPromptTokens } from "./text.ts";
 import { TOOL_DIALECTS, defaultToolDialect, isToolDialect } from "./tool-dialect.ts";
 import type { ToolDialect } from "./tool-dialect.ts";
@@ -94,6 +95,8 @@ interface State {
   tpm: TpmLimiter | undefined;
   /** Invalid answers still to give (scenario invalid_json / invalid_plans, counted down). */
   left: { invalid_json: number; invalid_plans: number };
+  /** Prompt prefixes processed so far (a new scenario starts with a cold cache); null when off. */
+  prefixCache: PrefixCache | null;
 }
 
 function makeState(scenario: Scenario): State {
@@ -105,6 +108,7 @@ function makeState(scenario: Scenario): State {
     rpm: scenario.rpm_per_key !== undefined && scenario.rpm_per_key > 0 ? new RpmLimiter(scenario.rpm_per_key) : undefined,
     tpm: scenario.tpm_per_key !== undefined && scenario.tpm_per_key > 0 ? new TpmLimiter(scenario.tpm_per_key) : undefined,
     left: { invalid_json: scenario.invalid_json ?? 0, invalid_plans: scenario.invalid_plans ?? 0 },
+    prefixCache: scenario.prefix_cache === false ? null : new PrefixCache(),
   };
 }
 
@@ -491,7 +495,15 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     if (answer.role === "planner") stats.count("planner_requests");
     if (answer.role === "reducer") stats.count("reducer_requests");
     if (answer.repair) stats.count("repair_requests");
-    const report = usageReport(answer.usage, shape, { cachedShare: sc.cached_share ?? 0, maxTokens: request.max_tokens });
+    // The prefix cache is looked up as the request arrives, and holds its prefixes only once its
+    // prefill is done (when its first byte goes out, below).
+    const prefixCache = state.prefixCache;
+    const prefixBlocks: PrefixBlocks | null = prefixCache !== null && promptTokens >= PREFIX_MIN_TOKENS ? toPrefixBlocks(toCacheText(request)) : null;
+    const cachedTokens = prefixBlocks === null || prefixCache === null ? 0 : prefixCache.lookup(prefixBlocks, Date.now());
+    const prefilled = (): void => {
+      if (prefixBlocks !== null) prefixCache?.store(prefixBlocks, Date.now());
+    };
+    const report = usageReport(answer.usage, shape, { cachedShare: sc.cached_share ?? 0, cachedTokens, maxTokens: request.max_tokens });
 
     // Fault decision: forced header > per-key RPM limit > per-key TPM limit > script > rates.
     const extraHeaders: Record<string, string> = {};
@@ -621,6 +633,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
         res.flushHeaders();
         stats.status(200);
         headersSent();
+        prefilled();
         if (fault === "hang") return;
         const events = streamPlan(request, meta, answer, fault, report);
         // A latency below the ttfb ends the response right after the headers.
@@ -638,6 +651,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     // A non-streamed answer is sent whole, so its first byte is its last: never before the ttfb.
     after(Math.max(delay, ttfb), () => {
       if (res.destroyed) return;
+      prefilled();
       tpmCharge = report.normalized.total_tokens;
       if (fault === "malformed" || fault === "truncated") {
         const full = JSON.stringify(completionObject(meta, answer, undefined));
@@ -733,6 +747,7 @@ const HELP = `Usage: node dev/mock-model/server.ts [flags]   (a MOCK OpenAI-comp
   --usage-shape NAME       usage shape: ${USAGE_SHAPES.join(" | ")} (default openai)
   --usage-shape-by-model LIST  model=SHAPE,model=SHAPE
   --cached-share X         share of prompt tokens reported as cached, 0..1 (default 0)
+  --no-prefix-cache        no prompt-prefix cache (default: prompts of ≥ 1,024 tokens are cached after their prefill)
   --fault-rate LIST        kind=p,... e.g. 429=0.2,500=0.05
   --script LIST            fault kinds for successive requests, e.g. 429,429,ok
   --retry-after S          retry-after for injected 429s, seconds (default 1)
@@ -767,6 +782,7 @@ export async function main(argv: string[]): Promise<void> {
       "usage-shape": { type: "string" },
       "usage-shape-by-model": { type: "string" },
       "cached-share": { type: "string" },
+      "no-prefix-cache": { type: "boolean" },
       "fault-rate": { type: "string" },
       script: { type: "string" },
       "retry-after": { type: "string" },
@@ -809,6 +825,7 @@ export async function main(argv: string[]): Promise<void> {
   if (values.latency !== undefined) raw.latency = values.latency;
   if (values["latency-by-model"] !== undefined) raw.latency_by_model = modelMap("latency-by-model", values["latency-by-model"], "SPEC");
   if (values["usage-shape"] !== undefined) raw.usage_shape = values["usage-shape"];
+  if (values["no-prefix-cache"] === true) raw.prefix_cache = false;
   if (values["usage-shape-by-model"] !== undefined) raw.usage_shape_by_model = modelMap("usage-shape-by-model", values["usage-shape-by-model"], "SHAPE");
   if (values["tool-dialect"] !== undefined) raw.tool_dialect = values["tool-dialect"];
   if (values["tool-dialect-by-model"] !== undefined) raw.tool_dialect_by_model = modelMap("tool-dialect-by-model", values["tool-dialect-by-model"], "DIALECT");

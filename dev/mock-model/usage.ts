@@ -40,6 +40,8 @@ const REPORTS_CACHED: Readonly<Record<UsageShape, boolean>> = {
 export interface UsageOptions {
   /** Share of prompt tokens reported as cached: floor(prompt × share) (default 0). */
   cachedShare?: number;
+  /** Prompt tokens the prefix cache holds for this request (prefix-cache.ts); the larger of this and the share is reported. */
+  cachedTokens?: number;
   /** The request's max_tokens: Gemini's hidden thoughts are capped so visible + thoughts ≤ max_tokens. */
   maxTokens?: number | undefined;
 }
@@ -47,8 +49,8 @@ export interface UsageOptions {
 /**
  * The usage report of one answer whose visible output is `base.completion_tokens` tokens.
  *
- * - cached = floor(prompt × cachedShare) for shapes that can report it (openai, deepseek, kimi,
- *   anthropic), else 0.
+ * - cached = max(floor(prompt × cachedShare), cachedTokens), at most prompt, for shapes that can
+ *   report it (openai, deepseek, kimi, anthropic), else 0.
  * - gemini: hidden "thoughts" = floor(completion / 2) (capped at max_tokens − completion) appear
  *   only in total_tokens; normalized, they are output: completion + thoughts, all of it reasoning.
  * - reasoning is 0 for every other shape (the mock does not think).
@@ -56,7 +58,7 @@ export interface UsageOptions {
 export function usageReport(base: Usage, shape: UsageShape, opts: UsageOptions = {}): UsageReport {
   const prompt = base.prompt_tokens;
   const completion = base.completion_tokens;
-  const cached = REPORTS_CACHED[shape] ? Math.min(prompt, Math.floor(prompt * (opts.cachedShare ?? 0))) : 0;
+  const cached = REPORTS_CACHED[shape] ? Math.min(prompt, Math.max(Math.floor(prompt * (opts.cachedShare ?? 0)), opts.cachedTokens ?? 0)) : 0;
   let thoughts = 0;
   if (shape === "gemini") {
     thoughts = Math.floor(completion / 2);

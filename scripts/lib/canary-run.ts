@@ -69,7 +69,14 @@ const BillableSchema = z.looseObject({
 const StatusSchema = z.looseObject({
   state: z.string(),
   tasks: z.number(),
-  counts: z.looseObject({ running: z.number(), succeeded: z.number(), failed: z.number(), cancelled: z.number(), skipped_budget: z.number() }),
+  counts: z.looseObject({
+    running: z.number(),
+    succeeded: z.number(),
+    failed: z.number(),
+    cancelled: z.number(),
+    skipped_budget: z.number(),
+    skipped: z.number().optional(),
+  }),
   wall_s: z.number(),
   cost_usd: z.number(),
   latency_ms: z.object({ p50: z.number().nullable(), p95: z.number().nullable() }),
@@ -112,7 +119,7 @@ function toSample(status: Status, atMs: number): CanarySample {
   return {
     atMs,
     inFlight: c.running,
-    done: c.succeeded + c.failed + c.cancelled + c.skipped_budget,
+    done: c.succeeded + c.failed + c.cancelled + c.skipped_budget + (c.skipped ?? 0),
     lanes: status.dispatch?.lanes ?? null,
     slots: status.dispatch?.slots ?? null,
     doRequests: status.billable?.do_requests ?? null,

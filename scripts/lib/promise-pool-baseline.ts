@@ -15,6 +15,8 @@ export const PoolOptionsSchema = z.object({
   apiKey: z.string(),
   model: z.string(),
   prompts: z.array(z.string()).min(1),
+  /** A system prompt every call sends first (bench --shared-prefix), as edgeswarm's swarm does. */
+  system: z.string().optional(),
   /** W: calls in flight at once. */
   concurrency: z.number().int().positive(),
   maxTokens: z.number().int().positive(),
@@ -73,7 +75,13 @@ export async function runPromisePool(input: PoolOptions): Promise<PoolResult> {
       const stream = await client.chat.completions.create(
         {
           model: options.model,
-          messages: [{ role: "user", content: prompt }],
+          messages:
+            options.system === undefined
+              ? [{ role: "user", content: prompt }]
+              : [
+                  { role: "system", content: options.system },
+                  { role: "user", content: prompt },
+                ],
           max_tokens: options.maxTokens,
           stream: true,
           stream_options: { include_usage: true },

@@ -14,6 +14,7 @@ const CountsSchema = z.looseObject({
   failed: z.number(),
   cancelled: z.number(),
   skipped_budget: z.number(),
+  skipped: z.number(),
 });
 
 export const SwarmStatusBodySchema = z.looseObject({

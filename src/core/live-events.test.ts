@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { canReplayFrom, estimateEtaS, parseLastEventId, toSseFrame } from "./live-events.ts";
 
-const counts = (ended: number) => ({ queued: 0, running: 0, succeeded: ended, failed: 0, cancelled: 0, skipped_budget: 0 });
+const counts = (ended: number) => ({ queued: 0, running: 0, succeeded: ended, failed: 0, cancelled: 0, skipped_budget: 0, skipped: 0 });
 
 describe("estimateEtaS", () => {
   it.each([

@@ -1,6 +1,6 @@
 // The live event contract of GET /v1/swarms/:id/live and /events (docs/data.md "Live events"): the event
 // shapes, the ETA, and which events a resume can replay. No I/O; the SwarmRoom's swarm-live.ts sends them.
-import type { SwarmState, SwarmStatus, TaskState } from "./swarm-contract.ts";
+import { toEndedCount, type SwarmState, type SwarmStatus, type TaskState } from "./swarm-contract.ts";
 
 export type LiveEventType = "snapshot" | "tasks" | "progress" | "done";
 
@@ -37,7 +37,7 @@ export const LIVE_RING_SIZE = 2_000;
 /** Remaining seconds at the mean rate so far: (elapsed / ended) × open tasks. */
 export function estimateEtaS(counts: SwarmStatus["counts"], tasks: number, wallS: number, finished: boolean): number | null {
   if (finished) return null;
-  const ended = counts.succeeded + counts.failed + counts.cancelled + counts.skipped_budget;
+  const ended = toEndedCount(counts);
   if (ended === 0 || wallS <= 0) return null;
   const open = Math.max(0, tasks - ended);
   return Math.round((wallS / ended) * open * 10) / 10;

@@ -15,15 +15,49 @@ describe("SwarmSpecSchema defaults", () => {
     const r = SwarmSpecSchema.safeParse(minimal);
     expect(r.success && r.data).toEqual({
       ...minimal,
-      limits: { concurrency: 32, max_output_tokens: 1_024, timeout_s: 60, max_attempts: 4, long_timeout_s: 600, max_turns: 8, max_tool_calls: 16 },
+      limits: {
+        concurrency: 32,
+        max_output_tokens: 1_024,
+        timeout_s: 60,
+        max_attempts: 4,
+        long_timeout_s: 600,
+        max_turns: 8,
+        max_tool_calls: 16,
+        stop_after_failures: 20,
+        cache_warmup: "auto",
+      },
     });
   });
 
   it.each([
-    [{ concurrency: 5 }, { concurrency: 5, max_output_tokens: 1_024, timeout_s: 60, max_attempts: 4, long_timeout_s: 600, max_turns: 8, max_tool_calls: 16 }],
+    [
+      { concurrency: 5 },
+      {
+        concurrency: 5,
+        max_output_tokens: 1_024,
+        timeout_s: 60,
+        max_attempts: 4,
+        long_timeout_s: 600,
+        max_turns: 8,
+        max_tool_calls: 16,
+        stop_after_failures: 20,
+        cache_warmup: "auto",
+      },
+    ],
     [
       { max_attempts: 1, timeout_s: 1.5, retry_budget: 0 },
-      { concurrency: 32, max_output_tokens: 1_024, timeout_s: 1.5, max_attempts: 1, long_timeout_s: 600, max_turns: 8, max_tool_calls: 16, retry_budget: 0 },
+      {
+        concurrency: 32,
+        max_output_tokens: 1_024,
+        timeout_s: 1.5,
+        max_attempts: 1,
+        long_timeout_s: 600,
+        max_turns: 8,
+        max_tool_calls: 16,
+        stop_after_failures: 20,
+        cache_warmup: "auto",
+        retry_budget: 0,
+      },
     ],
   ])("partial limits %j are completed", (limits, expected) => {
     const r = SwarmSpecSchema.safeParse({ ...minimal, limits });

@@ -51,6 +51,17 @@ export const LimitsSchema = z.strictObject({
   max_tool_calls: z.number().int().min(0).max(500).default(16),
   /** A backup call for a straggler (docs/configuration.md "Hedged calls"); off when absent. */
   hedge: HedgeSpecSchema.optional(),
+  /**
+   * Fail fast: after this many sub-tasks in a row end with the same permanent error class (no
+   * success between), dispatch stops and the tasks not yet run end `skipped`. 0 turns it off.
+   */
+  stop_after_failures: z.number().int().min(0).max(100_000).default(20),
+  /**
+   * Prompt-cache warm-up: with "auto", a swarm whose tasks share a prefix (tools, response format,
+   * system prompt) of ≥ 1,024 tokens, estimated, starts one task and the rest once its first call
+   * is recorded (at most WARMUP_RELEASE_MAX_MS later), so the upstream caches the prefix once.
+   */
+  cache_warmup: z.union([z.literal("auto"), z.literal(false)]).default("auto"),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
 

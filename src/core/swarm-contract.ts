@@ -12,11 +12,11 @@ import type { Usage } from "./usage.ts";
  * pending → dispatched → running → succeeded | failed
  *                ↑          │
  *                └ retry_wait ┘ (retryable failure, attempts left)
- * Any non-terminal task can end cancelled or skipped_budget.
+ * Any non-terminal task can end cancelled, skipped_budget or skipped (fail fast: limits.stop_after_failures).
  */
-export type TaskState = "pending" | "dispatched" | "running" | "retry_wait" | "succeeded" | "failed" | "cancelled" | "skipped_budget";
+export type TaskState = "pending" | "dispatched" | "running" | "retry_wait" | "succeeded" | "failed" | "cancelled" | "skipped_budget" | "skipped";
 
-export const TERMINAL_TASK_STATES: readonly TaskState[] = ["succeeded", "failed", "cancelled", "skipped_budget"];
+export const TERMINAL_TASK_STATES: readonly TaskState[] = ["succeeded", "failed", "cancelled", "skipped_budget", "skipped"];
 /** Tasks that occupy a place in the swarm's window. */
 export const IN_FLIGHT_TASK_STATES: readonly TaskState[] = ["dispatched", "running", "retry_wait"];
 
@@ -382,7 +382,13 @@ export interface TaskCounts {
   failed: number;
   cancelled: number;
   skipped_budget: number;
+  /** Not run: the swarm stopped early after a run of the same permanent failure (limits.stop_after_failures). */
+  skipped: number;
 }
+
+/** Tasks that ended, whichever way. */
+export const toEndedCount = (counts: Pick<TaskCounts, "succeeded" | "failed" | "cancelled" | "skipped_budget" | "skipped">): number =>
+  counts.succeeded + counts.failed + counts.cancelled + counts.skipped_budget + counts.skipped;
 
 export interface UsageTotals {
   calls: number;
@@ -409,6 +415,11 @@ export interface SwarmStatus {
   /** Tool calls the swarm's agents made (every task, all attempts). */
   tool_calls: number;
   cost_usd: number;
+  /**
+   * The upstream's prompt cache: the share of prompt tokens it served cached (usage.cached_tokens ÷
+   * usage.prompt_tokens) and what that saved against the full input price (the price table's cached rate).
+   */
+  cache: { hit_ratio: number; saved_usd: number };
   wall_s: number;
   latency_ms: { p50: number | null; p95: number | null };
   /** The reduced answer once the swarm is done; null while it runs. */

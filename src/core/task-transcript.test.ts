@@ -71,6 +71,7 @@ describe("selectsForRerun", () => {
     ["not_succeeded", "failed", true],
     ["not_succeeded", "cancelled", true],
     ["not_succeeded", "skipped_budget", true],
+    ["not_succeeded", "skipped", true],
     ["not_succeeded", "succeeded", false],
   ] as const)("%s takes a %s task: %s", (selection, state, expected) => {
     expect(selectsForRerun(selection, state)).toBe(expected);

@@ -30,6 +30,7 @@ describe("decideGrant", () => {
     ["failed: skipped", row("failed", 3), { kind: "skip" }],
     ["cancelled: skipped", row("cancelled", 0), { kind: "skip" }],
     ["skipped_budget: skipped", row("skipped_budget", 0), { kind: "skip" }],
+    ["skipped (fail fast): skipped", row("skipped", 0), { kind: "skip" }],
     ["unknown: skipped", null, { kind: "skip" }],
   ])("%s", (_label, task, expected) => {
     expect(decideGrant(task, NOW, MAX)).toEqual(expected);
@@ -75,7 +76,16 @@ describe("decideRecord", () => {
 });
 
 describe("decideCompletion", () => {
-  const counts = (c: Partial<TaskCounts>): TaskCounts => ({ queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, skipped_budget: 0, ...c });
+  const counts = (c: Partial<TaskCounts>): TaskCounts => ({
+    queued: 0,
+    running: 0,
+    succeeded: 0,
+    failed: 0,
+    cancelled: 0,
+    skipped_budget: 0,
+    skipped: 0,
+    ...c,
+  });
 
   it.each<[string, TaskCounts, boolean, ReturnType<typeof decideCompletion>]>([
     ["tasks still queued", counts({ queued: 1, succeeded: 2 }), false, null],
@@ -84,6 +94,7 @@ describe("decideCompletion", () => {
     ["every task succeeded", counts({ succeeded: 3 }), false, "completed"],
     ["a failure", counts({ succeeded: 2, failed: 1 }), false, "completed_with_failures"],
     ["a task skipped for the budget", counts({ succeeded: 2, skipped_budget: 1 }), false, "completed_with_failures"],
+    ["tasks skipped by fail fast", counts({ failed: 20, skipped: 80 }), false, "completed_with_failures"],
     ["a cancelled task in a swarm that was not cancelled", counts({ succeeded: 2, cancelled: 1 }), false, "completed_with_failures"],
     ["a cancelled swarm, whatever succeeded", counts({ succeeded: 2, cancelled: 1 }), true, "cancelled"],
     ["no tasks at all", counts({}), false, "completed"],

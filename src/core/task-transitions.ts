@@ -74,5 +74,5 @@ export function decideRecord(task: TaskLifeRow | null, attempt: number, outcome:
 export function decideCompletion(counts: TaskCounts, cancelled: boolean): SwarmState | null {
   if (counts.queued + counts.running > 0) return null;
   if (cancelled) return "cancelled";
-  return counts.failed + counts.skipped_budget + counts.cancelled > 0 ? "completed_with_failures" : "completed";
+  return counts.failed + counts.skipped_budget + counts.skipped + counts.cancelled > 0 ? "completed_with_failures" : "completed";
 }

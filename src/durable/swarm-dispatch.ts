@@ -14,7 +14,10 @@ import type { Limits } from "../core/spec-schema.ts";
 import { IN_FLIGHT_TASK_STATES, type CallStart, type ClaimedTask, type TaskAction, type TaskPool, type TaskReport } from "../core/swarm-contract.ts";
 import { decideGrant, decideRecord } from "../core/task-transitions.ts";
 import { toSendBatches, type Ticket } from "../core/ticket.ts";
+import type { TaskEnd } from "../core/failure-streak.ts";
 import type { SwarmBudget } from "./swarm-budget.ts";
+import type { SwarmFailFast } from "./swarm-fail-fast.ts";
+import type { SwarmWarmup } from "./swarm-warmup.ts";
 import { PRE_NOTE_MS, type SwarmLedger } from "./swarm-ledger.ts";
 import type { SwarmMeters } from "./swarm-meters.ts";
 import { CheckpointSchema, OverrideSchema, TASK_COLUMNS, type SwarmRow, type TaskRow } from "./swarm-room-rows.ts";
@@ -52,6 +55,8 @@ export interface DispatchParts {
   tasks: SwarmTasks;
   ledger: SwarmLedger;
   meters: SwarmMeters;
+  failFast: SwarmFailFast;
+  warmup: SwarmWarmup;
   leases: Pick<RoomSettings, "leaseMs" | "leaseGraceMs" | "toolTurnLeaseMs">;
   /** The short pool's queue, and the long-chain pool's (the short one when unbound). */
   queues: { short: Queue; long: Queue };
@@ -67,6 +72,8 @@ export class SwarmDispatch {
   private readonly tasks: SwarmTasks;
   private readonly ledger: SwarmLedger;
   private readonly meters: SwarmMeters;
+  private readonly failFast: SwarmFailFast;
+  private readonly warmup: SwarmWarmup;
   private readonly leases: DispatchParts["leases"];
   private readonly queues: DispatchParts["queues"];
   /** When a failed ticket send is tried again; null when the last send went through. */
@@ -84,6 +91,8 @@ export class SwarmDispatch {
     this.tasks = parts.tasks;
     this.ledger = parts.ledger;
     this.meters = parts.meters;
+    this.failFast = parts.failFast;
+    this.warmup = parts.warmup;
     this.leases = parts.leases;
     this.queues = parts.queues;
   }
@@ -124,7 +133,9 @@ export class SwarmDispatch {
       )
       .toArray();
     const retries = candidates.length;
-    const room = swarm.window - this.totals.inFlight();
+    // Prompt-cache warm-up: one task first, the rest once a call is recorded (SwarmWarmup).
+    const cap = this.warmup.grantCap(swarm, now);
+    const room = (cap === null ? swarm.window : Math.min(swarm.window, cap)) - this.totals.inFlight();
     // Pending tasks past the window's room (or past `want`) are the standby ones.
     const windowed = Math.max(0, Math.min(limit - candidates.length, room));
     // Only once the window is full, or a lane already running tasks has all it asked for (not over
@@ -132,7 +143,7 @@ export class SwarmDispatch {
     // Many small lanes (a header-bound swarm's executors) each get their want while the window still
     // has room that others' ended tasks left until their own pulls: they need standby tasks all the same.
     const wantMet = laneRunning > 0 && windowed >= limit - retries;
-    const standbyRoom = (windowed < room && !wantMet) || room < 0 || laneRunning + retries + windowed <= 0 ? 0 : standbyLimit;
+    const standbyRoom = cap !== null || (windowed < room && !wantMet) || room < 0 || laneRunning + retries + windowed <= 0 ? 0 : standbyLimit;
     if (windowed + standbyRoom > 0) {
       candidates.push(
         ...this.sql
@@ -255,6 +266,7 @@ export class SwarmDispatch {
       if (windowGrants >= want && result.granted.length - windowGrants >= standbyRoom) break;
     }
     if (lane !== undefined) this.ledger.preNote(swarm, notes, lane, notedUntil);
+    if (cap !== null && windowGrants > 0) this.warmup.granted(swarm, now);
     return result;
   }
 
@@ -306,6 +318,11 @@ export class SwarmDispatch {
         ended = true;
         continue;
       }
+      if (task.kind === "task" && this.failFast.stopped(swarm)) {
+        this.tasks.endTask(task, "skipped", now, { errorClass: null, message: "skipped: the swarm stopped early (limits.stop_after_failures)" });
+        ended = true;
+        continue;
+      }
       this.tasks.toPending(task);
       this.store.addFreeAttempt(taskId);
     }
@@ -322,6 +339,8 @@ export class SwarmDispatch {
     // below their states (nothing before those writes the columns a TaskRow holds).
     const rows = this.store.tasksById(reports.map((report) => report.taskId));
     let { successes, rateLimited } = this.ledger.insertCalls(swarm, reports, now, { tasks: rows });
+    /** How sub-tasks ended, for fail fast. */
+    const ends: TaskEnd[] = [];
     // An outcome is in: a call its attempt noted and never recorded will not be (billed as unknown).
     const recorded = new Set(
       reports.flatMap((report) => report.calls.map((call) => toCallId(swarm.id, report.taskId, report.attempt, call.turn, call.hedge !== undefined))),
@@ -343,8 +362,10 @@ export class SwarmDispatch {
       const { outcome } = report;
       if (task !== null && decision.kind === "succeed" && outcome.kind === "succeeded") {
         this.tasks.endTask(task, "succeeded", now, { output: outcome.output, finishReason: outcome.finishReason });
+        if (task.kind === "task") ends.push({ kind: "succeeded" });
       } else if (task !== null && decision.kind === "fail" && outcome.kind === "failed") {
         this.tasks.endTask(task, "failed", now, { errorClass: outcome.class, message: outcome.message, output: outcome.output ?? null });
+        if (task.kind === "task") ends.push({ kind: "failed", errorClass: outcome.class, message: outcome.message });
       } else if (task !== null && decision.kind === "defer" && outcome.kind === "deferred" && swarm.state === "cancelled") {
         // Nothing is handed out in a cancelled swarm: waiting to be would leave the task open for ever.
         this.tasks.endTask(task, "cancelled", now, { errorClass: null, message: `cancelled while deferred: ${outcome.reason}` });
@@ -399,6 +420,7 @@ export class SwarmDispatch {
       actions.push({ taskId: report.taskId, action: "ack", delaySeconds: 0 });
     }
     if (retriesUsed !== swarm.retries_used) this.sql.exec("UPDATE swarm SET retries_used = ?", retriesUsed);
+    this.failFast.noteEnds(swarm, ends, now);
     this.adaptWindow(swarm, { successes, rateLimited, now });
     return actions;
   }

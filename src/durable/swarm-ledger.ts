@@ -2,6 +2,7 @@
 // flushed to D1 with the swarm's index row in batched transactions; usage totals and latency
 // percentiles over it; and when the alarm must next flush. It never changes a task's state.
 import { chargeOfCall } from "../core/budget.ts";
+import { toCacheView } from "../core/cache-warmup.ts";
 import { isUpstreamHealthFailure } from "../core/circuit-breaker.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
 import { callIdRange, isHedgeCallId, toCallId } from "../core/ids.ts";
@@ -419,6 +420,19 @@ export class SwarmLedger {
     return this.totals.usage();
   }
 
+  /**
+   * The status's `cache`: the share of prompt tokens the upstream served from its cache, and what
+   * that saved at each model's cached rate. Per model only once some call reported cached tokens.
+   */
+  cacheView(): { hit_ratio: number; saved_usd: number } {
+    const usage = this.totals.usage();
+    if (usage.cached_tokens === 0) return { hit_ratio: 0, saved_usd: 0 };
+    const rows = this.sql
+      .exec<{ model: string; p: number | null; c: number | null }>("SELECT model, SUM(prompt_tokens) AS p, SUM(cached_tokens) AS c FROM calls GROUP BY model")
+      .toArray();
+    return toCacheView(rows.map((row) => ({ price: resolvePrice(this.prices, row.model), promptTokens: row.p ?? 0, cachedTokens: row.c ?? 0 })));
+  }
+
   toIndexRow(swarm: SwarmRow): SwarmIndexRow {
     const counts = this.totals.counts();
     const usage = this.usageTotals();
@@ -437,6 +451,7 @@ export class SwarmLedger {
       failed: counts.failed,
       cancelled: counts.cancelled,
       skipped_budget: counts.skipped_budget,
+      skipped: counts.skipped,
       calls: usage.calls,
       prompt_tokens: usage.prompt_tokens,
       cached_tokens: usage.cached_tokens,

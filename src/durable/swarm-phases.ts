@@ -274,7 +274,7 @@ export function toSwarmEnd(swarm: SwarmRow, open: number, counts: TaskCounts): {
   const reason =
     swarm.reason ??
     (state === "completed_with_failures"
-      ? `${counts.failed} task(s) failed${counts.skipped_budget > 0 ? `, ${counts.skipped_budget} skipped (budget)` : ""}`
+      ? `${counts.failed} task(s) failed${counts.skipped_budget > 0 ? `, ${counts.skipped_budget} skipped (budget)` : ""}${counts.skipped > 0 ? `, ${counts.skipped} skipped` : ""}`
       : null);
   return { state, reason };
 }

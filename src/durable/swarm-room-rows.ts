@@ -40,6 +40,10 @@ export type SwarmRow = {
   plan_errors: string | null;
   reduction: string | null;
   mcp_catalog: string | null;
+  /** The run of the same permanent failure (FailureStreakSchema JSON); null before any. */
+  failure_streak: string | null;
+  /** Prompt-cache warm-up: NULL none held; 0 the first task not granted yet; > 0 the rest held until then (epoch ms). */
+  warmup_until: number | null;
 };
 
 export type CircuitRow = {

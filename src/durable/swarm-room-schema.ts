@@ -193,6 +193,17 @@ const SCHEMA_V13 = `
 ALTER TABLE swarm ADD COLUMN mcp_catalog TEXT;
 `;
 
+// v14 (fail fast, src/core/failure-streak.ts): the swarm's run of the same permanent failure, as JSON.
+const SCHEMA_V14 = `
+ALTER TABLE swarm ADD COLUMN failure_streak TEXT;
+`;
+
+// v15 (prompt-cache warm-up, src/durable/swarm-warmup.ts): NULL = no task is held; 0 = the first
+// task is yet to be granted; above 0 = the rest are held until then (epoch ms) or a call is recorded.
+const SCHEMA_V15 = `
+ALTER TABLE swarm ADD COLUMN warmup_until INTEGER;
+`;
+
 const MIGRATIONS: readonly string[] = [
   SCHEMA_V1,
   SCHEMA_V2,
@@ -207,6 +218,8 @@ const MIGRATIONS: readonly string[] = [
   SCHEMA_V11,
   SCHEMA_V12,
   SCHEMA_V13,
+  SCHEMA_V14,
+  SCHEMA_V15,
 ];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */

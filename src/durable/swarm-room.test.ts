@@ -22,6 +22,8 @@ type LimitsInput = Partial<{
   retry_budget: number;
   max_output_tokens: number;
   max_turns: number;
+  stop_after_failures: number;
+  cache_warmup: "auto" | false;
 }>;
 
 function newSwarm(taskCount: number, limits: LimitsInput = {}, extra: { model?: string; fallback?: string[] } = {}) {
@@ -63,6 +65,9 @@ function pull(stub: Stub, lane: Partial<Omit<PullRequest, "pool">> & { pool?: Ta
   if (lane.startedPartial !== undefined) request.startedPartial = lane.startedPartial;
   if (lane.running !== undefined) request.running = lane.running;
   if (lane.timing !== undefined) request.timing = lane.timing;
+  if (lane.standby !== undefined) request.standby = lane.standby;
+  if (lane.held !== undefined) request.held = lane.held;
+  if (lane.released !== undefined) request.released = lane.released;
   return stub.pull(request);
 }
 
@@ -162,6 +167,7 @@ async function countsInStorage(stub: Stub): Promise<TaskCounts> {
       failed: of("failed"),
       cancelled: of("cancelled"),
       skipped_budget: of("skipped_budget"),
+      skipped: of("skipped"),
     };
   });
 }
@@ -653,7 +659,7 @@ describe("SwarmRoom reading", () => {
     expect(status).toMatchObject({
       state: "completed",
       tasks: 3,
-      counts: { queued: 0, running: 0, succeeded: 3, failed: 0, cancelled: 0, skipped_budget: 0 },
+      counts: { queued: 0, running: 0, succeeded: 3, failed: 0, cancelled: 0, skipped_budget: 0, skipped: 0 },
       usage: { calls: 3, prompt_tokens: 60, cached_tokens: 15, completion_tokens: 30, total_tokens: 90 },
       latency_ms: { p50: 101, p95: 101 },
       output: {
@@ -1671,5 +1677,155 @@ describe("SwarmRoom: a finished swarm goes quiet", () => {
     // The stray note (a turn never reported) was billed when the swarm ended, not left open.
     const open = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM open_calls").one().n);
     expect(open).toBe(0);
+  });
+});
+
+describe("SwarmRoom fail fast (limits.stop_after_failures)", () => {
+  const invalidOutput: TaskOutcome = {
+    kind: "failed",
+    class: "invalid_output",
+    retryable: false,
+    retryAfterMs: null,
+    message: "the answer does not match response_format, also after a repair turn: not JSON",
+  };
+
+  it("stops after that many of the same permanent failure in a row: running calls are recorded, the rest skipped, the reason says why, rerun takes them", async () => {
+    const { input, stub } = newSwarm(100, { concurrency: 5, stop_after_failures: 3 });
+    await stub.start(input);
+    const first = await pull(stub, { want: 5 });
+    expect(grantedIds(first)).toEqual(["task-001", "task-002", "task-003", "task-004", "task-005"]);
+    // Three fail the same way; two are still running.
+    const tripped = await pull(stub, { reports: reportAll({ ...first, granted: first.granted.slice(0, 3) }, invalidOutput), want: 3 });
+    expect(tripped.granted).toEqual([]);
+    expect(tripped.transfer).toBe(false);
+    expect(countStates(await taskStates(stub))).toEqual({ failed: 3, running: 2, skipped: 95 });
+    const during = await stub.getStatus(TENANT);
+    expect(during?.state).toBe("running");
+    expect(during?.counts).toMatchObject({ failed: 3, running: 2, skipped: 95, queued: 0 });
+    expect(during?.reason).toBe(
+      'stopped early: 3 tasks in a row failed with invalid_output (limits.stop_after_failures), e.g. "the answer does not match response_format, also after a repair turn: not JSON"; the tasks not yet run are skipped — fix the cause and rerun them (POST /v1/swarms/:id/rerun {"tasks":"not_succeeded"})',
+    );
+    // The running ones finish and are recorded: a success (a late success does not restart the
+    // swarm), and a retryable failure, whose retry is not run but skipped.
+    const last = await pull(stub, { reports: [report("task-004", 1, ok("fine")), report("task-005", 1, upstream500)], want: 5 });
+    expect(last.granted).toEqual([]);
+    expect(last.stop).toBe(true);
+    const end = await stub.getStatus(TENANT);
+    expect(end?.state).toBe("completed_with_failures");
+    expect(end?.counts).toMatchObject({ succeeded: 1, failed: 3, skipped: 96, queued: 0, running: 0 });
+    expect(end?.usage.calls).toBe(5);
+    expect(end?.reason).toMatch(/^stopped early: 3 tasks in a row failed with invalid_output/);
+    expect(await countsInStorage(stub)).toEqual(end?.counts);
+    // Rerun (not_succeeded) takes the failed and the skipped tasks.
+    const rerun = await stub.rerunInput(TENANT, "not_succeeded");
+    expect(rerun).toMatchObject({ ok: true });
+    expect(rerun !== null && "tasks" in rerun && Array.isArray(rerun.tasks) ? rerun.tasks.length : null).toBe(99);
+  });
+
+  it("a success between ends the run; another class starts its own; 0 turns it off", async () => {
+    const { input, stub } = newSwarm(10, { concurrency: 10, stop_after_failures: 2 });
+    await stub.start(input);
+    const first = await pull(stub, { want: 10 });
+    const [a, b, c, d] = first.granted;
+    if (a === undefined || b === undefined || c === undefined || d === undefined) throw new Error("expected four grants");
+    // auth, success, auth, invalid_output: never two of a class in a row.
+    await pull(stub, {
+      reports: [report(a.taskId, 1, unauthorized), report(b.taskId, 1, ok("y")), report(c.taskId, 1, unauthorized), report(d.taskId, 1, invalidOutput)],
+      want: 0,
+    });
+    expect((await stub.getStatus(TENANT))?.counts).toMatchObject({ failed: 3, succeeded: 1, skipped: 0, running: 6 });
+
+    const off = newSwarm(10, { concurrency: 10, stop_after_failures: 0 });
+    await off.stub.start(off.input);
+    const all = await pull(off.stub, { want: 10 });
+    await pull(off.stub, { reports: reportAll(all, unauthorized), want: 0 });
+    const status = await off.stub.getStatus(TENANT);
+    expect(status?.counts).toMatchObject({ failed: 10, skipped: 0 });
+    expect(status?.reason).toBe("10 task(s) failed");
+  });
+
+  it("the standby tasks a lane holds do not start after the stop: handed back, they end skipped", async () => {
+    const { input, stub } = newSwarm(20, { concurrency: 2, stop_after_failures: 2 });
+    await stub.start(input);
+    const first = await pull(stub, { lane: "lane-a", want: 2, standby: 2 });
+    const standby = first.granted.filter((g) => g.standby === true).map((g) => ({ taskId: g.taskId, attempt: g.attempt }));
+    expect(standby).toHaveLength(2);
+    const windowed = first.granted.filter((g) => g.standby !== true);
+    const tripped = await pull(stub, {
+      lane: "lane-a",
+      reports: windowed.map((g) => report(g.taskId, g.attempt, unauthorized)),
+      held: standby,
+      want: 2,
+      standby: 2,
+    });
+    expect(tripped.run ?? []).toEqual([]);
+    expect(tripped.granted).toEqual([]);
+    expect(tripped.transfer).toBe(false);
+    expect(tripped.stop).toBe(true);
+    await pull(stub, { lane: "lane-a", released: standby, want: 0, final: true });
+    const end = await stub.getStatus(TENANT);
+    expect(end?.state).toBe("completed_with_failures");
+    expect(end?.counts).toMatchObject({ failed: 2, skipped: 18, succeeded: 0 });
+    // The standby tasks' grant notes were dropped unbilled: two calls, the two that ran.
+    expect(end?.usage.calls).toBe(2);
+  });
+});
+
+describe("SwarmRoom prompt-cache warm-up (limits.cache_warmup)", () => {
+  /** About 2,000 tokens shared by every task: over the 1,024 the providers cache. */
+  const LONG_SYSTEM = "You are a careful reviewer. ".repeat(300);
+
+  async function startShared(limits: LimitsInput = {}, system = LONG_SYSTEM) {
+    const swarm = newSwarm(10, { concurrency: 5, ...limits });
+    swarm.input.spec = { ...swarm.input.spec, system };
+    await swarm.stub.start(swarm.input);
+    return swarm;
+  }
+
+  it("starts one task, holds the rest (other lanes are told to ask again), and releases them when its call is reported", async () => {
+    const { stub } = await startShared();
+    const first = await pull(stub, { want: 5 });
+    expect(grantedIds(first)).toEqual(["task-001"]);
+    const other = await pull(stub, { ticket: "lane-2", want: 5 });
+    expect(other.granted).toEqual([]);
+    expect(other.stop).toBe(false);
+    expect(other.retryInMs).toBe(100);
+    // The first answer is in: the same pull fills the window.
+    const released = await pull(stub, { reports: reportAll(first, ok("a")), want: 5 });
+    expect(grantedIds(released)).toEqual(["task-002", "task-003", "task-004", "task-005", "task-006"]);
+    // Its usage reported 5 of 20 prompt tokens cached: the status says so, with what the cache saved.
+    const status = await stub.getStatus(TENANT);
+    expect(status?.usage.cached_tokens).toBe(5);
+    expect(status?.cache.hit_ratio).toBe(0.25);
+    expect(status?.cache.saved_usd).toBeGreaterThan(0);
+  });
+
+  it("releases on the call journal's recordCalls, before the task's outcome", async () => {
+    const { stub } = await startShared();
+    const first = await pull(stub, { want: 5 });
+    expect(grantedIds(first)).toEqual(["task-001"]);
+    const [call] = reportAll(first, ok("a"));
+    if (call === undefined) throw new Error("no report");
+    await stub.recordCalls([{ taskId: call.taskId, attempt: call.attempt, calls: call.calls }]);
+    expect(grantedIds(await pull(stub, { ticket: "lane-2", want: 5 }))).toEqual(["task-002", "task-003", "task-004", "task-005"]);
+  });
+
+  it("releases at its deadline when the first call never reports (a dead call does not stall the swarm)", async () => {
+    const { stub } = await startShared();
+    expect(grantedIds(await pull(stub, { want: 5 }))).toEqual(["task-001"]);
+    expect((await pull(stub, { ticket: "lane-2", want: 5 })).granted).toEqual([]);
+    await runInDurableObject(stub, (_i, state) => {
+      state.storage.sql.exec("UPDATE swarm SET warmup_until = ?", Date.now() - 1);
+    });
+    await runAlarmNow(stub);
+    expect(grantedIds(await pull(stub, { ticket: "lane-2", want: 5 }))).toEqual(["task-002", "task-003", "task-004", "task-005"]);
+  });
+
+  it.each<[string, LimitsInput, string]>([
+    ["cache_warmup: false", { cache_warmup: false }, LONG_SYSTEM],
+    ["a shared prefix under 1,024 tokens", {}, "You are a careful reviewer."],
+  ])("holds nothing with %s", async (_label, limits, system) => {
+    const { stub } = await startShared(limits, system);
+    expect((await pull(stub, { want: 5 })).granted).toHaveLength(5);
   });
 });

@@ -32,6 +32,8 @@ import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
 import { SwarmHedges } from "./swarm-hedges.ts";
+import { SwarmFailFast } from "./swarm-fail-fast.ts";
+import { SwarmWarmup } from "./swarm-warmup.ts";
 import { FLUSH_RETRY_MS, SwarmLedger, toStartedIds } from "./swarm-ledger.ts";
 import { SwarmLineage, type RerunInput } from "./swarm-lineage.ts";
 import { SwarmLive } from "./swarm-live.ts";
@@ -99,6 +101,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly tasks: SwarmTasks;
   private readonly ledger: SwarmLedger;
   private readonly dispatch: SwarmDispatch;
+  private readonly failFast: SwarmFailFast;
+  private readonly warmup: SwarmWarmup;
   private readonly views: SwarmViews;
   private readonly live: SwarmLive;
   private readonly lineage: SwarmLineage;
@@ -132,6 +136,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.routing = new SwarmRouting(this.sql, this.store, this.totals, this.circuits, this.settings);
     this.budget = new SwarmBudget(this.sql, this.store, this.totals, this.routing, this.settings.prices, env.TENANT_BUDGET);
     this.tasks = new SwarmTasks(this.sql, this.store, this.totals);
+    this.failFast = new SwarmFailFast(this.sql, this.store, this.totals);
+    this.warmup = new SwarmWarmup(this.sql, this.store);
     this.ledger = new SwarmLedger(this.sql, this.store, this.totals, this.routing, this.meters, this.settings, env.LEDGER_DB);
     this.dispatch = new SwarmDispatch({
       sql: this.sql,
@@ -143,6 +149,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       tasks: this.tasks,
       ledger: this.ledger,
       meters: this.meters,
+      failFast: this.failFast,
+      warmup: this.warmup,
       leases: this.settings,
       queues: { short: env.TASK_QUEUE, long: env.LONG_TASK_QUEUE ?? env.TASK_QUEUE },
     });
@@ -194,6 +202,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     const planner = spec.goal === undefined ? null : PlannerSpecSchema.parse(spec.planner ?? {});
     this.store.insertSwarm(input, { mix, budget, tenantMonth, planner });
     this.lineage.record(input);
+    const stored = this.store.swarm();
+    if (stored !== null) this.warmup.begin(stored);
     this.totals.invalidate();
     // Tickets first (the first lanes start while D1 is written); then the index row, so the swarm
     // is listed at once; if D1 is down the alarm retries.
@@ -254,14 +264,22 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const releasedEnded = request.released !== undefined && request.released.length > 0 && this.dispatch.release(swarm, request.released, now);
       this.live.noteTasks(request.reports.map((report) => report.taskId));
       let ended = request.reports.length > 0 || releasedEnded;
+      // A recorded call (the warm-up task's answer or failure) releases the tasks held for the cache.
+      if (request.reports.some((report) => report.calls.length > 0)) this.warmup.callsRecorded(this.store.swarm() ?? swarm);
       const current = this.store.swarm() ?? swarm;
+      // Fail fast stopped the swarm: no sub-task waits to be handed out, and no held one starts.
+      const halted = this.failFast.stopped(current);
+      if (halted && this.failFast.skipWaiting(now)) {
+        this.live.noteAll();
+        ended = true;
+      }
       const pool: TaskPool = request.pool ?? "short";
       // A pull sent again after its answer was lost gets that answer's tasks again, as far as
       // they are still leased to it under the same attempt; nothing new (it asked for these slots).
       const repeated = this.tickets.repeatedGrants(request.ticket, request.lane, request.seq);
       // Standby tasks the lane holds enter a window with room first: it has them already.
       const run =
-        repeated === null && !request.final && request.held !== undefined && request.held.length > 0
+        repeated === null && !request.final && !halted && request.held !== undefined && request.held.length > 0
           ? this.dispatch.runHeld(current, request.held, request.want)
           : [];
       const want = request.want - run.length;
@@ -324,7 +342,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         !request.final &&
         request.want > 0 &&
         waiting > 0 &&
-        this.totals.inFlight() >= after.window
+        (this.totals.inFlight() >= after.window || this.warmup.holding(after))
           ? Math.max(WINDOW_FULL_WAIT_MS, paceMs)
           : null;
       const retryInMs = dueRetryInMs === null ? windowFullWait : windowFullWait === null ? dueRetryInMs : Math.min(dueRetryInMs, windowFullWait);
@@ -332,7 +350,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const stop = grant.granted.length === 0 && run.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
       await this.planAlarm(after, now);
       // More tasks run than the window allows (it shrank): no standby task takes an ended one's place.
-      const transfer = !finished && this.totals.inFlight() <= after.window;
+      // Nor after fail fast: the lane hands its standby tasks back, and they end skipped.
+      const transfer = !finished && !halted && this.totals.inFlight() <= after.window;
       return {
         config: this.store.toRunConfig(after),
         granted: grant.granted,
@@ -362,6 +381,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       if (swarm === null) return;
       const now = Date.now();
       this.dispatch.adaptWindow(swarm, { ...this.ledger.insertCalls(swarm, reports, now), now });
+      if (reports.some((report) => report.calls.length > 0)) this.warmup.callsRecorded(this.store.swarm() ?? swarm);
       this.transcripts.keep(reports);
       for (const report of reports) {
         if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
@@ -539,6 +559,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       for (const lapsed of this.tasks.expireLeases(swarm, now)) this.ledger.settleOpenCalls(swarm, lapsed.taskId, lapsed.attempt, now);
       this.ledger.settleOrphanCalls(this.store.swarm() ?? swarm, now);
       this.tickets.expire(now);
+      this.warmup.releaseIfDue(this.store.swarm() ?? swarm, now);
       this.afterTasksEnded();
       await this.dispatch.issueTickets(now);
       try {
@@ -578,6 +599,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private afterTasksEnded(): void {
     const before = this.store.swarm();
     if (before === null || before.finished_at !== null) return;
+    // A stopped swarm's sub-tasks that went back to wait (a retry, a lapsed lease) are skipped too.
+    if (this.failFast.stopped(before) && this.failFast.skipWaiting(Date.now())) this.live.noteAll();
     advancePhase(this.phaseRoom(), before);
     const swarm = this.store.swarm();
     if (swarm === null) return;
@@ -630,6 +653,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.tasks.nextAlarm({ exact: options.exactDeadline === true }),
       this.ledger.nextAlarm(swarm, now),
       this.dispatch.nextAlarm(swarm, now),
+      this.warmup.nextAlarm(swarm),
     ].filter((at): at is number => at !== null);
     if (times.length > 0) await this.setAlarmNoLaterThan(Math.min(...times));
   }

@@ -149,7 +149,7 @@ export class SwarmTasks {
 
   endTask(
     task: TaskRow,
-    state: "succeeded" | "failed" | "cancelled",
+    state: "succeeded" | "failed" | "cancelled" | "skipped",
     now: number,
     detail: { output: string; finishReason: string | null } | { errorClass: ErrorClass | null; message: string; output?: string | null },
   ): void {

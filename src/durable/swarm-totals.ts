@@ -129,6 +129,7 @@ export class SwarmTotals {
       failed: n("failed"),
       cancelled: n("cancelled"),
       skipped_budget: n("skipped_budget"),
+      skipped: n("skipped"),
     };
   }
 

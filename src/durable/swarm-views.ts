@@ -113,6 +113,7 @@ export class SwarmViews {
       estimated_calls: this.ledger.estimatedCalls(),
       tool_calls: this.sql.exec<{ n: number | null }>("SELECT SUM(tool_calls) AS n FROM tasks").one().n ?? 0,
       cost_usd,
+      cache: this.ledger.cacheView(),
       wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,
       latency_ms: this.ledger.latencyPercentiles(usage.calls, Date.now(), finished || swarm.state === "cancelled"),
       output: finished ? this.output(swarm) : null,

@@ -41,6 +41,7 @@ export type SwarmIndexRow = {
   failed: number;
   cancelled: number;
   skipped_budget: number;
+  skipped: number;
   calls: number;
   prompt_tokens: number;
   cached_tokens: number;
@@ -86,6 +87,7 @@ const INDEX_COLUMNS = [
   "failed",
   "cancelled",
   "skipped_budget",
+  "skipped",
   "calls",
   "prompt_tokens",
   "cached_tokens",

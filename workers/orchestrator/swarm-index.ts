@@ -10,7 +10,7 @@ export interface SwarmSummary {
   model: string;
   state: SwarmState;
   tasks: number;
-  counts: { succeeded: number; failed: number; cancelled: number; skipped_budget: number };
+  counts: { succeeded: number; failed: number; cancelled: number; skipped_budget: number; skipped: number };
   usage: UsageTotals;
   cost_usd: number;
   created_at: string;
@@ -44,6 +44,7 @@ const SwarmRowSchema = z.object({
   failed: count,
   cancelled: count,
   skipped_budget: count,
+  skipped: count,
   calls: count,
   prompt_tokens: count,
   cached_tokens: count,
@@ -54,7 +55,7 @@ const SwarmRowSchema = z.object({
 type SwarmRow = z.infer<typeof SwarmRowSchema>;
 
 const COLUMNS =
-  "id, name, model, state, task_count, created_at, finished_at, succeeded, failed, cancelled, skipped_budget, " +
+  "id, name, model, state, task_count, created_at, finished_at, succeeded, failed, cancelled, skipped_budget, skipped, " +
   "calls, prompt_tokens, cached_tokens, completion_tokens, total_tokens, cost_usd";
 
 function toSwarmSummary(row: SwarmRow): SwarmSummary {
@@ -64,7 +65,7 @@ function toSwarmSummary(row: SwarmRow): SwarmSummary {
     model: row.model,
     state: row.state,
     tasks: row.task_count,
-    counts: { succeeded: row.succeeded, failed: row.failed, cancelled: row.cancelled, skipped_budget: row.skipped_budget },
+    counts: { succeeded: row.succeeded, failed: row.failed, cancelled: row.cancelled, skipped_budget: row.skipped_budget, skipped: row.skipped },
     usage: {
       calls: row.calls,
       prompt_tokens: row.prompt_tokens,

@@ -187,7 +187,8 @@ describe("agent loop: tools and checkpoints", () => {
       ["1:3", "unknown"],
       ["2:3", "ok"],
     ]);
-  });
+    // It waits out a real lease (~4.5 s) before the redelivery: the default 5 s timeout leaves it no room on a busy machine.
+  }, 30_000);
 
   it.each([
     ["kimi-k2.5", "kimi: ids like functions.scratchpad_put:0, echoed exactly"],

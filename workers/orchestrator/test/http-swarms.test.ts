@@ -27,6 +27,7 @@ const CountsSchema = z.strictObject({
   failed: z.number(),
   cancelled: z.number(),
   skipped_budget: z.number(),
+  skipped: z.number(),
 });
 const StatusSchema = z.object({ id: z.string(), name: z.string(), state: z.string(), tasks: z.number(), counts: CountsSchema });
 
