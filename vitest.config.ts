@@ -38,6 +38,8 @@ export default defineConfig({
                 // Admin keys of the default tenant; tests create other tenants and keys through the API.
                 API_TOKENS: "test-token-a,test-token-b",
                 API_KEY_KIND: "local",
+                // 20 MiB: uploads past it (and past MAX_BODY_BYTES, 8 MiB) are tested without 200 MB bodies.
+                FILES_MAX_BYTES: "20971520",
                 WEBHOOK_SECRET: WEBHOOK_TEST_SECRET,
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),

@@ -45,6 +45,11 @@ export const ROUTE_SCOPES: Readonly<Record<string, Scope>> = {
   "DELETE /v1/keys/:id": "admin",
   "POST /v1/keys/:id/rotate": "admin",
   "GET /v1/audit": "admin",
+  "POST /v1/files": "run",
+  "GET /v1/files": "read",
+  "GET /v1/files/:id": "read",
+  "GET /v1/files/:id/content": "read",
+  "DELETE /v1/files/:id": "run",
 };
 
 /** The scope a route needs; null = the table has no row for it (the caller refuses the request). */

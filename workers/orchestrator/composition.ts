@@ -4,7 +4,7 @@
 import type { AdmissionContext } from "../../src/core/admit-swarm.ts";
 import { newApiKey, type NewApiKey } from "../../src/core/api-key.ts";
 import { readOrchestratorSettings, type OrchestratorConfig } from "../../src/core/env-settings.ts";
-import { newAuditId, newKeyId, newScheduleId, newSwarmId, newTenantId } from "../../src/core/ids.ts";
+import { newAuditId, newFileId, newKeyId, newScheduleId, newSwarmId, newTenantId } from "../../src/core/ids.ts";
 import type { PriceTable } from "../../src/core/pricing.ts";
 import type { Result } from "../../src/core/result.ts";
 import { capOfTenant } from "../../src/core/tenant-budget.ts";
@@ -17,6 +17,8 @@ import { createTenantStore, type TenantStore } from "./tenant-store.ts";
 import { createScheduleStore, type ScheduleStore } from "./schedule-store.ts";
 import { createSwarmIndex, type SwarmIndex } from "./swarm-index.ts";
 import { createSwarmRooms, type SwarmRooms } from "./swarm-rooms.ts";
+import { createFileObjects, type FileObjects } from "../../src/files/file-objects.ts";
+import { createFileIndex, type FileIndex } from "./file-index.ts";
 import { createUsageReportStore, type UsageReportStore } from "./usage-report-store.ts";
 
 export interface OrchestratorDeps {
@@ -31,6 +33,10 @@ export interface OrchestratorDeps {
   keys: KeyStore;
   audit: AuditStore;
   rateLimiter: RateLimiter;
+  /** The D1 index of uploaded and generated files. */
+  files: FileIndex;
+  /** Their bytes (FILES_BUCKET). */
+  fileObjects: FileObjects;
   /**
    * Model prices (defaults, MODEL_PRICES over them, the gateway's model prices over both). A bad MODEL_PRICES throws here, so only the
    * routes that price something answer 500 (cause in the log), not every route.
@@ -49,6 +55,7 @@ export interface OrchestratorDeps {
   /** A fresh tenant API key of the configured kind (`es_live_…` / `es_local_…`). */
   newApiKey: () => NewApiKey;
   newAuditId: () => string;
+  newFileId: () => string;
   /** Epoch ms. */
   now: () => number;
 }
@@ -74,6 +81,8 @@ export function composeDeps(env: Env): OrchestratorDeps {
     keys: createKeyStore(env.LEDGER_DB),
     audit: createAuditStore(env.LEDGER_DB),
     rateLimiter: createRateLimiter(env.TENANT_LIMITER),
+    files: createFileIndex(env.LEDGER_DB),
+    fileObjects: createFileObjects(env.FILES_BUCKET),
     priceTable: () => required(settings.prices),
     admission: (tenant, limits) => ({
       gateway: required(settings.gateway),
@@ -86,6 +95,7 @@ export function composeDeps(env: Env): OrchestratorDeps {
     newKeyId: () => newKeyId(randomBytes),
     newApiKey: () => newApiKey(settings.config.apiKeyKind, randomBytes),
     newAuditId: () => newAuditId(Date.now(), randomBytes),
+    newFileId: () => newFileId(randomBytes),
     now: () => Date.now(),
   };
 }

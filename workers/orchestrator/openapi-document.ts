@@ -11,6 +11,7 @@ import { SwarmSpecSchema } from "../../src/core/spec-schema.ts";
 import { AuditQuerySchema, KeyCreateSchema, KeyListQuerySchema, TenantCreateSchema, TenantPatchSchema } from "../../src/core/tenant-requests.ts";
 import { UsageGroupBySchema } from "../../src/core/usage-report-query.ts";
 import { CreateSwarmQuerySchema } from "./create-swarm-query.ts";
+import { ListFilesQuery } from "./routes/files.ts";
 import { ListSwarmsQuery, ResultsQuery } from "./routes/swarms.ts";
 
 type JsonSchema = Record<string, unknown>;
@@ -262,6 +263,30 @@ export const OPERATIONS: readonly Operation[] = [
     tag: "audit",
     query: AuditQuerySchema,
     responses: { "200": "a page of audit events" },
+  },
+  {
+    method: "post",
+    path: "/v1/files",
+    summary: "Upload a batch input file (multipart/form-data: `file`, `purpose=batch`, either order; streamed to storage, up to FILES_MAX_BYTES)",
+    tag: "files",
+    responses: { "200": "the File object", "400": "invalid form or purpose", "413": "larger than FILES_MAX_BYTES", "415": "not multipart/form-data" },
+  },
+  {
+    method: "get",
+    path: "/v1/files",
+    summary: "List the tenant's files, newest first (`after`, `limit`, `purpose`)",
+    tag: "files",
+    query: ListFilesQuery,
+    responses: { "200": "a page of File objects" },
+  },
+  { method: "get", path: "/v1/files/{id}", summary: "A File object", tag: "files", responses: { "200": "the File object", "404": "no such file" } },
+  { method: "get", path: "/v1/files/{id}/content", summary: "A file's bytes", tag: "files", responses: { "200": "the bytes", "404": "no such file" } },
+  {
+    method: "delete",
+    path: "/v1/files/{id}",
+    summary: "Delete a file",
+    tag: "files",
+    responses: { "200": '`{ id, object: "file", deleted: true }`', "404": "no such file" },
   },
   {
     method: "get",

@@ -7,7 +7,7 @@ import { ROUTE_SCOPES } from "../../../src/core/api-scopes.ts";
 import { deriveWebhookKey } from "../../../src/core/webhook-signature.ts";
 import { WEBHOOK_TEST_SECRET } from "../../../test/webhook-test-secret.ts";
 import { createApp } from "../app.ts";
-import { callApi, createKey, createTenantKey, validSpec, type CallOptions } from "./call-api.ts";
+import { batchForm, callApi, createKey, createTenantKey, validSpec, type CallOptions } from "./call-api.ts";
 import { readErrorBody } from "./error-body.ts";
 import { seedLedger } from "./seed-ledger.ts";
 
@@ -21,6 +21,7 @@ interface Owned {
   key: string;
   swarmId: string;
   scheduleId: string;
+  fileId: string;
 }
 
 type Row =
@@ -67,6 +68,11 @@ const ROUTES: Record<string, Row> = {
   "DELETE /v1/keys/:id": { kind: "hidden", request: (a) => [`/v1/keys/${a.keyId}`, { method: "DELETE" }] },
   "POST /v1/keys/:id/rotate": { kind: "hidden", request: (a) => [`/v1/keys/${a.keyId}/rotate`, { method: "POST" }] },
   "GET /v1/audit": { kind: "own", request: () => ["/v1/audit", {}] },
+  "POST /v1/files": { kind: "own", request: () => ["/v1/files", { body: batchForm("b's.jsonl", "{}\n") }] },
+  "GET /v1/files": { kind: "own", request: () => ["/v1/files", {}] },
+  "GET /v1/files/:id": { kind: "hidden", request: (a) => [`/v1/files/${a.fileId}`, {}] },
+  "GET /v1/files/:id/content": { kind: "hidden", request: (a) => [`/v1/files/${a.fileId}/content`, {}] },
+  "DELETE /v1/files/:id": { kind: "hidden", request: (a) => [`/v1/files/${a.fileId}`, { method: "DELETE" }] },
 };
 
 /** Routes the app serves without a tenant: no row needed. */
@@ -92,7 +98,10 @@ async function setUpTenantA(): Promise<Owned> {
   await seedLedger([{ call_id: `${swarmId}:t1:1:1`, swarm_id: swarmId, tenant: a.tenantId, created_at: Date.UTC(2001, 0, 15), cost_usd: 0.5 }]);
   // A key of A's that B will aim at (a second one, so A's own admin key stays for the after-checks).
   const target = await createKey(a.tenantId, { token: a.key, scopes: ["read"], name: "a's reader" });
-  return { tenantId: a.tenantId, adminKey: a.key, keyId: target.keyId, key: target.key, swarmId, scheduleId };
+  const file = await callApi("/v1/files", { token: a.key, body: batchForm("a's.jsonl", "a's secret lines\n") });
+  expect(file.status).toBe(200);
+  const fileId = z.object({ id: z.string() }).parse(await file.json()).id;
+  return { tenantId: a.tenantId, adminKey: a.key, keyId: target.keyId, key: target.key, swarmId, scheduleId, fileId };
 }
 
 describe("tenant isolation on every route", () => {
@@ -105,7 +114,7 @@ describe("tenant isolation on every route", () => {
   it("another tenant's admin key finds nothing of tenant A's on any route: 404 by id, absent from its own views", async () => {
     const a = await setUpTenantA();
     const b = await createTenantKey({ name: "tenant b", scopes: ["admin"] });
-    const aIds = [a.tenantId, a.keyId, a.swarmId, a.scheduleId];
+    const aIds = [a.tenantId, a.keyId, a.swarmId, a.scheduleId, a.fileId];
     const seen: string[] = [];
     for (const [route, row] of Object.entries(ROUTES)) {
       const [path, options] = row.request(a);
@@ -138,13 +147,14 @@ describe("tenant isolation on every route", () => {
     expect(tenant.limits).toEqual({});
     const usage = await (await callApi("/v1/usage?from=2001-01-01&to=2001-02-01&group_by=swarm", { token: adminKey })).text();
     expect(usage).toContain(a.swarmId);
+    expect(await (await callApi(`/v1/files/${a.fileId}/content`, { token: adminKey })).text()).toBe("a's secret lines\n");
   });
 
   it("a read key of tenant B gets 404 too, not 403, for A's swarm on every swarm route", async () => {
     const a = await setUpTenantA();
     const reader = await createTenantKey({ name: "tenant b reader", scopes: ["read"] });
     for (const [route, row] of Object.entries(ROUTES)) {
-      if (!route.includes("/v1/swarms/:id") || !route.startsWith("GET")) continue;
+      if (!/\/v1\/(swarms|files)\/:id/.test(route) || !route.startsWith("GET")) continue;
       const [path, options] = row.request(a);
       const response = await callApi(path, { ...options, token: reader.key });
       expect(response.status, route).toBe(404);
