@@ -50,6 +50,10 @@ export const ROUTE_SCOPES: Readonly<Record<string, Scope>> = {
   "GET /v1/files/:id": "read",
   "GET /v1/files/:id/content": "read",
   "DELETE /v1/files/:id": "run",
+  "POST /v1/batches": "run",
+  "GET /v1/batches": "read",
+  "GET /v1/batches/:id": "read",
+  "POST /v1/batches/:id/cancel": "run",
 };
 
 /** The scope a route needs; null = the table has no row for it (the caller refuses the request). */

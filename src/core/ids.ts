@@ -117,3 +117,14 @@ export function newFileId(random: (bytes: number) => Uint8Array): string {
 export function isFileId(id: string): boolean {
   return FILE_ID_PATTERN.test(id);
 }
+
+const BATCH_ID_PATTERN = /^batch_[a-z2-7]{24}$/;
+
+/** `batch_` + 24 base32 characters (120 random bits), as OpenAI's Batch ids begin. */
+export function newBatchId(random: (bytes: number) => Uint8Array): string {
+  return `batch_${randomBase32(24, random)}`;
+}
+
+export function isBatchId(id: string): boolean {
+  return BATCH_ID_PATTERN.test(id);
+}

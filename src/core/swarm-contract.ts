@@ -49,6 +49,11 @@ export interface StartSwarmInput {
   tenantCap?: TenantCap | null;
   /** Set for a rerun (POST /v1/swarms/:id/rerun): the swarm it reruns tasks of. */
   parentId?: string;
+  /**
+   * A batch's swarm (POST /v1/batches): the R2 key of its input file. Each task's prompt is then
+   * the byte range of its line ("offset:length"), which the agent reads and sends as it is.
+   */
+  batchInput?: string;
 }
 
 /** What an agent needs to run any task of the swarm; sent once per claim. */
@@ -64,6 +69,8 @@ export interface TaskRunConfig {
   tools: ToolSpecWire[];
   httpAllowlist: string[];
   parallelToolCalls: boolean | null;
+  /** A batch's input file (R2 key): each task is one line of it, passed through to the upstream. Null for a spec's swarm. */
+  batchInput: string | null;
 }
 
 /**

@@ -180,6 +180,12 @@ const SCHEMA_V11 = `
 DROP INDEX IF EXISTS tasks_by_deadline;
 `;
 
+// v12 (batches, the OpenAI Batch API): a batch's swarm names its input file's R2 key; each task's
+// prompt is then the byte range of its line in that file ("offset:length"), read when it runs.
+const SCHEMA_V12 = `
+ALTER TABLE swarm ADD COLUMN batch_input TEXT;
+`;
+
 const MIGRATIONS: readonly string[] = [
   SCHEMA_V1,
   SCHEMA_V2,
@@ -192,6 +198,7 @@ const MIGRATIONS: readonly string[] = [
   SCHEMA_V9,
   SCHEMA_V10,
   SCHEMA_V11,
+  SCHEMA_V12,
 ];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */

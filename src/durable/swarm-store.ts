@@ -120,8 +120,8 @@ export class SwarmStore {
     const origin = input.origin.kind === "api" ? "api" : `schedule:${input.origin.scheduleId}`;
     this.sql.exec(
       `INSERT INTO swarm (id, tenant, name, model, model_mix, budget, tenant_month, reduce, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at,
-         tools, http_allowlist, parallel_tool_calls, goal, planner)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         tools, http_allowlist, parallel_tool_calls, goal, planner, batch_input)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       input.swarmId,
       input.tenant,
       spec.name,
@@ -145,6 +145,7 @@ export class SwarmStore {
       spec.parallel_tool_calls === undefined ? null : spec.parallel_tool_calls ? 1 : 0,
       spec.goal ?? null,
       planner === null ? null : JSON.stringify(planner),
+      input.batchInput ?? null,
     );
     const stored = this.swarm();
     if (planner !== null && stored !== null) {
@@ -196,6 +197,7 @@ export class SwarmStore {
       tools: swarm.tools === null ? [] : toToolWires(z.array(ToolSpecSchema).parse(JSON.parse(swarm.tools))),
       httpAllowlist: swarm.http_allowlist === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.http_allowlist)),
       parallelToolCalls: swarm.parallel_tool_calls === null ? null : swarm.parallel_tool_calls === 1,
+      batchInput: swarm.batch_input,
     };
     return this.runConfig;
   }

@@ -2,6 +2,7 @@
 // (src/core/env-settings.ts) and the gateway (upstreams, models, key values), and builds the
 // handlers' dependencies, reusing the parsed gateway and its model clients across invocations of
 // the same isolate.
+import { createFileObjects } from "../../src/files/file-objects.ts";
 import { parseGatewayConfig, readAgentSettings, readSecretSetting, readToolSettings, readUpstreamKeys } from "../../src/core/env-settings.ts";
 import type { GatewayConfig } from "../../src/core/gateway-config.ts";
 import { createModelClient } from "../../src/model/model-client.ts";
@@ -152,6 +153,7 @@ export function createTaskDeps(env: Env): ConsumeTasksDeps {
     maxTasks: settings.maxTasksPerInvocation,
     idleWaitMaxMs: settings.inlineRetryMaxS * 1_000,
     tools: toToolEnvironment(tools, fetch),
+    batchLines: { read: (key, range) => createFileObjects(env.FILES_BUCKET).readBytes(key, range) },
   };
 }
 

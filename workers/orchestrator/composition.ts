@@ -4,7 +4,7 @@
 import type { AdmissionContext } from "../../src/core/admit-swarm.ts";
 import { newApiKey, type NewApiKey } from "../../src/core/api-key.ts";
 import { readOrchestratorSettings, type OrchestratorConfig } from "../../src/core/env-settings.ts";
-import { newAuditId, newFileId, newKeyId, newScheduleId, newSwarmId, newTenantId } from "../../src/core/ids.ts";
+import { newAuditId, newBatchId, newFileId, newKeyId, newScheduleId, newSwarmId, newTenantId } from "../../src/core/ids.ts";
 import type { PriceTable } from "../../src/core/pricing.ts";
 import type { Result } from "../../src/core/result.ts";
 import { capOfTenant } from "../../src/core/tenant-budget.ts";
@@ -19,6 +19,7 @@ import { createSwarmIndex, type SwarmIndex } from "./swarm-index.ts";
 import { createSwarmRooms, type SwarmRooms } from "./swarm-rooms.ts";
 import { createFileObjects, type FileObjects } from "../../src/files/file-objects.ts";
 import { createFileIndex, type FileIndex } from "./file-index.ts";
+import { createBatchStore, type BatchStore } from "./batch-store.ts";
 import { createUsageReportStore, type UsageReportStore } from "./usage-report-store.ts";
 
 export interface OrchestratorDeps {
@@ -37,6 +38,8 @@ export interface OrchestratorDeps {
   files: FileIndex;
   /** Their bytes (FILES_BUCKET). */
   fileObjects: FileObjects;
+  /** The D1 index of batches (OpenAI's Batch API), each over a swarm. */
+  batches: BatchStore;
   /**
    * Model prices (defaults, MODEL_PRICES over them, the gateway's model prices over both). A bad MODEL_PRICES throws here, so only the
    * routes that price something answer 500 (cause in the log), not every route.
@@ -56,6 +59,7 @@ export interface OrchestratorDeps {
   newApiKey: () => NewApiKey;
   newAuditId: () => string;
   newFileId: () => string;
+  newBatchId: () => string;
   /** Epoch ms. */
   now: () => number;
 }
@@ -83,6 +87,7 @@ export function composeDeps(env: Env): OrchestratorDeps {
     rateLimiter: createRateLimiter(env.TENANT_LIMITER),
     files: createFileIndex(env.LEDGER_DB),
     fileObjects: createFileObjects(env.FILES_BUCKET),
+    batches: createBatchStore(env.LEDGER_DB),
     priceTable: () => required(settings.prices),
     admission: (tenant, limits) => ({
       gateway: required(settings.gateway),
@@ -96,6 +101,7 @@ export function composeDeps(env: Env): OrchestratorDeps {
     newApiKey: () => newApiKey(settings.config.apiKeyKind, randomBytes),
     newAuditId: () => newAuditId(Date.now(), randomBytes),
     newFileId: () => newFileId(randomBytes),
+    newBatchId: () => newBatchId(randomBytes),
     now: () => Date.now(),
   };
 }

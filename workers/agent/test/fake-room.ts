@@ -138,6 +138,7 @@ export class FakeRoom implements SwarmRoomRpc {
       tools: [],
       httpAllowlist: [],
       parallelToolCalls: null,
+      batchInput: null,
       ...options.config,
     };
     this.addTasks(options.tasks ?? []);

@@ -22,6 +22,7 @@ interface Owned {
   swarmId: string;
   scheduleId: string;
   fileId: string;
+  batchId: string;
 }
 
 type Row =
@@ -73,6 +74,13 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/files/:id": { kind: "hidden", request: (a) => [`/v1/files/${a.fileId}`, {}] },
   "GET /v1/files/:id/content": { kind: "hidden", request: (a) => [`/v1/files/${a.fileId}/content`, {}] },
   "DELETE /v1/files/:id": { kind: "hidden", request: (a) => [`/v1/files/${a.fileId}`, { method: "DELETE" }] },
+  "POST /v1/batches": {
+    kind: "hidden",
+    request: (a) => ["/v1/batches", { json: { input_file_id: a.fileId, endpoint: "/v1/chat/completions", completion_window: "24h" } }],
+  },
+  "GET /v1/batches": { kind: "own", request: () => ["/v1/batches", {}] },
+  "GET /v1/batches/:id": { kind: "hidden", request: (a) => [`/v1/batches/${a.batchId}`, {}] },
+  "POST /v1/batches/:id/cancel": { kind: "hidden", request: (a) => [`/v1/batches/${a.batchId}/cancel`, { method: "POST" }] },
 };
 
 /** Routes the app serves without a tenant: no row needed. */
@@ -101,7 +109,10 @@ async function setUpTenantA(): Promise<Owned> {
   const file = await callApi("/v1/files", { token: a.key, body: batchForm("a's.jsonl", "a's secret lines\n") });
   expect(file.status).toBe(200);
   const fileId = z.object({ id: z.string() }).parse(await file.json()).id;
-  return { tenantId: a.tenantId, adminKey: a.key, keyId: target.keyId, key: target.key, swarmId, scheduleId, fileId };
+  const batch = await callApi("/v1/batches", { token: a.key, json: { input_file_id: fileId, endpoint: "/v1/chat/completions", completion_window: "24h" } });
+  expect(batch.status).toBe(200);
+  const batchId = z.object({ id: z.string() }).parse(await batch.json()).id;
+  return { tenantId: a.tenantId, adminKey: a.key, keyId: target.keyId, key: target.key, swarmId, scheduleId, fileId, batchId };
 }
 
 describe("tenant isolation on every route", () => {
@@ -114,7 +125,7 @@ describe("tenant isolation on every route", () => {
   it("another tenant's admin key finds nothing of tenant A's on any route: 404 by id, absent from its own views", async () => {
     const a = await setUpTenantA();
     const b = await createTenantKey({ name: "tenant b", scopes: ["admin"] });
-    const aIds = [a.tenantId, a.keyId, a.swarmId, a.scheduleId, a.fileId];
+    const aIds = [a.tenantId, a.keyId, a.swarmId, a.scheduleId, a.fileId, a.batchId];
     const seen: string[] = [];
     for (const [route, row] of Object.entries(ROUTES)) {
       const [path, options] = row.request(a);
@@ -154,7 +165,7 @@ describe("tenant isolation on every route", () => {
     const a = await setUpTenantA();
     const reader = await createTenantKey({ name: "tenant b reader", scopes: ["read"] });
     for (const [route, row] of Object.entries(ROUTES)) {
-      if (!/\/v1\/(swarms|files)\/:id/.test(route) || !route.startsWith("GET")) continue;
+      if (!/\/v1\/(swarms|files|batches)\/:id/.test(route) || !route.startsWith("GET")) continue;
       const [path, options] = row.request(a);
       const response = await callApi(path, { ...options, token: reader.key });
       expect(response.status, route).toBe(404);
