@@ -7,7 +7,7 @@ import { Readable } from "node:stream";
 import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ROOT, generateToken, queryLocalD1, startStack, type Stack } from "../../scripts/lib/local-stack.ts";
+import { ROOT, generateToken, startStack, type Stack } from "../../scripts/lib/local-stack.ts";
 
 const persistTo = path.join(ROOT, ".tmp", "e2e-batches-state");
 let stack: Stack;
@@ -109,23 +109,27 @@ describe("the Batch API through the openai SDK", () => {
     expect(output.map((l) => l.custom_id)).toEqual(lines.map((_, i) => `req-${i + 1}`));
     expect(stack.mock?.stats().calls ?? 0).toBe(callsBefore + 30);
 
-    // A batch is a swarm: it shows in GET /v1/swarms (asked before the ledger query below, whose
-    // seconds of wrangler would outlast the dev server's keep-alive of the client's pooled socket).
+    // A batch is a swarm: it shows in GET /v1/swarms, and in the usage report, which reads the D1 ledger.
     const swarms = await (await fetch(`${stack.url}/v1/swarms?limit=100`, { headers: { authorization: `Bearer ${stack.token}` } })).text();
     expect(swarms).toContain(swarmId);
-    // usage = the ledger's rows for the batch's swarm, which = the output lines' usage.
-    const ledger = z
-      .array(z.object({ calls: z.number(), prompt: z.number(), completion: z.number() }))
-      .parse(
-        queryLocalD1(
-          persistTo,
-          `SELECT COUNT(*) AS calls, SUM(prompt_tokens) AS prompt, SUM(completion_tokens) AS completion FROM ledger WHERE swarm_id = '${swarmId}'`,
-        ),
-      )[0];
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+    const LedgerSchema = z.object({
+      rows: z.array(z.object({ key: z.string(), calls: z.number(), prompt_tokens: z.number().nullable(), completion_tokens: z.number().nullable() })),
+    });
+    const readLedger = async () => {
+      const report = await fetch(`${stack.url}/v1/usage?from=${day(-1)}&to=${day(1)}&group_by=swarm`, { headers: { authorization: `Bearer ${stack.token}` } });
+      return LedgerSchema.parse(await report.json()).rows.find((row) => row.key === swarmId);
+    };
+    // Ledger rows are flushed from the SwarmRoom within LEDGER_FLUSH_MS.
+    let ledger = await readLedger();
+    for (let i = 0; i < 40 && ledger?.calls !== 30; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      ledger = await readLedger();
+    }
     expect(ledger?.calls).toBe(30);
     const usage = z.object({ input_tokens: z.number(), output_tokens: z.number() }).parse((done as unknown as { usage: unknown }).usage);
-    expect(usage).toMatchObject({ input_tokens: ledger?.prompt, output_tokens: ledger?.completion });
-    expect(output.reduce((sum, l) => sum + l.response.body.usage.prompt_tokens, 0)).toBe(ledger?.prompt);
+    expect(usage).toMatchObject({ input_tokens: ledger?.prompt_tokens, output_tokens: ledger?.completion_tokens });
+    expect(output.reduce((sum, l) => sum + l.response.body.usage.prompt_tokens, 0)).toBe(ledger?.prompt_tokens);
   });
 
   it("lists batches in pages with after/limit", async () => {
