@@ -54,7 +54,9 @@ export function createFileObjects(bucket: R2Bucket): FileObjects {
             rest = part.fill(rest);
             if (part.isFull()) {
               upload ??= await bucket.createMultipartUpload(key);
+              // Awaited before the buffer is filled again: one buffer serves the whole upload.
               uploaded.push(await upload.uploadPart(uploaded.length + 1, part.take()));
+              part.reset();
             }
           }
         }
@@ -87,7 +89,7 @@ export function createFileObjects(bucket: R2Bucket): FileObjects {
   };
 }
 
-/** One part being filled: a fixed buffer, so a part costs one allocation however small the chunks. */
+/** The part being filled: one fixed buffer for the whole upload, however many parts and chunks. */
 class PartBuffer {
   readonly #capacity: number;
   #bytes: Uint8Array | null = null;
@@ -109,11 +111,12 @@ class PartBuffer {
   size(): number {
     return this.#size;
   }
-  /** The part's bytes; the next fill starts a new buffer (this one is being sent). */
+  /** The part's bytes, valid until `reset`. */
   take(): Uint8Array {
-    const bytes = this.#bytes === null ? new Uint8Array(0) : this.#bytes.subarray(0, this.#size);
-    this.#bytes = null;
+    return this.#bytes === null ? new Uint8Array(0) : this.#bytes.subarray(0, this.#size);
+  }
+  /** The part was sent: the buffer is filled again from its start (never reallocated). */
+  reset(): void {
     this.#size = 0;
-    return bytes;
   }
 }
