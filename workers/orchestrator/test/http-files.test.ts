@@ -102,7 +102,8 @@ describe("POST /v1/files", () => {
       read += chunk.length;
     }
     expect({ read, wrong }).toEqual({ read: bytes, wrong: 0 });
-  });
+    // 16 MiB up and down: seconds on a shared 2-core machine.
+  }, 60_000);
 
   it("refuses a file past FILES_MAX_BYTES with 413, chunked or declared, and keeps no object", async () => {
     const tenant = await createTenantKey({ name: "uploader" });
@@ -120,7 +121,7 @@ describe("POST /v1/files", () => {
     expect(await objectKeys(`files/${tenant.tenantId}/`)).toEqual([]);
     const list = FileListSchema.parse(await (await callApi("/v1/files", { token: tenant.key })).json());
     expect(list.data).toEqual([]);
-  });
+  }, 60_000);
 
   it.each([
     ["a JSON body", { json: { file: "x", purpose: "batch" } }, 415, "content-type"],
