@@ -2,6 +2,7 @@
 // project's queue goes nowhere): a batch's swarm, its budget and model from metadata, cancel with
 // batch_cancelled error lines in line order, Idempotency-Key, another tenant's file. The e2e project
 // runs batches to completion through the openai SDK (test/e2e/batches.test.ts).
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { batchForm, callApi, createTenantKey } from "./call-api.ts";
@@ -72,6 +73,21 @@ describe("POST /v1/batches", () => {
     );
     const again = await callApi(`/v1/batches/${batch?.id}/cancel`, { method: "POST", token: tenant.key });
     expect(again.status).toBe(200);
+  });
+
+  it("a batch still running past its 24 h window is cancelled and ends expired, its lines batch_expired", async () => {
+    const tenant = await createTenantKey({ name: "expiring" });
+    const fileId = await uploadFile(tenant.key, [requestLine("one"), requestLine("two")]);
+    const { batch } = await createBatch(tenant.key, fileId);
+    // The window's end moved into the past, as 24 h later.
+    await env.LEDGER_DB.prepare("UPDATE batches SET expires_at = ? WHERE id = ?")
+      .bind(Date.now() - 1, batch?.id)
+      .run();
+    const read = BatchSchema.parse(await (await callApi(`/v1/batches/${batch?.id}`, { token: tenant.key })).json());
+    const done = read.status === "expired" ? read : BatchSchema.parse(await (await callApi(`/v1/batches/${batch?.id}`, { token: tenant.key })).json());
+    expect(done).toMatchObject({ status: "expired", output_file_id: null, request_counts: { total: 2, completed: 0, failed: 2 } });
+    const lines = (await (await callApi(`/v1/files/${done.error_file_id}/content`, { token: tenant.key })).text()).trim().split("\n");
+    expect(lines.map((l) => JSON.parse(l).error.code)).toEqual(["batch_expired", "batch_expired"]);
   });
 
   it("Idempotency-Key: the same request gives the same batch; another body with the key is 409", async () => {
