@@ -40,6 +40,8 @@ export default defineConfig({
                 // Admin keys of the default tenant; tests create other tenants and keys through the API.
                 API_TOKENS: "test-token-a,test-token-b",
                 API_KEY_KIND: "local",
+                // 20 MiB: uploads past it (and past MAX_BODY_BYTES, 8 MiB) are tested without 200 MB bodies.
+                FILES_MAX_BYTES: "20971520",
                 WEBHOOK_SECRET: WEBHOOK_TEST_SECRET,
                 SECRETS_KEY: SECRETS_TEST_KEY,
                 TEST_MIGRATIONS: migrations,

@@ -2,9 +2,11 @@
 // `edgeswarm`: the command line of the edgeswarm API (docs/cli-and-client.md), on the typed client.
 // Exit codes: 0 every task succeeded, 1 some did not, 2 usage or config error, 3 the API refused
 // or failed. Progress goes to stderr (a bar on a TTY, plain lines otherwise); data to stdout.
+import { openAsBlob } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { basename } from "node:path";
 import { Command, CommanderError, Option } from "commander";
-import { createClient, EdgeswarmError, type EdgeswarmClient, formatSummary, type SwarmStatus } from "../src/client/index.ts";
+import { type Batch, createClient, EdgeswarmError, type EdgeswarmClient, formatSummary, type SwarmStatus } from "../src/client/index.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
 import { formatResultLine, formatResultsHeader, RESULT_FORMATS, type ResultFormat } from "./format-results.ts";
 import { watchSwarm, type WatchOutput } from "./watch-swarm.ts";
@@ -309,6 +311,58 @@ tenants.command("delete <id>").action(async (id: string, _options: unknown, comm
   print(command, { deleted: id }, () => out(`deleted ${id}`));
 });
 
+const files = program.command("files").description("batch input and output files (OpenAI's Files API)");
+files.command("upload <path>").action(async (file: string, _options: unknown, command: Command) => {
+  let blob: Blob;
+  try {
+    // Streams from disk as it is sent: a 200 MB file is never read whole.
+    blob = await openAsBlob(file);
+  } catch (error) {
+    throw new UsageError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  const uploaded = await clientOf(command).uploadFile(blob, basename(file));
+  print(command, uploaded, () => out(`${uploaded.id} ${uploaded.bytes} bytes ${uploaded.filename}`));
+});
+files
+  .command("get <id>")
+  .option("--content", "write the file's bytes to stdout instead of its description")
+  .action(async (id: string, options: { content?: boolean }, command: Command) => {
+    const client = clientOf(command);
+    if (options.content === true) {
+      const reader = (await client.fileContent(id)).getReader();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) process.stdout.write(next.value);
+      return;
+    }
+    out(JSON.stringify(await client.getFile(id), null, jsonMode(command) ? undefined : 2));
+  });
+
+const batchLine = (batch: Batch): string =>
+  `${batch.id} ${batch.status} ${batch.request_counts.completed}/${batch.request_counts.total} done, ${batch.request_counts.failed} failed` +
+  ` swarm=${batch.metadata["edgeswarm.swarm_id"] ?? "-"} output=${batch.output_file_id ?? "-"} errors=${batch.error_file_id ?? "-"}`;
+
+const batches = program.command("batches").description("batches (OpenAI's Batch API): each runs as a swarm");
+batches
+  .command("list")
+  .option("--limit <n>", "batches a page (1-100)", "20")
+  .option("--after <id>", "the last batch id of the page before")
+  .action(async (options: { limit: string; after?: string }, command: Command) => {
+    const limit = Number(options.limit);
+    if (!(Number.isInteger(limit) && limit >= 1 && limit <= 100)) throw new UsageError(`--limit must be a whole number from 1 to 100, not ${options.limit}`);
+    const page = await clientOf(command).listBatches({ limit, ...(options.after ? { after: options.after } : {}) });
+    print(command, page, () => {
+      for (const batch of page.data) out(batchLine(batch));
+      if (page.has_more) out(`more: --after ${page.last_id}`);
+    });
+  });
+batches.command("get <id>").action(async (id: string, _options: unknown, command: Command) => {
+  const batch = await clientOf(command).getBatch(id);
+  print(command, batch, () => out(batchLine(batch)));
+});
+batches.command("cancel <id>").action(async (id: string, _options: unknown, command: Command) => {
+  const batch = await clientOf(command).cancelBatch(id);
+  print(command, batch, () => out(batchLine(batch)));
+});
+
 program
   .command("me")
   .description("the caller's tenant, key, scopes, limits and spend")
@@ -317,7 +371,7 @@ program
   });
 
 for (const command of program.commands) command.exitOverride().showHelpAfterError();
-for (const group of [schedules, keys, tenants]) for (const command of group.commands) command.exitOverride();
+for (const group of [schedules, keys, tenants, files, batches]) for (const command of group.commands) command.exitOverride();
 
 try {
   await program.parseAsync(process.argv);

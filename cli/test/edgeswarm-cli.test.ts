@@ -208,3 +208,49 @@ describe("tenants, keys, usage", () => {
     expect(api.requests.at(-1)?.path).toBe("/v1/usage?from=2031-01-01&group_by=model");
   });
 });
+
+describe("files and batches", () => {
+  it("files upload sends the file as multipart with purpose=batch and prints the File", async () => {
+    await writeFile(path.join(dir, "in.jsonl"), '{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{}}\n');
+    const { code, stdout } = await run(["files", "upload", path.join(dir, "in.jsonl")]);
+    expect(code).toBe(0);
+    expect(stdout.trim()).toBe("file-abc 42 bytes in.jsonl");
+    const sent = String(api.requests.filter((r) => r.path === "/v1/files").at(-1)?.body);
+    expect(sent).toMatch(/name="purpose"\r\n\r\nbatch\r\n/);
+    expect(sent).toContain('filename="in.jsonl"');
+    expect(sent).toContain('{"custom_id":"a"');
+  });
+
+  it("files upload of a missing file is a usage error (exit 2)", async () => {
+    const { code, stderr } = await run(["files", "upload", path.join(dir, "nope.jsonl")]);
+    expect(code).toBe(2);
+    expect(stderr).toContain("cannot read");
+  });
+
+  it("files get prints the File, or with --content its bytes", async () => {
+    expect(JSON.parse((await run(["files", "get", "file-abc"])).stdout)).toMatchObject({ id: "file-abc", bytes: 42 });
+    expect((await run(["files", "get", "file-abc", "--content"])).stdout).toBe('{"custom_id":"a"}\n');
+  });
+
+  it("batches list prints one line a batch (its counts, swarm and files) and where the next page starts", async () => {
+    const list = await run(["batches", "list", "--limit", "2"]);
+    expect(list.code).toBe(0);
+    expect(list.stdout.split("\n").filter((l) => l !== "")).toEqual([
+      "batch_2 in_progress 2/3 done, 1 failed swarm=sw_batch output=file-out errors=-",
+      "batch_1 completed 2/3 done, 1 failed swarm=sw_batch output=file-out errors=-",
+      "more: --after batch_1",
+    ]);
+    expect(api.requests.at(-1)?.path).toBe("/v1/batches?limit=2");
+  });
+
+  it("batches get prints the batch; cancel with --json prints the Batch object", async () => {
+    expect((await run(["batches", "get", "batch_1"])).stdout).toContain("batch_1 completed");
+    expect(JSON.parse((await run(["--json", "batches", "cancel", "batch_2"])).stdout)).toMatchObject({ id: "batch_2", status: "cancelling" });
+  });
+
+  it("batches get of an unknown batch exits 3 with the API's refusal", async () => {
+    const missing = await run(["batches", "get", "batch_9"]);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain("404 not_found");
+  });
+});

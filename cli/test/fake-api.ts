@@ -54,12 +54,48 @@ export async function startFakeApi(): Promise<FakeApi> {
     const text = Buffer.concat(chunks).toString("utf8");
     const url = new URL(req.url ?? "/", "http://x");
     const path = url.pathname;
-    requests.push({ method: req.method ?? "", path: `${path}${url.search}`, headers: req.headers, body: text === "" ? null : JSON.parse(text) });
+    // A multipart upload is recorded as its text.
+    const multipart = String(req.headers["content-type"] ?? "").startsWith("multipart/form-data");
+    requests.push({
+      method: req.method ?? "",
+      path: `${path}${url.search}`,
+      headers: req.headers,
+      body: text === "" ? null : multipart ? text : JSON.parse(text),
+    });
     const json = (status: number, body: unknown) => {
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify(body));
     };
     if (req.headers.authorization !== "Bearer t0k") return json(401, errorBody("unauthorized", "missing or wrong bearer token"));
+    if (req.method === "POST" && path === "/v1/files" && multipart) {
+      return json(200, { id: "file-abc", object: "file", bytes: 42, created_at: 1, filename: "in.jsonl", purpose: "batch", status: "processed" });
+    }
+    if (req.method === "GET" && path === "/v1/files/file-abc") return json(200, { id: "file-abc", object: "file", bytes: 42, filename: "in.jsonl" });
+    if (req.method === "GET" && path === "/v1/files/file-abc/content") {
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      return res.end('{"custom_id":"a"}\n');
+    }
+    const batch = (id: string, status: string) => ({
+      id,
+      object: "batch",
+      status,
+      request_counts: { total: 3, completed: 2, failed: 1 },
+      output_file_id: "file-out",
+      error_file_id: null,
+      metadata: { "edgeswarm.swarm_id": "sw_batch" },
+    });
+    if (req.method === "GET" && path === "/v1/batches") {
+      return json(200, {
+        object: "list",
+        data: [batch("batch_2", "in_progress"), batch("batch_1", "completed")],
+        first_id: "batch_2",
+        last_id: "batch_1",
+        has_more: true,
+      });
+    }
+    if (req.method === "GET" && path === "/v1/batches/batch_1") return json(200, batch("batch_1", "completed"));
+    if (req.method === "POST" && path === "/v1/batches/batch_2/cancel") return json(200, batch("batch_2", "cancelling"));
+    if (req.method === "GET" && path.startsWith("/v1/batches/")) return json(404, errorBody("not_found", "batch not found"));
     const body = text === "" ? null : (JSON.parse(text) as Record<string, unknown>);
     if (req.method === "POST" && path === "/v1/swarms") {
       if (body?.name === "refuse") return json(400, errorBody("invalid_spec", "the swarm spec is invalid", [{ path: "tasks", message: "Required" }]));

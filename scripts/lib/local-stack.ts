@@ -3,7 +3,7 @@
 // finds the other through a dev registry private to the stack. Used by npm start, bench and e2e.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -364,7 +364,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     if (registry !== null) {
       // The agent keeps no state of its own (its Durable Object bindings are the orchestrator's);
       // its local queue brokers get a directory apart from the orchestrator's SQLite files.
-      const agent = startSession([AGENT_CONFIG], await findFreePort(), await findFreePort(), path.join(persistRoot, "agent"), []);
+      const agentPersist = path.join(persistRoot, "agent");
+      shareFilesBucket(persistRoot, agentPersist);
+      const agent = startSession([AGENT_CONFIG], await findFreePort(), await findFreePort(), agentPersist, []);
       await waitUntil(
         "the agent's wrangler dev did not register",
         sessions.map(({ child }) => child),
@@ -412,4 +414,28 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     stop,
     kill,
   };
+}
+
+/**
+ * Both Workers bind the R2 bucket FILES_BUCKET (a batch task reads its input line from it). Each
+ * session keeps its local state under its own --persist-to, and miniflare keeps a session's R2
+ * buckets under `<persist>/v3/r2`: the agent's is made a link to the orchestrator's, so both
+ * sessions see one bucket, as both Workers do in production. (Only R2 is shared: the sessions'
+ * queue brokers must stay apart.)
+ */
+function shareFilesBucket(orchestratorPersist: string, agentPersist: string): void {
+  const shared = path.join(orchestratorPersist, "v3", "r2");
+  const link = path.join(agentPersist, "v3", "r2");
+  mkdirSync(shared, { recursive: true });
+  mkdirSync(path.dirname(link), { recursive: true });
+  if (existsSync(link) || isLink(link)) return;
+  symlinkSync(shared, link, "dir");
+}
+
+function isLink(file: string): boolean {
+  try {
+    return lstatSync(file).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }

@@ -77,3 +77,33 @@ export type Schedule = Record<string, unknown> & { id: string };
 
 export const TERMINAL_STATES: ReadonlySet<SwarmState> = new Set<SwarmState>(["completed", "completed_with_failures", "failed", "cancelled"]);
 export type { TaskResult as Result };
+
+/** OpenAI's File object (POST /v1/files). */
+export interface FileObject {
+  id: string;
+  object: "file";
+  bytes: number;
+  created_at: number;
+  filename: string;
+  purpose: string;
+  status: string;
+}
+
+/** OpenAI's Batch object (POST /v1/batches), with `metadata["edgeswarm.swarm_id"]` naming its swarm. */
+export type Batch = Record<string, unknown> & {
+  id: string;
+  status: string;
+  request_counts: { total: number; completed: number; failed: number };
+  output_file_id: string | null;
+  error_file_id: string | null;
+  metadata: Record<string, string>;
+};
+
+/** A page of an OpenAI-style list (`after` = the last id of the page before). */
+export interface ListPage<T> {
+  object: "list";
+  data: T[];
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+}

@@ -6,8 +6,11 @@ import { EdgeswarmError, toEdgeswarmError } from "./api-error.ts";
 import type {
   ApiKey,
   ApiKeyWithSecret,
+  Batch,
   CreatedSwarm,
+  FileObject,
   KeyScope,
+  ListPage,
   LiveEvent,
   Me,
   ResultsPage,
@@ -179,6 +182,39 @@ export class EdgeswarmClient {
     return this.request("GET", "/v1/me", options);
   }
 
+  // ── files and batches (OpenAI's shapes) ──────────────────────────────────────────────────────
+
+  /** Uploads a batch input file; a Blob from `fs.openAsBlob` streams from disk. */
+  uploadFile(file: Blob, filename: string, options: RequestOptions = {}): Promise<FileObject> {
+    const form = new FormData();
+    form.append("purpose", "batch");
+    form.append("file", file, filename);
+    return this.request("POST", "/v1/files", { form, ...options });
+  }
+
+  getFile(id: string, options: RequestOptions = {}): Promise<FileObject> {
+    return this.request("GET", `/v1/files/${encodeURIComponent(id)}`, options);
+  }
+
+  /** A file's bytes, as a stream. */
+  async fileContent(id: string, options: RequestOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    const response = await this.fetchImpl(`${this.baseUrl}/v1/files/${encodeURIComponent(id)}/content`, { headers: this.headers(), signal: options.signal });
+    if (!response.ok || response.body === null) throw toEdgeswarmError(response.status, await response.text(), response.headers.get("retry-after"));
+    return response.body;
+  }
+
+  listBatches(query: { after?: string; limit?: number } = {}, options: RequestOptions = {}): Promise<ListPage<Batch>> {
+    return this.request("GET", `/v1/batches${toQuery(query)}`, options);
+  }
+
+  getBatch(id: string, options: RequestOptions = {}): Promise<Batch> {
+    return this.request("GET", `/v1/batches/${encodeURIComponent(id)}`, options);
+  }
+
+  cancelBatch(id: string, options: RequestOptions = {}): Promise<Batch> {
+    return this.request("POST", `/v1/batches/${encodeURIComponent(id)}/cancel`, options);
+  }
+
   // ── transport ────────────────────────────────────────────────────────────────────────────────
 
   private headers(): Record<string, string> {
@@ -190,7 +226,7 @@ export class EdgeswarmClient {
    * it can be sent again safely: after a lost connection, a 5xx, or a 409 saying the first request
    * with the key is still running, it is, up to IDEMPOTENT_TRIES times, under the same key.
    */
-  private async request<T>(method: string, path: string, options: RequestOptions & { body?: unknown; idempotent?: boolean } = {}): Promise<T> {
+  private async request<T>(method: string, path: string, options: RequestOptions & { body?: unknown; form?: FormData; idempotent?: boolean } = {}): Promise<T> {
     if (options.idempotent !== true) return this.requestOnce(method, path, options);
     const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID();
     for (let attempt = 1; ; attempt += 1) {
@@ -208,7 +244,7 @@ export class EdgeswarmClient {
     }
   }
 
-  private async requestOnce<T>(method: string, path: string, options: RequestOptions & { body?: unknown } = {}): Promise<T> {
+  private async requestOnce<T>(method: string, path: string, options: RequestOptions & { body?: unknown; form?: FormData } = {}): Promise<T> {
     const headers: Record<string, string> = this.headers();
     if (options.body !== undefined) headers["content-type"] = "application/json";
     if (options.idempotencyKey !== undefined) headers["idempotency-key"] = options.idempotencyKey;
@@ -217,7 +253,8 @@ export class EdgeswarmClient {
       response = await this.fetchImpl(`${this.baseUrl}${path}`, {
         method,
         headers,
-        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        // A form sets its own multipart content type (with its boundary).
+        body: options.form ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
         signal: options.signal,
       });
     } catch (error) {

@@ -48,6 +48,15 @@ export const ROUTE_SCOPES: Readonly<Record<string, Scope>> = {
   "PUT /v1/secrets/:name": "run",
   "GET /v1/secrets": "read",
   "DELETE /v1/secrets/:name": "run",
+  "POST /v1/files": "run",
+  "GET /v1/files": "read",
+  "GET /v1/files/:id": "read",
+  "GET /v1/files/:id/content": "read",
+  "DELETE /v1/files/:id": "run",
+  "POST /v1/batches": "run",
+  "GET /v1/batches": "read",
+  "GET /v1/batches/:id": "read",
+  "POST /v1/batches/:id/cancel": "run",
 };
 
 /** The scope a route needs; null = the table has no row for it (the caller refuses the request). */

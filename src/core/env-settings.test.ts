@@ -9,6 +9,7 @@ import {
   readJsonSetting,
   readListSetting,
   readOrchestratorSettings,
+  DEFAULT_FILES_MAX_BYTES,
   readRoomSettings,
   readSecretSetting,
   readToolSettings,
@@ -269,6 +270,7 @@ describe("readOrchestratorSettings", () => {
     const settings = readOrchestratorSettings({ MAX_BODY_BYTES: "8388608", API_TOKENS: " a, b ", ALLOW_PRIVATE_NETWORK: "false", WEBHOOK_SECRET: " whsec " });
     expect(settings.config).toEqual({
       maxBodyBytes: 8_388_608,
+      filesMaxBytes: DEFAULT_FILES_MAX_BYTES,
       apiTokens: ["a", "b"],
       allowPrivateNetwork: false,
       webhookSecret: "whsec",
@@ -283,6 +285,7 @@ describe("readOrchestratorSettings", () => {
   it("keeps a bad MODEL_PRICES, GATEWAY_CONFIG or TENANT_BUDGETS to its own result, so only the routes that need it fail", () => {
     const settings = readOrchestratorSettings({ MAX_BODY_BYTES: "10", MODEL_PRICES: "{", GATEWAY_CONFIG: "[]", TENANT_BUDGETS: '{"*":{}}' });
     expect(settings.config.maxBodyBytes).toBe(10);
+    expect(readOrchestratorSettings({ MAX_BODY_BYTES: "10", FILES_MAX_BYTES: "2048" }).config.filesMaxBytes).toBe(2_048);
     expect(settings.prices.ok).toBe(false);
     expect(settings.gateway).toMatchObject({ ok: false, error: expect.stringContaining("GATEWAY_CONFIG: (root)") });
     expect(settings.tenantBudgets).toMatchObject({ ok: false, error: expect.stringContaining("TENANT_BUDGETS: *") });
@@ -292,6 +295,7 @@ describe("readOrchestratorSettings", () => {
     [{ MAX_BODY_BYTES: "" }, 'MAX_BODY_BYTES must be an integer of at least 1, got ""'],
     [{ MAX_BODY_BYTES: "0" }, 'MAX_BODY_BYTES must be an integer of at least 1, got "0"'],
     [{ MAX_BODY_BYTES: "1e6" }, 'MAX_BODY_BYTES must be an integer of at least 1, got "1e6"'],
+    [{ MAX_BODY_BYTES: "10", FILES_MAX_BYTES: "0" }, 'FILES_MAX_BYTES must be an integer of at least 1, got "0"'],
     [{ MAX_BODY_BYTES: "10", ALLOW_PRIVATE_NETWORK: "yes" }, 'ALLOW_PRIVATE_NETWORK must be "true" or "false", got "yes"'],
     [{ MAX_BODY_BYTES: "10", API_KEY_KIND: "test" }, 'API_KEY_KIND must be "live" or "local", got "test"'],
   ])("refuses %j", (env, fragment) => {

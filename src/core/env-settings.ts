@@ -237,6 +237,7 @@ export function readRoomSettings(env: SettingsEnv<RoomSettingName>): RoomSetting
 
 export type OrchestratorSettingName =
   | "MAX_BODY_BYTES"
+  | "FILES_MAX_BYTES"
   | "API_TOKENS"
   | "ALLOW_PRIVATE_NETWORK"
   | "WEBHOOK_SECRET"
@@ -249,6 +250,8 @@ export type OrchestratorSettingName =
 export interface OrchestratorConfig {
   /** Largest request body accepted on /v1/*, in bytes. */
   maxBodyBytes: number;
+  /** Largest file POST /v1/files accepts (streamed into R2; not bound by maxBodyBytes), in bytes. */
+  filesMaxBytes: number;
   /** Bearer tokens accepted on /v1/*; empty means the server refuses every request. */
   apiTokens: readonly string[];
   /** Tools may target loopback and private addresses (ALLOW_PRIVATE_NETWORK, local development only). */
@@ -270,15 +273,20 @@ export interface OrchestratorSettings {
   tenantBudgets: Result<TenantBudgets, string>;
 }
 
+/** FILES_MAX_BYTES when unset: 200 MB, OpenAI's own limit for a batch input file. */
+export const DEFAULT_FILES_MAX_BYTES = 200 * 1024 * 1024;
+
 /** API_TOKENS and WEBHOOK_SECRET may be absent (an unset secret is), whatever the generated Env says. */
 export function readOrchestratorSettings(env: SettingsEnv<OrchestratorSettingName>): OrchestratorSettings {
   const maxBodyBytes = readIntSetting(env, "MAX_BODY_BYTES", { min: 1 });
+  const filesMaxBytes = readIntSetting(env, "FILES_MAX_BYTES", { min: 1, fallback: DEFAULT_FILES_MAX_BYTES });
   const allowPrivateNetwork = readBooleanSetting(env, "ALLOW_PRIVATE_NETWORK", { fallback: false });
   const apiKeyKind = readApiKeyKind(env);
-  requireSettings("orchestrator", [maxBodyBytes, allowPrivateNetwork, apiKeyKind]);
+  requireSettings("orchestrator", [maxBodyBytes, filesMaxBytes, allowPrivateNetwork, apiKeyKind]);
   return {
     config: {
       maxBodyBytes: passedValue(maxBodyBytes),
+      filesMaxBytes: passedValue(filesMaxBytes),
       apiTokens: readListSetting(env, "API_TOKENS"),
       allowPrivateNetwork: passedValue(allowPrivateNetwork),
       webhookSecret: readSecretSetting(env, "WEBHOOK_SECRET"),

@@ -116,3 +116,25 @@ export function isTenantId(s: string): boolean {
 export function isKeyId(s: string): boolean {
   return KEY_ID_PATTERN.test(s);
 }
+
+const FILE_ID_PATTERN = /^file-[a-z2-7]{24}$/;
+
+/** `file-` + 24 base32 characters (120 random bits): OpenAI's File ids have this prefix. */
+export function newFileId(random: (bytes: number) => Uint8Array): string {
+  return `file-${randomBase32(24, random)}`;
+}
+
+export function isFileId(id: string): boolean {
+  return FILE_ID_PATTERN.test(id);
+}
+
+const BATCH_ID_PATTERN = /^batch_[a-z2-7]{24}$/;
+
+/** `batch_` + 24 base32 characters (120 random bits), as OpenAI's Batch ids begin. */
+export function newBatchId(random: (bytes: number) => Uint8Array): string {
+  return `batch_${randomBase32(24, random)}`;
+}
+
+export function isBatchId(id: string): boolean {
+  return BATCH_ID_PATTERN.test(id);
+}

@@ -258,4 +258,6 @@ export interface PlannedTask {
   id: string;
   prompt: string;
   long?: boolean;
+  /** The task's own model, instead of the swarm's model or mix (a batch line's `body.model`). */
+  model?: string;
 }

@@ -52,6 +52,11 @@ export interface StartSwarmInput {
   parentId?: string;
   /** The spec's MCP servers as read and pinned at submit (src/core/mcp-catalog.ts). */
   mcpCatalog?: PinnedMcpServer[];
+  /**
+   * A batch's swarm (POST /v1/batches): the R2 key of its input file. Each task's prompt is then
+   * the byte range of its line ("offset:length"), which the agent reads and sends as it is.
+   */
+  batchInput?: string;
 }
 
 /** What an agent needs to run any task of the swarm; sent once per claim. */
@@ -69,6 +74,8 @@ export interface TaskRunConfig {
   parallelToolCalls: boolean | null;
   /** The MCP servers pinned at submit: their tools are offered as `mcp__<server>__<tool>`. */
   mcpServers: PinnedMcpServer[];
+  /** A batch's input file (R2 key): each task is one line of it, passed through to the upstream. Null for a spec's swarm. */
+  batchInput: string | null;
 }
 
 /**

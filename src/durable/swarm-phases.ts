@@ -45,7 +45,13 @@ export interface PhaseRoom {
 
 export function insertTasks(sql: SqlStorage, tasks: readonly PlannedTask[]): void {
   for (const task of tasks) {
-    sql.exec("INSERT INTO tasks (id, prompt, state, long) VALUES (?, ?, 'pending', ?)", task.id, task.prompt, task.long ? 1 : 0);
+    sql.exec(
+      "INSERT INTO tasks (id, prompt, state, long, model_hint) VALUES (?, ?, 'pending', ?, ?)",
+      task.id,
+      task.prompt,
+      task.long ? 1 : 0,
+      task.model ?? null,
+    );
   }
 }
 

@@ -36,6 +36,8 @@ export type SwarmRow = {
   parallel_tool_calls: number | null;
   goal: string | null;
   planner: string | null;
+  /** A batch's input file (its R2 key); null for a swarm from a spec. */
+  batch_input: string | null;
   plan_attempts: number;
   plan_errors: string | null;
   reduction: string | null;

@@ -204,6 +204,12 @@ const SCHEMA_V15 = `
 ALTER TABLE swarm ADD COLUMN warmup_until INTEGER;
 `;
 
+// v16 (batches, the OpenAI Batch API): a batch's swarm names its input file's R2 key; each task's
+// prompt is then the byte range of its line in that file ("offset:length"), read when it runs.
+const SCHEMA_V16 = `
+ALTER TABLE swarm ADD COLUMN batch_input TEXT;
+`;
+
 const MIGRATIONS: readonly string[] = [
   SCHEMA_V1,
   SCHEMA_V2,
@@ -220,6 +226,7 @@ const MIGRATIONS: readonly string[] = [
   SCHEMA_V13,
   SCHEMA_V14,
   SCHEMA_V15,
+  SCHEMA_V16,
 ];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */

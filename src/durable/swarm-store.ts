@@ -121,8 +121,8 @@ export class SwarmStore {
     const origin = input.origin.kind === "api" ? "api" : `schedule:${input.origin.scheduleId}`;
     this.sql.exec(
       `INSERT INTO swarm (id, tenant, name, model, model_mix, budget, tenant_month, reduce, fallback, system, limits, response_format, metadata, origin, state, window, task_count, created_at,
-         tools, http_allowlist, parallel_tool_calls, goal, planner, mcp_catalog)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         tools, http_allowlist, parallel_tool_calls, goal, planner, mcp_catalog, batch_input)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       input.swarmId,
       input.tenant,
       spec.name,
@@ -147,6 +147,7 @@ export class SwarmStore {
       spec.goal ?? null,
       planner === null ? null : JSON.stringify(planner),
       input.mcpCatalog !== undefined && input.mcpCatalog.length > 0 ? JSON.stringify(input.mcpCatalog) : null,
+      input.batchInput ?? null,
     );
     const stored = this.swarm();
     if (planner !== null && stored !== null) {
@@ -199,6 +200,7 @@ export class SwarmStore {
       httpAllowlist: swarm.http_allowlist === null ? [] : z.array(z.string()).parse(JSON.parse(swarm.http_allowlist)),
       parallelToolCalls: swarm.parallel_tool_calls === null ? null : swarm.parallel_tool_calls === 1,
       mcpServers: swarm.mcp_catalog === null ? [] : z.array(PinnedMcpServerSchema).parse(JSON.parse(swarm.mcp_catalog)),
+      batchInput: swarm.batch_input,
     };
     return this.runConfig;
   }

@@ -121,6 +121,22 @@ describe("model client: the request it sends", () => {
     expect(captured[1]?.body).not.toHaveProperty("response_format");
   });
 
+  it("sends a batch line's body as it is, with only the model, streaming and a missing output limit set", async () => {
+    const captured: Captured[] = [];
+    const client = createModelClient({ baseURL: BASE_URL, apiKey: API_KEY, fetch: fakeFetch(() => streamResponse(GOOD_STREAM), captured) });
+    const line = {
+      messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
+      temperature: 0.2,
+      tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }],
+      response_format: { type: "json_object" },
+      max_completion_tokens: 7,
+    };
+    await client.complete({ ...request, passthrough: line });
+    await client.complete({ ...request, passthrough: { messages: line.messages } });
+    expect(captured[0]?.body).toEqual({ ...line, model: "mock-1", stream: true, stream_options: { include_usage: true } });
+    expect(captured[1]?.body).toEqual({ messages: line.messages, model: "mock-1", max_tokens: 64, stream: true, stream_options: { include_usage: true } });
+  });
+
   it("makes exactly one upstream request per call, even for a retryable failure", async () => {
     const captured: Captured[] = [];
     const client = createModelClient({

@@ -26,6 +26,13 @@ export interface ModelRequest {
   timeoutMs: number;
   responseFormat: ResponseFormat | null;
   /**
+   * A batch line's request body, passed through as it is (messages, tools, response_format,
+   * temperature, max_tokens…): only `model` (routed) and streaming with usage are set here, and
+   * `max_tokens` when the body sets no output limit. `messages`, `tools` and `responseFormat` above
+   * are then not sent.
+   */
+  passthrough?: Record<string, unknown>;
+  /**
    * The connection slot the caller took for this call (production allows an invocation 6
    * connections waiting for response headers): freed here the moment the headers arrive, or when
    * the call ends without them. Absent: no bound.
@@ -264,7 +271,18 @@ function isJsonMediaType(contentType: string | null): boolean {
   return mediaType === "application/json" || mediaType.endsWith("+json");
 }
 
-function toParams(request: ModelRequest): ChatCompletionCreateParamsStreaming {
+function toParams(request: ModelRequest): ChatCompletionCreateParamsStreaming | Record<string, unknown> {
+  const body = request.passthrough;
+  if (body !== undefined) {
+    const limited = body.max_tokens !== undefined || body.max_completion_tokens !== undefined;
+    return {
+      ...body,
+      model: request.model,
+      ...(limited ? {} : { max_tokens: request.maxOutputTokens }),
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+  }
   const format = request.responseFormat;
   const tools = request.tools !== null && request.tools.length > 0 ? request.tools : null;
   return {

@@ -77,6 +77,13 @@ export interface TurnRequest {
   tools: readonly ChatCompletionTool[] | null;
   maxOutputTokens: number;
   responseFormat: ResponseFormat | null;
+  /** A batch line's own request body, sent as it is (its messages replace `messages`); see ModelRequest. */
+  passthrough?: { body: Record<string, unknown>; promptTokens: number };
+}
+
+/** The prompt's token estimate a permit and the room's note reserve for. */
+function promptTokensOf(turn: TurnRequest): number {
+  return turn.passthrough?.promptTokens ?? estimateConversationTokens(turn.messages, turn.tools);
 }
 
 export type PermitCallResult =
@@ -124,6 +131,7 @@ export async function callWithPermit(
     maxOutputTokens: turn.maxOutputTokens,
     timeoutMs: task.timeoutS * 1_000,
     responseFormat: turn.responseFormat,
+    ...(turn.passthrough === undefined ? {} : { passthrough: turn.passthrough.body }),
   };
   // A wait (for a permit, for a header slot) must leave the call its whole timeout inside both the
   // invocation's time and the task's run bound (its lease is renewed by heartbeats meanwhile).
@@ -148,7 +156,7 @@ export async function callWithPermit(
   }
 
   const permitRequest: PermitRequest = {
-    tokens: estimateConversationTokens(turn.messages, turn.tools) + turn.maxOutputTokens,
+    tokens: promptTokensOf(turn) + turn.maxOutputTokens,
     leaseMs: request.timeoutMs + LEASE_MARGIN_MS,
     latestStart,
   };
@@ -432,7 +440,7 @@ function toCallStart(task: ClaimedTask, turn: TurnRequest, startedAt: number): C
     attempt: task.attempt,
     turn: turn.turn,
     model: task.model,
-    promptTokens: estimateConversationTokens(turn.messages, turn.tools),
+    promptTokens: promptTokensOf(turn),
     maxTokens: turn.maxOutputTokens,
     startedAt,
   };

@@ -2,6 +2,9 @@
 // (src/core/env-settings.ts) and the gateway (upstreams, models, key values), and builds the
 // handlers' dependencies, reusing the parsed gateway and its model clients across invocations of
 // the same isolate.
+import { createBlockLineReader } from "./batch-line-blocks.ts";
+import type { BatchLineReader } from "./run-batch-line.ts";
+import { createFileObjects } from "../../src/files/file-objects.ts";
 import { parseGatewayConfig, readAgentSettings, readSecretSetting, readToolSettings, readUpstreamKeys } from "../../src/core/env-settings.ts";
 import type { GatewayConfig } from "../../src/core/gateway-config.ts";
 import { createModelClient } from "../../src/model/model-client.ts";
@@ -152,7 +155,19 @@ export function createTaskDeps(env: Env): ConsumeTasksDeps {
     maxTasks: settings.maxTasksPerInvocation,
     idleWaitMaxMs: settings.inlineRetryMaxS * 1_000,
     tools: toToolEnvironment(tools, fetch),
+    batchLines: batchLinesFor(env.FILES_BUCKET),
   };
+}
+
+let cachedLines: { bucket: R2Bucket; reader: BatchLineReader } | null = null;
+
+/** One line reader (and its block cache) per isolate: the lanes of every invocation share it. */
+function batchLinesFor(bucket: R2Bucket): BatchLineReader {
+  if (cachedLines?.bucket !== bucket) {
+    const objects = createFileObjects(bucket);
+    cachedLines = { bucket, reader: createBlockLineReader((key, range) => objects.readBytes(key, range)) };
+  }
+  return cachedLines.reader;
 }
 
 export function createDeadLetterRooms(env: Env): SwarmRooms {

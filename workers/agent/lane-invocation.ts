@@ -2,6 +2,7 @@
 // journal, the CPU allowance) and the tally it logs. A queue batch (lanes hosted by the consumer)
 // and a lane executor's alarm (lane-executor.ts) are each one invocation: each gets the limits
 // Cloudflare gives an invocation, no more (header-gate.ts).
+import type { BatchLineReader } from "./run-batch-line.ts";
 import type { ModelGateway } from "./call-with-permit.ts";
 import { CALL_FLUSH_MS, createCallJournal, type CallJournal, type Schedule } from "./call-journal.ts";
 import { createCallStarts } from "./call-starts.ts";
@@ -31,6 +32,8 @@ export interface LaneHostDeps {
   idleWaitMaxMs: number;
   /** What the agents' tools reach besides the scratchpad (default: the global fetch, no webhook secret). */
   tools?: Omit<ToolEnvironment, "scratchpad">;
+  /** Reads batch tasks' lines (FILES_BUCKET); absent: batch tasks fail as unreadable. */
+  batchLines?: BatchLineReader;
   /** Coalescing of outcomes into pulls (default: 5 ms — or 10% of the mean call latency, see coalesceMs — or 32 outcomes). */
   coalesce?: { ms: number; outcomes: number };
   sleep?: (ms: number) => Promise<void>;
@@ -119,6 +122,7 @@ export function createInvocation(deps: LaneHostDeps, pool: TaskPool, lanes: numb
     journal,
     callStarts,
     tools: { ...tools, toolSlot },
+    ...(deps.batchLines === undefined ? {} : { batchLines: deps.batchLines }),
     concurrency: deps.concurrency,
     headerGate,
     headerSlots: deps.headerSlots,

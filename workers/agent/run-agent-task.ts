@@ -21,6 +21,7 @@ import type { CallRecord, ClaimedTask, TaskOutcome, TaskReport, TaskRunConfig } 
 import type { ToolCall } from "../../src/core/tool-calls.ts";
 import type { ModelCallResult } from "../../src/model/model-client.ts";
 import { callWithPermit, permanentFailure, type PermitContext } from "./call-with-permit.ts";
+import { runBatchLine, type BatchLineReader } from "./run-batch-line.ts";
 import type { SwarmTools } from "./tools/swarm-tools.ts";
 
 export interface AgentContext {
@@ -34,12 +35,18 @@ export interface AgentContext {
   /** Epoch ms by which no new model call may start (the invocation's time, the task's lease). */
   callsEndBy: number;
   now: () => number;
+  /** Reads a batch task's line from its input file (FILES_BUCKET); absent where no batch runs (unit tests). */
+  batchLines?: BatchLineReader;
 }
 
 /** Engine tasks: one answer, no tools (a json answer still gets its repair turn). */
 const ENGINE_LIMITS = { max_turns: 1, max_tool_calls: 0 } as const;
 
 export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx: AgentContext): Promise<TaskReport> {
+  // A batch's task is its input line, sent as it is: no agent loop.
+  const { batchInput } = config;
+  if (batchInput !== null && task.kind === "task")
+    return runBatchLine({ ...config, batchInput }, task, ctx, (turn, result, hedge) => toCallRecord(task.model, turn, result, hedge));
   const engine = task.override !== null;
   const system = task.override?.system ?? config.system;
   const responseFormat = task.override !== null ? task.override.responseFormat : config.responseFormat;

@@ -22,6 +22,7 @@ import type { CallStarts } from "./call-starts.ts";
 import type { PermitContext } from "./call-with-permit.ts";
 import type { MeasuredHeaderGate } from "./header-gate.ts";
 import { runAgentTask } from "./run-agent-task.ts";
+import type { BatchLineReader } from "./run-batch-line.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { createSwarmTools, type SwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
 import { toErrorMessage } from "../../src/core/error-message.ts";
@@ -60,6 +61,8 @@ export interface LaneContext {
   /** Notes each call in the room before it is sent (so no call can vanish from the bill). */
   callStarts: CallStarts;
   tools: Omit<ToolEnvironment, "scratchpad">;
+  /** Reads batch tasks' lines from their input files (FILES_BUCKET); absent: no batch task can run. */
+  batchLines?: BatchLineReader;
   /** Tasks one lane runs at once at most (AGENT_CONCURRENCY). */
   concurrency: number;
   /**
@@ -348,6 +351,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       onCheckpoint: (state) => ctx.journal.checkpoint(run.swarmId, task.taskId, task.attempt, toCheckpoint(state)),
       callsEndBy: Math.min(ctx.callsEndBy, task.runUntil),
       now: ctx.now,
+      ...(ctx.batchLines === undefined ? {} : { batchLines: ctx.batchLines }),
     })
       .then(
         (report) => {

@@ -16,6 +16,8 @@ import { keyRoutes } from "./routes/keys.ts";
 import { meRoutes } from "./routes/me.ts";
 import { tenantRoutes } from "./routes/tenants.ts";
 import { buildOpenApiDocument } from "./openapi-document.ts";
+import { batchRoutes } from "./routes/batches.ts";
+import { fileRoutes } from "./routes/files.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
 import { swarmRoutes } from "./routes/swarms.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
@@ -68,6 +70,8 @@ export function createApp(): Hono<AppEnv> {
   app.use("/v1/*", limitBodySize());
   app.route("/v1/swarms", swarmRoutes);
   app.route("/v1/schedules", scheduleRoutes);
+  app.route("/v1/files", fileRoutes);
+  app.route("/v1/batches", batchRoutes);
   app.route("/v1/usage", usageRoutes);
   app.route("/v1/webhooks", webhookRoutes);
   app.route("/v1/tenants", tenantRoutes);

@@ -9,9 +9,13 @@ function tooLarge(maxBytes: number): ApiError {
   return new ApiError("payload_too_large", `request body exceeds the limit of ${maxBytes} bytes`);
 }
 
-/** The limit is the configured MAX_BODY_BYTES (read per request from the composed deps). */
+/**
+ * The limit is the configured MAX_BODY_BYTES (read per request from the composed deps). A file
+ * upload (POST /v1/files) streams to R2 under FILES_MAX_BYTES instead, counted by its route.
+ */
 export function limitBodySize() {
   return createMiddleware<AppEnv>(async (c, next) => {
+    if (c.req.method === "POST" && c.req.path === "/v1/files") return next();
     const maxBytes = c.var.deps.config.maxBodyBytes;
     const declared = c.req.header("content-length");
     // Hono's bodyLimit trusts Content-Length only without Transfer-Encoding; a declared size above

@@ -4,7 +4,7 @@
 import type { AdmissionContext } from "../../src/core/admit-swarm.ts";
 import { newApiKey, type NewApiKey } from "../../src/core/api-key.ts";
 import { readOrchestratorSettings, type OrchestratorConfig } from "../../src/core/env-settings.ts";
-import { newAuditId, newKeyId, newScheduleId, newSwarmId, newTenantId } from "../../src/core/ids.ts";
+import { newAuditId, newBatchId, newFileId, newKeyId, newScheduleId, newSwarmId, newTenantId } from "../../src/core/ids.ts";
 import type { PriceTable } from "../../src/core/pricing.ts";
 import type { Result } from "../../src/core/result.ts";
 import { capOfTenant } from "../../src/core/tenant-budget.ts";
@@ -20,6 +20,9 @@ import { createSwarmRooms, type SwarmRooms } from "./swarm-rooms.ts";
 import { createCatalogReader, MCP_MAX_REDIRECTS, type ReadMcpCatalogs } from "../../src/mcp/read-catalogs.ts";
 import { createSecretStore, type SecretStore } from "./secret-store.ts";
 import { createSecretBox, type SecretBox } from "../../src/secrets/secret-box.ts";
+import { createFileObjects, type FileObjects } from "../../src/files/file-objects.ts";
+import { createFileIndex, type FileIndex } from "./file-index.ts";
+import { createBatchStore, type BatchStore } from "./batch-store.ts";
 import { createUsageReportStore, type UsageReportStore } from "./usage-report-store.ts";
 
 export interface OrchestratorDeps {
@@ -34,6 +37,12 @@ export interface OrchestratorDeps {
   keys: KeyStore;
   audit: AuditStore;
   rateLimiter: RateLimiter;
+  /** The D1 index of uploaded and generated files. */
+  files: FileIndex;
+  /** Their bytes (FILES_BUCKET). */
+  fileObjects: FileObjects;
+  /** The D1 index of batches (OpenAI's Batch API), each over a swarm. */
+  batches: BatchStore;
   /**
    * Model prices (defaults, MODEL_PRICES over them, the gateway's model prices over both). A bad MODEL_PRICES throws here, so only the
    * routes that price something answer 500 (cause in the log), not every route.
@@ -58,6 +67,8 @@ export interface OrchestratorDeps {
   /** A fresh tenant API key of the configured kind (`es_live_…` / `es_local_…`). */
   newApiKey: () => NewApiKey;
   newAuditId: () => string;
+  newFileId: () => string;
+  newBatchId: () => string;
   /** Epoch ms. */
   now: () => number;
 }
@@ -83,6 +94,9 @@ export function composeDeps(env: Env): OrchestratorDeps {
     keys: createKeyStore(env.LEDGER_DB),
     audit: createAuditStore(env.LEDGER_DB),
     rateLimiter: createRateLimiter(env.TENANT_LIMITER),
+    files: createFileIndex(env.LEDGER_DB),
+    fileObjects: createFileObjects(env.FILES_BUCKET),
+    batches: createBatchStore(env.LEDGER_DB),
     priceTable: () => required(settings.prices),
     admission: (tenant, limits) => ({
       gateway: required(settings.gateway),
@@ -103,6 +117,8 @@ export function composeDeps(env: Env): OrchestratorDeps {
     newKeyId: () => newKeyId(randomBytes),
     newApiKey: () => newApiKey(settings.config.apiKeyKind, randomBytes),
     newAuditId: () => newAuditId(Date.now(), randomBytes),
+    newFileId: () => newFileId(randomBytes),
+    newBatchId: () => newBatchId(randomBytes),
     now: () => Date.now(),
   };
 }

@@ -12,6 +12,9 @@ import { SwarmSpecSchema } from "../../src/core/spec-schema.ts";
 import { AuditQuerySchema, KeyCreateSchema, KeyListQuerySchema, TenantCreateSchema, TenantPatchSchema } from "../../src/core/tenant-requests.ts";
 import { UsageGroupBySchema } from "../../src/core/usage-report-query.ts";
 import { CreateSwarmQuerySchema } from "./create-swarm-query.ts";
+import { BatchCreateSchema } from "../../src/core/batch-request.ts";
+import { ListBatchesQuery } from "./routes/batches.ts";
+import { ListFilesQuery } from "./routes/files.ts";
 import { ListSwarmsQuery, ResultsQuery } from "./routes/swarms.ts";
 
 type JsonSchema = Record<string, unknown>;
@@ -280,6 +283,74 @@ export const OPERATIONS: readonly Operation[] = [
     responses: { "200": "the secrets" },
   },
   { method: "delete", path: "/v1/secrets/{name}", summary: "Delete a tenant secret", tag: "secrets", responses: { "204": "deleted", "404": "no such secret" } },
+  {
+    method: "post",
+    path: "/v1/files",
+    summary: "Upload a batch input file (multipart/form-data: `file`, `purpose=batch`, either order; streamed to storage, up to FILES_MAX_BYTES)",
+    tag: "files",
+    responses: { "200": "the File object", "400": "invalid form or purpose", "413": "larger than FILES_MAX_BYTES", "415": "not multipart/form-data" },
+  },
+  {
+    method: "get",
+    path: "/v1/files",
+    summary: "List the tenant's files, newest first (`after`, `limit`, `purpose`)",
+    tag: "files",
+    query: ListFilesQuery,
+    responses: { "200": "a page of File objects" },
+  },
+  { method: "get", path: "/v1/files/{id}", summary: "A File object", tag: "files", responses: { "200": "the File object", "404": "no such file" } },
+  { method: "get", path: "/v1/files/{id}/content", summary: "A file's bytes", tag: "files", responses: { "200": "the bytes", "404": "no such file" } },
+  {
+    method: "delete",
+    path: "/v1/files/{id}",
+    summary: "Delete a file",
+    tag: "files",
+    responses: { "200": '`{ id, object: "file", deleted: true }`', "404": "no such file" },
+  },
+  {
+    method: "post",
+    path: "/v1/batches",
+    summary:
+      "Start a batch (OpenAI's Batch API): a swarm whose tasks are the input file's lines, each body passed through; metadata edgeswarm.model replaces every line's model, edgeswarm.max_usd is its budget",
+    tag: "batches",
+    body: {
+      schema: BatchCreateSchema,
+      examples: {
+        batch: {
+          summary: "a file written for OpenAI, run on another model",
+          value: {
+            input_file_id: "file-abc",
+            endpoint: "/v1/chat/completions",
+            completion_window: "24h",
+            metadata: { "edgeswarm.model": "mock-1", "edgeswarm.max_usd": "5" },
+          },
+        },
+      },
+    },
+    responses: { "200": "the Batch (status failed with errors.data when a line is invalid)", "400": "invalid request", "404": "no such input file" },
+  },
+  {
+    method: "get",
+    path: "/v1/batches",
+    summary: "List the tenant's batches, newest first (`after`, `limit`)",
+    tag: "batches",
+    query: ListBatchesQuery,
+    responses: { "200": "a page of Batch objects" },
+  },
+  {
+    method: "get",
+    path: "/v1/batches/{id}",
+    summary: "A Batch: status, request_counts, usage (the ledger's sums), output and error files",
+    tag: "batches",
+    responses: { "200": "the Batch", "404": "no such batch" },
+  },
+  {
+    method: "post",
+    path: "/v1/batches/{id}/cancel",
+    summary: "Cancel a batch: finished lines stay in the output file, the rest are batch_cancelled lines in the error file",
+    tag: "batches",
+    responses: { "200": "the Batch", "404": "no such batch", "409": "the batch has ended" },
+  },
   {
     method: "get",
     path: "/v1/webhooks/signing-key",

@@ -34,6 +34,8 @@ export interface StartOptions {
   keyedId?: string;
   /** A rerun's parent swarm (POST /v1/swarms/:id/rerun). */
   parentId?: string;
+  /** A batch's input file (R2 key): the tasks' prompts are its lines' byte ranges. */
+  batchInput?: string;
 }
 
 export async function startSwarm(
@@ -44,7 +46,7 @@ export async function startSwarm(
   options: StartOptions = {},
 ): Promise<{ swarmId: string }> {
   const { tenant, limits } = owner;
-  const { keyedId, parentId } = options;
+  const { keyedId, parentId, batchInput } = options;
   requireReachableTools(swarm, deps.config);
   requireAdmission(swarm, deps, owner);
   await requireSwarmSlot(deps, owner);
@@ -54,6 +56,7 @@ export async function startSwarm(
   const input: StartSwarmInput = { swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin, tenantCap };
   if (parentId !== undefined) input.parentId = parentId;
   if (mcpCatalog.length > 0) input.mcpCatalog = mcpCatalog;
+  if (batchInput !== undefined) input.batchInput = batchInput;
   const { created, refused, code } = await deps.swarmRooms.start(input);
   // The room refuses what it cannot honour: a tenant whose monthly budget is spent (402), and again
   // (should the settings differ) what admission refuses (400).

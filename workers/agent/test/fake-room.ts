@@ -144,6 +144,7 @@ export class FakeRoom implements SwarmRoomRpc {
       httpAllowlist: [],
       parallelToolCalls: null,
       mcpServers: [],
+      batchInput: null,
       ...options.config,
     };
     this.addTasks(options.tasks ?? []);

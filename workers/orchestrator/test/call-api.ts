@@ -64,3 +64,13 @@ export async function createKey(tenantId: string, options: { scopes?: string[]; 
   const key = TenantKeySchema.parse(await response.json());
   return { tenantId: key.tenant_id, keyId: key.id, key: key.key };
 }
+
+/** A multipart upload form as the SDKs send it: `purpose=batch` and the file, in either order. */
+export function batchForm(filename: string, content: string | Blob, options: { purposeFirst?: boolean; purpose?: string } = {}): FormData {
+  const form = new FormData();
+  const purpose = options.purpose ?? "batch";
+  if (options.purposeFirst === true) form.append("purpose", purpose);
+  form.append("file", typeof content === "string" ? new Blob([content], { type: "application/jsonl" }) : content, filename);
+  if (options.purposeFirst !== true) form.append("purpose", purpose);
+  return form;
+}

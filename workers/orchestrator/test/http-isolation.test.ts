@@ -7,7 +7,7 @@ import { ROUTE_SCOPES } from "../../../src/core/api-scopes.ts";
 import { deriveWebhookKey } from "../../../src/core/webhook-signature.ts";
 import { WEBHOOK_TEST_SECRET } from "../../../test/webhook-test-secret.ts";
 import { createApp } from "../app.ts";
-import { callApi, createKey, createTenantKey, validSpec, type CallOptions } from "./call-api.ts";
+import { batchForm, callApi, createKey, createTenantKey, validSpec, type CallOptions } from "./call-api.ts";
 import { readErrorBody } from "./error-body.ts";
 import { seedLedger } from "./seed-ledger.ts";
 
@@ -21,6 +21,8 @@ interface Owned {
   key: string;
   swarmId: string;
   scheduleId: string;
+  fileId: string;
+  batchId: string;
 }
 
 type Row =
@@ -75,6 +77,18 @@ const ROUTES: Record<string, Row> = {
     check: (body) => expect(JSON.stringify(body)).not.toContain(A_SECRET_VALUE),
   },
   "DELETE /v1/secrets/:name": { kind: "hidden", request: () => ["/v1/secrets/a_only_secret", { method: "DELETE" }] },
+  "POST /v1/files": { kind: "own", request: () => ["/v1/files", { body: batchForm("b's.jsonl", "{}\n") }] },
+  "GET /v1/files": { kind: "own", request: () => ["/v1/files", {}] },
+  "GET /v1/files/:id": { kind: "hidden", request: (a) => [`/v1/files/${a.fileId}`, {}] },
+  "GET /v1/files/:id/content": { kind: "hidden", request: (a) => [`/v1/files/${a.fileId}/content`, {}] },
+  "DELETE /v1/files/:id": { kind: "hidden", request: (a) => [`/v1/files/${a.fileId}`, { method: "DELETE" }] },
+  "POST /v1/batches": {
+    kind: "hidden",
+    request: (a) => ["/v1/batches", { json: { input_file_id: a.fileId, endpoint: "/v1/chat/completions", completion_window: "24h" } }],
+  },
+  "GET /v1/batches": { kind: "own", request: () => ["/v1/batches", {}] },
+  "GET /v1/batches/:id": { kind: "hidden", request: (a) => [`/v1/batches/${a.batchId}`, {}] },
+  "POST /v1/batches/:id/cancel": { kind: "hidden", request: (a) => [`/v1/batches/${a.batchId}/cancel`, { method: "POST" }] },
 };
 
 const A_SECRET_NAME = "a_token";
@@ -107,7 +121,13 @@ async function setUpTenantA(): Promise<Owned> {
   }
   // A key of A's that B will aim at (a second one, so A's own admin key stays for the after-checks).
   const target = await createKey(a.tenantId, { token: a.key, scopes: ["read"], name: "a's reader" });
-  return { tenantId: a.tenantId, adminKey: a.key, keyId: target.keyId, key: target.key, swarmId, scheduleId };
+  const file = await callApi("/v1/files", { token: a.key, body: batchForm("a's.jsonl", "a's secret lines\n") });
+  expect(file.status).toBe(200);
+  const fileId = z.object({ id: z.string() }).parse(await file.json()).id;
+  const batch = await callApi("/v1/batches", { token: a.key, json: { input_file_id: fileId, endpoint: "/v1/chat/completions", completion_window: "24h" } });
+  expect(batch.status).toBe(200);
+  const batchId = z.object({ id: z.string() }).parse(await batch.json()).id;
+  return { tenantId: a.tenantId, adminKey: a.key, keyId: target.keyId, key: target.key, swarmId, scheduleId, fileId, batchId };
 }
 
 describe("tenant isolation on every route", () => {
@@ -120,7 +140,7 @@ describe("tenant isolation on every route", () => {
   it("another tenant's admin key finds nothing of tenant A's on any route: 404 by id, absent from its own views", async () => {
     const a = await setUpTenantA();
     const b = await createTenantKey({ name: "tenant b", scopes: ["admin"] });
-    const aIds = [a.tenantId, a.keyId, a.swarmId, a.scheduleId];
+    const aIds = [a.tenantId, a.keyId, a.swarmId, a.scheduleId, a.fileId, a.batchId];
     const seen: string[] = [];
     for (const [route, row] of Object.entries(ROUTES)) {
       const [path, options] = row.request(a);
@@ -159,13 +179,14 @@ describe("tenant isolation on every route", () => {
     expect(secrets.secrets.map((s) => s.name)).toEqual([A_SECRET_NAME, "a_only_secret"].sort());
     // B's PUT of the same name wrote B's row, not A's: A's was never updated.
     expect(secrets.secrets.every((s) => s.created_at === s.updated_at)).toBe(true);
+    expect(await (await callApi(`/v1/files/${a.fileId}/content`, { token: adminKey })).text()).toBe("a's secret lines\n");
   });
 
   it("a read key of tenant B gets 404 too, not 403, for A's swarm on every swarm route", async () => {
     const a = await setUpTenantA();
     const reader = await createTenantKey({ name: "tenant b reader", scopes: ["read"] });
     for (const [route, row] of Object.entries(ROUTES)) {
-      if (!route.includes("/v1/swarms/:id") || !route.startsWith("GET")) continue;
+      if (!/\/v1\/(swarms|files|batches)\/:id/.test(route) || !route.startsWith("GET")) continue;
       const [path, options] = row.request(a);
       const response = await callApi(path, { ...options, token: reader.key });
       expect(response.status, route).toBe(404);
