@@ -55,6 +55,8 @@ export interface DispatchParts {
   leases: Pick<RoomSettings, "leaseMs" | "leaseGraceMs" | "toolTurnLeaseMs">;
   /** The short pool's queue, and the long-chain pool's (the short one when unbound). */
   queues: { short: Queue; long: Queue };
+  /** The swarm's traceparent, which each ticket carries when the swarm is traced. */
+  trace: { traceparent(): string | undefined };
 }
 
 export class SwarmDispatch {
@@ -69,6 +71,7 @@ export class SwarmDispatch {
   private readonly meters: SwarmMeters;
   private readonly leases: DispatchParts["leases"];
   private readonly queues: DispatchParts["queues"];
+  private readonly trace: DispatchParts["trace"];
   /** When a failed ticket send is tried again; null when the last send went through. */
   private sendRetryAt: number | null = null;
   /** Whether any task is flagged long (its own pool of tickets); null = not looked yet. */
@@ -86,6 +89,7 @@ export class SwarmDispatch {
     this.meters = parts.meters;
     this.leases = parts.leases;
     this.queues = parts.queues;
+    this.trace = parts.trace;
   }
 
   /**
@@ -421,7 +425,9 @@ export class SwarmDispatch {
       try {
         for (const batch of toSendBatches(ids)) {
           const slots = this.tickets.slotsPerTicket();
-          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket, slots } satisfies Ticket })));
+          const traceparent = this.trace.traceparent();
+          const traced = traceparent === undefined ? {} : { traceparent };
+          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket, slots, ...traced } satisfies Ticket })));
           sent.push(...batch);
           this.meters.add("queue_sent", batch.length);
         }

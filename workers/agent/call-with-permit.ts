@@ -100,14 +100,14 @@ const SHARED_REASONS: ReadonlySet<DenialReason> = new Set<DenialReason>(["rpm", 
  * Runs one model call of the task (one turn of its loop). Throws only if the model client throws
  * (a bug), and then only after the permit is released. `onCallEnded` sees the call's result as soon
  * as the upstream answers, before the permit's release RPC, so the call can be journaled without
- * waiting for it.
+ * waiting for it; with the route it took (its upstream, for the call's span).
  */
 export async function callWithPermit(
   config: TaskRunConfig,
   task: ClaimedTask,
   turn: TurnRequest,
   ctx: PermitContext,
-  onCallEnded: (result: ModelCallResult) => void = () => {},
+  onCallEnded: (result: ModelCallResult, route: ModelRoute) => void = () => {},
 ): Promise<PermitCallResult> {
   const route = resolveModelRoute(ctx.gateway.config, task.model);
   if (route === null) return notCalled(permanentFailure("not_found", `model ${task.model} is not served by the gateway`));
@@ -133,7 +133,7 @@ export async function callWithPermit(
     const ready = await readyToSend(task, turn, request, ctx, latestStart);
     if ("outcome" in ready) return notCalled(ready.outcome);
     const result = await ctx.gateway.clientFor(only.id).complete(ready.request);
-    onCallEnded(result);
+    onCallEnded(result, route);
     return { kind: "called", result };
   }
 
@@ -153,7 +153,7 @@ export async function callWithPermit(
     if ("outcome" in ready) return notCalled(ready.outcome);
     called = true;
     result = await ctx.gateway.clientFor(permit.keyId).complete(ready.request);
-    onCallEnded(result);
+    onCallEnded(result, route);
     return { kind: "called", result };
   } finally {
     const release: ReleaseRequest = {
