@@ -85,6 +85,9 @@ export default defineConfig({
                 TEST_MIGRATIONS: migrations,
                 MOCK_MODEL_URL: inject("mockModelUrl"),
                 WEBHOOK_SECRET: WEBHOOK_TEST_SECRET,
+                // Every agent test traces, to the OTLP receiver of the global setup (the spans of a
+                // swarm are what workers/agent/test/traces.test.ts checks; the others only export).
+                OTEL_EXPORTER_OTLP_ENDPOINT: inject("otlpUrl"),
               },
               // The ledger, shared with the orchestrator below, so tests can read what it flushed.
               d1Databases: { LEDGER_DB: LEDGER_DB_ID },
@@ -114,6 +117,9 @@ export default defineConfig({
                     LEASE_GRACE_S: "1",
                     TOOL_TURN_LEASE_S: "0",
                     LEDGER_FLUSH_MS: "50",
+                    // Every swarm of these tests is traced: its room keeps a trace id and hands the
+                    // traceparent to lanes, and exports its root span to the tests' receiver.
+                    OTEL_EXPORTER_OTLP_ENDPOINT: inject("otlpUrl"),
                   },
                 },
               ],

@@ -7,6 +7,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import type { TestProject } from "vitest/node";
 import { startMockModel } from "../dev/mock-model/server.ts";
+import { startOtlpReceiver } from "../scripts/lib/otlp-receiver.ts";
 import { deriveWebhookKey } from "../src/core/webhook-signature.ts";
 import { WEBHOOK_TEST_SECRET, WEBHOOK_TEST_TENANT } from "./webhook-test-secret.ts";
 import { WRANGLER_OFFLINE_ENV } from "../scripts/lib/wrangler-env.ts";
@@ -14,6 +15,8 @@ import { WRANGLER_OFFLINE_ENV } from "../scripts/lib/wrangler-env.ts";
 declare module "vitest" {
   export interface ProvidedContext {
     mockModelUrl: string;
+    /** An OTLP/HTTP receiver (scripts/lib/otlp-receiver.ts): the orchestrator's rooms export to it. */
+    otlpUrl: string;
   }
 }
 
@@ -40,8 +43,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
     webhookSecret: await deriveWebhookKey(WEBHOOK_TEST_SECRET, WEBHOOK_TEST_TENANT),
   });
   project.provide("mockModelUrl", mock.url);
+  const receiver = await startOtlpReceiver({ port: 0 });
+  project.provide("otlpUrl", receiver.url);
   if (project.name === "agent") await buildOrchestratorBundle();
   return async () => {
     await mock.close();
+    await receiver.close();
   };
 }

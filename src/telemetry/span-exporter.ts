@@ -78,9 +78,11 @@ export function createSpanRecorder(options: SpanExporterOptions): SpanRecorder {
 /** One POST of spans; null when the collector took them, else why not (a status or an error's message). */
 async function postSpans(options: SpanExporterOptions, batches: SpanBatch[]): Promise<string | null> {
   const { settings } = options;
+  // Called unbound: workerd's fetch throws "Illegal invocation" when called as a method of another object.
+  const send = options.fetch;
   const json = settings.protocol === "http/json";
   try {
-    const response = await options.fetch(settings.url, {
+    const response = await send(settings.url, {
       method: "POST",
       headers: { ...settings.headers, "content-type": json ? "application/json" : "application/x-protobuf" },
       body: json ? toOtlpJson(batches) : toOtlpProtobuf(batches),

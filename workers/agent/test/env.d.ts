@@ -4,5 +4,7 @@ declare namespace Cloudflare {
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
     MOCK_MODEL_URL: string;
     LEDGER_DB: D1Database;
+    /** The global setup's OTLP receiver (scripts/lib/otlp-receiver.ts). */
+    OTEL_EXPORTER_OTLP_ENDPOINT: string;
   }
 }
