@@ -80,3 +80,10 @@ describe("OTLP JSON", () => {
     expect(fromOtlpJson("{").ok).toBe(false);
   });
 });
+
+describe("OTLP protobuf, large nested messages", () => {
+  it.each([127, 128, 300, 20_000])("an attribute value of %i bytes round-trips (its length's varint grows in place)", (size) => {
+    const batch: SpanBatch = { ...BATCH, spans: [{ ...SPAN, attributes: { "gen_ai.input.messages": "x".repeat(size) } }] };
+    expect(fromOtlpProtobuf(toOtlpProtobuf([batch]))).toEqual({ ok: true, value: [batch] });
+  });
+});

@@ -30,7 +30,7 @@ const FIXED32 = 5;
 
 /** A growable buffer of protobuf fields. */
 class ProtoWriter {
-  private buffer = new Uint8Array(256);
+  private buffer = new Uint8Array(16_384);
   private length = 0;
 
   private reserve(bytes: number): void {
@@ -114,10 +114,29 @@ class ProtoWriter {
     this.length += 8;
   }
 
+  /**
+   * A nested message, written in place: one byte is kept for its length, and the body is moved
+   * right in the rare case its length needs more (no buffer per nested message: a span has dozens).
+   */
   message(field: number, write: (writer: ProtoWriter) => void): void {
-    const inner = new ProtoWriter();
-    write(inner);
-    this.bytes(field, inner.finish());
+    this.tag(field, LENGTH);
+    this.reserve(1);
+    const lengthAt = this.length;
+    this.length += 1;
+    write(this);
+    const size = this.length - lengthAt - 1;
+    if (size < 0x80) {
+      this.buffer[lengthAt] = size;
+      return;
+    }
+    let extra = 0;
+    for (let n = size; n >= 0x80; n = Math.floor(n / 0x80)) extra += 1;
+    this.reserve(extra);
+    this.buffer.copyWithin(lengthAt + 1 + extra, lengthAt + 1, this.length);
+    const end = this.length + extra;
+    this.length = lengthAt;
+    this.varint(size);
+    this.length = end;
   }
 
   finish(): Uint8Array {

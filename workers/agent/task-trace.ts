@@ -36,6 +36,17 @@ export interface TaskTrace {
 
 const randomBytes = (n: number): Uint8Array => crypto.getRandomValues(new Uint8Array(n));
 
+/** gen_ai.provider.name by upstream base URL: a handful per gateway, looked up per call. */
+const providers = new Map<string, string>();
+function providerOf(baseUrl: string): string {
+  let name = providers.get(baseUrl);
+  if (name === undefined) {
+    name = toProviderName(baseUrl);
+    providers.set(baseUrl, name);
+  }
+  return name;
+}
+
 /** Starts the spans of an attempt, under `parent` (the swarm's root). */
 export function startTaskTrace(tracing: LaneTracing, parent: SpanContext, swarmId: string, task: ClaimedTask, startMs: number): TaskTrace {
   const traceId = parent.traceId;
@@ -52,7 +63,7 @@ export function startTaskTrace(tracing: LaneTracing, parent: SpanContext, swarmI
           taskId: task.taskId,
           attempt: task.attempt,
           call,
-          provider: toProviderName(route.baseUrl),
+          provider: providerOf(route.baseUrl),
           upstreamModel: route.upstreamModel,
           finishReason: result.ok ? result.finishReason : null,
           costUsd: call.usage !== null && price !== null ? costOfUsage(call.usage, price) : null,
