@@ -47,7 +47,7 @@ describe("the OTLP receiver of npm run otel-dev", () => {
     ["an unknown content type", "text/plain", "x", 400],
     ["a body that is not OTLP protobuf", "application/x-protobuf", "\u00ff\u00ff\u00ff", 400],
   ])("refuses %s", async (_name, contentType, body, status) => {
-    receiver = await startOtlpReceiver({ port: 0 });
+    receiver = await startOtlpReceiver({ port: 0, onSpans: () => {} });
     const response = await fetch(`${receiver.url}/v1/traces`, { method: "POST", headers: { "content-type": contentType }, body });
     expect(response.status).toBe(status);
     expect(receiver.spans()).toEqual([]);

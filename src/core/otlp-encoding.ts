@@ -18,6 +18,17 @@ declare class TextEncoder {
 }
 const utf8 = new TextEncoder();
 
+/** Attribute keys are a few dozen constants, repeated in every span: each is encoded once. */
+const keyBytes = new Map<string, Uint8Array>();
+function toKeyBytes(key: string): Uint8Array {
+  let bytes = keyBytes.get(key);
+  if (bytes === undefined) {
+    bytes = utf8.encode(key);
+    if (keyBytes.size < 1_024) keyBytes.set(key, bytes);
+  }
+  return bytes;
+}
+
 /** Span.flags: W3C trace flags in the low byte; only sampled spans are ever recorded. */
 const SAMPLED_FLAGS = 0x01;
 
@@ -205,7 +216,7 @@ function writeAttributes(writer: ProtoWriter, field: number, attributes: SpanAtt
     const value = attributes[key];
     if (value === undefined) continue;
     writer.message(field, (keyValue) => {
-      keyValue.string(1, key);
+      keyValue.bytes(1, toKeyBytes(key));
       keyValue.message(2, (anyValue) => writeAnyValue(anyValue, value));
     });
   }

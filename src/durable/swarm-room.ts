@@ -592,7 +592,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     await this.budget.settleTenant(swarm);
     await this.ledger.flush(swarm);
     // The root span, once, when the swarm has ended; not awaited: a dead collector delays nothing.
-    const exported = this.trace.end(swarm, swarm.finished_at === null ? null : this.totals.usage().cost_usd);
+    const exported = this.trace.end(swarm, () => this.totals.usage().cost_usd);
     if (exported !== null) this.ctx.waitUntil(exported);
   }
 

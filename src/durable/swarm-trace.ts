@@ -38,8 +38,9 @@ export class SwarmTrace {
     this.stored = trace;
   }
 
-  /** What tickets and pulls carry; undefined when the swarm has no trace. */
+  /** What tickets and pulls carry; undefined when the swarm has no trace (or tracing is off: nothing is read). */
   traceparent(): string | undefined {
+    if (this.settings === null) return undefined;
     const trace = this.load();
     if (trace === null) return undefined;
     this.traceparentText ??= formatTraceparent(trace);
@@ -50,13 +51,14 @@ export class SwarmTrace {
    * The swarm has ended: its root span goes out once (from its creation to its end). Returns the
    * export to hand to waitUntil, or null when there is nothing to send.
    */
-  end(swarm: SwarmRow, costUsd: number | null): Promise<ExportTally> | null {
+  end(swarm: SwarmRow, costUsd: () => number): Promise<ExportTally> | null {
+    if (this.settings === null) return null;
     const trace = this.load();
     if (trace === null || trace.ended || swarm.finished_at === null) return null;
     const ended: StoredTrace = { ...trace, ended: true };
     this.kv.put(TRACE_KEY, ended);
     this.stored = ended;
-    if (this.settings === null || !trace.sampled) return null;
+    if (!trace.sampled) return null;
     const spans = createSpanRecorder({ settings: this.settings, fetch: this.fetcher });
     spans.record(
       toSwarmSpan({
@@ -67,7 +69,7 @@ export class SwarmTrace {
         endMs: swarm.finished_at,
         state: swarm.state,
         tasks: swarm.task_count,
-        costUsd,
+        costUsd: costUsd(),
       }),
     );
     return spans.flush().then(() => spans.tally);
