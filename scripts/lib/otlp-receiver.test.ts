@@ -73,3 +73,18 @@ describe("toOtelVarArgs", () => {
     expect(toOtelVarArgs(env, overrides)).toEqual(args);
   });
 });
+
+describe("a receiver without onSpans (a bench's, a test's)", () => {
+  it("stores the bodies and decodes them when asked, over HTTP or spans()", async () => {
+    receiver = await startOtlpReceiver({ port: 0 });
+    const response = await fetch(`${receiver.url}/v1/traces`, {
+      method: "POST",
+      headers: { "content-type": "application/x-protobuf" },
+      body: Buffer.from(toOtlpProtobuf([BATCH])),
+    });
+    expect(response.status).toBe(200);
+    const expected = { ...BATCH.spans[0], service: "edgeswarm-agent" };
+    expect(await (await fetch(`${receiver.url}/spans?swarm_id=sw_a`)).json()).toEqual([expected]);
+    expect(receiver.spans()).toEqual([expected]);
+  });
+});

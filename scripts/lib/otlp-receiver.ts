@@ -47,7 +47,7 @@ export async function startOtlpReceiver(options: OtlpReceiverOptions): Promise<O
     if (request.method === "GET" && url.pathname === "/spans") {
       const traceId = url.searchParams.get("trace_id");
       const swarmId = url.searchParams.get("swarm_id");
-      const spans = received.filter(
+      const spans = decodeStored().filter(
         (span) => (traceId === null || span.traceId === traceId) && (swarmId === null || span.attributes["edgeswarm.swarm_id"] === swarmId),
       );
       return send(response, 200, "application/json", JSON.stringify(spans));
