@@ -93,6 +93,9 @@ export default defineConfig({
                 MOCK_MCP_URL: inject("mockMcpUrl"),
                 WEBHOOK_SECRET: WEBHOOK_TEST_SECRET,
                 SECRETS_KEY: SECRETS_TEST_KEY,
+                // Every agent test traces, to the OTLP receiver of the global setup (the spans of a
+                // swarm are what workers/agent/test/traces.test.ts checks; the others only export).
+                OTEL_EXPORTER_OTLP_ENDPOINT: inject("otlpUrl"),
               },
               // The ledger, shared with the orchestrator below, so tests can read what it flushed.
               d1Databases: { LEDGER_DB: LEDGER_DB_ID },
@@ -123,6 +126,9 @@ export default defineConfig({
                     TOOL_TURN_LEASE_S: "0",
                     LEDGER_FLUSH_MS: "50",
                     SECRETS_KEY: SECRETS_TEST_KEY,
+                    // Every swarm of these tests is traced: its room keeps a trace id and hands the
+                    // traceparent to lanes, and exports its root span to the tests' receiver.
+                    OTEL_EXPORTER_OTLP_ENDPOINT: inject("otlpUrl"),
                   },
                 },
               ],

@@ -25,6 +25,8 @@ import { runPoolChild } from "./lib/promise-pool-baseline.ts";
 import { findWorkerdInspectors, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
 import { breakdownPerfScript, formatPerfBreakdown, splitPerfScriptByPid } from "./lib/perf-breakdown.ts";
 import { startPerfRecord } from "./lib/perf-record.ts";
+import { startOtlpReceiver } from "./lib/otlp-receiver.ts";
+import { sumChatSpans } from "./lib/span-tree.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
 import { machineCeiling } from "./lib/machine-ceiling.ts";
 import { formatRamp, rampOf } from "./lib/ramp-trace.ts";
@@ -62,6 +64,10 @@ const program = new Command("npm run bench --")
   .option("--pool-cpu-prof", "profile the baseline (Node --cpu-prof)")
   .option("--workerd-cpu-prof", "profile each isolate through workerd's inspector")
   .option("--workerd-perf", "Linux perf over workerd's native stacks")
+  .option(
+    "--trace",
+    "both Workers export OpenTelemetry traces (protobuf) to a receiver in this process; prints the spans it got (run with and without to compare cpu/task)",
+  )
   .showHelpAfterError()
   .exitOverride();
 parseOrExit(program);
@@ -89,6 +95,7 @@ const values = program.opts<{
   poolCpuProf?: boolean;
   workerdCpuProf?: boolean;
   workerdPerf?: boolean;
+  trace?: boolean;
 }>();
 
 // The mixed profile of the brief: "hang/drop" is split between a hang (no answer until the
@@ -191,11 +198,14 @@ const gateText = values.gate ? `${HEADER_SLOTS_PER_INVOCATION} header slots/invo
 console.log(
   `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms) concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev: ${values.oneProcess ? "both Workers in one workerd" : "a workerd per Worker"})`,
 );
+// --trace: an OTLP receiver in this process (its CPU is Node's, not the Workers'), which both Workers export to.
+const traceReceiver = values.trace ? await startOtlpReceiver({ port: 0 }) : null;
 const stack = await startStack({
   port: 0,
   apiToken: generateToken(),
   mock: scenario,
   persistTo,
+  ...(traceReceiver === null ? {} : { otel: { OTEL_EXPORTER_OTLP_ENDPOINT: traceReceiver.url } }),
   agentVars: { UPSTREAM_HEADER_SLOTS: values.gate ? String(HEADER_SLOTS_PER_INVOCATION) : "0" },
   // --one-process: both Workers in one wrangler dev, so on one workerd thread (the stack before
   // each Worker had a process of its own), to compare.
@@ -231,10 +241,21 @@ try {
     results.push({ base, edgeswarm });
   }
   if (rounds > 1) printMedians(results);
+  if (traceReceiver !== null) printTraces(traceReceiver.spans());
 } finally {
   if (values.stackLog !== undefined) await writeFile(values.stackLog, stack.output());
   await stack.stop();
+  await traceReceiver?.close();
   await rm(persistTo, { recursive: true, force: true });
+}
+
+/** --trace: what the receiver got, for all swarms (warm-up included): traces, spans, and the chat spans' sums. */
+function printTraces(spans: ReadonlyArray<{ traceId: string; parentSpanId: string | null }> & Parameters<typeof sumChatSpans>[0]): void {
+  const chat = sumChatSpans(spans);
+  const roots = spans.filter((span) => span.parentSpanId === null).length;
+  console.log(
+    `traces: ${new Set(spans.map((span) => span.traceId)).size} (${roots} roots) spans=${spans.length} chat=${chat.calls} tokens_in=${chat.inputTokens} tokens_out=${chat.outputTokens} cost=$${chat.costUsd.toFixed(6)} (OTLP protobuf to a receiver in the bench process)`,
+  );
 }
 
 /** One run of the baseline: the promise pool in a child process, against the mock. */

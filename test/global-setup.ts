@@ -8,6 +8,7 @@ import { promisify } from "node:util";
 import type { TestProject } from "vitest/node";
 import { startMockModel } from "../dev/mock-model/server.ts";
 import { startMockMcp } from "../dev/mock-mcp/server.ts";
+import { startOtlpReceiver } from "../scripts/lib/otlp-receiver.ts";
 import { deriveWebhookKey } from "../src/core/webhook-signature.ts";
 import { WEBHOOK_TEST_SECRET, WEBHOOK_TEST_TENANT } from "./webhook-test-secret.ts";
 import { WRANGLER_OFFLINE_ENV } from "../scripts/lib/wrangler-env.ts";
@@ -16,6 +17,8 @@ declare module "vitest" {
   export interface ProvidedContext {
     mockModelUrl: string;
     mockMcpUrl: string;
+    /** An OTLP/HTTP receiver (scripts/lib/otlp-receiver.ts): the orchestrator's rooms export to it. */
+    otlpUrl: string;
   }
 }
 
@@ -45,9 +48,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // The MCP tests' server: 50 ms tools unless a test's URL says otherwise (?latency_ms=).
   const mcp = await startMockMcp({ port: 0, latencyMs: 50 });
   project.provide("mockMcpUrl", mcp.url);
+  const receiver = await startOtlpReceiver({ port: 0 });
+  project.provide("otlpUrl", receiver.url);
   if (project.name === "agent") await buildOrchestratorBundle();
   return async () => {
     await mock.close();
     await mcp.close();
+    await receiver.close();
   };
 }

@@ -12,6 +12,7 @@ import { startMockModel, type MockModelHandle, type MockModelOptions } from "../
 import { deriveWebhookKey } from "../../src/core/webhook-signature.ts";
 import { DEFAULT_TENANT_ID } from "../../src/core/ids.ts";
 import { WRANGLER_OFFLINE_ENV } from "./wrangler-env.ts";
+import { OTEL_SETTING_NAMES, type OtelSettingName } from "../../src/core/otel-settings.ts";
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 const WRANGLER = path.join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
@@ -66,6 +67,12 @@ export interface StackOptions {
    * a name the orchestrator's wrangler.toml declares too gets the value in both Workers.
    */
   agentVars?: Record<string, string>;
+  /**
+   * OTEL_* settings for both Workers (docs/observability.md), over those set in this process's
+   * environment. They go as `--var` to each Worker's own session (each config is its session's
+   * primary), so neither config needs to declare them.
+   */
+  otel?: Partial<Record<OtelSettingName, string>>;
   /** GATEWAY_CONFIG for both Workers (JSON); `{{MOCK_URL}}` is replaced by the mock's /v1 URL. */
   gatewayConfig?: string;
   /** UPSTREAM_KEYS for the agent: gateway key id → API key. */
@@ -194,6 +201,14 @@ function registered(registry: string, worker: string): boolean {
   }
 }
 
+/** `--var` arguments of the OTEL_* settings set in `env`, overridden by `overrides` (blank values are left out). */
+export function toOtelVarArgs(env: NodeJS.ProcessEnv, overrides: Partial<Record<OtelSettingName, string>>): string[] {
+  return OTEL_SETTING_NAMES.flatMap((name) => {
+    const value = (overrides[name] ?? env[name] ?? "").trim();
+    return value === "" ? [] : ["--var", `${name}:${value}`];
+  });
+}
+
 /**
  * The var names a wrangler.toml declares in its top-level [vars] table. A line scan, not a TOML
  * parser: enough for this repository's configs (one `NAME = "value"` a line, no inline tables).
@@ -244,6 +259,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   if (realUpstream && !modelApiKey) throw new Error("MODEL_BASE_URL is set but MODEL_API_KEY is empty");
 
   const vars = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const otelArgs = toOtelVarArgs(process.env, options.otel ?? {});
   const agentVars = options.agentVars ?? {};
   const agentDeclared = declaredVars(AGENT_CONFIG);
   const droppedAgentVars = Object.keys(agentVars).filter((name) => !agentDeclared.has(name));
@@ -366,7 +382,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       // its local queue brokers get a directory apart from the orchestrator's SQLite files.
       const agentPersist = path.join(persistRoot, "agent");
       shareFilesBucket(persistRoot, agentPersist);
-      const agent = startSession([AGENT_CONFIG], await findFreePort(), await findFreePort(), agentPersist, []);
+      const agent = startSession([AGENT_CONFIG], await findFreePort(), await findFreePort(), agentPersist, otelArgs);
       await waitUntil(
         "the agent's wrangler dev did not register",
         sessions.map(({ child }) => child),
@@ -376,7 +392,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       );
     }
     await migrated;
-    startSession(options.configs ?? ["wrangler.toml"], port, inspectorPort, options.persistTo, vars);
+    startSession(options.configs ?? ["wrangler.toml"], port, inspectorPort, options.persistTo, [...vars, ...otelArgs]);
     await waitUntil(
       `wrangler dev did not answer ${url}/healthz`,
       sessions.map(({ child }) => child),

@@ -242,6 +242,8 @@ export type TaskPool = "short" | "long";
 export interface PullResponse {
   /** null when the swarm does not exist (a ticket for a swarm that was never started): stop. */
   config: TaskRunConfig | null;
+  /** The swarm's root span (W3C traceparent) when the room traces it, for a lane whose ticket had none. */
+  traceparent?: string;
   granted: ClaimedTask[];
   /** One per report, in any order. */
   actions: TaskAction[];

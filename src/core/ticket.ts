@@ -13,6 +13,11 @@ export const TicketSchema = z.strictObject({
    * calls (absent in tickets from rooms that predate it: the lane's concurrency).
    */
   slots: z.number().int().min(1).max(1_000).optional(),
+  /**
+   * The swarm's root span (W3C traceparent) when the room traces it: the lane's spans join the
+   * swarm's trace across the queue hop. Read leniently: a bad value only means no trace.
+   */
+  traceparent: z.string().max(128).optional(),
 });
 export type Ticket = z.infer<typeof TicketSchema>;
 

@@ -60,6 +60,8 @@ export interface DispatchParts {
   leases: Pick<RoomSettings, "leaseMs" | "leaseGraceMs" | "toolTurnLeaseMs">;
   /** The short pool's queue, and the long-chain pool's (the short one when unbound). */
   queues: { short: Queue; long: Queue };
+  /** The swarm's traceparent, which each ticket carries when the swarm is traced. */
+  trace: { traceparent(): string | undefined };
 }
 
 export class SwarmDispatch {
@@ -76,6 +78,7 @@ export class SwarmDispatch {
   private readonly warmup: SwarmWarmup;
   private readonly leases: DispatchParts["leases"];
   private readonly queues: DispatchParts["queues"];
+  private readonly trace: DispatchParts["trace"];
   /** When a failed ticket send is tried again; null when the last send went through. */
   private sendRetryAt: number | null = null;
   /** Whether any task is flagged long (its own pool of tickets); null = not looked yet. */
@@ -95,6 +98,7 @@ export class SwarmDispatch {
     this.warmup = parts.warmup;
     this.leases = parts.leases;
     this.queues = parts.queues;
+    this.trace = parts.trace;
   }
 
   /**
@@ -445,7 +449,9 @@ export class SwarmDispatch {
       try {
         for (const batch of toSendBatches(ids)) {
           const slots = this.tickets.slotsPerTicket();
-          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket, slots } satisfies Ticket })));
+          const traceparent = this.trace.traceparent();
+          const traced = traceparent === undefined ? {} : { traceparent };
+          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket, slots, ...traced } satisfies Ticket })));
           sent.push(...batch);
           this.meters.add("queue_sent", batch.length);
         }

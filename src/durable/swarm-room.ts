@@ -6,6 +6,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { admitSwarm } from "../core/admit-swarm.ts";
 import { readRoomSettings, type RoomSettings } from "../core/env-settings.ts";
+import { readTraceSettings, type OtelSettingName, type TraceSettings } from "../core/otel-settings.ts";
 import type { ErrorDetail } from "../core/errors.ts";
 import { toModelMix } from "../core/route-model.ts";
 import { PlannerSpecSchema } from "../core/spec-schema.ts";
@@ -52,6 +53,7 @@ import { SwarmTotals } from "./swarm-totals.ts";
 import { toPullPaceMs } from "../core/lane-sizing.ts";
 import { SwarmViews } from "./swarm-views.ts";
 import type { TenantBudget } from "./tenant-budget.ts";
+import { SwarmTrace } from "./swarm-trace.ts";
 
 /** How soon a lane that found the window full asks again (at least; the room's pace may be longer). */
 const WINDOW_FULL_WAIT_MS = 100;
@@ -74,6 +76,9 @@ export interface SwarmRoomEnv {
   TOOL_TURN_LEASE_S?: string;
   LEDGER_FLUSH_MS?: string;
 }
+
+/** The room's spans go out under this service.name unless OTEL_SERVICE_NAME says otherwise. */
+export const ROOM_SERVICE_NAME = "edgeswarm-orchestrator";
 
 /**
  * A lane renews its leases when half is left, so one silent for a whole lease plus this margin
@@ -110,7 +115,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly windowHistory: SwarmWindowHistory;
   private readonly hedges: SwarmHedges;
 
-  constructor(ctx: DurableObjectState, env: SwarmRoomEnv) {
+  private readonly trace: SwarmTrace;
+
+  constructor(ctx: DurableObjectState, env: SwarmRoomEnv & Partial<Record<OtelSettingName, string>>) {
     super(ctx, env);
     migrateSwarmRoom(ctx.storage.sql);
     SwarmTickets.migrate(ctx.storage.sql);
@@ -126,6 +133,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.store = new SwarmStore(this.meters.sql);
     this.sql = this.store.sql;
     this.settings = readRoomSettings(env);
+    this.trace = new SwarmTrace(ctx.storage.kv, readRoomTracing(env));
     this.totals = new SwarmTotals(this.sql);
     this.tickets = new SwarmTickets(this.sql, {
       defaultSlots: this.settings.laneSlots,
@@ -153,6 +161,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       warmup: this.warmup,
       leases: this.settings,
       queues: { short: env.TASK_QUEUE, long: env.LONG_TASK_QUEUE ?? env.TASK_QUEUE },
+      trace: this.trace,
     });
     this.lineage = new SwarmLineage(this.sql);
     this.transcripts = new SwarmTranscripts(this.sql);
@@ -201,6 +210,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.store.swarm() !== null) return { created: false };
     const planner = spec.goal === undefined ? null : PlannerSpecSchema.parse(spec.planner ?? {});
     this.store.insertSwarm(input, { mix, budget, tenantMonth, planner });
+    this.trace.begin();
     this.lineage.record(input);
     const stored = this.store.swarm();
     if (stored !== null) this.warmup.begin(stored);
@@ -352,8 +362,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       // More tasks run than the window allows (it shrank): no standby task takes an ended one's place.
       // Nor after fail fast: the lane hands its standby tasks back, and they end skipped.
       const transfer = !finished && !halted && this.totals.inFlight() <= after.window;
+      const traceparent = this.trace.traceparent();
       return {
         config: this.store.toRunConfig(after),
+        ...(traceparent === undefined ? {} : { traceparent }),
         granted: grant.granted,
         actions,
         stop,
@@ -637,6 +649,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (swarm === null) return;
     await this.budget.settleTenant(swarm);
     await this.ledger.flush(swarm);
+    // The root span, once, when the swarm has ended; not awaited: a dead collector delays nothing.
+    const exported = this.trace.end(swarm, () => this.totals.usage().cost_usd);
+    if (exported !== null) this.ctx.waitUntil(exported);
   }
 
   /**
@@ -664,4 +679,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     await this.ctx.storage.setAlarm(at);
     this.alarmAt = at;
   }
+}
+
+/** OTEL_* for the room: a bad setting is logged and the swarm runs untraced (tracing never stops a swarm). */
+function readRoomTracing(env: Partial<Record<OtelSettingName, string>>): TraceSettings | null {
+  const settings = readTraceSettings(env, ROOM_SERVICE_NAME);
+  if (settings.ok) return settings.value;
+  console.error(JSON.stringify({ event: "tracing_off", error: settings.error }));
+  return null;
 }

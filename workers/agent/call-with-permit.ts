@@ -111,14 +111,14 @@ const SHARED_REASONS: ReadonlySet<DenialReason> = new Set<DenialReason>(["rpm", 
  * so (hedged-call.ts). Throws only if the model client throws (a bug), and then only after the
  * permit is released. `onCallEnded` sees each call's result as soon as the upstream answers (a
  * backup's with whether it was kept), before the permit's release RPC, so the call can be
- * journaled without waiting for it.
+ * journaled without waiting for it; with the route it took (its upstream, for the call's span).
  */
 export async function callWithPermit(
   config: TaskRunConfig,
   task: ClaimedTask,
   turn: TurnRequest,
   ctx: PermitContext,
-  onCallEnded: (result: ModelCallResult, hedge?: "won" | "lost") => void = () => {},
+  onCallEnded: (result: ModelCallResult, route: ModelRoute, hedge?: "won" | "lost") => void = () => {},
 ): Promise<PermitCallResult> {
   const route = resolveModelRoute(ctx.gateway.config, task.model);
   if (route === null) return notCalled(permanentFailure("not_found", `model ${task.model} is not served by the gateway`));
@@ -150,7 +150,7 @@ export async function callWithPermit(
       hedge: ctx.hedge,
       now: ctx.now,
       prepareBackup: (timeoutMs) => prepareBackup(task, turn, { ...request, timeoutMs }, ctx, null),
-      onEnded: onCallEnded,
+      onEnded: (r, hedge) => onCallEnded(r, route, hedge),
     });
     return { kind: "called", result };
   }
@@ -176,7 +176,7 @@ export async function callWithPermit(
       hedge: ctx.hedge,
       now: ctx.now,
       prepareBackup: (timeoutMs) => prepareBackup(task, turn, { ...request, timeoutMs }, ctx, { route, keys, permitRequest }),
-      onEnded: onCallEnded,
+      onEnded: (r, hedge) => onCallEnded(r, route, hedge),
     });
     return { kind: "called", result };
   } finally {

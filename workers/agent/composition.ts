@@ -5,14 +5,22 @@
 import { createBlockLineReader } from "./batch-line-blocks.ts";
 import type { BatchLineReader } from "./run-batch-line.ts";
 import { createFileObjects } from "../../src/files/file-objects.ts";
-import { parseGatewayConfig, readAgentSettings, readSecretSetting, readToolSettings, readUpstreamKeys } from "../../src/core/env-settings.ts";
+import {
+  parseEffectivePrices,
+  parseGatewayConfig,
+  readAgentSettings,
+  readSecretSetting,
+  readToolSettings,
+  readUpstreamKeys,
+} from "../../src/core/env-settings.ts";
+import { readTraceSettings, type OtelSettingName } from "../../src/core/otel-settings.ts";
 import type { GatewayConfig } from "../../src/core/gateway-config.ts";
 import { createModelClient } from "../../src/model/model-client.ts";
 import type { ModelClient } from "../../src/model/model-client.ts";
 import type { ModelGateway } from "./call-with-permit.ts";
 import type { ConsumeTasksDeps } from "./consume-tasks.ts";
 import { toKeyPools } from "./key-pools.ts";
-import type { LaneHostDeps } from "./lane-invocation.ts";
+import type { LaneHostDeps, TracingSetup } from "./lane-invocation.ts";
 import { toLaneExecutors } from "./lane-executors.ts";
 import { toSwarmRooms } from "./swarm-rooms.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
@@ -122,6 +130,31 @@ function gatewayFor(env: GatewayEnv): GatewayCache {
   return cachedGateway;
 }
 
+/** The agent's spans go out under this service.name unless OTEL_SERVICE_NAME says otherwise. */
+export const AGENT_SERVICE_NAME = "edgeswarm-agent";
+
+type TracingEnv = Partial<Record<OtelSettingName, string>> & Pick<Env, "MODEL_PRICES" | "GATEWAY_CONFIG">;
+
+/** The last OTEL_* problem logged, so a bad setting is said once per isolate, not per batch. */
+let loggedTraceError: string | null = null;
+
+/**
+ * OTEL_* (src/core/otel-settings.ts) and the prices the ledger uses. Tracing never stops a swarm:
+ * a bad OTEL_* setting (or price table) is logged, naming the setting, and nothing is traced.
+ */
+export function readTracing(env: TracingEnv, fetcher: typeof fetch = fetch): TracingSetup | null {
+  const settings = readTraceSettings(env, AGENT_SERVICE_NAME);
+  const prices = settings.ok && settings.value !== null ? parseEffectivePrices(env.MODEL_PRICES, env.GATEWAY_CONFIG) : null;
+  const error = !settings.ok ? settings.error : prices !== null && !prices.ok ? prices.error : null;
+  if (error !== null) {
+    if (error !== loggedTraceError) console.error(JSON.stringify({ event: "tracing_off", error }));
+    loggedTraceError = error;
+    return null;
+  }
+  if (!settings.ok || settings.value === null || prices === null || !prices.ok) return null;
+  return { settings: settings.value, prices: prices.value, fetch: fetcher };
+}
+
 /** What a lane executor's alarm runs its lane with: the consumer's settings, without the hand-off. */
 export function createLaneHostDeps(env: Env): LaneHostDeps {
   const { host: _host, executors: _executors, ...deps } = createTaskDeps(env);
@@ -156,6 +189,7 @@ export function createTaskDeps(env: Env): ConsumeTasksDeps {
     idleWaitMaxMs: settings.inlineRetryMaxS * 1_000,
     tools: toToolEnvironment(tools, fetch),
     batchLines: batchLinesFor(env.FILES_BUCKET),
+    tracing: readTracing(env),
   };
 }
 

@@ -6,7 +6,7 @@
 //   scale consumers between batches, and each lane has an invocation's connections to itself.
 // - "consumer": the batch's lanes run here, sharing this invocation's limits, and each ticket is
 //   acked once its lane has ended and recorded what it started.
-import { createInvocation, runTicketLane, type LaneHostDeps } from "./lane-invocation.ts";
+import { createInvocation, flushSpans, runTicketLane, type LaneHostDeps } from "./lane-invocation.ts";
 import type { LaneExecutors } from "./lane-executors.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../../src/core/retry-policy.ts";
 import { toTicket, type Ticket } from "../../src/core/ticket.ts";
@@ -58,6 +58,9 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
     // Its last flush, and no timer left to outlive the batch.
     await invocation.journal.stop();
   }
+  // Awaited at the batch's end (bounded by OTEL_EXPORTER_OTLP_TIMEOUT; a failure is counted, not
+  // retried): the messages are already settled, so a slow collector delays no task.
+  const spans = await flushSpans(invocation);
   const now = deps.now ?? Date.now;
   console.log(
     JSON.stringify({
@@ -66,6 +69,7 @@ export async function consumeTasks(batch: MessageBatch<unknown>, deps: ConsumeTa
       queue: batch.queue,
       messages: batch.messages.length,
       ...invocation.tally,
+      ...spans,
       duplicate,
       unreadable,
       acked,

@@ -15,7 +15,7 @@
 // It keeps one row (its ticket) while it runs and deletes its storage when the lane ends.
 import { DurableObject } from "cloudflare:workers";
 import { createLaneHostDeps } from "./composition.ts";
-import { createInvocation, runTicketLane } from "./lane-invocation.ts";
+import { createInvocation, flushSpans, runTicketLane } from "./lane-invocation.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
 import { TicketSchema, type Ticket } from "../../src/core/ticket.ts";
 import type { TaskPool } from "../../src/core/swarm-contract.ts";
@@ -61,6 +61,9 @@ export class LaneExecutor extends DurableObject<Env> {
     } finally {
       await invocation.journal.stop();
     }
+    // Awaited inside the alarm (DurableObjectState.waitUntil does not extend an object's life), after
+    // the lane's last pull: bounded by OTEL_EXPORTER_OTLP_TIMEOUT, a failure only counted.
+    const spans = await flushSpans(invocation);
     console.log(
       JSON.stringify({
         event: "executor_lane",
@@ -70,6 +73,7 @@ export class LaneExecutor extends DurableObject<Env> {
         waited_ms: invocation.started - held.since,
         ...invocation.tally,
         ...invocation.permitTally,
+        ...spans,
         ms: Date.now() - invocation.started,
       }),
     );

@@ -13,6 +13,17 @@ import { DEFAULT_TOOL_SETTINGS, toToolEnvironment, type ToolEnvironment } from "
 import type { TaskPool } from "../../src/core/swarm-contract.ts";
 import type { Ticket } from "../../src/core/ticket.ts";
 import { toErrorMessage } from "../../src/core/error-message.ts";
+import type { TraceSettings } from "../../src/core/otel-settings.ts";
+import type { PriceTable } from "../../src/core/pricing.ts";
+import { createSpanRecorder, type ExportTally } from "../../src/telemetry/span-exporter.ts";
+import type { LaneTracing } from "./task-trace.ts";
+
+/** Tracing as the composition root read it: where spans go, and the ledger's prices for their cost. */
+export interface TracingSetup {
+  settings: TraceSettings;
+  prices: PriceTable;
+  fetch: typeof fetch;
+}
 
 /** What an invocation's lanes run with: settings and ports, read once by the composition root. */
 export interface LaneHostDeps {
@@ -40,6 +51,8 @@ export interface LaneHostDeps {
   now?: () => number;
   random?: () => number;
   schedule?: Schedule;
+  /** OTEL_* set: each invocation records and exports its spans. Absent or null: no span is made. */
+  tracing?: TracingSetup | null;
 }
 
 export const DEFAULT_COALESCE = { ms: 5, outcomes: 32 };
@@ -69,6 +82,15 @@ export interface Invocation {
   /** The permits' own tally (waits for a key's permit, KeyPool errors). */
   permitTally: { permitWaits: number; permitWaitMs: number; keyPoolErrors: number };
   started: number;
+  /** The invocation's spans (null: not traced); its host flushes them when its lanes end. */
+  tracing: LaneTracing | null;
+}
+
+/** Posts the invocation's spans (bounded by the export timeout, never throws); their tally for the host's log line. */
+export async function flushSpans(invocation: Invocation): Promise<{ spans?: ExportTally }> {
+  if (invocation.tracing === null) return {};
+  await invocation.tracing.spans.flush();
+  return { spans: invocation.tracing.spans.tally };
 }
 
 /** The shared state of an invocation that runs `lanes` lanes of `pool`. */
@@ -116,6 +138,11 @@ export function createInvocation(deps: LaneHostDeps, pool: TaskPool, lanes: numb
   const headerGate = createHeaderGate(deps.headerSlots);
   const toolSlot = deps.headerSlots > 0 ? createToolSlots(headerGate, deps.headerSlots - MODEL_RESERVED_HEADER_SLOTS) : null;
   const tools = deps.tools ?? toToolEnvironment(DEFAULT_TOOL_SETTINGS, fetch);
+  const setup = deps.tracing ?? null;
+  const tracing: LaneTracing | null =
+    setup === null
+      ? null
+      : { spans: createSpanRecorder({ settings: setup.settings, fetch: setup.fetch }), captureContent: setup.settings.captureContent, prices: setup.prices };
   const context: LaneContext = {
     rooms: deps.rooms,
     permits: { gateway: deps.gateway, denials: new Map(), callsEndBy, now, sleep, random: deps.random ?? Math.random, tally: permitTally },
@@ -137,8 +164,9 @@ export function createInvocation(deps: LaneHostDeps, pool: TaskPool, lanes: numb
     now,
     sleep,
     tally,
+    tracing,
   };
-  return { context, journal, tally, permitTally, started };
+  return { context, journal, tally, permitTally, started, tracing };
 }
 
 /**

@@ -22,6 +22,7 @@ import type { ToolCall } from "../../src/core/tool-calls.ts";
 import type { ModelCallResult } from "../../src/model/model-client.ts";
 import { callWithPermit, permanentFailure, type PermitContext } from "./call-with-permit.ts";
 import { runBatchLine, type BatchLineReader } from "./run-batch-line.ts";
+import type { TaskTrace } from "./task-trace.ts";
 import type { SwarmTools } from "./tools/swarm-tools.ts";
 
 export interface AgentContext {
@@ -37,6 +38,8 @@ export interface AgentContext {
   now: () => number;
   /** Reads a batch task's line from its input file (FILES_BUCKET); absent where no batch runs (unit tests). */
   batchLines?: BatchLineReader;
+  /** The attempt's spans, when the swarm is traced (task-trace.ts). */
+  trace?: TaskTrace;
 }
 
 /** Engine tasks: one answer, no tools (a json answer still gets its repair turn). */
@@ -72,7 +75,18 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
   /** Runs a turn's tool calls (parallel) and appends their results in the order the model asked. */
   const runTools = async (toolCalls: readonly ToolCall[]): Promise<void> => {
     const { run: admitted, refused } = admitToolCalls(toolCalls, state.toolCalls, config.limits.max_tool_calls);
-    const results = await Promise.all(admitted.map((call) => ctx.tools.run(call, { swarmId: config.swarmId, taskId: task.taskId })));
+    const trace = ctx.trace;
+    const results = await Promise.all(
+      admitted.map((call) => {
+        const run = ctx.tools.run(call, { swarmId: config.swarmId, taskId: task.taskId });
+        if (trace === undefined) return run;
+        const started = ctx.now();
+        return run.then((result) => {
+          trace.tool(call, started, ctx.now(), result);
+          return result;
+        });
+      }),
+    );
     for (const [i, call] of admitted.entries()) state.messages.push(toToolMessage(call.id, results[i]?.content ?? toToolError("no result")));
     for (const call of refused) {
       state.messages.push(
@@ -105,10 +119,11 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
       task,
       { turn: next.turn, messages: state.messages, tools: next.offerTools ? tools : null, maxOutputTokens, responseFormat },
       ctx.permits,
-      (result, hedge) => {
+      (result, route, hedge) => {
         const record = toCallRecord(task.model, next.turn, result, hedge);
         calls.push(record);
         ctx.onCall(record);
+        ctx.trace?.chat(record, result, route, { messages: state.messages, maxOutputTokens });
       },
     );
     if (run.kind === "not_called") return report(run.outcome);

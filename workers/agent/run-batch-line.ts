@@ -29,6 +29,7 @@ export async function runBatchLine(
   const parsed = BatchLineSchema.safeParse(parseJson(new TextDecoder().decode(bytes)));
   if (!parsed.success) return report(permanentFailure("bad_request", `the batch line no longer parses: ${parsed.error.issues[0]?.message ?? ""}`));
   const line = parsed.data;
+  const maxOutputTokens = line.body.max_completion_tokens ?? line.body.max_tokens ?? config.limits.max_output_tokens;
   const run = await callWithPermit(
     config,
     task,
@@ -36,15 +37,19 @@ export async function runBatchLine(
       turn: 1,
       messages: [],
       tools: null,
-      maxOutputTokens: line.body.max_completion_tokens ?? line.body.max_tokens ?? config.limits.max_output_tokens,
+      maxOutputTokens,
       responseFormat: null,
       passthrough: { body: toPassthroughBody(line.body), promptTokens: Math.ceil(bytes.byteLength / 4) },
     },
     ctx.permits,
-    (result, hedge) => {
+    (result, route, hedge) => {
       const record = toRecord(1, result, hedge);
       calls.push(record);
       ctx.onCall(record);
+      ctx.trace?.chat(record, result, route, {
+        messages: [],
+        maxOutputTokens: line.body.max_completion_tokens ?? line.body.max_tokens ?? config.limits.max_output_tokens,
+      });
     },
   );
   if (run.kind === "not_called") return report(run.outcome);

@@ -17,12 +17,14 @@ import {
   type TaskRunConfig,
 } from "../../src/core/swarm-contract.ts";
 import type { Ticket } from "../../src/core/ticket.ts";
+import { parseTraceparent, type SpanContext } from "../../src/core/trace-context.ts";
 import { attemptKey, type CallJournal } from "./call-journal.ts";
 import type { CallStarts } from "./call-starts.ts";
 import type { PermitContext } from "./call-with-permit.ts";
 import type { MeasuredHeaderGate } from "./header-gate.ts";
 import { runAgentTask } from "./run-agent-task.ts";
 import type { BatchLineReader } from "./run-batch-line.ts";
+import { startTaskTrace, type LaneTracing } from "./task-trace.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { createSwarmTools, type SwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
 import { toErrorMessage } from "../../src/core/error-message.ts";
@@ -98,6 +100,8 @@ export interface LaneContext {
   now: () => number;
   sleep: (ms: number) => Promise<void>;
   tally: LaneTally;
+  /** The invocation's spans; absent or null: not traced (no span is made). */
+  tracing?: LaneTracing | null;
 }
 
 /** How long a drained lane's outcomes wait for company (its last one then reaches the room that late at most). */
@@ -128,6 +132,10 @@ export async function runLane(ticket: Ticket, ctx: LaneContext): Promise<{ reach
 async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Promise<void>)[]): Promise<{ reached: boolean }> {
   const room = ctx.rooms(ticket.swarm_id);
   const gate = ctx.headerGate;
+  const tracing = ctx.tracing ?? null;
+  // The swarm's root span, from the ticket, else from the room's first answer (a ticket from a room
+  // that predates traces, or sent before the room had one): every span of this lane joins it.
+  let swarmTrace: SpanContext | null = tracing === null ? null : parseTraceparent(ticket.traceparent);
   // Calls the grant noted that this lane started: listed in every pull until the pull carrying
   // their task's report is answered, so the room can tell a noted call that never started.
   // By attempt (`task:attempt`), each with the turns started: a pull's reports drop theirs by key.
@@ -340,6 +348,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     if (leases.get(task.taskId)?.attempt !== task.attempt) holdLease(task);
     ctx.allowance.tasks -= 1;
     ctx.tally.granted += 1;
+    const trace = tracing !== null && swarmTrace?.sampled === true ? startTaskTrace(tracing, swarmTrace, run.swarmId, task, ctx.now()) : undefined;
     void runAgentTask(run, task, {
       // A call waits for a header slot only until its latest start (callWithPermit): started later,
       // it could still run while the room hands the task to another lane.
@@ -352,9 +361,11 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       callsEndBy: Math.min(ctx.callsEndBy, task.runUntil),
       now: ctx.now,
       ...(ctx.batchLines === undefined ? {} : { batchLines: ctx.batchLines }),
+      ...(trace === undefined ? {} : { trace }),
     })
       .then(
         (report) => {
+          trace?.end(report, ctx.now());
           countOutcome(ctx.tally, report);
           for (const call of report.calls) timing.add(call.ttfbMs ?? null, call.latencyMs);
           outbox.push(report);
@@ -453,6 +464,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     } else {
       reached = true;
       seq += 1;
+      if (tracing !== null && swarmTrace === null) swarmTrace = parseTraceparent(answer.traceparent);
       const took = ctx.now() - pullStarted;
       pullMs = pullMs === null ? took : pullMs + 0.2 * (took - pullMs);
       for (const { taskId } of request.promoted ?? []) promoted.delete(taskId);

@@ -5,5 +5,7 @@ declare namespace Cloudflare {
     MOCK_MODEL_URL: string;
     MOCK_MCP_URL: string;
     LEDGER_DB: D1Database;
+    /** The global setup's OTLP receiver (scripts/lib/otlp-receiver.ts). */
+    OTEL_EXPORTER_OTLP_ENDPOINT: string;
   }
 }

@@ -1,0 +1,290 @@
+// OTLP/HTTP bodies of an ExportTraceServiceRequest (opentelemetry-proto, collector/trace/v1 and
+// trace/v1): protobuf, written by hand for the few messages a trace export needs, and the JSON
+// mapping (ids as hex, 64-bit integers as decimal strings, enums as numbers:
+// opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding). No I/O.
+import type { AttributeValue, SpanAttributes, TraceSpan } from "./trace-span.ts";
+
+/** The process that made the spans (resource) and the library that recorded them (scope). */
+export interface SpanBatch {
+  resource: SpanAttributes;
+  scope: { name: string; version: string };
+  spans: readonly TraceSpan[];
+}
+
+// The core's tsconfig has no DOM or Workers types (STYLE.md); both runtimes it runs in (workerd and
+// Node) have the WHATWG Encoding API, so its encoder is declared here for this module only.
+declare class TextEncoder {
+  encode(input: string): Uint8Array;
+}
+const utf8 = new TextEncoder();
+
+/** Attribute keys are a few dozen constants, repeated in every span: each is encoded once. */
+const keyBytes = new Map<string, Uint8Array>();
+function toKeyBytes(key: string): Uint8Array {
+  let bytes = keyBytes.get(key);
+  if (bytes === undefined) {
+    bytes = utf8.encode(key);
+    if (keyBytes.size < 1_024) keyBytes.set(key, bytes);
+  }
+  return bytes;
+}
+
+/** Span.flags: W3C trace flags in the low byte; only sampled spans are ever recorded. */
+const SAMPLED_FLAGS = 0x01;
+
+// ── protobuf ──────────────────────────────────────────────────────────────────────────────────
+
+const VARINT = 0;
+const FIXED64 = 1;
+const LENGTH = 2;
+const FIXED32 = 5;
+
+/** A growable buffer of protobuf fields. */
+class ProtoWriter {
+  private buffer = new Uint8Array(16_384);
+  private length = 0;
+
+  private reserve(bytes: number): void {
+    if (this.length + bytes <= this.buffer.length) return;
+    let size = this.buffer.length * 2;
+    while (size < this.length + bytes) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buffer.subarray(0, this.length));
+    this.buffer = next;
+  }
+
+  private byte(value: number): void {
+    this.reserve(1);
+    this.buffer[this.length] = value;
+    this.length += 1;
+  }
+
+  /** A non-negative integer up to 2^53 (JavaScript numbers), or a negative one as 64-bit two's complement. */
+  varint(value: number): void {
+    if (value < 0) {
+      let n = BigInt.asUintN(64, BigInt(Math.trunc(value)));
+      while (n >= 0x80n) {
+        this.byte(Number(n & 0x7fn) | 0x80);
+        n >>= 7n;
+      }
+      this.byte(Number(n));
+      return;
+    }
+    let n = Math.trunc(value);
+    while (n >= 0x80) {
+      this.byte((n % 0x80) | 0x80);
+      n = Math.floor(n / 0x80);
+    }
+    this.byte(n);
+  }
+
+  private tag(field: number, wireType: number): void {
+    this.varint(field * 8 + wireType);
+  }
+
+  uint(field: number, value: number): void {
+    this.tag(field, VARINT);
+    this.varint(value);
+  }
+
+  bool(field: number, value: boolean): void {
+    this.uint(field, value ? 1 : 0);
+  }
+
+  bytes(field: number, value: Uint8Array): void {
+    this.tag(field, LENGTH);
+    this.varint(value.length);
+    this.reserve(value.length);
+    this.buffer.set(value, this.length);
+    this.length += value.length;
+  }
+
+  string(field: number, value: string): void {
+    this.bytes(field, utf8.encode(value));
+  }
+
+  double(field: number, value: number): void {
+    this.tag(field, FIXED64);
+    this.reserve(8);
+    new DataView(this.buffer.buffer, this.buffer.byteOffset + this.length, 8).setFloat64(0, value, true);
+    this.length += 8;
+  }
+
+  fixed32(field: number, value: number): void {
+    this.tag(field, FIXED32);
+    this.reserve(4);
+    new DataView(this.buffer.buffer, this.buffer.byteOffset + this.length, 4).setUint32(0, value >>> 0, true);
+    this.length += 4;
+  }
+
+  /** Epoch ms as fixed64 nanoseconds (microsecond resolution: a double holds ms × 1000 exactly). */
+  nanos(field: number, epochMs: number): void {
+    this.tag(field, FIXED64);
+    this.reserve(8);
+    new DataView(this.buffer.buffer, this.buffer.byteOffset + this.length, 8).setBigUint64(0, toNanos(epochMs), true);
+    this.length += 8;
+  }
+
+  /**
+   * A nested message, written in place: one byte is kept for its length, and the body is moved
+   * right in the rare case its length needs more (no buffer per nested message: a span has dozens).
+   */
+  message(field: number, write: (writer: ProtoWriter) => void): void {
+    this.tag(field, LENGTH);
+    this.reserve(1);
+    const lengthAt = this.length;
+    this.length += 1;
+    write(this);
+    const size = this.length - lengthAt - 1;
+    if (size < 0x80) {
+      this.buffer[lengthAt] = size;
+      return;
+    }
+    let extra = 0;
+    for (let n = size; n >= 0x80; n = Math.floor(n / 0x80)) extra += 1;
+    this.reserve(extra);
+    this.buffer.copyWithin(lengthAt + 1 + extra, lengthAt + 1, this.length);
+    const end = this.length + extra;
+    this.length = lengthAt;
+    this.varint(size);
+    this.length = end;
+  }
+
+  finish(): Uint8Array {
+    return this.buffer.slice(0, this.length);
+  }
+}
+
+function toNanos(epochMs: number): bigint {
+  return BigInt(Math.round(epochMs * 1_000)) * 1_000n;
+}
+
+/** The protobuf body of POST /v1/traces (Content-Type: application/x-protobuf). */
+export function toOtlpProtobuf(batches: readonly SpanBatch[]): Uint8Array {
+  const request = new ProtoWriter();
+  for (const batch of batches) {
+    // ExportTraceServiceRequest.resource_spans = 1
+    request.message(1, (resourceSpans) => {
+      // ResourceSpans.resource = 1 → Resource.attributes = 1
+      resourceSpans.message(1, (resource) => writeAttributes(resource, 1, batch.resource));
+      // ResourceSpans.scope_spans = 2
+      resourceSpans.message(2, (scopeSpans) => {
+        // ScopeSpans.scope = 1 → InstrumentationScope { name = 1, version = 2 }
+        scopeSpans.message(1, (scope) => {
+          scope.string(1, batch.scope.name);
+          scope.string(2, batch.scope.version);
+        });
+        // ScopeSpans.spans = 2
+        for (const span of batch.spans) scopeSpans.message(2, (writer) => writeSpan(writer, span));
+      });
+    });
+  }
+  return request.finish();
+}
+
+function writeSpan(writer: ProtoWriter, span: TraceSpan): void {
+  writer.bytes(1, fromHex(span.traceId));
+  writer.bytes(2, fromHex(span.spanId));
+  if (span.parentSpanId !== null) writer.bytes(4, fromHex(span.parentSpanId));
+  writer.string(5, span.name);
+  writer.uint(6, span.kind);
+  writer.nanos(7, span.startMs);
+  writer.nanos(8, span.endMs);
+  writeAttributes(writer, 9, span.attributes);
+  for (const link of span.links ?? []) {
+    // Span.links = 13: Link { trace_id = 1, span_id = 2, attributes = 4, flags = 6 }
+    writer.message(13, (linkWriter) => {
+      linkWriter.bytes(1, fromHex(link.traceId));
+      linkWriter.bytes(2, fromHex(link.spanId));
+      writeAttributes(linkWriter, 4, link.attributes ?? {});
+    });
+  }
+  // Span.status = 15: Status { message = 2, code = 3 }
+  if (span.status.code !== 0 || span.status.message !== undefined) {
+    writer.message(15, (status) => {
+      if (span.status.message !== undefined) status.string(2, span.status.message);
+      if (span.status.code !== 0) status.uint(3, span.status.code);
+    });
+  }
+  // Span.flags = 16 (fixed32): the W3C trace flags (only sampled spans are recorded).
+  writer.fixed32(16, SAMPLED_FLAGS);
+}
+
+/** Repeated KeyValue { key = 1, value = 2 } at `field`. */
+function writeAttributes(writer: ProtoWriter, field: number, attributes: SpanAttributes): void {
+  for (const key in attributes) {
+    const value = attributes[key];
+    if (value === undefined) continue;
+    writer.message(field, (keyValue) => {
+      keyValue.bytes(1, toKeyBytes(key));
+      keyValue.message(2, (anyValue) => writeAnyValue(anyValue, value));
+    });
+  }
+}
+
+/** AnyValue { string_value = 1, bool_value = 2, int_value = 3, double_value = 4, array_value = 5 }. */
+function writeAnyValue(writer: ProtoWriter, value: AttributeValue): void {
+  if (typeof value === "string") writer.string(1, value);
+  else if (typeof value === "boolean") writer.bool(2, value);
+  else if (typeof value === "number") {
+    if (Number.isSafeInteger(value)) writer.uint(3, value);
+    else writer.double(4, value);
+  } else {
+    // ArrayValue { values = 1 }
+    writer.message(5, (array) => {
+      for (const item of value) array.message(1, (anyValue) => anyValue.string(1, item));
+    });
+  }
+}
+
+function fromHex(hex: string): Uint8Array {
+  const bytes = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < bytes.length; i += 1) bytes[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return bytes;
+}
+
+// ── JSON ──────────────────────────────────────────────────────────────────────────────────────
+
+/** The JSON body of POST /v1/traces (Content-Type: application/json). */
+export function toOtlpJson(batches: readonly SpanBatch[]): string {
+  return JSON.stringify({
+    resourceSpans: batches.map((batch) => ({
+      resource: { attributes: toJsonAttributes(batch.resource) },
+      scopeSpans: [{ scope: { name: batch.scope.name, version: batch.scope.version }, spans: batch.spans.map(toJsonSpan) }],
+    })),
+  });
+}
+
+function toJsonSpan(span: TraceSpan): Record<string, unknown> {
+  return {
+    traceId: span.traceId,
+    spanId: span.spanId,
+    ...(span.parentSpanId === null ? {} : { parentSpanId: span.parentSpanId }),
+    flags: SAMPLED_FLAGS,
+    name: span.name,
+    kind: span.kind,
+    startTimeUnixNano: toNanos(span.startMs).toString(),
+    endTimeUnixNano: toNanos(span.endMs).toString(),
+    attributes: toJsonAttributes(span.attributes),
+    ...(span.links === undefined || span.links.length === 0
+      ? {}
+      : { links: span.links.map((link) => ({ traceId: link.traceId, spanId: link.spanId, attributes: toJsonAttributes(link.attributes ?? {}) })) }),
+    status: { code: span.status.code, ...(span.status.message === undefined ? {} : { message: span.status.message }) },
+  };
+}
+
+function toJsonAttributes(attributes: SpanAttributes): Array<{ key: string; value: Record<string, unknown> }> {
+  const out: Array<{ key: string; value: Record<string, unknown> }> = [];
+  for (const key in attributes) {
+    const value = attributes[key];
+    if (value !== undefined) out.push({ key, value: toJsonValue(value) });
+  }
+  return out;
+}
+
+function toJsonValue(value: AttributeValue): Record<string, unknown> {
+  if (typeof value === "string") return { stringValue: value };
+  if (typeof value === "boolean") return { boolValue: value };
+  if (typeof value === "number") return Number.isSafeInteger(value) ? { intValue: String(value) } : { doubleValue: value };
+  return { arrayValue: { values: value.map((item) => ({ stringValue: item })) } };
+}

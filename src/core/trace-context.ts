@@ -1,0 +1,97 @@
+// W3C Trace Context (www.w3.org/TR/trace-context/): the `traceparent` a swarm's trace travels in
+// across the queue, pull and executor hops, and the ids its spans carry. No I/O: random bytes
+// come from the caller (in a Worker, `(n) => crypto.getRandomValues(new Uint8Array(n))`).
+
+/** A span's place in a trace: 32 and 16 lower-case hex digits, and whether the trace is sampled. */
+export interface SpanContext {
+  traceId: string;
+  spanId: string;
+  sampled: boolean;
+}
+
+const TRACEPARENT_PATTERN = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+const ZERO_TRACE_ID = "0".repeat(32);
+const ZERO_SPAN_ID = "0".repeat(16);
+
+/**
+ * Reads a `traceparent` header value. Version ff, all-zero ids and a version-00 value with more
+ * fields are invalid (spec §3.2.2); a later version's extra fields are ignored, as the spec asks.
+ */
+export function parseTraceparent(text: string | null | undefined): SpanContext | null {
+  const match = TRACEPARENT_PATTERN.exec((text ?? "").trim());
+  if (match === null) return null;
+  const [, version = "", traceId = "", spanId = "", flags = "", rest] = match;
+  if (version === "ff" || (version === "00" && rest !== undefined)) return null;
+  if (traceId === ZERO_TRACE_ID || spanId === ZERO_SPAN_ID) return null;
+  return { traceId, spanId, sampled: (Number.parseInt(flags, 16) & 1) === 1 };
+}
+
+/** The `traceparent` of a span (version 00). */
+export function formatTraceparent(context: SpanContext): string {
+  return `00-${context.traceId}-${context.spanId}-${context.sampled ? "01" : "00"}`;
+}
+
+/** Random ids of a new trace and span; an all-zero draw (invalid) has its last bit set. */
+export function newTraceId(random: (bytes: number) => Uint8Array): string {
+  return nonZero(toHex(random(16), 16));
+}
+
+export function newSpanId(random: (bytes: number) => Uint8Array): string {
+  return nonZero(toHex(random(8), 8));
+}
+
+/**
+ * The span id of a task attempt's `invoke_agent` span, derived from its trace, task and attempt:
+ * the next attempt links to the one before it without the room storing every attempt's id.
+ * Two 32-bit FNV-1a hashes with different offsets, finished with murmur3's avalanche.
+ */
+export function toAttemptSpanId(traceId: string, taskId: string, attempt: number): string {
+  const text = `${traceId}\n${taskId}\n${attempt}`;
+  return nonZero(hex32(hashWithSeed(text, 0x811c9dc5)) + hex32(hashWithSeed(text, 0x050c5d1f)));
+}
+
+/**
+ * The sampling decision of OTEL_TRACES_SAMPLER=traceidratio for a trace id: sampled when its last 56
+ * bits, read as a fraction of 2^56, are below `ratio` (the SDKs' TraceIdRatioBased reads the
+ * randomness the same way, W3C Trace Context level 2's random trace-id flag).
+ */
+export function isSampled(traceId: string, ratio: number): boolean {
+  if (ratio >= 1) return true;
+  if (ratio <= 0) return false;
+  // 56 bits as two 28-bit parts, compared part by part: their sum is not exact in a double.
+  const high = Number.parseInt(traceId.slice(18, 25), 16);
+  const low = Number.parseInt(traceId.slice(25, 32), 16);
+  const threshold = ratio * 2 ** 28;
+  const thresholdHigh = Math.floor(threshold);
+  if (high !== thresholdHigh) return high < thresholdHigh;
+  return low < (threshold - thresholdHigh) * 2 ** 28;
+}
+
+function hashWithSeed(text: string, seed: number): number {
+  let h = seed;
+  for (let i = 0; i < text.length; i += 1) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+function hex32(n: number): string {
+  return n.toString(16).padStart(8, "0");
+}
+
+function toHex(bytes: Uint8Array, length: number): string {
+  if (bytes.length < length) throw new RangeError(`random(${length}) returned only ${bytes.length} bytes`);
+  let out = "";
+  for (let i = 0; i < length; i += 1) out += (bytes[i] ?? 0).toString(16).padStart(2, "0");
+  return out;
+}
+
+function nonZero(hex: string): string {
+  return /^0+$/.test(hex) ? `${hex.slice(0, -1)}1` : hex;
+}

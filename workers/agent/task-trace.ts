@@ -1,0 +1,107 @@
+// The spans of one task attempt in the agent: `invoke_agent <task id>` around the attempt, a
+// `chat <model>` per upstream call and an `execute_tool <tool>` per tool call, under the swarm's
+// root from the ticket's (or the pull's) traceparent. Built only when the invocation traces and
+// the swarm's trace is sampled: with tracing off no lane makes one (zero spans, zero cost).
+import type { ChatMessage } from "../../src/core/agent-conversation.ts";
+import type { ModelRoute } from "../../src/core/gateway-config.ts";
+import { toAttemptSpan, toChatSpan, toProviderName, toToolSpan } from "../../src/core/genai-spans.ts";
+import { costOfUsage, resolvePrice, type PriceTable } from "../../src/core/pricing.ts";
+import type { CallRecord, ClaimedTask, TaskReport } from "../../src/core/swarm-contract.ts";
+import type { ToolCall } from "../../src/core/tool-calls.ts";
+import { newSpanId, toAttemptSpanId, type SpanContext } from "../../src/core/trace-context.ts";
+import type { ModelCallResult } from "../../src/model/model-client.ts";
+import type { SpanRecorder } from "../../src/telemetry/span-exporter.ts";
+
+/** An invocation's tracing: where its spans go, whether content goes with them, and the ledger's prices. */
+export interface LaneTracing {
+  spans: SpanRecorder;
+  captureContent: boolean;
+  /** The prices the ledger uses (MODEL_PRICES over GATEWAY_CONFIG's), so a chat span's cost is its row's. */
+  prices: PriceTable;
+}
+
+export interface TaskTrace {
+  /** A model call ended. */
+  chat(
+    call: CallRecord,
+    result: ModelCallResult,
+    route: Pick<ModelRoute, "baseUrl" | "upstreamModel">,
+    request: { messages: readonly ChatMessage[]; maxOutputTokens: number },
+  ): void;
+  /** A tool call ended (`failed`: the tool answered with an error). */
+  tool(call: ToolCall, startMs: number, endMs: number, outcome: { ok: boolean; content: string }): void;
+  /** The attempt ended with `report`. */
+  end(report: TaskReport, endMs: number): void;
+}
+
+const randomBytes = (n: number): Uint8Array => crypto.getRandomValues(new Uint8Array(n));
+
+/** gen_ai.provider.name by upstream base URL: a handful per gateway, looked up per call. */
+const providers = new Map<string, string>();
+function providerOf(baseUrl: string): string {
+  let name = providers.get(baseUrl);
+  if (name === undefined) {
+    name = toProviderName(baseUrl);
+    providers.set(baseUrl, name);
+  }
+  return name;
+}
+
+/** Starts the spans of an attempt, under `parent` (the swarm's root). */
+export function startTaskTrace(tracing: LaneTracing, parent: SpanContext, swarmId: string, task: ClaimedTask, startMs: number): TaskTrace {
+  const traceId = parent.traceId;
+  // Derived, not random: the next attempt links to this one without anyone storing its id.
+  const spanId = toAttemptSpanId(traceId, task.taskId, task.attempt);
+  const child = (): { traceId: string; spanId: string; parentSpanId: string } => ({ traceId, spanId: newSpanId(randomBytes), parentSpanId: spanId });
+  return {
+    chat(call, result, route, request) {
+      const price = call.usage === null ? null : resolvePrice(tracing.prices, call.model);
+      tracing.spans.record(
+        toChatSpan({
+          place: child(),
+          swarmId,
+          taskId: task.taskId,
+          attempt: task.attempt,
+          call,
+          provider: providerOf(route.baseUrl),
+          upstreamModel: route.upstreamModel,
+          finishReason: result.ok ? result.finishReason : null,
+          costUsd: call.usage !== null && price !== null ? costOfUsage(call.usage, price) : null,
+          maxOutputTokens: request.maxOutputTokens,
+          content: tracing.captureContent ? { input: request.messages, output: result.ok ? result.text : null } : null,
+        }),
+      );
+    },
+    tool(call, toolStartMs, endMs, outcome) {
+      tracing.spans.record(
+        toToolSpan({
+          place: child(),
+          swarmId,
+          taskId: task.taskId,
+          tool: call.name,
+          callId: call.id,
+          startMs: toolStartMs,
+          endMs,
+          failed: !outcome.ok,
+          content: tracing.captureContent ? { arguments: call.rawArguments, result: outcome.content } : null,
+        }),
+      );
+    },
+    end(report, endMs) {
+      const { outcome } = report;
+      tracing.spans.record(
+        toAttemptSpan({
+          place: { traceId, spanId, parentSpanId: parent.spanId },
+          swarmId,
+          taskId: task.taskId,
+          attempt: task.attempt,
+          startMs,
+          endMs,
+          outcome: outcome.kind,
+          errorType: outcome.kind === "failed" ? outcome.class : null,
+          previous: task.attempt > 1 ? { traceId, spanId: toAttemptSpanId(traceId, task.taskId, task.attempt - 1) } : null,
+        }),
+      );
+    },
+  };
+}
