@@ -79,7 +79,11 @@ async function runSwarm(token: string, spec: unknown): Promise<Record<string, un
 /** Every file under `dir`, recursively. */
 async function listFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
-  const nested = await Promise.all(entries.map((e) => (e.isDirectory() ? listFiles(path.join(dir, e.name)) : Promise.resolve([path.join(dir, e.name)]))));
+  // Files only, each once: the agent session's R2 state is a symlink to the orchestrator's (one local
+  // bucket for both, scripts/lib/local-stack.ts), whose files the walk reaches through the real path.
+  const nested = await Promise.all(
+    entries.filter((e) => !e.isSymbolicLink()).map((e) => (e.isDirectory() ? listFiles(path.join(dir, e.name)) : Promise.resolve([path.join(dir, e.name)]))),
+  );
   return nested.flat();
 }
 
