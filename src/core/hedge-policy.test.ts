@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HEDGE_MIN_SAMPLES, HedgeSpecSchema, mayHedge, toHedgeAfterMs, toHedgeLimit, toLongCallShare } from "./hedge-policy.ts";
+import { HEDGE_MIN_SAMPLES, type HedgeAsk, HedgeSpecSchema, mayHedge, toHedgeAfterMs, toHedgeLimit, toLongCallShare, toMeanLatencyMs } from "./hedge-policy.ts";
 
 const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
 
@@ -69,15 +69,39 @@ describe("the window's long share", () => {
 });
 
 describe("may a backup go now", () => {
+  const at = (ask: Omit<HedgeAsk, "meanLatencyMs" | "afterMs">): HedgeAsk => ({ meanLatencyMs: 484, afterMs: 1_500, ...ask });
   it.each([
     ["the tail spends the rest", { limit: 50, sent: 49, waiting: 0, window: 100, longShare: 0.25 }, { ok: true }],
     ["nothing left", { limit: 50, sent: 50, waiting: 0, window: 100, longShare: 0.25 }, { ok: false, reason: "limit" }],
-    ["before the tail: what the tail will not need (50 − 25)", { limit: 50, sent: 24, waiting: 300, window: 100, longShare: 0.25 }, { ok: true }],
-    ["before the tail: the tail's 25 are kept", { limit: 50, sent: 25, waiting: 300, window: 100, longShare: 0.25 }, { ok: false, reason: "kept_for_tail" }],
-    ["a small budget is all the tail's", { limit: 10, sent: 0, waiting: 300, window: 100, longShare: 0.25 }, { ok: false, reason: "kept_for_tail" }],
-    ["no long calls: nothing kept", { limit: 10, sent: 9, waiting: 300, window: 100, longShare: 0 }, { ok: true }],
+    ["before the tail: what the tail will not need (50 − 25)", { limit: 50, sent: 24, waiting: 1_000, window: 100, longShare: 0.25 }, { ok: true }],
+    ["before the tail: the tail's 25 are kept", { limit: 50, sent: 25, waiting: 1_000, window: 100, longShare: 0.25 }, { ok: false, reason: "kept_for_tail" }],
+    ["a small budget is all the tail's", { limit: 10, sent: 0, waiting: 1_000, window: 100, longShare: 0.25 }, { ok: false, reason: "kept_for_tail" }],
+    ["no long calls: nothing kept", { limit: 10, sent: 9, waiting: 1_000, window: 100, longShare: 0 }, { ok: true }],
     ["no budget at all", { limit: 0, sent: 0, waiting: 0, window: 100, longShare: 0 }, { ok: false, reason: "limit" }],
+    [
+      // 300 waiting × 484 ms / 100 = 1.45 s ≤ 1.5 s: they are all out before a straggler now could end.
+      "the waiting tasks all go out within the delay: the tail has begun",
+      { limit: 50, sent: 25, waiting: 300, window: 100, longShare: 0.25 },
+      { ok: true },
+    ],
   ])("%s", (_label, ask, expected) => {
-    expect(mayHedge(ask)).toEqual(expected);
+    expect(mayHedge(at(ask))).toEqual(expected);
+  });
+
+  it("without a finished call's latency, waiting tasks keep the tail's share", () => {
+    expect(mayHedge({ limit: 50, sent: 25, waiting: 1, window: 100, longShare: 0.25, meanLatencyMs: null, afterMs: 1_500 })).toEqual({
+      ok: false,
+      reason: "kept_for_tail",
+    });
+  });
+});
+
+describe("mean latency", () => {
+  it.each([
+    [[], null],
+    [[100], 100],
+    [[100, 200, 600], 300],
+  ])("%j → %s", (latencies, expected) => {
+    expect(toMeanLatencyMs(latencies)).toBe(expected);
   });
 });

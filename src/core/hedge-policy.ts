@@ -71,6 +71,10 @@ export interface HedgeAsk {
   window: number;
   /** toLongCallShare of the sample, at the threshold in force. */
   longShare: number;
+  /** The mean latency of the finished calls (ms), null before any: how soon the waiting tasks go out. */
+  meanLatencyMs: number | null;
+  /** The delay in force (ms). */
+  afterMs: number;
 }
 
 /**
@@ -78,10 +82,21 @@ export interface HedgeAsk {
  * straggler holds one slot of the window and the others keep the swarm moving, so a backup saves
  * little; once none waits, the last stragglers are the swarm's wall time. So before the tail a
  * backup may only spend what the tail will not need (about the window's long share of its calls).
+ * The tail starts a little early: when the waiting tasks will all be out within the delay
+ * (waiting × mean latency / window ≤ after), a straggler now will still be running then.
  */
 export function mayHedge(ask: HedgeAsk): { ok: true } | { ok: false; reason: "limit" | "kept_for_tail" } {
   if (ask.sent >= ask.limit) return { ok: false, reason: "limit" };
   if (ask.waiting === 0) return { ok: true };
+  if (ask.meanLatencyMs !== null && (ask.waiting * ask.meanLatencyMs) / Math.max(1, ask.window) <= ask.afterMs) return { ok: true };
   const forTail = Math.min(ask.limit, Math.ceil(ask.window * ask.longShare));
   return ask.sent < ask.limit - forTail ? { ok: true } : { ok: false, reason: "kept_for_tail" };
+}
+
+/** The mean of a list of latencies, null for none. */
+export function toMeanLatencyMs(latencies: readonly number[]): number | null {
+  if (latencies.length === 0) return null;
+  let sum = 0;
+  for (const ms of latencies) sum += ms;
+  return sum / latencies.length;
 }

@@ -3,7 +3,7 @@
 // backup is noted in the ledger before its lane sends it, so it is billed whatever happens next.
 // It never sends a call and never changes a task's state.
 import { fitsBudget, type Amount } from "../core/budget.ts";
-import { mayHedge, toHedgeAfterMs, toHedgeLimit, toLongCallShare, type HedgeSpec } from "../core/hedge-policy.ts";
+import { mayHedge, toHedgeAfterMs, toHedgeLimit, toLongCallShare, toMeanLatencyMs, type HedgeSpec } from "../core/hedge-policy.ts";
 import { costOfUsage, resolvePrice, type PriceTable } from "../core/pricing.ts";
 import type { CallStart, HedgeGrant, HedgesView } from "../core/swarm-contract.ts";
 import type { SwarmLedger } from "./swarm-ledger.ts";
@@ -20,6 +20,7 @@ interface Threshold {
   at: number;
   afterMs: number | null;
   longShare: number;
+  meanLatencyMs: number | null;
 }
 
 export class SwarmHedges {
@@ -56,12 +57,15 @@ export class SwarmHedges {
     if (task === null || task.state !== "running" || task.attempts !== start.attempt) return { granted: false, reason: "not_running" };
     const sent = this.sent();
     const threshold = this.currentThreshold(spec, now);
+    if (threshold.afterMs === null) return { granted: false, reason: "off" };
     const may = mayHedge({
       limit: toHedgeLimit(spec, swarm.task_count),
       sent,
       waiting: this.totals.waiting(),
       window: swarm.window,
       longShare: threshold.longShare,
+      meanLatencyMs: threshold.meanLatencyMs,
+      afterMs: threshold.afterMs,
     });
     if (!may.ok) return { granted: false, reason: may.reason };
     // Budgets reserve for backups as for any call: its worst case, on top of what is committed.
@@ -131,7 +135,12 @@ export class SwarmHedges {
       .toArray()
       .map((row) => Math.max(0, row.ms));
     const afterMs = toHedgeAfterMs(spec, { finished, running });
-    const threshold: Threshold = { at: now, afterMs, longShare: afterMs === null ? 0 : toLongCallShare([...finished, ...running], afterMs) };
+    const threshold: Threshold = {
+      at: now,
+      afterMs,
+      longShare: afterMs === null ? 0 : toLongCallShare([...finished, ...running], afterMs),
+      meanLatencyMs: toMeanLatencyMs(finished),
+    };
     this.threshold = threshold;
     return threshold;
   }

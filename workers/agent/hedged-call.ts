@@ -41,6 +41,13 @@ export interface HedgedSend {
 /** A backup with less time than this left of its first call's deadline is not worth sending. */
 export const BACKUP_MIN_MS = 1_000;
 
+/**
+ * When a call asks for its backup, in multiples of the delay: a refusal (the room keeps its backups
+ * for the swarm's tail, or no slot or permit was free) is asked again later, when the call has
+ * become a worse straggler, and only a few times (each ask may be a room RPC).
+ */
+const ASK_AT = [1, 2, 4] as const;
+
 interface Running {
   readonly which: "primary" | "backup";
   readonly promise: Promise<ModelCallResult>;
@@ -77,17 +84,27 @@ export async function sendHedged(request: ModelRequest, io: HedgedSend): Promise
 
   const setTimer = io.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
   const clearTimer = io.clearTimer ?? ((timer) => clearTimeout(timer as ReturnType<typeof setTimeout>));
-  let timer: unknown = null;
-  const due = new Promise<"due">((resolve) => {
-    timer = setTimer(() => resolve("due"), afterMs);
-  });
-  const first = await Promise.race([primary.promise, due]);
-  if (first !== "due") {
-    clearTimer(timer);
-    return reportAlone(primary, io);
+  let prepared: BackupCall | null = null;
+  for (const [i, multiple] of ASK_AT.entries()) {
+    const waitMs = afterMs * multiple - (now() - startedAt);
+    if (waitMs > 0) {
+      let timer: unknown = null;
+      const due = new Promise<"due">((resolve) => {
+        timer = setTimer(() => resolve("due"), waitMs);
+      });
+      const first = await Promise.race([primary.promise, due]);
+      if (first !== "due") {
+        clearTimer(timer);
+        return reportAlone(primary, io);
+      }
+    }
+    // A later ask only while the room still offers backups (its pulls drop the delay once spent).
+    if (primary.ended !== null || (i > 0 && (io.hedge?.afterMs() ?? null) === null)) break;
+    const leftMs = request.timeoutMs - (now() - startedAt);
+    if (leftMs < BACKUP_MIN_MS) break;
+    prepared = await io.prepareBackup(leftMs);
+    if (prepared !== null) break;
   }
-  const leftMs = request.timeoutMs - (now() - startedAt);
-  const prepared = primary.ended === null && leftMs >= BACKUP_MIN_MS ? await io.prepareBackup(leftMs) : null;
   if (prepared === null) return reportAlone(primary, io);
   if (primary.ended !== null) {
     // The call ended while its backup was being granted: the backup is not sent (its note bills it

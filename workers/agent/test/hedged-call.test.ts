@@ -193,6 +193,30 @@ describe("a call and its backup", () => {
     expect(await lateResult).toEqual(ok("first"));
   });
 
+  it("a refused backup is asked for again at twice and four times the delay, then no more", async () => {
+    const h = harness({ grant: false });
+    const result = sendHedged(REQUEST, h.io);
+    for (let i = 0; i < 4; i += 1) await h.due();
+    expect(h.prepares()).toBe(3);
+    expect(h.calls).toHaveLength(1);
+    h.calls[0]?.end(ok("first"));
+    expect(await result).toEqual(ok("first"));
+  });
+
+  it("no later ask once the room no longer offers backups", async () => {
+    let offered: number | null = 100;
+    const h = harness({ grant: false });
+    h.io.hedge = { afterMs: () => offered };
+    const result = sendHedged(REQUEST, h.io);
+    await h.due();
+    offered = null;
+    await h.due();
+    await h.due();
+    expect(h.prepares()).toBe(1);
+    h.calls[0]?.end(ok("first"));
+    expect(await result).toEqual(ok("first"));
+  });
+
   it("a backup the room (or a key, or the gate) refuses is not sent", async () => {
     const h = harness({ grant: false });
     const result = sendHedged(REQUEST, h.io);
