@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HEDGE_MIN_SAMPLES, type HedgeAsk, HedgeSpecSchema, mayHedge, toHedgeAfterMs, toHedgeLimit, toLongCallShare, toMeanLatencyMs } from "./hedge-policy.ts";
+import { HEDGE_MIN_SAMPLES, HedgeSpecSchema, mayHedge, toHedgeAfterMs, toHedgeLimit, toMeanLatencyMs } from "./hedge-policy.ts";
 
 const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
 
@@ -57,42 +57,23 @@ describe("how many backups", () => {
   });
 });
 
-describe("the window's long share", () => {
-  it.each([
-    ["no calls", [], 100, 0],
-    ["none past the threshold", [100, 200, 300], 300, 0],
-    ["one long call holds most of the time", [100, 100, 800], 500, 0.8],
-    ["all past it", [600, 700], 500, 1],
-  ])("%s", (_label, latencies, afterMs, expected) => {
-    expect(toLongCallShare(latencies, afterMs)).toBeCloseTo(expected, 9);
-  });
-});
-
 describe("may a backup go now", () => {
-  const at = (ask: Omit<HedgeAsk, "meanLatencyMs" | "afterMs">): HedgeAsk => ({ meanLatencyMs: 484, afterMs: 1_500, ...ask });
+  // 1,000 tasks waiting × 484 ms / W 100: they go out over the next 4.84 s.
+  const body = { limit: 50, sent: 10, waiting: 1_000, window: 100, meanLatencyMs: 484 };
   it.each([
-    ["the tail spends the rest", { limit: 50, sent: 49, waiting: 0, window: 100, longShare: 0.25 }, { ok: true }],
-    ["nothing left", { limit: 50, sent: 50, waiting: 0, window: 100, longShare: 0.25 }, { ok: false, reason: "limit" }],
-    ["before the tail: what the tail will not need (50 − 25)", { limit: 50, sent: 24, waiting: 1_000, window: 100, longShare: 0.25 }, { ok: true }],
-    ["before the tail: the tail's 25 are kept", { limit: 50, sent: 25, waiting: 1_000, window: 100, longShare: 0.25 }, { ok: false, reason: "kept_for_tail" }],
-    ["a small budget is all the tail's", { limit: 10, sent: 0, waiting: 1_000, window: 100, longShare: 0.25 }, { ok: false, reason: "kept_for_tail" }],
-    ["no long calls: nothing kept", { limit: 10, sent: 9, waiting: 1_000, window: 100, longShare: 0 }, { ok: true }],
-    ["no budget at all", { limit: 0, sent: 0, waiting: 0, window: 100, longShare: 0 }, { ok: false, reason: "limit" }],
+    ["the tail spends the rest", { ...body, sent: 49, waiting: 0, elapsedMs: 1_500 }, { ok: true }],
+    ["nothing left", { ...body, sent: 50, waiting: 0, elapsedMs: 9_000 }, { ok: false, reason: "limit" }],
+    ["no budget at all", { ...body, limit: 0, sent: 0, waiting: 0, elapsedMs: 9_000 }, { ok: false, reason: "limit" }],
+    ["before the tail a straggler that will end before the rest are out waits", { ...body, elapsedMs: 1_500 }, { ok: false, reason: "kept_for_tail" }],
+    ["before the tail a straggler that has run as long as the rest will take goes", { ...body, elapsedMs: 4_840 }, { ok: true }],
+    ["near the tail (100 waiting: 0.48 s) a 1.5 s straggler goes", { ...body, waiting: 100, elapsedMs: 1_500 }, { ok: true }],
     [
-      // 300 waiting × 484 ms / 100 = 1.45 s ≤ 1.5 s: they are all out before a straggler now could end.
-      "the waiting tasks all go out within the delay: the tail has begun",
-      { limit: 50, sent: 25, waiting: 300, window: 100, longShare: 0.25 },
-      { ok: true },
+      "no finished call yet: waiting tasks keep the limit for the tail",
+      { ...body, meanLatencyMs: null, elapsedMs: 60_000 },
+      { ok: false, reason: "kept_for_tail" },
     ],
   ])("%s", (_label, ask, expected) => {
-    expect(mayHedge(at(ask))).toEqual(expected);
-  });
-
-  it("without a finished call's latency, waiting tasks keep the tail's share", () => {
-    expect(mayHedge({ limit: 50, sent: 25, waiting: 1, window: 100, longShare: 0.25, meanLatencyMs: null, afterMs: 1_500 })).toEqual({
-      ok: false,
-      reason: "kept_for_tail",
-    });
+    expect(mayHedge(ask)).toEqual(expected);
   });
 });
 

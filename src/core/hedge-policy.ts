@@ -47,50 +47,32 @@ export function toHedgeLimit(spec: HedgeSpec, tasks: number): number {
   return Math.floor(spec.max_extra * tasks + 1e-9);
 }
 
-/**
- * Of the time a window slot spends on calls, the share spent on calls that outlast `afterMs`.
- * The calls in flight at any moment are a length-biased sample (a long call is in flight for
- * longer), so this is about the share of the window that will be past `afterMs` at the swarm's
- * end: how many backups its tail will want.
- */
-export function toLongCallShare(latencies: readonly number[], afterMs: number): number {
-  let all = 0;
-  let long = 0;
-  for (const ms of latencies) {
-    all += ms;
-    if (ms > afterMs) long += ms;
-  }
-  return all <= 0 ? 0 : long / all;
-}
-
 export interface HedgeAsk {
   limit: number;
   sent: number;
   /** Tasks not handed out yet: 0 is the swarm's tail, where a straggler decides the wall time. */
   waiting: number;
   window: number;
-  /** toLongCallShare of the sample, at the threshold in force. */
-  longShare: number;
   /** The mean latency of the finished calls (ms), null before any: how soon the waiting tasks go out. */
   meanLatencyMs: number | null;
-  /** The delay in force (ms). */
-  afterMs: number;
+  /** How long the call to back up has run (ms). */
+  elapsedMs: number;
 }
 
 /**
- * Whether a backup may go now. The backups are kept for the tail: while tasks still wait, a
+ * Whether a backup may go now. A backup pays off where a straggler would end after the rest of the
+ * swarm: once no task waits, the last stragglers are the swarm's wall time. While tasks wait, a
  * straggler holds one slot of the window and the others keep the swarm moving, so a backup saves
- * little; once none waits, the last stragglers are the swarm's wall time. So before the tail a
- * backup may only spend what the tail will not need (about the window's long share of its calls).
- * The tail starts a little early: when the waiting tasks will all be out within the delay
- * (waiting × mean latency / window ≤ after), a straggler now will still be running then.
+ * little, unless the call has already run as long as the waiting tasks will take to go out
+ * (waiting × mean latency / window): it will likely still run when they have. The rest of the
+ * limit is kept for the tail (a simulation of 1,000 lognormal 300/1500 calls at W = 100: 0.81× the
+ * unhedged wall this way, 0.89× when the limit also went to stragglers before the tail).
  */
 export function mayHedge(ask: HedgeAsk): { ok: true } | { ok: false; reason: "limit" | "kept_for_tail" } {
   if (ask.sent >= ask.limit) return { ok: false, reason: "limit" };
   if (ask.waiting === 0) return { ok: true };
-  if (ask.meanLatencyMs !== null && (ask.waiting * ask.meanLatencyMs) / Math.max(1, ask.window) <= ask.afterMs) return { ok: true };
-  const forTail = Math.min(ask.limit, Math.ceil(ask.window * ask.longShare));
-  return ask.sent < ask.limit - forTail ? { ok: true } : { ok: false, reason: "kept_for_tail" };
+  if (ask.meanLatencyMs !== null && ask.elapsedMs >= (ask.waiting * ask.meanLatencyMs) / Math.max(1, ask.window)) return { ok: true };
+  return { ok: false, reason: "kept_for_tail" };
 }
 
 /** The mean of a list of latencies, null for none. */

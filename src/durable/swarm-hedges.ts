@@ -3,7 +3,8 @@
 // backup is noted in the ledger before its lane sends it, so it is billed whatever happens next.
 // It never sends a call and never changes a task's state.
 import { fitsBudget, type Amount } from "../core/budget.ts";
-import { mayHedge, toHedgeAfterMs, toHedgeLimit, toLongCallShare, toMeanLatencyMs, type HedgeSpec } from "../core/hedge-policy.ts";
+import { mayHedge, toHedgeAfterMs, toHedgeLimit, toMeanLatencyMs, type HedgeSpec } from "../core/hedge-policy.ts";
+import { toCallId } from "../core/ids.ts";
 import { costOfUsage, resolvePrice, type PriceTable } from "../core/pricing.ts";
 import type { CallStart, HedgeGrant, HedgesView } from "../core/swarm-contract.ts";
 import type { SwarmLedger } from "./swarm-ledger.ts";
@@ -19,7 +20,6 @@ const SAMPLE_CALLS = 2_000;
 interface Threshold {
   at: number;
   afterMs: number | null;
-  longShare: number;
   meanLatencyMs: number | null;
 }
 
@@ -63,9 +63,8 @@ export class SwarmHedges {
       sent,
       waiting: this.totals.waiting(),
       window: swarm.window,
-      longShare: threshold.longShare,
       meanLatencyMs: threshold.meanLatencyMs,
-      afterMs: threshold.afterMs,
+      elapsedMs: this.elapsedOf(swarm, start, now),
     });
     if (!may.ok) return { granted: false, reason: may.reason };
     // Budgets reserve for backups as for any call: its worst case, on top of what is committed.
@@ -121,7 +120,7 @@ export class SwarmHedges {
 
   /**
    * The delay over the newest finished calls (backups left out: they started late on purpose) and
-   * every call still running at its elapsed time; and the window's long share at that delay.
+   * every call still running at its elapsed time;.
    */
   private currentThreshold(spec: HedgeSpec, now: number): Threshold {
     const cached = this.threshold;
@@ -135,14 +134,16 @@ export class SwarmHedges {
       .toArray()
       .map((row) => Math.max(0, row.ms));
     const afterMs = toHedgeAfterMs(spec, { finished, running });
-    const threshold: Threshold = {
-      at: now,
-      afterMs,
-      longShare: afterMs === null ? 0 : toLongCallShare([...finished, ...running], afterMs),
-      meanLatencyMs: toMeanLatencyMs(finished),
-    };
+    const threshold: Threshold = { at: now, afterMs, meanLatencyMs: toMeanLatencyMs(finished) };
     this.threshold = threshold;
     return threshold;
+  }
+
+  /** How long the call to back up has run: from its note (0 when it has none). */
+  private elapsedOf(swarm: SwarmRow, start: CallStart, now: number): number {
+    const first = toCallId(swarm.id, start.taskId, start.attempt, start.turn);
+    const row = this.sql.exec<{ started_at: number }>("SELECT started_at FROM open_calls WHERE call_id = ?", first).toArray()[0];
+    return row === undefined ? 0 : Math.max(0, now - row.started_at);
   }
 
   /** The most one backup can cost: its prompt as estimated and max_tokens of output, at its model's price. */

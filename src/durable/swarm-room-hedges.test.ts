@@ -136,12 +136,24 @@ describe("a backup's grant", () => {
     expect(await hedging.stub.hedgeCall({ ...backupOf(other), taskId: "t999" })).toEqual({ granted: false, reason: "not_running" });
   });
 
-  it("keeps the limit for the tail: before it, only what the tail will not need; at it, the rest; never more than max_extra × tasks", async () => {
+  it("before the tail, backs up only a straggler that has run as long as the waiting tasks will take to go out", async () => {
+    // 30 tasks, W = 10, max_extra 0.5: 15 backups. Ten calls of 100 ms finish first.
+    const { stub } = await startedSwarm(30, { concurrency: 10, hedge: { after: 50, max_extra: 0.5 } });
+    await finishWithLatencies(stub, 10);
+    const [slow, fresh] = (await stub.pull(pullOf(10))).granted;
+    if (slow === undefined || fresh === undefined) throw new Error("no grants");
+    // 10 tasks still wait: they go out over 10 × 5.5 ms mean / W 10 = 5.5 ms.
+    await stub.startCalls([startOf(slow, 2_000), startOf(fresh, 0)]);
+    await freshThreshold(stub);
+    expect(await stub.hedgeCall(backupOf(fresh))).toEqual({ granted: false, reason: "kept_for_tail" });
+    expect(await stub.hedgeCall(backupOf(slow))).toEqual({ granted: true });
+  });
+
+  it("keeps the limit for the tail, spends it there, never more than max_extra × tasks", async () => {
     // 20 tasks, max_extra 0.25: 5 backups. A fixed delay (100 ms) needs no sample.
     const { stub } = await startedSwarm(20, { concurrency: 10, hedge: { after: 100, max_extra: 0.25 } });
     const granted = (await stub.pull(pullOf(10))).granted;
-    // Tasks still wait, and every call past 100 ms (none has finished: all 10 run 5 s): the window's
-    // long share is 1, so all 5 are kept for the tail.
+    // Tasks still wait and no call has finished (how soon they go out is unknown): kept for the tail.
     await stub.startCalls(granted.map((task) => startOf(task, 5_000)));
     await freshThreshold(stub);
     expect(await stub.hedgeCall(backupOf(granted[0] as ClaimedTask))).toEqual({ granted: false, reason: "kept_for_tail" });
