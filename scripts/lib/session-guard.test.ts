@@ -46,14 +46,19 @@ function longRunning(onTerm: string): { script: string; pidOf: () => Promise<num
   const dir = mkdtempSync(path.join(tmpdir(), "session-guard-"));
   dirs.push(dir);
   const file = path.join(dir, "pid");
-  const script = `require("node:fs").writeFileSync(${JSON.stringify(file)}, String(process.pid)); process.on("SIGTERM", () => { ${onTerm} }); setInterval(() => {}, 1000);`;
+  // The handler goes in before the pid is written: a test that signals as soon as it reads the pid
+  // must not find the command still without it (Node's default for SIGTERM is to die, code 143).
+  const script = `process.on("SIGTERM", () => { ${onTerm} }); require("node:fs").writeFileSync(${JSON.stringify(file)}, String(process.pid)); setInterval(() => {}, 1000);`;
   const pidOf = async () => {
     for (let i = 0; i < 100; i += 1) {
       try {
-        return Number(readFileSync(file, "utf8"));
+        // An empty read is the file between its creation and its write.
+        const pid = Number(readFileSync(file, "utf8"));
+        if (pid > 0) return pid;
       } catch {
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        // Not there yet.
       }
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
     throw new Error("the command never started");
   };
