@@ -1,8 +1,11 @@
 // A fast, well-spread 32-bit string hash for deterministic routing decisions. No I/O.
 
-/** FNV-1a over UTF-16 code units, finished with murmur3's avalanche so nearby strings spread. */
-export function hash32(text: string): number {
-  let h = 0x811c9dc5;
+/**
+ * FNV-1a over UTF-16 code units, finished with murmur3's avalanche so nearby strings spread.
+ * Another `seed` (FNV's offset basis by default) gives another, independent hash of the same text.
+ */
+export function hash32(text: string, seed = 0x811c9dc5): number {
+  let h = seed;
   for (let i = 0; i < text.length; i += 1) {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);

@@ -1,6 +1,7 @@
 // W3C Trace Context (www.w3.org/TR/trace-context/): the `traceparent` a swarm's trace travels in
 // across the queue, pull and executor hops, and the ids its spans carry. No I/O: random bytes
 // come from the caller (in a Worker, `(n) => crypto.getRandomValues(new Uint8Array(n))`).
+import { hash32 } from "./hash32.ts";
 
 /** A span's place in a trace: 32 and 16 lower-case hex digits, and whether the trace is sampled. */
 export interface SpanContext {
@@ -47,7 +48,7 @@ export function newSpanId(random: (bytes: number) => Uint8Array): string {
  */
 export function toAttemptSpanId(traceId: string, taskId: string, attempt: number): string {
   const text = `${traceId}\n${taskId}\n${attempt}`;
-  return nonZero(hex32(hashWithSeed(text, 0x811c9dc5)) + hex32(hashWithSeed(text, 0x050c5d1f)));
+  return nonZero(hex32(hash32(text)) + hex32(hash32(text, 0x050c5d1f)));
 }
 
 /**
@@ -65,20 +66,6 @@ export function isSampled(traceId: string, ratio: number): boolean {
   const thresholdHigh = Math.floor(threshold);
   if (high !== thresholdHigh) return high < thresholdHigh;
   return low < (threshold - thresholdHigh) * 2 ** 28;
-}
-
-function hashWithSeed(text: string, seed: number): number {
-  let h = seed;
-  for (let i = 0; i < text.length; i += 1) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }
 
 function hex32(n: number): string {
