@@ -180,16 +180,20 @@ export async function callWithPermit(
     });
     return { kind: "called", result };
   } finally {
-    const release: ReleaseRequest = {
-      permitId: permit.permitId,
-      // An HTTP error answered before generation bills nothing, and a call never made nothing at
-      // all: give its reservation back at once.
-      tokens: !called ? 0 : (result?.usage?.total_tokens ?? (result !== null && !result.ok && isUnbilledError(result.error.class) ? 0 : null)),
-      outcome: toPermitOutcome(result),
-      retryAfterMs: result === null || result.ok ? null : result.error.retryAfterMs,
-    };
-    await releasePermit(permit.keyId, release, ctx);
+    await releasePermit(permit.keyId, toReleaseRequest(permit.permitId, result, called), ctx);
   }
+}
+
+/** What a permit goes back with: the call's tokens and outcome (`called` false: it was never made). */
+function toReleaseRequest(permitId: string, result: ModelCallResult | null, called: boolean): ReleaseRequest {
+  return {
+    permitId,
+    // An HTTP error answered before generation bills nothing, and a call never made nothing at
+    // all: give its reservation back at once.
+    tokens: !called ? 0 : (result?.usage?.total_tokens ?? (result !== null && !result.ok && isUnbilledError(result.error.class) ? 0 : null)),
+    outcome: toPermitOutcome(result),
+    retryAfterMs: result === null || result.ok ? null : result.error.retryAfterMs,
+  };
 }
 
 /** How a call ended, as far as its key is concerned; null = the client threw. */
@@ -343,16 +347,7 @@ async function prepareBackup(
   }
   const releasePermitOf = async (result: ModelCallResult | null, called: boolean): Promise<void> => {
     if (permit === null) return;
-    await releasePermit(
-      permit.keyId,
-      {
-        permitId: permit.permitId,
-        tokens: !called ? 0 : (result?.usage?.total_tokens ?? (result !== null && !result.ok && isUnbilledError(result.error.class) ? 0 : null)),
-        outcome: toPermitOutcome(result),
-        retryAfterMs: result === null || result.ok ? null : result.error.retryAfterMs,
-      },
-      ctx,
-    );
+    await releasePermit(permit.keyId, toReleaseRequest(permit.permitId, result, called), ctx);
   };
   const slotted = await withHeaderSlot(request, ctx, now);
   if (slotted === null) {
