@@ -30,7 +30,10 @@ describe("fail fast, on the local stack", () => {
         type: "json_schema",
         json_schema: { name: "invoice", schema: { type: "object", properties: { total: { type: "number" } }, required: ["total"] } },
       },
-      limits: { concurrency: 8, max_output_tokens: 64, stop_after_failures: 20 },
+      // W = 4: one lane, so what is in flight when the streak trips (the window and the lane's standby
+      // tasks, which run on until the room's answer reaches it) is bounded; at W = 8 the first lanes
+      // held more standby tasks between them, and 24–52 tasks were called from run to run.
+      limits: { concurrency: 4, max_output_tokens: 64, stop_after_failures: 20 },
     });
     const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 120_000 });
     expect(status.state).toBe("completed_with_failures");
