@@ -64,7 +64,18 @@ export const ROOM_PULLS_PER_S = 400;
  * The longest the outcomes of a lane its header gate keeps small wait for company before its pull
  * (unless the room paces it slower): its standby tasks take the freed slots meanwhile.
  */
-export const SMALL_LANE_COALESCE_MAX_MS = 400;
+export const SMALL_LANE_COALESCE_MAX_MS = 1_000;
+
+/**
+ * How long a drained lane's outcomes wait for company: the room's view of a swarm's tail lags by
+ * this much at most (status counts, the live view), while its last outcome, and a task to retry,
+ * go at once. Lognormal calls (median 300 ms, p95 1.5 s) end one by one in a tail of seconds: at
+ * 100 ms each lane sent a pull for every outcome or two there.
+ */
+export const TAIL_COALESCE_MS = 2_000;
+
+/** The longest a wide lane's outcomes wait for company (10% of the mean call latency, up to this). */
+export const BASE_COALESCE_MAX_MS = 100;
 
 /** The least time between one lane's pulls so that `openLanes` lanes stay within ROOM_PULLS_PER_S together. */
 export function toPullPaceMs(openLanes: number): number {

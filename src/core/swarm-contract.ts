@@ -285,6 +285,11 @@ export interface PullResponse {
    */
   retire?: boolean;
   /**
+   * With `stop`, to a lane that runs and holds nothing: the room has closed its ticket, as the
+   * lane's final pull would have, so the lane ends without making one.
+   */
+  closed?: boolean;
+  /**
    * limits.hedge: a call still without its whole answer this long after it started may get a
    * backup (ask the room with hedgeCall). Absent: no backups now (off, spent, or too few calls yet).
    */

@@ -358,6 +358,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const retryInMs = dueRetryInMs === null ? windowFullWait : windowFullWait === null ? dueRetryInMs : Math.min(dueRetryInMs, windowFullWait);
       if (retire) this.tickets.retire(request.ticket, (request.running ?? 0) + (request.held?.length ?? 0));
       const stop = grant.granted.length === 0 && run.length === 0 && (finished || grant.blocked || (waiting === 0 && retryInMs === null));
+      // A lane told to stop that runs and holds nothing is done: its ticket closes with this answer
+      // rather than with one more (final) pull.
+      const closed = stop && !request.final && (request.running ?? 0) === 0 && (request.held?.length ?? 0) === 0;
+      if (closed) this.tickets.close(request.ticket, request.lane, request.seq);
       await this.planAlarm(after, now);
       // More tasks run than the window allows (it shrank): no standby task takes an ended one's place.
       // Nor after fail fast: the lane hands its standby tasks back, and they end skipped.
@@ -376,6 +380,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         transfer,
         ...(run.length > 0 ? { run } : {}),
         ...(retire ? { retire } : {}),
+        ...(closed ? { closed } : {}),
         paceMs,
         ...this.hedgeAfter(after, now),
       };

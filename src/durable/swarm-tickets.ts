@@ -109,6 +109,15 @@ export class SwarmTickets {
     return { delivered };
   }
 
+  /**
+   * The room told a lane that runs and holds nothing to stop: its ticket closes now, as its final
+   * pull would close it (that pull is not made). A late repeat of the pull opens it again (pulled).
+   */
+  close(id: string, lane: string | undefined, seq: number | undefined): void {
+    this.pulled(id, 0, 0, 0, true, "short");
+    this.rememberGrants(id, lane, seq, [], true);
+  }
+
   /** The grants of the lane's last answered pull if `seq` repeats it; else null. */
   repeatedGrants(id: string, lane: string | undefined, seq: number | undefined): ClaimedTask[] | null {
     if (lane === undefined || seq === undefined) return null;

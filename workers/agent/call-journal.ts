@@ -1,12 +1,15 @@
-// The invocation's call journal: each model call is sent to its SwarmRoom (recordCalls) within
-// CALL_FLUSH_MS of ending, so an invocation that dies mid-batch loses at most that much billed usage.
+// The invocation's call journal: each model call is sent to its SwarmRoom within a bounded time of
+// ending, by the lane's next pull or else by a recordCalls of its own, so an invocation that dies
+// mid-batch loses the exact usage of at most that much (those calls, noted before they were sent,
+// are still billed, at their estimate).
 import type { AgentCheckpoint, CallRecord, CallsReport, TaskReport } from "../../src/core/swarm-contract.ts";
 import type { SwarmRoomRpc, SwarmRooms } from "./swarm-rooms.ts";
 import { toErrorMessage } from "../../src/core/error-message.ts";
 
 /**
- * A swarm's journal flushes this long after its oldest unsent call ended, or after its previous
- * flush answered if that is later: never more often, and never more than one RPC in flight. It
+ * A swarm's journal flushes this long after its oldest unsent call ended (longer when its lane's
+ * pulls come less often: flushAfterMs), or after its previous flush answered if that is later:
+ * never more often, and never more than one RPC in flight. It
  * bounds what a crash (a deploy, a `wrangler dev` reload) loses from the ledger to the calls of the
  * last ~250 ms (plus one RPC in flight), while keeping the SwarmRoom's load at ≤ 4 recordCalls/s
  * per invocation and swarm instead of one RPC per call (a DO takes ~500–1,000 RPCs/s in all).
@@ -46,6 +49,8 @@ export interface CallJournal {
 export interface CallJournalDeps {
   rooms: SwarmRooms;
   schedule?: Schedule;
+  /** The clock the schedule runs on (default Date.now): a flush's wait is re-read when its timer fires. */
+  now?: () => number;
   /**
    * How long after its oldest unsent call a flush waits (default CALL_FLUSH_MS). A lane that the
    * room paces pulls slower than that (PullResponse.paceMs) raises it to its pace, so its pulls
@@ -80,12 +85,15 @@ interface SwarmJournal {
   /** Unsent checkpoints by task:attempt (the latest one only). */
   checkpoints: Map<string, PendingCheckpoint>;
   cancelTimer: (() => void) | null;
+  /** When the timer was armed for the oldest unsent call. */
+  armedAt: number;
   flushing: Promise<void> | null;
 }
 
 export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const schedule = deps.schedule ?? scheduleWithTimers;
   const flushAfterMs = deps.flushAfterMs ?? (() => CALL_FLUSH_MS);
+  const now = deps.now ?? Date.now;
   const swarms = new Map<string, SwarmJournal>();
   let stopped = false;
 
@@ -100,6 +108,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         sent: new Set(),
         checkpoints: new Map(),
         cancelTimer: null,
+        armedAt: 0,
         flushing: null,
       };
       swarms.set(swarmId, journal);
@@ -121,10 +130,21 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
    */
   function arm(journal: SwarmJournal): void {
     if (stopped || journal.cancelTimer !== null || journal.flushing !== null || (journal.pending.size === 0 && journal.checkpoints.size === 0)) return;
+    journal.armedAt = now();
+    wait(journal, flushAfterMs());
+  }
+
+  /**
+   * The wait is read again when the timer fires: it grows when the lane's pulls come less often
+   * (its outcomes wait longer for company), and the calls then wait for the pull that carries them.
+   */
+  function wait(journal: SwarmJournal, ms: number): void {
     journal.cancelTimer = schedule(() => {
       journal.cancelTimer = null;
-      void flush(journal);
-    }, flushAfterMs());
+      const left = journal.armedAt + flushAfterMs() - now();
+      if (left > 0) wait(journal, left);
+      else void flush(journal);
+    }, ms);
   }
 
   function disarm(journal: SwarmJournal): void {
@@ -209,7 +229,11 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         journal.pending.delete(key);
         journal.carried.add(key);
       }
-      if (journal.pending.size === 0) disarm(journal);
+      // The timer was armed for the oldest unsent call, which this record now carries: the calls
+      // left (ended while its outcome was still on its way) get a wait of their own, so the next
+      // pull, not a recordCalls of their own, carries them.
+      disarm(journal);
+      arm(journal);
       try {
         return await record();
       } catch (error) {

@@ -124,6 +124,7 @@ export function createInvocation(deps: LaneHostDeps, pool: TaskPool, lanes: numb
   const journal = createCallJournal({
     rooms: deps.rooms,
     ...(deps.schedule === undefined ? {} : { schedule: deps.schedule }),
+    now,
     tally,
     // A call's usage waits for its lane's pull, unless that pull is later than the journal's own flush.
     flushAfterMs: () => Math.max(CALL_FLUSH_MS, pace.ms + PULL_MARGIN_MS),

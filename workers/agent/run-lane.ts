@@ -4,7 +4,7 @@
 // sibling and no queue round trip happens per task. It stops pulling when the room says so, or
 // before its invocation's wall-time and CPU allowance, and records everything it started first.
 import { toCheckpoint } from "../../src/core/agent-conversation.ts";
-import { SMALL_LANE_COALESCE_MAX_MS, toLaneSlots, type LaneTiming } from "../../src/core/lane-sizing.ts";
+import { BASE_COALESCE_MAX_MS, SMALL_LANE_COALESCE_MAX_MS, TAIL_COALESCE_MS, toLaneSlots, type LaneTiming } from "../../src/core/lane-sizing.ts";
 import { freesSlot, standbyTarget } from "../../src/core/standby.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
 import {
@@ -104,9 +104,6 @@ export interface LaneContext {
   tracing?: LaneTracing | null;
 }
 
-/** How long a drained lane's outcomes wait for company (its last one then reaches the room that late at most). */
-const TAIL_COALESCE_MS = 100;
-
 /**
  * How long a retiring lane's outcomes wait for company: not long, since each slot it frees is one
  * the lanes that carry the swarm are waiting for (1,000 × 200 ms, W = 100, early headers: 0.96x the
@@ -185,6 +182,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   let seq = 1;
   const running = new Set<string>();
   const outbox: TaskReport[] = [];
+  /** When the oldest outcome in the outbox joined it: outcomes wait for company from then, not from the loop's turn. */
+  let outboxSince = 0;
   // Standby tasks (src/core/standby.ts): granted outside the window, each started the moment one
   // of this lane's tasks ends for good, in its place — no slot waits for a pull's round trip.
   const standby: { task: ClaimedTask; run: TaskRunConfig }[] = [];
@@ -368,6 +367,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
           trace?.end(report, ctx.now());
           countOutcome(ctx.tally, report);
           for (const call of report.calls) timing.add(call.ttfbMs ?? null, call.latencyMs);
+          if (outbox.length === 0) outboxSince = ctx.now();
           outbox.push(report);
           if (freesSlot(report.outcome)) promoteNext();
         },
@@ -518,6 +518,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         // Idle waits add up (a full window answers "soon" again and again): at most idleWaitMaxMs in a row.
         if (answer.stop || waitMs === null || idleMs + waitMs > ctx.idleWaitMaxMs || ctx.now() + waitMs >= ctx.pullUntil) {
           stop(answer.stop ? "swarm_done" : "idle");
+          // The room closed this lane with its answer: no final pull.
+          if (answer.closed === true) return { reached };
           continue;
         }
         idleMs += waitMs;
@@ -538,23 +540,27 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       // Woken to renew leases, with nothing to report: the pull is the heartbeat.
       if (outbox.length === 0) continue;
     }
-    // With nothing left to hand out (a swarm's tail), outcomes wait longer for company: no free
-    // slot waits for the pull, and the tail's calls, ending one by one, share pulls.
-    // A paced lane pulls no sooner than the room asked (its standby tasks cover the wait).
-    const paced = Math.max(0, paceMs - (ctx.now() - lastPullAt));
-    const ms = retiring
-      ? Math.max(ctx.coalesce.ms, paced, RETIRING_COALESCE_MS)
-      : drained || stopping
-        ? Math.max(ctx.coalesce.ms, TAIL_COALESCE_MS)
-        : Math.max(paced, coalesceMs(ctx.coalesce.ms, timing.current().latencyMs, laneShape()));
-    ctx.pace.ms = Math.max(paceMs, ms);
-    await coalesce(outbox, running, ctx, ms, untilWoken);
+    // Outcomes wait for company, counted from the oldest of them: the journal times its flush of
+    // their calls from then too (plus a margin), so the pull that carries them leaves first. With
+    // nothing left to hand out (a swarm's tail) they wait longer: no free slot waits for the pull,
+    // and the tail's calls, ending one by one, share pulls; but a task to retry does not wait, and
+    // a lane's last outcome never does (coalesce). A paced lane pulls no sooner than the room asked
+    // (its standby tasks cover the wait).
+    const tail = drained || stopping;
+    const company = retiring
+      ? Math.max(ctx.coalesce.ms, RETIRING_COALESCE_MS)
+      : tail
+        ? Math.max(ctx.coalesce.ms, outbox.every((report) => freesSlot(report.outcome)) ? TAIL_COALESCE_MS : 0)
+        : coalesceMs(ctx.coalesce.ms, timing.current().latencyMs, laneShape());
+    const paced = tail ? 0 : Math.max(0, paceMs - (ctx.now() - lastPullAt));
+    ctx.pace.ms = Math.max(paceMs, company);
+    await coalesce(outbox, running, ctx, Math.max(paced, company - (ctx.now() - outboxSince)), untilWoken);
   }
 }
 
 /**
  * How long outcomes wait for company: the setting, or 10% of the mean call latency when that is
- * longer (at most 50 ms). A freed slot does not wait for it: a standby task takes the slot at once
+ * longer (at most BASE_COALESCE_MAX_MS). A freed slot does not wait for it: a standby task takes the slot at once
  * (src/core/standby.ts), and standbyTarget counts this wait in the refill it covers. What waits is
  * the room's view of the outcomes. Fewer, fuller pulls cost both workerds less (each pull crosses
  * from the agent's to the orchestrator's locally): at 3,000 × 200 ms, W = 100, 0.068 pulls a task
@@ -562,12 +568,16 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
  */
 export function coalesceMs(settingMs: number, meanLatencyMs: number | null, lane?: LaneShape): number {
   if (settingMs <= 0) return settingMs;
-  const base = Math.max(settingMs, Math.min(50, Math.round((meanLatencyMs ?? 0) * 0.1)));
-  if (lane === undefined || meanLatencyMs === null || lane.slots >= Math.min(lane.outcomes, lane.concurrency) || lane.running <= 0) return base;
-  // A lane its header gate keeps small (a header-bound executor carries 6 calls) would send a pull
-  // for every outcome or two: it waits for about two slots' worth of outcomes, at most
+  const base = Math.max(settingMs, Math.min(BASE_COALESCE_MAX_MS, Math.round((meanLatencyMs ?? 0) * 0.1)));
+  // What the lane carries: its slots, or fewer when the room spreads the window over more lanes
+  // (the first lanes, before timing shows that headers come early).
+  if (lane === undefined || meanLatencyMs === null || lane.running <= 0) return base;
+  const carried = Math.min(lane.slots, lane.running);
+  if (carried >= Math.min(lane.outcomes, lane.concurrency)) return base;
+  // A small lane (a header-bound executor carries 6 calls) would send a pull for every outcome or
+  // two: it waits for about two carried tasks' worth of outcomes, at most
   // SMALL_LANE_COALESCE_MAX_MS. Its standby tasks take the freed slots meanwhile.
-  const target = Math.min(lane.outcomes, 2 * lane.slots);
+  const target = Math.min(lane.outcomes, 2 * carried);
   return Math.round(Math.max(base, Math.min(SMALL_LANE_COALESCE_MAX_MS, (target * meanLatencyMs) / lane.running)));
 }
 

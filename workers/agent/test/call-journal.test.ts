@@ -137,10 +137,11 @@ describe("call journal in consumeTasks", () => {
     // The first pull (the grants) answers; every pull after it fails.
     a.failPull = (n) => n >= 2;
     const journaledWhileT3Ran: string[][] = [];
-    // t1 and t2 take 100 ms each; t3 runs 1 s (long enough for a flush), then the client throws.
+    // t1 and t2 take 100 ms each; t3 runs 3 s (long enough for a flush: the swarm has nothing
+    // left to hand out, so the journal waits for the tail's pulls, up to 2 s), then the client throws.
     const model = fakeModel(0, (request) => {
       if (promptOf(request) === "prompt of t3") {
-        timers.advance(1_000);
+        timers.advance(3_000);
         journaledWhileT3Ran.push(a.journaledCallIds());
         throw new Error("unexpected bug in the agent loop");
       }
@@ -231,7 +232,7 @@ describe("createCallJournal", () => {
     const timers = fakeTimers();
     const a = new FakeRoom("sw_a", { clock: timers.now });
     const tally = { callFlushes: 0, callFlushErrors: 0 };
-    const journal = createCallJournal({ rooms: roomsOf(a), schedule: timers.schedule, tally });
+    const journal = createCallJournal({ rooms: roomsOf(a), schedule: timers.schedule, now: timers.now, tally });
     journal.append("sw_a", callReport("t1"));
     journal.append("sw_a", callReport("t2"));
     expect(timers.armed()).toBe(1);
@@ -247,7 +248,7 @@ describe("createCallJournal", () => {
     const a = new FakeRoom("sw_a", { clock: timers.now });
     a.recordCallsFailures = 1;
     const tally = { callFlushes: 0, callFlushErrors: 0 };
-    const journal = createCallJournal({ rooms: roomsOf(a), schedule: timers.schedule, tally });
+    const journal = createCallJournal({ rooms: roomsOf(a), schedule: timers.schedule, now: timers.now, tally });
     journal.append("sw_a", callReport("t1"));
     timers.advance(CALL_FLUSH_MS);
     // The flush is in flight (it will fail) while the record carries t1.

@@ -94,8 +94,9 @@ describe("consumeTasks with a fake SwarmRoom: one lane per ticket", () => {
     });
     expect(model.requests.map((r) => promptOf(r)).sort()).toEqual(["prompt of t1", "prompt of t2"]);
     expect(new Set(a.pulls.map((p) => p.ticket))).toEqual(new Set(["tk1"]));
-    // One lane: one first pull, one final pull.
-    expect(a.pulls.filter((p) => p.final)).toHaveLength(1);
+    // One lane: one first pull, and one the room answers by closing the lane (no final pull).
+    expect(a.pulls.filter((p) => p.final)).toHaveLength(0);
+    expect(a.answers.filter((answer) => answer.closed === true)).toHaveLength(1);
     expect(result.explicitAcks.sort()).toEqual(["m1", "m2"]);
   });
 
@@ -140,7 +141,9 @@ describe("consumeTasks with a fake SwarmRoom: one lane per ticket", () => {
       // it runs now (nothing yet: the room gives standby tasks with window tasks only).
       standby: 3,
     });
-    expect(a.pulls.at(-1)).toMatchObject({ ticket: "tk1", want: 0, final: true });
+    // Its last pull reports t1's end; the room answers stop and closes the lane (no final pull).
+    expect(a.pulls.at(-1)).toMatchObject({ ticket: "tk1", final: false, reports: [expect.objectContaining({ taskId: "t1" })] });
+    expect(a.answers.at(-1)).toMatchObject({ stop: true, closed: true });
     // One lane: one name; each answered pull moves its number on.
     expect(new Set(a.pulls.map((p) => p.lane)).size).toBe(1);
     expect(a.pulls.map((p) => p.seq)).toEqual(a.pulls.map((_p, i) => i + 1));

@@ -199,6 +199,8 @@ export class FakeRoom implements SwarmRoomRpc {
     const waiting = this.count("pending") + this.count("retry_wait");
     const stop = granted.length === 0 && run.length === 0 && (finished || blocked || (waiting === 0 && retryInMs === null));
     const transfer = !finished && this.inWindow() <= this.window;
+    const closed = stop && !request.final && (request.running ?? 0) === 0 && (request.held?.length ?? 0) === 0;
+    if (closed) this.closedTickets.add(request.ticket);
     const answer: PullResponse = {
       config: this.config,
       granted,
@@ -209,6 +211,7 @@ export class FakeRoom implements SwarmRoomRpc {
       renewed,
       transfer,
       ...(run.length > 0 ? { run } : {}),
+      ...(closed ? { closed } : {}),
       ...(this.hedge !== null && !finished && this.hedgeStarts.length < this.hedge.limit ? { hedgeAfterMs: this.hedge.afterMs } : {}),
     };
     this.answers.push(answer);

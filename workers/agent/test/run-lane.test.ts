@@ -2,7 +2,7 @@
 // SwarmRoom (auxiliary orchestrator Worker) and the mock model: duplicate tickets, a consumer that
 // dies mid-pull, pulls that fail, a cancel while a lane runs, coalescing, and a lane that stops
 // before its invocation's limits. Fake rooms and clocks where a fault must come on cue.
-import { coalesceMs } from "../run-lane.ts";
+import { coalesceMs, type LaneShape } from "../run-lane.ts";
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -700,14 +700,20 @@ describe("a lane stops before its invocation's limits", () => {
 });
 
 describe("how long outcomes wait for company", () => {
-  it.each([
-    ["no timing yet: the setting", 5, null, 5],
-    ["200 ms calls: 10% is 20 ms", 5, 200, 20],
-    ["fast calls: the setting", 5, 40, 5],
-    ["480 ms calls: 48 ms", 5, 480, 48],
-    ["10 s calls: at most 50 ms", 5, 10_000, 50],
-    ["a setting of 0 (tests): 0", 0, 10_000, 0],
-  ])("%s", (_label, setting, latency, expected) => {
-    expect(coalesceMs(setting, latency)).toBe(expected);
+  const lane = (slots: number, running: number): LaneShape => ({ slots, concurrency: 128, running, outcomes: 32 });
+  it.each<[string, number, number | null, LaneShape | undefined, number]>([
+    ["no timing yet: the setting", 5, null, undefined, 5],
+    ["200 ms calls: 10% is 20 ms", 5, 200, undefined, 20],
+    ["fast calls: the setting", 5, 40, undefined, 5],
+    ["480 ms calls: 48 ms", 5, 480, undefined, 48],
+    ["10 s calls: at most 100 ms", 5, 10_000, undefined, 100],
+    ["a setting of 0 (tests): 0", 0, 10_000, undefined, 0],
+    ["a header-bound lane (6 slots, 6 running), 200 ms calls: two slots' worth, 400 ms", 5, 200, lane(6, 6), 400],
+    ["a header-bound lane, 666 ms calls (lognormal 300/1500 with headers at the end): at most 1 s", 5, 666, lane(6, 6), 1_000],
+    ["a wide lane the room spreads thin (6 of 128 slots running), 480 ms calls: 960 ms", 5, 480, lane(128, 6), 960],
+    ["a wide lane carrying 40: the base", 5, 480, lane(128, 40), 48],
+    ["a lane with nothing running: the base", 5, 480, lane(6, 0), 48],
+  ])("%s", (_label, setting, latency, shape, expected) => {
+    expect(coalesceMs(setting, latency, shape)).toBe(expected);
   });
 });

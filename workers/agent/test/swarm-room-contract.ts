@@ -244,6 +244,27 @@ export function describeSwarmRoomContract(name: string, subject: SwarmRoomContra
       expect(done.retryInMs).toBeNull();
     });
 
+    it("closes a lane it tells to stop when the lane runs and holds nothing (no final pull needed), and not one that still runs a task", async () => {
+      const swarm = await subject.start({ tasks: 2, window: 2, maxAttempts: 3 });
+      const first = newTicket();
+      const second = newTicket();
+      const [a] = (await swarm.room.pull(pullOf(first, 1))).granted;
+      const [b] = (await swarm.room.pull(pullOf(second, 1))).granted;
+      if (a === undefined || b === undefined) throw new Error("nothing granted");
+
+      // Nothing left to hand out, but the second lane still runs b: it is told to stop, not closed.
+      const stillRunning = await swarm.room.pull(pullOf(second, 0, [], { running: 1 }));
+      expect(stillRunning.stop).toBe(true);
+      expect(stillRunning.closed).toBeUndefined();
+
+      const done = await swarm.room.pull(pullOf(first, 1, [succeeded(a)]));
+      expect(done.stop).toBe(true);
+      expect(done.closed).toBe(true);
+      // A final pull is never answered `closed`: it closes the lane itself.
+      const final = await swarm.room.pull(pullOf(second, 0, [succeeded(b)], { final: true }));
+      expect(final.closed).toBeUndefined();
+    });
+
     it("after a cancel hands out nothing and says stop, still records a running task's outcome, and ends the rest cancelled", async () => {
       const swarm = await subject.start({ tasks: 3, window: 3, maxAttempts: 3 });
       const ticket = newTicket();
