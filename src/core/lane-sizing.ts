@@ -74,6 +74,13 @@ export const SMALL_LANE_COALESCE_MAX_MS = 1_000;
  */
 export const TAIL_COALESCE_MS = 2_000;
 
+/**
+ * The same wait while the swarm hedges (backups remain): the room's latency percentile counts a
+ * call it has not heard the end of as still running, so outcomes held for 2 s would raise the
+ * delay and starve the tail of the backups it is for.
+ */
+export const HEDGING_TAIL_COALESCE_MS = 100;
+
 /** The longest a wide lane's outcomes wait for company (10% of the mean call latency, up to this). */
 export const BASE_COALESCE_MAX_MS = 100;
 

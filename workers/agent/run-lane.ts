@@ -4,7 +4,14 @@
 // sibling and no queue round trip happens per task. It stops pulling when the room says so, or
 // before its invocation's wall-time and CPU allowance, and records everything it started first.
 import { toCheckpoint } from "../../src/core/agent-conversation.ts";
-import { BASE_COALESCE_MAX_MS, SMALL_LANE_COALESCE_MAX_MS, TAIL_COALESCE_MS, toLaneSlots, type LaneTiming } from "../../src/core/lane-sizing.ts";
+import {
+  BASE_COALESCE_MAX_MS,
+  HEDGING_TAIL_COALESCE_MS,
+  SMALL_LANE_COALESCE_MAX_MS,
+  TAIL_COALESCE_MS,
+  toLaneSlots,
+  type LaneTiming,
+} from "../../src/core/lane-sizing.ts";
 import { freesSlot, standbyTarget } from "../../src/core/standby.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
 import {
@@ -550,7 +557,10 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     const company = retiring
       ? Math.max(ctx.coalesce.ms, RETIRING_COALESCE_MS)
       : tail
-        ? Math.max(ctx.coalesce.ms, outbox.every((report) => freesSlot(report.outcome)) ? TAIL_COALESCE_MS : 0)
+        ? Math.max(
+            ctx.coalesce.ms,
+            outbox.every((report) => freesSlot(report.outcome)) ? (hedgeAfterMs === null ? TAIL_COALESCE_MS : HEDGING_TAIL_COALESCE_MS) : 0,
+          )
         : coalesceMs(ctx.coalesce.ms, timing.current().latencyMs, laneShape());
     const paced = tail ? 0 : Math.max(0, paceMs - (ctx.now() - lastPullAt));
     ctx.pace.ms = Math.max(paceMs, company);
