@@ -27,6 +27,7 @@ import { breakdownPerfScript, formatPerfBreakdown, splitPerfScriptByPid } from "
 import { startPerfRecord } from "./lib/perf-record.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./lib/otlp-receiver.ts";
 import { compareTracedRounds, formatTraceComparison, type TracedRound } from "./lib/trace-comparison.ts";
+import { measureTracePathCpu } from "./lib/trace-path-cost.ts";
 import { sumChatSpans } from "./lib/span-tree.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
 import { machineCeiling } from "./lib/machine-ceiling.ts";
@@ -130,6 +131,7 @@ const WARMUP_TASKS = 20;
 /** --trace: swarms of each side by default, and the target of issue "Traces where teams already look". */
 const TRACE_ROUNDS = 8;
 const TRACE_CPU_TARGET = 1.05;
+const TRACE_PATH_ROUNDS = 15;
 /**
  * --trace: the room's trace-id ratio sampler (src/core/trace-context.ts, isSampled) decides per swarm,
  * so which swarms are traced is a coin flip the bench does not steer, and no engine code knows it is
@@ -473,6 +475,13 @@ async function runTraceComparison(mock: MockModelHandle, receiver: OtlpReceiver)
   console.log(`tracing on/off, ${count(true)} traced and ${count(false)} untraced swarms of ${tasks} tasks (workerd CPU, both processes):`);
   if (comparison === null) console.log("  no comparison: a side has no swarm (or no CPU figure)");
   else for (const line of formatTraceComparison(comparison, TRACE_CPU_TARGET)) console.log(line);
+  // The traced path's JavaScript alone, steadier than the swarms' figures (lib/trace-path-cost.ts).
+  const path = measureTracePathCpu(tasks, TRACE_PATH_ROUNDS);
+  const share =
+    comparison === null ? "" : ` = ${((100 * (path.buildUs + path.encodeUs)) / 1_000 / comparison.untracedMedian).toFixed(2)}% of the untraced median`;
+  console.log(
+    `  the traced path alone (its spans built and encoded in this process, Node's V8, median of ${TRACE_PATH_ROUNDS} rounds of ${tasks} tasks): build ${path.buildUs.toFixed(1)} µs + encode ${path.encodeUs.toFixed(1)} µs a task${share}; ${path.bytesPerTask.toFixed(0)} protobuf bytes a task (the post itself is in the swarms' figures only)`,
+  );
 }
 
 function label(s: string): string {

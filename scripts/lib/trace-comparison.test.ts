@@ -23,11 +23,20 @@ describe("pairing swarms that ran next to each other", () => {
       ],
     ],
     [
-      "a run of one side waits for the other's, oldest first",
+      "runs of each side pair from the middle out, as brackets do",
       [on(1), on(3), off(2), off(4)],
       [
-        [1, 2],
-        [3, 4],
+        [3, 2],
+        [1, 4],
+      ],
+    ],
+    [
+      "a swarm pairs with the latest waiting one, not an older one",
+      [on(1), on(3), off(2), on(5), off(4), off(6)],
+      [
+        [3, 2],
+        [5, 4],
+        [1, 6],
       ],
     ],
     ["an odd one out stays unpaired", [on(1), off(2), on(3)], [[1, 2]]],

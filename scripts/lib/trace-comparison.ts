@@ -66,16 +66,17 @@ export function compareTracedRounds(rounds: readonly TracedRound[], options: Com
 }
 
 /**
- * Each swarm with the nearest unpaired one of the other side, in the order they ran (the oldest
- * waiting first): a pair's two swarms ran close in time, so the machine's load moved less between
- * them than across the whole bench. Returns [traced, untraced] pairs.
+ * Each swarm with the latest unpaired one of the other side before it, as brackets pair (a run of
+ * one side, then of the other, pairs from the middle out): the matching of the two sides with the
+ * least time between pairs' swarms in all, so the machine's load moved less within a pair than
+ * across the bench. Returns [traced, untraced] pairs.
  */
 export function pairNeighbours(rounds: readonly TracedRound[]): Array<[TracedRound, TracedRound]> {
   const waiting: { traced: TracedRound[]; untraced: TracedRound[] } = { traced: [], untraced: [] };
   const pairs: Array<[TracedRound, TracedRound]> = [];
   for (const round of rounds) {
     const other = round.traced ? waiting.untraced : waiting.traced;
-    const partner = other.shift();
+    const partner = other.pop();
     if (partner === undefined) (round.traced ? waiting.traced : waiting.untraced).push(round);
     else pairs.push(round.traced ? [round, partner] : [partner, round]);
   }
