@@ -26,7 +26,7 @@ import { findWorkerdInspectors, startWorkerdProfiles, writeProfiles, type Worker
 import { breakdownPerfScript, formatPerfBreakdown, splitPerfScriptByPid } from "./lib/perf-breakdown.ts";
 import { startPerfRecord } from "./lib/perf-record.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./lib/otlp-receiver.ts";
-import { compareTracedRounds, formatTraceComparison, type TracedRound } from "./lib/trace-comparison.ts";
+import { compareTracedRounds, formatTraceComparison, formatTracedSwarm, type TracedRound } from "./lib/trace-comparison.ts";
 import { measureTracePathCpu } from "./lib/trace-path-cost.ts";
 import { sumChatSpans } from "./lib/span-tree.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
@@ -467,7 +467,7 @@ async function runTraceComparison(mock: MockModelHandle, receiver: OtlpReceiver)
     const ledgerCalls = usage.calls - (usage.estimated_calls ?? 0);
     const traced = spans.length > 0;
     console.log(
-      `swarm ${swarm} ${traced ? "TRACED" : "untraced"}: cpu/task=${run.cpuPerTask?.toFixed(3) ?? "n/a"} ms spans=${spans.length} chat=${chat.calls} (ledger ${ledgerCalls}${traced && chat.calls !== ledgerCalls ? ": SPANS MISSING" : ""}) roots=${spans.filter((span) => span.parentSpanId === null).length} settled ${run.settledS?.toFixed(2) ?? "n/a"} s after the end`,
+      `${formatTracedSwarm(swarm, traced, run.cpuPerTask)} spans=${spans.length} chat=${chat.calls} (ledger ${ledgerCalls}${traced && chat.calls !== ledgerCalls ? ": SPANS MISSING" : ""}) roots=${spans.filter((span) => span.parentSpanId === null).length} settled ${run.settledS?.toFixed(2) ?? "n/a"} s after the end`,
     );
     if (run.cpuPerTask !== null) measured.push({ traced, cpuPerTask: run.cpuPerTask });
   }

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { bootstrap, compareTracedRounds, formatTraceComparison, pairNeighbours, type TracedRound } from "./trace-comparison.ts";
+import {
+  bootstrap,
+  compareTracedRounds,
+  compareTracedRuns,
+  formatTraceComparison,
+  formatTracedSwarm,
+  pairNeighbours,
+  parseTracedRounds,
+  type TracedRound,
+} from "./trace-comparison.ts";
 
 const on = (cpuPerTask: number): TracedRound => ({ traced: true, cpuPerTask });
 const off = (cpuPerTask: number): TracedRound => ({ traced: false, cpuPerTask });
@@ -144,5 +153,32 @@ describe("comparing traced and untraced swarms against the target", () => {
       "  neighbouring pairs traced/untraced: 1.000x 1.000x; geometric mean 1.000x (bootstrap 90% interval 1.000x–1.000x), lowest–highest 1.000x–1.000x",
       "  target ≤ 1.05x: shown: the whole paired interval is at or below 1.05x",
     ]);
+  });
+});
+
+describe("a saved --trace output, read back", () => {
+  it("gives the measured swarms in the order run, as the bench printed them", () => {
+    const text = [
+      "warm-up (not in the figures; …): n=20 ok=20",
+      `${formatTracedSwarm(1, true, 2.41)} spans=2001 chat=1000 (ledger 1000) roots=1 settled 0.55 s after the end`,
+      "n=1000 ok=1000 err=0 wall=4.1 s",
+      `${formatTracedSwarm(2, false, 2.3)} spans=0 chat=0 (ledger 1000) roots=0 settled 0.60 s after the end`,
+      `${formatTracedSwarm(3, false, null)} spans=0`,
+      "swarm 4:",
+    ].join("\n");
+    expect(parseTracedRounds(text)).toEqual([on(2.41), off(2.3)]);
+  });
+
+  it("pairs each run's swarms within that run, never across two", () => {
+    // Run 1 ends on a traced swarm and run 2 starts untraced: they are not a pair.
+    const comparison = compareTracedRuns(
+      [
+        [off(2.0), on(2.2), on(9.0)],
+        [off(1.0), on(1.1)],
+      ],
+      { target: 1.05 },
+    );
+    expect(comparison?.pairRatios.map((r) => Number(r.toFixed(6)))).toEqual([1.1, 1.1]);
+    expect(comparison).toMatchObject({ traced: [2.2, 9.0, 1.1], untraced: [2.0, 1.0] });
   });
 });

@@ -50,14 +50,23 @@ export interface CompareOptions {
 
 /** Null until each side has a round with CPU above zero. */
 export function compareTracedRounds(rounds: readonly TracedRound[], options: CompareOptions): TraceComparison | null {
-  const measured = rounds.filter((r) => r.cpuPerTask > 0);
+  return compareTracedRuns([rounds], options);
+}
+
+/**
+ * Several benches' swarms together (`npm run bench:trace-logs`): each side's swarms of every run,
+ * and the pairs of each run (a pair never spans two runs).
+ */
+export function compareTracedRuns(runs: ReadonlyArray<readonly TracedRound[]>, options: CompareOptions): TraceComparison | null {
+  const measuredRuns = runs.map((rounds) => rounds.filter((r) => r.cpuPerTask > 0));
+  const measured = measuredRuns.flat();
   const traced = measured.filter((r) => r.traced).map((r) => r.cpuPerTask);
   const untraced = measured.filter((r) => !r.traced).map((r) => r.cpuPerTask);
   if (traced.length === 0 || untraced.length === 0) return null;
   const tracedMedian = medianOf(traced);
   const untracedMedian = medianOf(untraced);
   const interval = bootstrap(options, [traced, untraced], ([on, off]) => medianOf(on ?? []) / medianOf(off ?? []));
-  const pairRatios = pairNeighbours(measured).map(([on, off]) => on.cpuPerTask / off.cpuPerTask);
+  const pairRatios = measuredRuns.flatMap((rounds) => pairNeighbours(rounds)).map(([on, off]) => on.cpuPerTask / off.cpuPerTask);
   const paired =
     pairRatios.length < 2 ? null : { ratio: geometricMeanOf(pairRatios), interval: bootstrap(options, [pairRatios], ([r]) => geometricMeanOf(r ?? [])) };
   const { low, high } = (paired ?? { interval }).interval;
@@ -97,6 +106,19 @@ export function bootstrap(options: CompareOptions, samples: ReadonlyArray<readon
   figures.sort((a, b) => a - b);
   const at = (share: number): number => figures[Math.min(figures.length - 1, Math.max(0, Math.floor(share * figures.length)))] ?? Number.NaN;
   return { low: at((1 - level) / 2), high: at(1 - (1 - level) / 2), level };
+}
+
+/** The bench's line of one measured swarm (parseTracedRounds reads it back from a saved log). */
+export function formatTracedSwarm(swarm: number, traced: boolean, cpuPerTask: number | null): string {
+  return `swarm ${swarm} ${traced ? "TRACED" : "untraced"}: cpu/task=${cpuPerTask?.toFixed(3) ?? "n/a"} ms`;
+}
+
+/** The measured swarms of a saved `npm run bench -- --trace` output, in the order run. */
+export function parseTracedRounds(text: string): TracedRound[] {
+  return [...text.matchAll(/^swarm \d+ (TRACED|untraced): cpu\/task=(\d+(?:\.\d+)?) ms/gm)].map((match) => ({
+    traced: match[1] === "TRACED",
+    cpuPerTask: Number(match[2]),
+  }));
 }
 
 /** The lines the bench prints. */
