@@ -14,7 +14,8 @@ if (files.length === 0) {
   process.exit(2);
 }
 const runs = files.map((file) => ({ file, rounds: parseTracedRounds(readFileSync(file, "utf8")) }));
-for (const { file, rounds } of [...runs, { file: `all ${files.length} runs`, rounds: null }]) {
+const pooled = files.length > 1 ? [{ file: `all ${files.length} runs`, rounds: null }] : [];
+for (const { file, rounds } of [...runs, ...pooled]) {
   const comparison = compareTracedRuns(rounds === null ? runs.map((run) => run.rounds) : [rounds], { target: TARGET });
   console.log(`${file}:`);
   if (comparison === null) console.log("  no comparison: a side has no swarm");
