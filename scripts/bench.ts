@@ -25,7 +25,9 @@ import { runPoolChild } from "./lib/promise-pool-baseline.ts";
 import { findWorkerdInspectors, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
 import { breakdownPerfScript, formatPerfBreakdown, splitPerfScriptByPid } from "./lib/perf-breakdown.ts";
 import { startPerfRecord } from "./lib/perf-record.ts";
-import { startOtlpReceiver } from "./lib/otlp-receiver.ts";
+import { startOtlpReceiver, type OtlpReceiver } from "./lib/otlp-receiver.ts";
+import { compareTracedRounds, formatTraceComparison, formatTracedSwarm, type TracedRound } from "./lib/trace-comparison.ts";
+import { measureTracePathCpu } from "./lib/trace-path-cost.ts";
 import { sumChatSpans } from "./lib/span-tree.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
 import { machineCeiling } from "./lib/machine-ceiling.ts";
@@ -66,7 +68,7 @@ const program = new Command("npm run bench --")
   .option("--workerd-perf", "Linux perf over workerd's native stacks")
   .option(
     "--trace",
-    "both Workers export OpenTelemetry traces (protobuf) to a receiver in this process; prints the spans it got (run with and without to compare cpu/task)",
+    "tracing on and off in one stack: both Workers export OpenTelemetry traces (protobuf) to a receiver in this process, the room traces half the swarms (OTEL_TRACES_SAMPLER_ARG=0.5), and swarms run until --rounds of each side have (default 8); prints each one's cpu/task, each side's median, their ratio and its interval (edgeswarm only)",
   )
   .showHelpAfterError()
   .exitOverride();
@@ -126,6 +128,23 @@ const CORES = availableParallelism();
 const STATUS_POLL_MS = 1_000;
 /** Tasks of the warm-up swarm that runs before the measured one (--no-warmup: none). */
 const WARMUP_TASKS = 20;
+/** --trace: swarms of each side by default, and the target of issue "Traces where teams already look". */
+const TRACE_ROUNDS = 8;
+const TRACE_CPU_TARGET = 1.05;
+const TRACE_PATH_ROUNDS = 15;
+/**
+ * --trace: the room's trace-id ratio sampler (src/core/trace-context.ts, isSampled) decides per swarm,
+ * so which swarms are traced is a coin flip the bench does not steer, and no engine code knows it is
+ * benched. OTEL_TRACES_SAMPLER_ARG in the environment overrides it (1: every swarm traced, to profile).
+ */
+const TRACE_SAMPLE_RATIO = process.env.OTEL_TRACES_SAMPLER_ARG ?? "0.5";
+
+/** --trace: how often, and how little, workerd's CPU is read for waitForQuietWorkerd: one clock tick (10 ms) or less in 250 ms. */
+const QUIET_SAMPLE_MS = 250;
+const QUIET_CPU_MS = 10;
+const QUIET_MAX_MS = 10_000;
+// The swarm status's calls less those the room estimated: the chat spans a traced swarm must have.
+const LedgerCallsSchema = z.looseObject({ usage: z.looseObject({ calls: z.number(), estimated_calls: z.number().optional() }) });
 
 // Every workload twice by default: the same swarm costs very different connection budgets when the
 // upstream sends its headers at once (streaming, a short first token) and when they come with the
@@ -154,7 +173,8 @@ const sharedPrefixChars = readIntOption("shared-prefix", values.sharedPrefix, 0,
 /** --shared-prefix: the system prompt both runners send with every task (null: none). */
 const sharedSystem = sharedPrefixChars === 0 ? null : toSharedSystem(sharedPrefixChars);
 const seed = readIntOption("seed", values.seed, 0, 2 ** 31);
-const rounds = readIntOption("rounds", values.rounds, 1, 20);
+// --trace: a side's rounds are 8 unless --rounds says otherwise (a 5% difference needs several).
+const rounds = values.trace && program.getOptionValueSource("rounds") === "default" ? TRACE_ROUNDS : readIntOption("rounds", values.rounds, 1, 20);
 const latency = parseLatency(values.latency);
 if (!latency.ok) {
   console.error(`--latency: ${latency.error} (want MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95)`);
@@ -178,7 +198,7 @@ const callsPerTask = toolTurns + 1;
 const meanMs = meanLatencyMs(latency.value, ttfb);
 // The throughput bound: each task holds its window slot for its T+1 calls, one after another.
 const idealS = (tasks * callsPerTask * meanMs) / concurrency / 1_000;
-const runBaseline = values.baseline && toolTurns === 0;
+const runBaseline = values.baseline && toolTurns === 0 && !values.trace;
 // --pool-cpu-prof: the baseline runs under Node's --cpu-prof, and the bench prints where its CPU went.
 const poolProfileDir = values.poolCpuProf ? path.join(ROOT, ".tmp", "pool-cpu-prof") : undefined;
 
@@ -205,7 +225,7 @@ const stack = await startStack({
   apiToken: generateToken(),
   mock: scenario,
   persistTo,
-  ...(traceReceiver === null ? {} : { otel: { OTEL_EXPORTER_OTLP_ENDPOINT: traceReceiver.url } }),
+  ...(traceReceiver === null ? {} : { otel: { OTEL_EXPORTER_OTLP_ENDPOINT: traceReceiver.url, OTEL_TRACES_SAMPLER_ARG: TRACE_SAMPLE_RATIO } }),
   agentVars: { UPSTREAM_HEADER_SLOTS: values.gate ? String(HEADER_SLOTS_PER_INVOCATION) : "0" },
   // --one-process: both Workers in one wrangler dev, so on one workerd thread (the stack before
   // each Worker had a process of its own), to compare.
@@ -224,23 +244,28 @@ try {
   // its client: a small swarm first starts the isolates (the first batch builds the gateway and its
   // SDK clients), the local Queue and D1. Each swarm still gets a SwarmRoom of its own, as ever.
   let warmed = !values.warmup;
+  const warmUp = async (): Promise<void> => {
+    const { id } = await submitSwarm(stack.url, stack.token, { ...swarmSpec(WARMUP_TASKS, "warm-up"), name: "bench warm-up" });
+    const warm = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 600_000, pollMs: 100 });
+    console.log(`warm-up (not in the figures; --no-warmup measures a cold stack): ${formatSummary(warm)}`);
+    warmed = true;
+  };
+  if (traceReceiver !== null) {
+    if (!warmed) await warmUp();
+    await runTraceComparison(mock, traceReceiver);
+  }
   const results: Array<{ base: RunFigures | null; edgeswarm: RunFigures }> = [];
-  for (let round = 1; round <= rounds; round += 1) {
+  for (let round = 1; round <= (traceReceiver === null ? rounds : 0); round += 1) {
     if (rounds > 1) console.log(`round ${round} of ${rounds}:`);
     // The profiles are of the first round only.
     const profile = round === 1;
     const base = runBaseline ? await runBaselineOnce(mock, profile) : null;
-    if (!warmed) {
-      const { id } = await submitSwarm(stack.url, stack.token, { ...swarmSpec(WARMUP_TASKS, "warm-up"), name: "bench warm-up" });
-      const warm = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 600_000, pollMs: 100 });
-      console.log(`warm-up (not in the figures; --no-warmup measures a cold stack): ${formatSummary(warm)}`);
-      warmed = true;
-    }
+    if (!warmed) await warmUp();
     const edgeswarm = await runEdgeswarmOnce(mock, round, profile);
     printRun(base, edgeswarm);
     results.push({ base, edgeswarm });
   }
-  if (rounds > 1) printMedians(results);
+  if (results.length > 1) printMedians(results);
   if (traceReceiver !== null) printTraces(traceReceiver.spans());
 } finally {
   if (values.stackLog !== undefined) await writeFile(values.stackLog, stack.output());
@@ -296,8 +321,18 @@ async function runBaselineOnce(mock: MockModelHandle, profile: boolean): Promise
   return figures;
 }
 
-/** One swarm of the workload on the running stack (a SwarmRoom of its own), with its summary lines. */
-async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: boolean): Promise<RunFigures> {
+/**
+ * One swarm of the workload on the running stack (a SwarmRoom of its own), with its summary lines.
+ * `settle`: the CPU is read once workerd is quiet after the end (waitForQuietWorkerd), not when the
+ * status first says it ended, so what a swarm does after its end (a lane's last span export, the
+ * room's root span) is its own and not the next swarm's.
+ */
+async function runEdgeswarmOnce(
+  mock: MockModelHandle,
+  round: number,
+  profile: boolean,
+  options: { settle?: boolean; label?: string } = {},
+): Promise<RunFigures & { swarmId: string; status: SwarmStatusBody; settledS: number | null }> {
   const sampler = startRun(mock);
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
   const workerdProfiles = profile && values.workerdCpuProf ? await startAllProfiles(stack.sessionPids, stack.inspectorPort) : null;
@@ -314,11 +349,12 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
       : null;
   if (perf !== null && !perf.ok) console.log(`note: --workerd-perf: ${perf.why}`);
   const submittedAt = Date.now();
-  const { id } = await submitSwarm(stack.url, stack.token, swarmSpec(tasks, rounds > 1 ? `bench round ${round}` : "bench"));
+  const { id } = await submitSwarm(stack.url, stack.token, swarmSpec(tasks, options.label ?? (rounds > 1 ? `bench round ${round}` : "bench")));
   // The swarm's own figures (wall_s, latencies) come from its SwarmRoom, not from when a poll sees
   // the end; a status poll costs workerd about 6 ms of CPU locally (half of it wrangler's dev proxy
   // and the request's way in), so the bench looks once a second rather than five times.
   const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: STATUS_POLL_MS });
+  const settledS = options.settle ? await waitForQuietWorkerd() : null;
   const sessionsAfter = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd"));
   const cpuAfter = sessionsAfter.flat();
   const perfScript = perf?.ok === true ? await perf.recording.stop() : null;
@@ -381,7 +417,71 @@ async function runEdgeswarmOnce(mock: MockModelHandle, round: number, profile: b
     meanInFlight,
     memory: workerd === null ? "workerd_rss_mb=n/a" : `workerd_rss_mb=${workerd.peakRssMb.toFixed(0)}`,
     extra: "",
+    swarmId: id,
+    status,
+    settledS,
   };
+}
+
+/**
+ * Waits until every workerd of the stack spent at most QUIET_CPU_MS in each of two QUIET_SAMPLE_MS
+ * in a row (or QUIET_MAX_MS passed); returns the seconds it waited. The quiet intervals' own CPU (a
+ * tick at most each) falls in the figure of both sides alike.
+ */
+async function waitForQuietWorkerd(): Promise<number> {
+  const started = Date.now();
+  const total = (): number => stack.sessions.flatMap((session) => usageOfDescendants([session.pid], "workerd")).reduce((sum, p) => sum + p.cpuMs, 0);
+  let last = total();
+  let quiet = 0;
+  while (quiet < 2 && Date.now() - started < QUIET_MAX_MS) {
+    await new Promise((resolve) => setTimeout(resolve, QUIET_SAMPLE_MS));
+    const now = total();
+    quiet = now - last <= QUIET_CPU_MS ? quiet + 1 : 0;
+    last = now;
+  }
+  return (Date.now() - started) / 1_000;
+}
+
+/**
+ * --trace: swarms on one stack, each traced or not as the room's sampler decides, until `rounds` of
+ * each side have run (at most 3 × rounds swarms); each one's CPU is read once workerd is quiet, and
+ * the receiver's spans say which side it was on. Then both sides' medians, their ratio and its
+ * interval (lib/trace-comparison.ts).
+ */
+async function runTraceComparison(mock: MockModelHandle, receiver: OtlpReceiver): Promise<void> {
+  const ratio = Number(TRACE_SAMPLE_RATIO);
+  const bothSides = ratio > 0 && ratio < 1;
+  const maxSwarms = bothSides ? 3 * rounds : rounds;
+  console.log(
+    `tracing on and off: the room traces a swarm with probability ${TRACE_SAMPLE_RATIO} (OTEL_TRACES_SAMPLER_ARG); swarms run until ${rounds} of each side have (at most ${maxSwarms})`,
+  );
+  const measured: TracedRound[] = [];
+  const count = (traced: boolean) => measured.filter((r) => r.traced === traced).length;
+  for (let swarm = 1; swarm <= maxSwarms && (count(true) < rounds || (bothSides && count(false) < rounds)); swarm += 1) {
+    console.log(`swarm ${swarm}:`);
+    const run = await runEdgeswarmOnce(mock, swarm, swarm === 1, { settle: true, label: `bench swarm ${swarm}` });
+    printRun(null, run);
+    const spans = receiver.spans().filter((span) => span.attributes["edgeswarm.swarm_id"] === run.swarmId);
+    const chat = sumChatSpans(spans);
+    const usage = LedgerCallsSchema.parse(run.status).usage;
+    const ledgerCalls = usage.calls - (usage.estimated_calls ?? 0);
+    const traced = spans.length > 0;
+    console.log(
+      `${formatTracedSwarm(swarm, traced, run.cpuPerTask)} spans=${spans.length} chat=${chat.calls} (ledger ${ledgerCalls}${traced && chat.calls !== ledgerCalls ? ": SPANS MISSING" : ""}) roots=${spans.filter((span) => span.parentSpanId === null).length} settled ${run.settledS?.toFixed(2) ?? "n/a"} s after the end`,
+    );
+    if (run.cpuPerTask !== null) measured.push({ traced, cpuPerTask: run.cpuPerTask });
+  }
+  const comparison = compareTracedRounds(measured, { target: TRACE_CPU_TARGET });
+  console.log(`tracing on/off, ${count(true)} traced and ${count(false)} untraced swarms of ${tasks} tasks (workerd CPU, both processes):`);
+  if (comparison === null) console.log("  no comparison: a side has no swarm (or no CPU figure)");
+  else for (const line of formatTraceComparison(comparison, TRACE_CPU_TARGET)) console.log(line);
+  // The traced path's JavaScript alone, steadier than the swarms' figures (lib/trace-path-cost.ts).
+  const path = measureTracePathCpu(tasks, TRACE_PATH_ROUNDS);
+  const share =
+    comparison === null ? "" : ` = ${((100 * (path.buildUs + path.encodeUs)) / 1_000 / comparison.untracedMedian).toFixed(2)}% of the untraced median`;
+  console.log(
+    `  the traced path alone (its spans built and encoded in this process, Node's V8, median of ${TRACE_PATH_ROUNDS} rounds of ${tasks} tasks): build ${path.buildUs.toFixed(1)} µs + encode ${path.encodeUs.toFixed(1)} µs a task${share}; ${path.bytesPerTask.toFixed(0)} protobuf bytes a task (the post itself is in the swarms' figures only)`,
+  );
 }
 
 function label(s: string): string {
@@ -475,7 +575,9 @@ function printRun(base: RunFigures | null, edgeswarm: RunFigures): void {
       ]),
     );
   } else {
-    console.log(`baseline: skipped (${toolTurns > 0 ? "--tool-turns: the hand-written pool runs no agent turns" : "--no-baseline"})`);
+    const why =
+      toolTurns > 0 ? "--tool-turns: the hand-written pool runs no agent turns" : values.trace ? "--trace compares edgeswarm with itself" : "--no-baseline";
+    console.log(`baseline: skipped (${why})`);
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
     console.log(`ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)}`);
     console.log(formatCeiling([["edgeswarm", edgeswarm]]));

@@ -87,3 +87,32 @@ describe("OTLP protobuf, large nested messages", () => {
     expect(fromOtlpProtobuf(toOtlpProtobuf([batch]))).toEqual({ ok: true, value: [batch] });
   });
 });
+
+describe("OTLP protobuf, strings and times written by hand", () => {
+  it.each([
+    ["ASCII", "chat mock-1", "chat mock-1"],
+    ["two-byte UTF-8", "résumé", "résumé"],
+    ["three-byte UTF-8", "✓ 完了", "✓ 完了"],
+    ["a surrogate pair (four bytes)", "tool 🧪 done", "tool 🧪 done"],
+    ["a lone high surrogate becomes U+FFFD, as TextEncoder writes it", "a\ud800b", "a\ufffdb"],
+    ["a lone low surrogate", "a\udc00b", "a\ufffdb"],
+    ["a high surrogate at the end", "end\ud83e", "end\ufffd"],
+    ["empty", "", ""],
+  ])("%s: a span name round-trips as its UTF-8 bytes", (_, name, read) => {
+    const span = { ...ROOT, name, attributes: { "edgeswarm.text": name } };
+    const decoded = fromOtlpProtobuf(toOtlpProtobuf([{ ...BATCH, spans: [span] }]));
+    expect(decoded).toEqual({ ok: true, value: [{ ...BATCH, spans: [{ ...span, name: read, attributes: { "edgeswarm.text": read } }] }] });
+  });
+
+  it.each([0, 0.001, 4_294_967.295, 4_294_967.296, 4_294_967.297, 1_764_000_000_123.456, 4_102_444_800_000.999])(
+    "epoch %d ms is written as its nanoseconds (fixed64, little-endian)",
+    (epochMs) => {
+      const bytes = toOtlpProtobuf([{ ...BATCH, spans: [{ ...ROOT, startMs: epochMs }] }]);
+      const nanos = BigInt(Math.round(epochMs * 1_000)) * 1_000n;
+      // Span.start_time_unix_nano = 7, wire type 1 (fixed64): tag 0x39, then the 8 bytes.
+      const expected = [0x39, ...Array.from({ length: 8 }, (_, i) => Number((nanos >> BigInt(8 * i)) & 0xffn))];
+      const found = Array.from(bytes).some((_, at) => expected.every((byte, i) => bytes[at + i] === byte));
+      expect(found).toBe(true);
+    },
+  );
+});

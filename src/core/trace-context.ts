@@ -72,10 +72,13 @@ function hex32(n: number): string {
   return n.toString(16).padStart(8, "0");
 }
 
+/** "00" … "ff": a span id is 8 lookups, not 8 toString and padStart calls. */
+const HEX_BYTES = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
+
 function toHex(bytes: Uint8Array, length: number): string {
   if (bytes.length < length) throw new RangeError(`random(${length}) returned only ${bytes.length} bytes`);
   let out = "";
-  for (let i = 0; i < length; i += 1) out += (bytes[i] ?? 0).toString(16).padStart(2, "0");
+  for (let i = 0; i < length; i += 1) out += HEX_BYTES[bytes[i] ?? 0];
   return out;
 }
 

@@ -223,3 +223,26 @@ describe("what the spans carry, and what they never carry", { timeout: 40_000 },
     expect(warnings.mock.calls.some(([line]) => String(line).includes('"event":"trace_export_failed"'))).toBe(true);
   });
 });
+
+describe("tracing off: zero spans, zero cost", { timeout: 40_000 }, () => {
+  it.each([
+    ["no endpoint set", { OTEL_EXPORTER_OTLP_ENDPOINT: "" }],
+    ["OTEL_SDK_DISABLED=true over an endpoint", { OTEL_SDK_DISABLED: "true" }],
+  ])("%s: a lane handed a sampled traceparent makes no span recorder, no span and no export request", async (_, settings) => {
+    const swarm = await startNumberedSwarm("traceoff", TENANT, 3);
+    const logs = vi.spyOn(console, "log");
+    // The exporter's fetch is the global one at the batch's start (readTracing's default): this spy.
+    const fetches = vi.spyOn(globalThis, "fetch");
+    const parent = { traceId: "af000000000000000000000000000e01", spanId: "00f067aa0ba902b7", sampled: true };
+    const result = await deliver([tracedTicket(swarm, formatTraceparent(parent))], settings);
+    expect(result.explicitAcks).toHaveLength(1);
+    expect((await swarm.results()).map((r) => r.state)).toEqual(["succeeded", "succeeded", "succeeded"]);
+    const toUrl = (input: unknown): string => (input instanceof Request ? input.url : String(input));
+    expect(fetches.mock.calls.map(([input]) => toUrl(input)).filter((url) => url.startsWith(receiver()))).toEqual([]);
+    // No recorder was made for the batch: its log line has no span tally (a traced one always has).
+    const batchLine = logs.mock.calls.map(([line]) => String(line)).find((line) => line.includes('"event":"task_batch"'));
+    expect(batchLine).toBeDefined();
+    expect(JSON.parse(batchLine ?? "{}")).not.toHaveProperty("spans");
+    expect((await spansOf(swarm.swarmId)).filter((s) => s.service === "edgeswarm-agent")).toEqual([]);
+  });
+});

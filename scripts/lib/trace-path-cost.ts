@@ -1,0 +1,92 @@
+// `npm run bench -- --trace`, beside the swarms: the CPU of a traced task's own work — its spans
+// built (`invoke_agent`, `chat`, their ids) and encoded as the OTLP protobuf a lane posts — timed
+// alone in this process, on the same V8 and the engine's own core modules as a lane in workerd.
+// The swarms' figures hold everything (the post, the collector's socket) but swing with the load;
+// this one holds only the JavaScript, and swings far less.
+import { toAttemptSpan, toChatSpan } from "../../src/core/genai-spans.ts";
+import { toOtlpProtobuf } from "../../src/core/otlp-encoding.ts";
+import { newSpanId, toAttemptSpanId } from "../../src/core/trace-context.ts";
+import type { TraceSpan } from "../../src/core/trace-span.ts";
+
+export interface TracePathCost {
+  /** Median over the rounds, µs of CPU per task: building its spans, and encoding them. */
+  buildUs: number;
+  encodeUs: number;
+  /** Protobuf bytes per task. */
+  bytesPerTask: number;
+}
+
+const TRACE_ID = "ab05e1f892d6ccecd7be5f8937f742d0";
+const ROOT_SPAN_ID = "00f067aa0ba902b7";
+const SWARM_ID = "sw_vubk2jal4pz2hspfnjxb";
+const RESOURCE = { "service.name": "edgeswarm-agent", "telemetry.sdk.name": "edgeswarm", "telemetry.sdk.language": "webjs" };
+const SCOPE = { name: "edgeswarm", version: "0.1.0" };
+
+/** `rounds` rounds of `tasks` one-call tasks (one post per round, as a lane posts once); medians of the rounds. */
+export function measureTracePathCpu(tasks: number, rounds: number): TracePathCost {
+  const random = (n: number): Uint8Array => crypto.getRandomValues(new Uint8Array(n));
+  const cpuUs = (): number => {
+    const used = process.cpuUsage();
+    return used.user + used.system;
+  };
+  const build: number[] = [];
+  const encode: number[] = [];
+  let bytes = 0;
+  for (let round = 0; round < rounds; round += 1) {
+    const spans: TraceSpan[] = [];
+    const started = cpuUs();
+    for (let i = 0; i < tasks; i += 1) {
+      const taskId = `task-${String(i + 1).padStart(4, "0")}`;
+      const startMs = Date.now();
+      const attemptSpanId = toAttemptSpanId(TRACE_ID, taskId, 1);
+      const call = {
+        turn: 1,
+        model: "mock-1",
+        usage: { prompt_tokens: 41, completion_tokens: 53, cached_tokens: 0, reasoning_tokens: 0, total_tokens: 94 },
+        latencyMs: 201.5,
+        ttfbMs: 12.25,
+        status: "ok" as const,
+        errorClass: null,
+        startedAt: startMs,
+      };
+      spans.push(
+        toChatSpan({
+          place: { traceId: TRACE_ID, spanId: newSpanId(random), parentSpanId: attemptSpanId },
+          swarmId: SWARM_ID,
+          taskId,
+          attempt: 1,
+          call,
+          provider: "openai",
+          upstreamModel: "mock-1",
+          finishReason: "stop",
+          costUsd: 0.000_025,
+          maxOutputTokens: 32,
+          content: null,
+        }),
+        toAttemptSpan({
+          place: { traceId: TRACE_ID, spanId: attemptSpanId, parentSpanId: ROOT_SPAN_ID },
+          swarmId: SWARM_ID,
+          taskId,
+          attempt: 1,
+          startMs,
+          endMs: startMs + 203,
+          outcome: "succeeded",
+          errorType: null,
+          previous: null,
+        }),
+      );
+    }
+    const built = cpuUs();
+    bytes = toOtlpProtobuf([{ resource: RESOURCE, scope: SCOPE, spans }]).length;
+    const encoded = cpuUs();
+    build.push((built - started) / tasks);
+    encode.push((encoded - built) / tasks);
+  }
+  return { buildUs: medianOf(build), encodeUs: medianOf(encode), bytesPerTask: bytes / tasks };
+}
+
+function medianOf(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
