@@ -19,8 +19,6 @@ import type { ErrorClass } from "../core/error-class.ts";
 import { TERMINAL_TASK_STATES, type TaskState } from "../core/swarm-contract.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
 
-/** How long a line that ended waits for company before its part is written. */
-export const BATCH_FLUSH_MS = 1_000;
 /** A flush that failed (R2 down) is tried again this much later. */
 const FLUSH_RETRY_MS = 5_000;
 /** A part holds at most this many lines… */
@@ -71,6 +69,8 @@ export class SwarmBatchOutput {
   constructor(
     private readonly sql: SqlStorage,
     private readonly bucket: R2Bucket | undefined,
+    /** How long a line that ended waits for company before its part is written (BATCH_FLUSH_MS). */
+    private readonly flushMs: number,
   ) {}
 
   /** A batch swarm was stored: its lines are noted as they end (a plain swarm pays nothing). */
@@ -88,7 +88,7 @@ export class SwarmBatchOutput {
   /** When the alarm must write the lines that ended; null when none wait (or the swarm is no batch). */
   nextAlarm(swarm: SwarmRow, now: number): number | null {
     if (swarm.batch_input === null) return null;
-    if (this.dueAt === null && this.hasWaitingLines(false)) this.dueAt = now + BATCH_FLUSH_MS;
+    if (this.dueAt === null && this.hasWaitingLines(false)) this.dueAt = now + this.flushMs;
     return this.dueAt;
   }
 

@@ -77,6 +77,7 @@ export interface SwarmRoomEnv {
   TICKET_PULL_DEADLINE_S?: string;
   TOOL_TURN_LEASE_S?: string;
   LEDGER_FLUSH_MS?: string;
+  BATCH_FLUSH_MS?: string;
   /** A batch swarm's output and error parts are written here as its lines end. */
   FILES_BUCKET?: R2Bucket;
 }
@@ -172,7 +173,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.transcripts = new SwarmTranscripts(this.sql);
     this.windowHistory = new SwarmWindowHistory(this.sql);
     this.hedges = new SwarmHedges(this.sql, this.store, this.totals, this.ledger, this.settings.prices);
-    this.batchOutput = new SwarmBatchOutput(this.sql, env.FILES_BUCKET);
+    this.batchOutput = new SwarmBatchOutput(this.sql, env.FILES_BUCKET, this.settings.batchFlushMs);
     this.views = new SwarmViews(
       this.sql,
       this.store,
