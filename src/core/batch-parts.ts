@@ -4,6 +4,9 @@
 import type { ErrorClass } from "./error-class.ts";
 import type { TaskState } from "./swarm-contract.ts";
 
+/** The swarm metadata key that names the batch a swarm runs (core/batch-request.ts, toBatchSpec). */
+export const BATCH_ID_KEY = "edgeswarm.batch_id";
+
 export const BATCH_PART_KINDS = ["output", "error"] as const;
 export type BatchPartKind = (typeof BATCH_PART_KINDS)[number];
 
