@@ -60,7 +60,8 @@ export function BatchPanel(props: { client: EdgeswarmClient; batchId: string }) 
         {batch && (
           <>
             {" "}
-            · {batch.status} · {batch.request_counts.completed} completed, {batch.request_counts.failed} failed of {batch.request_counts.total}
+            · <span data-testid="batch-status">{batch.status}</span> · {batch.request_counts.completed} completed, {batch.request_counts.failed} failed of{" "}
+            {batch.request_counts.total}
           </>
         )}
       </p>
