@@ -73,7 +73,8 @@ const ORCHESTRATOR_TARGET = "core:user:edgeswarm-orchestrator";
 async function measureUpload(stack: Stack): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   const heap = await openOrchestratorHeap(stack);
-  const idleHeap = heap === null ? null : await heap.collectedMb();
+  const wake = () => fetch(`${stack.url}/healthz`).then((response) => response.text());
+  const idleHeap = heap === null ? null : await heap.collectedMb(wake);
   const idle = orchestratorRssMb(stack);
   let peak = idle;
   let peakHeap = idleHeap?.usedMb ?? 0;
@@ -101,7 +102,7 @@ async function measureUpload(stack: Stack): Promise<void> {
   sampling = false;
   await heapSamples;
   peak = Math.max(peak, orchestratorRssMb(stack));
-  const afterHeap = heap === null ? null : await heap.collectedMb();
+  const afterHeap = heap === null ? null : await heap.collectedMb(wake);
   heap?.close();
   if (!response.ok) throw new Error(`upload answered ${response.status}: ${body}`);
   const seconds = (performance.now() - started) / 1_000;

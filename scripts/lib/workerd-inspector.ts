@@ -101,8 +101,12 @@ export async function readHeapUsage(
 export interface HeapSampler {
   /** MB in use now, garbage included (no collection is forced: a sample must not change what it samples). */
   usedMb(): Promise<number>;
-  /** MB in use after a full garbage collection (false `collected`: the isolate ran none within GC_WAIT_MS). */
-  collectedMb(): Promise<{ usedMb: number; collected: boolean }>;
+  /**
+   * MB in use after a full garbage collection (false `collected`: the isolate ran none within
+   * GC_WAIT_MS). `wake` runs meanwhile: a request that gives an idle isolate a task, in which
+   * workerd runs the collection (see readHeapUsage).
+   */
+  collectedMb(wake?: () => Promise<unknown>): Promise<{ usedMb: number; collected: boolean }>;
   close(): void;
 }
 
@@ -116,11 +120,10 @@ export async function openHeapSampler(inspectorPorts: readonly number[], targetI
   const usedMb = async () => z.object({ usedSize: z.number() }).parse(await session.send("Runtime.getHeapUsage")).usedSize / 2 ** 20;
   return {
     usedMb,
-    async collectedMb() {
-      const collected = await Promise.race([
-        session.send("HeapProfiler.collectGarbage").then(() => true),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), GC_WAIT_MS)),
-      ]);
+    async collectedMb(wake) {
+      const collection = session.send("HeapProfiler.collectGarbage").then(() => true);
+      await wake?.();
+      const collected = await Promise.race([collection, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), GC_WAIT_MS))]);
       return { usedMb: await usedMb(), collected };
     },
     close: () => session.close(),
