@@ -48,6 +48,8 @@ export default defineConfig({
                 MOCK_MODEL_URL: inject("mockModelUrl"),
                 MOCK_MCP_URL: inject("mockMcpUrl"),
                 LEDGER_FLUSH_MS: "50",
+                // A batch line is written at the room's next alarm: tests run the alarm by hand.
+                BATCH_FLUSH_MS: "0",
                 // A gateway that serves every model (default_upstream) and knows one "economy" tier
                 // model, for the budget fallback-tier tests.
                 GATEWAY_CONFIG: JSON.stringify({

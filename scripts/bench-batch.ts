@@ -1,7 +1,9 @@
 // `npm run bench:batch -- [--lines 10000] [--latency 50] [--upload-mb 100]`: the Batch API against a
 // swarm of the same tasks, side by side, on the local stack and the mock model:
-//   1. a --upload-mb upload streamed to POST /v1/files, sampling the orchestrator's workerd RSS
-//      (/proc VmRSS of its process tree) every 50 ms: its growth over the idle figure before;
+//   1. a --upload-mb upload streamed to POST /v1/files, sampling every 50 ms the orchestrator
+//      isolate's JavaScript heap in use (Runtime.getHeapUsage over workerd's inspector, garbage
+//      included) and its workerd's RSS (/proc VmRSS of its process tree, which holds the local R2
+//      simulator too): each one's peak growth over its idle figure before (the heap's after a GC);
 //   2. a spec of --lines tasks, from POST /v1/swarms to the swarm's end;
 //   3. the same --lines requests as a batch through the openai SDK, from files.create to the last
 //      output line downloaded.
@@ -14,6 +16,7 @@ import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, startStack, type Stack } from "./lib/local-stack.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
+import { findWorkerdInspectors, openHeapSampler, type HeapSampler } from "./lib/workerd-inspector.ts";
 import { submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
 const { values } = parseArgs({
@@ -64,10 +67,25 @@ function streamedForm(mb: number, boundary: string): ReadableStream<Uint8Array> 
   });
 }
 
+/** The orchestrator isolate (its Worker and the Durable Objects it hosts) on workerd's inspector. */
+const ORCHESTRATOR_TARGET = "core:user:edgeswarm-orchestrator";
+
 async function measureUpload(stack: Stack): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 2_000));
+  const heap = await openOrchestratorHeap(stack);
+  const wake = () => fetch(`${stack.url}/healthz`).then((response) => response.text());
+  const idleHeap = heap === null ? null : await heap.collectedMb(wake);
   const idle = orchestratorRssMb(stack);
   let peak = idle;
+  let peakHeap = idleHeap?.usedMb ?? 0;
+  let sampling = true;
+  // One sample at a time: a read waits for the isolate, which is busy streaming.
+  const heapSamples = (async () => {
+    while (sampling && heap !== null) {
+      peakHeap = Math.max(peakHeap, await heap.usedMb());
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
   const sampler = setInterval(() => {
     peak = Math.max(peak, orchestratorRssMb(stack));
   }, 50);
@@ -81,12 +99,28 @@ async function measureUpload(stack: Stack): Promise<void> {
   } as RequestInit);
   const body = await response.text();
   clearInterval(sampler);
+  sampling = false;
+  await heapSamples;
   peak = Math.max(peak, orchestratorRssMb(stack));
+  const afterHeap = heap === null ? null : await heap.collectedMb(wake);
+  heap?.close();
   if (!response.ok) throw new Error(`upload answered ${response.status}: ${body}`);
   const seconds = (performance.now() - started) / 1_000;
-  console.log(
-    `upload: ${uploadMb} MiB streamed (chunked) in ${seconds.toFixed(1)} s; orchestrator workerd RSS idle ${idle.toFixed(1)} MB, peak ${peak.toFixed(1)} MB, growth ${(peak - idle).toFixed(1)} MB (target ≤ 32 MB)`,
-  );
+  console.log(`upload: ${uploadMb} MiB streamed (chunked) in ${seconds.toFixed(1)} s`);
+  if (idleHeap === null || afterHeap === null) {
+    console.log("  orchestrator heap: no inspector found (workerd without --inspector-addr)");
+  } else {
+    const gc = (read: { collected: boolean }) => (read.collected ? "after GC" : "no GC ran");
+    console.log(
+      `  orchestrator isolate heap: idle ${idleHeap.usedMb.toFixed(1)} MB (${gc(idleHeap)}), peak during the upload ${peakHeap.toFixed(1)} MB, growth ${(peakHeap - idleHeap.usedMb).toFixed(1)} MB (target ≤ 32 MB); after ${afterHeap.usedMb.toFixed(1)} MB (${gc(afterHeap)})`,
+    );
+  }
+  console.log(`  orchestrator workerd RSS (with local R2): idle ${idle.toFixed(1)} MB, peak ${peak.toFixed(1)} MB, growth ${(peak - idle).toFixed(1)} MB`);
+}
+
+async function openOrchestratorHeap(stack: Stack): Promise<HeapSampler | null> {
+  const ports = await findWorkerdInspectors(stack.sessionPids);
+  return ports.length === 0 ? null : openHeapSampler(ports, ORCHESTRATOR_TARGET);
 }
 
 async function runSpec(stack: Stack): Promise<number> {

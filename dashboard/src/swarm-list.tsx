@@ -142,6 +142,11 @@ export function SwarmList(props: { client: EdgeswarmClient }) {
                   </td>
                   <td>
                     <a href={hrefOf({ page: "swarm", id: s.id })}>{s.name}</a>
+                    {s.batch_id !== undefined && (
+                      <span class="tag" title={`runs ${s.batch_id}`}>
+                        batch
+                      </span>
+                    )}
                     <div class="muted">{s.id}</div>
                   </td>
                   <td>

@@ -3,8 +3,10 @@
 // the room's pushed events (client.watch), never by polling the status.
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { EdgeswarmClient, SwarmStatus } from "../../src/client/index.ts";
+import { BATCH_ID_KEY } from "../../src/core/batch-parts.ts";
 import type { LiveProgress } from "../../src/core/live-events.ts";
 import { toEndedCount } from "../../src/core/swarm-contract.ts";
+import { BatchPanel } from "./batch-panel.tsx";
 import { LatencyHistogram, WindowChart } from "./charts.tsx";
 import { hrefOf } from "./route.ts";
 import { StateBadge } from "./swarm-list.tsx";
@@ -118,6 +120,8 @@ export function SwarmPage(props: { client: EdgeswarmClient; id: string; navigate
   const cost = progress?.cost_usd ?? status?.cost_usd ?? 0;
   const state = progress?.state ?? status?.state;
   const latency = progress?.latency_ms ?? status?.latency_ms;
+  const batchId = status?.metadata?.[BATCH_ID_KEY];
+  // A batch's swarm names its batch in its metadata (core/batch-request.ts, toBatchSpec).
   return (
     <section aria-labelledby="swarm-h">
       <p>
@@ -160,6 +164,7 @@ export function SwarmPage(props: { client: EdgeswarmClient; id: string; navigate
           {error}
         </p>
       )}
+      {typeof batchId === "string" && <BatchPanel client={client} batchId={batchId} />}
       <div class="counters" aria-live="polite">
         <div class="counter panel">
           <span class="muted">done</span>

@@ -97,6 +97,39 @@ export async function readHeapUsage(
   return usage;
 }
 
+/** Reads one isolate's JavaScript heap in use, as it is, over one session kept open between reads. */
+export interface HeapSampler {
+  /** MB in use now, garbage included (no collection is forced: a sample must not change what it samples). */
+  usedMb(): Promise<number>;
+  /**
+   * MB in use after a full garbage collection (false `collected`: the isolate ran none within
+   * GC_WAIT_MS). `wake` runs meanwhile: a request that gives an idle isolate a task, in which
+   * workerd runs the collection (see readHeapUsage).
+   */
+  collectedMb(wake?: () => Promise<unknown>): Promise<{ usedMb: number; collected: boolean }>;
+  close(): void;
+}
+
+/** A heap sampler on the one target whose id is `targetId` (e.g. `core:user:edgeswarm-orchestrator`). */
+export async function openHeapSampler(inspectorPorts: readonly number[], targetId: string): Promise<HeapSampler> {
+  const target = (await listAllTargets(inspectorPorts)).find((t) => t.id === targetId);
+  if (target === undefined) throw new Error(`no inspector target ${targetId}`);
+  const session = await openProbedSession(target.webSocketDebuggerUrl);
+  // workerd answers collectGarbage only once the HeapProfiler domain is enabled.
+  await session.send("HeapProfiler.enable");
+  const usedMb = async () => z.object({ usedSize: z.number() }).parse(await session.send("Runtime.getHeapUsage")).usedSize / 2 ** 20;
+  return {
+    usedMb,
+    async collectedMb(wake) {
+      const collection = session.send("HeapProfiler.collectGarbage").then(() => true);
+      await wake?.();
+      const collected = await Promise.race([collection, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), GC_WAIT_MS))]);
+      return { usedMb: await usedMb(), collected };
+    },
+    close: () => session.close(),
+  };
+}
+
 /** Profiles the targets the inspectors at `inspectorPorts` list whose id `include` accepts (all by default). */
 export async function startWorkerdProfiles(inspectorPorts: readonly number[], include: (id: string) => boolean = () => true): Promise<WorkerdProfiles> {
   const targets = (await listAllTargets(inspectorPorts)).filter((t) => include(t.id));

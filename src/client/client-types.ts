@@ -27,6 +27,8 @@ export interface SwarmListItem {
   created_at: string;
   finished_at?: string | null;
   cost_usd?: number;
+  /** Present when the swarm runs a batch (POST /v1/batches). */
+  batch_id?: string;
   [key: string]: unknown;
 }
 
@@ -93,6 +95,7 @@ export interface FileObject {
 export type Batch = Record<string, unknown> & {
   id: string;
   status: string;
+  input_file_id: string;
   request_counts: { total: number; completed: number; failed: number };
   output_file_id: string | null;
   error_file_id: string | null;

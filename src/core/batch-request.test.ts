@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readBatchOverrides, toBatchObject, toBatchSpec, type BatchRecord } from "./batch-request.ts";
+import { readBatchIdOf, readBatchOverrides, toBatchObject, toBatchSpec, type BatchRecord } from "./batch-request.ts";
 
 describe("readBatchOverrides", () => {
   it.each([
@@ -97,5 +97,17 @@ describe("toBatchObject", () => {
       null,
     );
     expect(failed).toMatchObject({ errors: { object: "list", data: [{ code: "invalid_json_line", line: 2 }] }, usage: null, metadata: { team: "a" } });
+  });
+});
+
+describe("readBatchIdOf", () => {
+  it.each([
+    ['{"edgeswarm.batch_id":"batch_x","team":"a"}', "batch_x"],
+    ['{"team":"a"}', null],
+    ['{"edgeswarm.batch_id":7}', null],
+    ["not json", null],
+    [null, null],
+  ])("%j → %j", (metadata, batchId) => {
+    expect(readBatchIdOf(metadata)).toBe(batchId);
   });
 });

@@ -1,6 +1,7 @@
 // POST /v1/batches: the request, the edgeswarm settings its metadata may carry, the swarm spec a
 // batch runs as, and the Batch object (OpenAI's shape) a batch is shown as. No I/O.
 import { z } from "zod";
+import { BATCH_ID_KEY } from "./batch-parts.ts";
 import { BATCH_ENDPOINT, type BatchLineError } from "./batch-line.ts";
 import type { ErrorDetail } from "./errors.ts";
 import { err, ok, type Result } from "./result.ts";
@@ -62,6 +63,21 @@ function parseJson(text: string): unknown {
   }
 }
 
+/** The batch a swarm runs, from its stored metadata (JSON text, as the D1 index keeps it); null for a plain swarm. */
+export function readBatchIdOf(metadata: string | null): string | null {
+  if (metadata === null) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(metadata);
+  } catch {
+    return null;
+  }
+  const read = BatchIdMetadataSchema.safeParse(parsed);
+  return read.success ? read.data[BATCH_ID_KEY] : null;
+}
+
+const BatchIdMetadataSchema = z.looseObject({ [BATCH_ID_KEY]: z.string() });
+
 /** The swarm a batch runs as: its tasks are the lines, their bodies passed through. */
 export function toBatchSpec(input: { batchId: string; model: ModelChoice; maxUsd: number | null; maxOutputTokens: number }): Omit<SwarmSpec, "tasks"> {
   const { tasks: _tasks, ...spec } = SwarmSpecSchema.parse({
@@ -70,7 +86,7 @@ export function toBatchSpec(input: { batchId: string; model: ModelChoice; maxUsd
     tasks: [{ prompt: "-" }],
     limits: { max_output_tokens: input.maxOutputTokens },
     ...(input.maxUsd === null ? {} : { budget: { max_usd: input.maxUsd } }),
-    metadata: { "edgeswarm.batch_id": input.batchId },
+    metadata: { [BATCH_ID_KEY]: input.batchId },
   });
   return spec;
 }

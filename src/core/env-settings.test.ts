@@ -207,6 +207,7 @@ describe("readRoomSettings", () => {
       leaseGraceMs: 30_000,
       toolTurnLeaseMs: 30_000,
       flushMs: 1_000,
+      batchFlushMs: 1_000,
       ticketPullDeadlineMs: 10_000,
     });
   });
@@ -220,8 +221,9 @@ describe("readRoomSettings", () => {
       LEASE_GRACE_S: "30",
       TOOL_TURN_LEASE_S: "0",
       LEDGER_FLUSH_MS: "50",
+      BATCH_FLUSH_MS: "0",
     });
-    expect(settings).toMatchObject({ laneSlots: 128, leaseGraceMs: 30_000, toolTurnLeaseMs: 0, flushMs: 50 });
+    expect(settings).toMatchObject({ laneSlots: 128, leaseGraceMs: 30_000, toolTurnLeaseMs: 0, flushMs: 50, batchFlushMs: 0 });
     expect(Object.keys(settings.gateway?.models ?? {})).toEqual(["gpt-4.1", "kimi-k2.5"]);
     expect(settings.prices["kimi-k2.5"]?.output).toBe(2.5);
     expect(settings.tenantBudgets).toEqual({ tn_0123456789abcdef: { max_usd_per_month: 50 }, "*": { max_tokens_per_month: 1_000_000 } });
@@ -242,6 +244,7 @@ describe("readRoomSettings", () => {
     ["a negative LEASE_GRACE_S", { LEASE_GRACE_S: "-1" }, 'LEASE_GRACE_S must be a non-negative integer, got "-1"'],
     ["a fractional TOOL_TURN_LEASE_S", { TOOL_TURN_LEASE_S: "2.5" }, 'TOOL_TURN_LEASE_S must be a non-negative integer, got "2.5"'],
     ["an exponent LEDGER_FLUSH_MS", { LEDGER_FLUSH_MS: "1e3" }, 'LEDGER_FLUSH_MS must be a non-negative integer, got "1e3"'],
+    ["a BATCH_FLUSH_MS past a minute", { BATCH_FLUSH_MS: "60001" }, 'BATCH_FLUSH_MS must be an integer from 0 to 60000, got "60001"'],
     ["a bad MODEL_PRICES", { MODEL_PRICES: '{"x": {"output": 1}}' }, 'MODEL_PRICES: model "x" field "input" is missing'],
     [
       "a TENANT_BUDGETS key that is no tenant id",

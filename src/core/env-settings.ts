@@ -191,6 +191,7 @@ export type RoomSettingName =
   | "LEASE_GRACE_S"
   | "TOOL_TURN_LEASE_S"
   | "LEDGER_FLUSH_MS"
+  | "BATCH_FLUSH_MS"
   | "TICKET_PULL_DEADLINE_S";
 
 export interface RoomSettings {
@@ -207,6 +208,8 @@ export interface RoomSettings {
   /** Added to a tool-using sub-agent's lease per turn, for its tool calls. */
   toolTurnLeaseMs: number;
   flushMs: number;
+  /** A batch line that ended is in an R2 part of its output or error file this soon (BATCH_FLUSH_MS). */
+  batchFlushMs: number;
   /** A ticket nobody pulls within this long is taken as lost and issued again (TICKET_PULL_DEADLINE_S). */
   ticketPullDeadlineMs: number;
 }
@@ -220,8 +223,9 @@ export function readRoomSettings(env: SettingsEnv<RoomSettingName>): RoomSetting
   const leaseGraceS = readIntSetting(env, "LEASE_GRACE_S", { min: 0, fallback: 30 });
   const toolTurnLeaseS = readIntSetting(env, "TOOL_TURN_LEASE_S", { min: 0, fallback: 30 });
   const flushMs = readIntSetting(env, "LEDGER_FLUSH_MS", { min: 0, fallback: 1_000 });
+  const batchFlushMs = readIntSetting(env, "BATCH_FLUSH_MS", { min: 0, max: 60_000, fallback: 1_000 });
   const ticketPullDeadlineS = readIntSetting(env, "TICKET_PULL_DEADLINE_S", { min: 1, max: 3_600, fallback: 10 });
-  requireSettings("SwarmRoom", [laneSlots, prices, gateway, tenantBudgets, leaseS, leaseGraceS, toolTurnLeaseS, flushMs, ticketPullDeadlineS]);
+  requireSettings("SwarmRoom", [laneSlots, prices, gateway, tenantBudgets, leaseS, leaseGraceS, toolTurnLeaseS, flushMs, batchFlushMs, ticketPullDeadlineS]);
   return {
     laneSlots: passedValue(laneSlots),
     prices: passedValue(prices),
@@ -231,6 +235,7 @@ export function readRoomSettings(env: SettingsEnv<RoomSettingName>): RoomSetting
     leaseGraceMs: passedValue(leaseGraceS) * 1_000,
     toolTurnLeaseMs: passedValue(toolTurnLeaseS) * 1_000,
     flushMs: passedValue(flushMs),
+    batchFlushMs: passedValue(batchFlushMs),
     ticketPullDeadlineMs: passedValue(ticketPullDeadlineS) * 1_000,
   };
 }

@@ -210,6 +210,19 @@ const SCHEMA_V16 = `
 ALTER TABLE swarm ADD COLUMN batch_input TEXT;
 `;
 
+// v17 (batch parts, src/durable/swarm-batch-output.ts): a batch swarm's lines that ended and are
+// not yet in a part (filled by the trigger batch_line_ended, created for batch swarms only), and the
+// parts written so far of each file ('output', 'error').
+const SCHEMA_V17 = `
+CREATE TABLE IF NOT EXISTS batch_ended (seq INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS batch_parts (
+  kind  TEXT PRIMARY KEY,
+  parts INTEGER NOT NULL,
+  lines INTEGER NOT NULL,
+  bytes INTEGER NOT NULL
+);
+`;
+
 const MIGRATIONS: readonly string[] = [
   SCHEMA_V1,
   SCHEMA_V2,
@@ -227,6 +240,7 @@ const MIGRATIONS: readonly string[] = [
   SCHEMA_V14,
   SCHEMA_V15,
   SCHEMA_V16,
+  SCHEMA_V17,
 ];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */

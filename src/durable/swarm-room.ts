@@ -29,6 +29,8 @@ import { toPublicStatus } from "../core/public-status.ts";
 import type { RerunSelection } from "../core/rerun-request.ts";
 import type { TaskTranscript } from "../core/task-transcript.ts";
 import { capOfTenant } from "../core/tenant-budget.ts";
+import type { BatchCancelCode } from "../core/batch-parts.ts";
+import { SwarmBatchOutput, type BatchOutputSummary } from "./swarm-batch-output.ts";
 import { SwarmBudget } from "./swarm-budget.ts";
 import { SwarmCircuits } from "./swarm-circuits.ts";
 import { SwarmDispatch } from "./swarm-dispatch.ts";
@@ -75,6 +77,9 @@ export interface SwarmRoomEnv {
   TICKET_PULL_DEADLINE_S?: string;
   TOOL_TURN_LEASE_S?: string;
   LEDGER_FLUSH_MS?: string;
+  BATCH_FLUSH_MS?: string;
+  /** A batch swarm's output and error parts are written here as its lines end. */
+  FILES_BUCKET?: R2Bucket;
 }
 
 /** The room's spans go out under this service.name unless OTEL_SERVICE_NAME says otherwise. */
@@ -114,6 +119,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   private readonly transcripts: SwarmTranscripts;
   private readonly windowHistory: SwarmWindowHistory;
   private readonly hedges: SwarmHedges;
+  private readonly batchOutput: SwarmBatchOutput;
 
   private readonly trace: SwarmTrace;
 
@@ -167,6 +173,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.transcripts = new SwarmTranscripts(this.sql);
     this.windowHistory = new SwarmWindowHistory(this.sql);
     this.hedges = new SwarmHedges(this.sql, this.store, this.totals, this.ledger, this.settings.prices);
+    this.batchOutput = new SwarmBatchOutput(this.sql, env.FILES_BUCKET, this.settings.batchFlushMs);
     this.views = new SwarmViews(
       this.sql,
       this.store,
@@ -214,6 +221,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.lineage.record(input);
     const stored = this.store.swarm();
     if (stored !== null) this.warmup.begin(stored);
+    if (stored !== null) this.batchOutput.begin(stored);
     this.totals.invalidate();
     // Tickets first (the first lanes start while D1 is written); then the index row, so the swarm
     // is listed at once; if D1 is down the alarm retries.
@@ -513,6 +521,17 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
   }
 
   /**
+   * A batch swarm whose lines have all ended: writes the lines not yet in a part (cancelled ones
+   * with `cancelCode`) and returns its files' parts. null when the swarm is not the tenant's batch.
+   */
+  async finishBatchOutput(tenant: string, cancelCode: BatchCancelCode): Promise<BatchOutputSummary | null> {
+    return this.serve(async () => {
+      const swarm = this.store.swarmOf(tenant);
+      return swarm === null || swarm.batch_input === null ? null : this.batchOutput.finish(swarm, cancelCode);
+    });
+  }
+
+  /**
    * Cron's wake-up: a swarm with work left gets its alarm back if it has none, or one that is past
    * due and never ran (a local `wrangler dev` keeps no alarm across a restart: workers-sdk#7781,
    * and may report a stale one: workerd#3138). `woken` when it set one.
@@ -579,6 +598,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.warmup.releaseIfDue(this.store.swarm() ?? swarm, now);
       this.afterTasksEnded();
       await this.dispatch.issueTickets(now);
+      await this.batchOutput.flushIfDue(this.store.swarm() ?? swarm, now);
       try {
         await this.flush();
       } catch (error) {
@@ -674,6 +694,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.ledger.nextAlarm(swarm, now),
       this.dispatch.nextAlarm(swarm, now),
       this.warmup.nextAlarm(swarm),
+      this.batchOutput.nextAlarm(swarm, now),
     ].filter((at): at is number => at !== null);
     if (times.length > 0) await this.setAlarmNoLaterThan(Math.min(...times));
   }

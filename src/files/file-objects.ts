@@ -35,8 +35,16 @@ export interface FileObjects {
   read(key: string, range?: ByteRange): Promise<ReadableStream<Uint8Array> | null>;
   /** The bytes of a range, for small reads (one batch line). */
   readBytes(key: string, range: ByteRange): Promise<Uint8Array | null>;
-  delete(key: string): Promise<void>;
+  /**
+   * The objects one after the other as one stream (a batch file's parts), each fetched only when
+   * the reader has taken the one before: at most one chunk is held. A missing object errors the stream.
+   */
+  readConcatenated(keys: readonly string[]): ReadableStream<Uint8Array>;
+  delete(keys: string | readonly string[]): Promise<void>;
 }
+
+/** R2's delete takes at most this many keys a call (developers.cloudflare.com/r2/api/workers/workers-api-reference, "delete"). */
+const DELETE_KEYS_MAX = 1_000;
 
 export function createFileObjects(bucket: R2Bucket): FileObjects {
   return {
@@ -83,8 +91,48 @@ export function createFileObjects(bucket: R2Bucket): FileObjects {
       return object === null ? null : new Uint8Array(await object.arrayBuffer());
     },
 
-    async delete(key) {
-      await bucket.delete(key);
+    readConcatenated(keys) {
+      let next = 0;
+      let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+      // highWaterMark 0: nothing is fetched before the reader asks.
+      return new ReadableStream<Uint8Array>(
+        {
+          async pull(controller) {
+            for (;;) {
+              if (reader === null) {
+                const key = keys[next];
+                if (key === undefined) {
+                  controller.close();
+                  return;
+                }
+                next += 1;
+                const object = await bucket.get(key);
+                if (object === null) throw new Error(`the part ${key} is missing`);
+                reader = object.body.getReader();
+              }
+              const chunk = await reader.read();
+              if (chunk.done) {
+                reader = null;
+                continue;
+              }
+              controller.enqueue(chunk.value);
+              return;
+            }
+          },
+          async cancel(reason) {
+            await reader?.cancel(reason);
+          },
+        },
+        { highWaterMark: 0 },
+      );
+    },
+
+    async delete(keys) {
+      if (typeof keys === "string") {
+        await bucket.delete(keys);
+        return;
+      }
+      for (let i = 0; i < keys.length; i += DELETE_KEYS_MAX) await bucket.delete(keys.slice(i, i + DELETE_KEYS_MAX));
     },
   };
 }

@@ -1,7 +1,8 @@
 // The dashboard in Debian's chromium (playwright-core) against the real local stack (`wrangler dev`,
 // both Workers, the mock model): start a swarm from the form, watch the grid fill, open a failed
-// task's transcript from its cell, rerun the failed tasks, cancel a swarm from the list.
-import { rm } from "node:fs/promises";
+// task's transcript from its cell, rerun the failed tasks, cancel a swarm from the list, a batch's
+// swarm labelled as a batch with its files.
+import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -119,6 +120,62 @@ describe("the dashboard", () => {
     await page.click("button:has-text('Cancel 2 selected')");
     for (const other of [second, third]) await page.locator(`tr[data-swarm=${other}] .state:has-text('cancelled')`).waitFor();
     stack.mock?.setScenario({ latency: 10, seed: 10 });
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("labels a batch's swarm as a batch in the list, and its page links the batch's input, output and error files", async () => {
+    // Half the calls are refused (400, not retried): the batch has output and error lines.
+    stack.mock?.setScenario({ latency: 10, rates: { "400": 0.5 }, seed: 11 });
+    const api = async (route: string, init: RequestInit = {}) => {
+      const response = await fetch(`${stack.url}${route}`, { ...init, headers: { authorization: `Bearer ${stack.token}`, ...init.headers } });
+      expect(response.status).toBe(200);
+      return (await response.json()) as Record<string, unknown>;
+    };
+    const lines = Array.from({ length: 10 }, (_, i) =>
+      JSON.stringify({
+        custom_id: `req-${i}`,
+        method: "POST",
+        url: "/v1/chat/completions",
+        body: { model: "mock-1", messages: [{ role: "user", content: `q${i}` }] },
+      }),
+    );
+    const form = new FormData();
+    form.append("purpose", "batch");
+    form.append("file", new Blob([`${lines.join("\n")}\n`]), "browser.jsonl");
+    const file = await api("/v1/files", { method: "POST", body: form });
+    const batch = await api("/v1/batches", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" }),
+    });
+    const swarmId = String((batch.metadata as Record<string, string>)["edgeswarm.swarm_id"]);
+    // The list reads the swarms when it opens (and again only while one runs): open it afresh.
+    await page.click("text=Swarms");
+    await page.reload();
+    const row = page.locator(`tr[data-swarm=${swarmId}]`);
+    await row.locator(".tag:has-text('batch')").waitFor();
+    await row.locator(`a[href$='${swarmId}']`).click();
+    const panel = page.locator("[data-testid=batch]");
+    await panel.locator(`text=${String(batch.id)}`).waitFor();
+    expect(await panel.locator("[data-testid=batch-input-file] a").textContent()).toBe(file.id);
+    // The files appear once the batch completes (the panel reads it again until it has ended).
+    await page.waitForFunction(() => document.querySelector("[data-testid=batch-status]")?.textContent === "completed", undefined, { timeout: 60_000 });
+    const ended = await api(`/v1/batches/${String(batch.id)}`);
+    const counts = ended.request_counts as { completed: number; failed: number };
+    expect(counts.completed + counts.failed).toBe(10);
+    expect(counts.completed).toBeGreaterThan(0);
+    expect(counts.failed).toBeGreaterThan(0);
+    for (const [kind, id, n] of [
+      ["output", ended.output_file_id, counts.completed],
+      ["error", ended.error_file_id, counts.failed],
+    ] as const) {
+      const link = panel.locator(`[data-testid=batch-${kind}-file] a`);
+      expect(await link.textContent()).toBe(id);
+      const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
+      const text = await readFile((await download.path()) ?? "", "utf8");
+      expect(text.trim().split("\n")).toHaveLength(n);
+    }
+    stack.mock?.setScenario({ latency: 10, seed: 12 });
     expect(pageErrors).toEqual([]);
   });
 });

@@ -10,6 +10,8 @@ export interface FileRow {
   bytes: number;
   /** Epoch ms. */
   createdAt: number;
+  /** A batch's output or error file: its bytes are `count` part objects under `prefix` (core/batch-parts.ts); null: one object. */
+  parts: { prefix: string; count: number } | null;
 }
 
 export interface FilePage {
@@ -33,19 +35,29 @@ const FileRowSchema = z.object({
   filename: z.string(),
   bytes: z.number().int().nonnegative(),
   created_at: z.number(),
+  parts_prefix: z.string().nullable().default(null),
+  parts: z.number().int().nonnegative().nullable().default(null),
 });
 
 function toFileRow(row: unknown): FileRow {
   const parsed = FileRowSchema.parse(row);
-  return { id: parsed.id, tenant: parsed.tenant, purpose: parsed.purpose, filename: parsed.filename, bytes: parsed.bytes, createdAt: parsed.created_at };
+  return {
+    id: parsed.id,
+    tenant: parsed.tenant,
+    purpose: parsed.purpose,
+    filename: parsed.filename,
+    bytes: parsed.bytes,
+    createdAt: parsed.created_at,
+    parts: parsed.parts_prefix === null ? null : { prefix: parsed.parts_prefix, count: parsed.parts ?? 0 },
+  };
 }
 
 export function createFileIndex(db: D1Database): FileIndex {
   return {
     async insert(row) {
       await db
-        .prepare("INSERT INTO files (id, tenant, purpose, filename, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-        .bind(row.id, row.tenant, row.purpose, row.filename, row.bytes, row.createdAt)
+        .prepare("INSERT INTO files (id, tenant, purpose, filename, bytes, created_at, parts_prefix, parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        .bind(row.id, row.tenant, row.purpose, row.filename, row.bytes, row.createdAt, row.parts?.prefix ?? null, row.parts?.count ?? null)
         .run();
     },
 

@@ -1,6 +1,7 @@
 // Reads the D1 `swarms` index: the tenant's swarms, newest first. Takes only the D1 database.
 // The SwarmRoom writes and updates these rows (with its ledger flush), so counts may lag the room.
 import { z } from "zod";
+import { readBatchIdOf } from "../../src/core/batch-request.ts";
 import type { SwarmState, UsageTotals } from "../../src/core/swarm-contract.ts";
 import type { SwarmListCursor } from "./swarm-list-cursor.ts";
 
@@ -15,6 +16,8 @@ export interface SwarmSummary {
   cost_usd: number;
   created_at: string;
   finished_at: string | null;
+  /** Present when the swarm runs a batch (POST /v1/batches): the batch's id. */
+  batch_id?: string;
 }
 
 export interface SwarmPage {
@@ -51,14 +54,16 @@ const SwarmRowSchema = z.object({
   completion_tokens: count,
   total_tokens: count,
   cost_usd: z.number(),
+  metadata: z.string().nullable(),
 });
 type SwarmRow = z.infer<typeof SwarmRowSchema>;
 
 const COLUMNS =
   "id, name, model, state, task_count, created_at, finished_at, succeeded, failed, cancelled, skipped_budget, skipped, " +
-  "calls, prompt_tokens, cached_tokens, completion_tokens, total_tokens, cost_usd";
+  "calls, prompt_tokens, cached_tokens, completion_tokens, total_tokens, cost_usd, metadata";
 
 function toSwarmSummary(row: SwarmRow): SwarmSummary {
+  const batchId = readBatchIdOf(row.metadata);
   return {
     id: row.id,
     name: row.name,
@@ -76,6 +81,7 @@ function toSwarmSummary(row: SwarmRow): SwarmSummary {
     cost_usd: row.cost_usd,
     created_at: new Date(row.created_at).toISOString(),
     finished_at: row.finished_at === null ? null : new Date(row.finished_at).toISOString(),
+    ...(batchId === null ? {} : { batch_id: batchId }),
   };
 }
 

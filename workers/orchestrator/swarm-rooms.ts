@@ -1,10 +1,12 @@
 // The orchestrator's door to SwarmRoom Durable Objects (one per swarm, named by the swarm id).
 // Takes only the SWARM_ROOM namespace; all swarm state lives in the room, never here.
+import type { BatchCancelCode } from "../../src/core/batch-parts.ts";
 import type { ErrorDetail } from "../../src/core/errors.ts";
 import { toPublicStatus } from "../../src/core/public-status.ts";
 import type { PlanView, ResultsPage, StartSwarmInput, SwarmStatus } from "../../src/core/swarm-contract.ts";
 import type { RerunSelection } from "../../src/core/rerun-request.ts";
 import type { TaskTranscript } from "../../src/core/task-transcript.ts";
+import type { BatchOutputSummary } from "../../src/durable/swarm-batch-output.ts";
 import type { RerunInput } from "../../src/durable/swarm-lineage.ts";
 import type { SwarmRoom } from "../../src/durable/swarm-room.ts";
 
@@ -17,6 +19,8 @@ export interface SwarmRooms {
   getPlan(swarmId: string, tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null>;
   /** null: no such swarm for this tenant. `changed` is false when it had already ended or been cancelled. */
   cancel(swarmId: string, tenant: string): Promise<{ status: SwarmStatus; changed: boolean } | null>;
+  /** A batch swarm whose lines have all ended writes the rest of its parts; null: no such batch swarm for this tenant. */
+  finishBatchOutput(swarmId: string, tenant: string, cancelCode: BatchCancelCode): Promise<BatchOutputSummary | null>;
   /** Makes sure the swarm's alarm is set if it has work left (after a restart that lost it). */
   wake(swarmId: string): Promise<{ woken: boolean }>;
   getTranscript(swarmId: string, tenant: string, taskId: string): Promise<TaskTranscript | null>;
@@ -40,6 +44,7 @@ export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): 
       const result = await room(swarmId).cancel(tenant);
       return result === null ? null : { status: toPublicStatus(result.status), changed: result.changed };
     },
+    finishBatchOutput: (swarmId, tenant, cancelCode) => room(swarmId).finishBatchOutput(tenant, cancelCode),
     wake: (swarmId) => room(swarmId).wake(),
     getTranscript: (swarmId, tenant, taskId) => room(swarmId).getTranscript(tenant, taskId),
     rerunInput: (swarmId, tenant, selection) => room(swarmId).rerunInput(tenant, selection),

@@ -3,6 +3,7 @@
 // the index. Shapes are OpenAI's File object and list page.
 import { Hono } from "hono";
 import { z } from "zod";
+import { toBatchPartKeys } from "../../../src/core/batch-parts.ts";
 import { ApiError } from "../../../src/core/errors.ts";
 import { isFileId } from "../../../src/core/ids.ts";
 import { FileTooLargeError } from "../../../src/files/file-objects.ts";
@@ -76,7 +77,15 @@ export const fileRoutes = new Hono<AppEnv>()
         { path: "purpose", message: purpose === undefined ? "missing" : `got ${JSON.stringify(purpose)}` },
       ]);
     }
-    const row: FileRow = { id, tenant, purpose, filename: form.file.filename.slice(0, 255), bytes: form.file.written, createdAt: deps.now() };
+    const row: FileRow = {
+      id,
+      tenant,
+      purpose,
+      filename: form.file.filename.slice(0, 255),
+      bytes: form.file.written,
+      createdAt: deps.now(),
+      parts: null,
+    };
     await deps.files.insert(row);
     return c.json(toFileObject(row), 200);
   })
@@ -98,17 +107,25 @@ export const fileRoutes = new Hono<AppEnv>()
   .get("/:id/content", async (c) => {
     const id = c.req.param("id");
     const row = isFileId(id) ? await c.var.deps.files.get(c.var.tenant, id) : null;
-    const body = row === null ? null : await c.var.deps.fileObjects.read(toFileKey(c.var.tenant, id));
+    if (row === null) throw notFound();
+    const headers = { "content-type": "application/octet-stream", "content-length": String(row.bytes) };
+    if (row.parts !== null) {
+      // A batch's file is its parts in order, streamed one after the other; FixedLengthStream
+      // declares the length the row recorded (a JS stream body is otherwise sent chunked:
+      // developers.cloudflare.com/workers/runtime-apis/streams/transformstream/#fixedlengthstream).
+      const parts = c.var.deps.fileObjects.readConcatenated(toBatchPartKeys(row.parts));
+      return new Response(parts.pipeThrough(new FixedLengthStream(row.bytes)), { headers });
+    }
+    const body = await c.var.deps.fileObjects.read(toFileKey(c.var.tenant, id));
     if (body === null) throw notFound();
-    return new Response(body, {
-      headers: { "content-type": "application/octet-stream", "content-length": String(row?.bytes ?? 0) },
-    });
+    return new Response(body, { headers });
   })
 
   .delete("/:id", async (c) => {
     const id = c.req.param("id");
-    if (!isFileId(id) || !(await c.var.deps.files.delete(c.var.tenant, id))) throw notFound();
-    await c.var.deps.fileObjects.delete(toFileKey(c.var.tenant, id));
+    const row = isFileId(id) ? await c.var.deps.files.get(c.var.tenant, id) : null;
+    if (row === null || !(await c.var.deps.files.delete(c.var.tenant, id))) throw notFound();
+    await c.var.deps.fileObjects.delete(row.parts === null ? toFileKey(c.var.tenant, id) : toBatchPartKeys(row.parts));
     return c.json({ id, object: "file", deleted: true });
   });
 
