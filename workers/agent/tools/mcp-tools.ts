@@ -1,7 +1,7 @@
 // The MCP tools of one lane: one client per server (opened on the first call, closed when the lane
 // ends), never one per task. Each call holds a per-server concurrency slot, and each of its HTTP
-// requests a slot of the invocation's header gate through a share capped below the gate's width,
-// so tool calls cannot starve the model of connections. Every failure — isError, a JSON-RPC error,
+// requests, until its headers arrive, a slot of the invocation's header gate through the tools'
+// share (slotted-fetch.ts), as http_fetch and webhooks do, so tool calls cannot starve the model. Every failure — isError, a JSON-RPC error,
 // a timeout, 401/403/429, a dead server, an elicitation, a tool whose definition changed since
 // submit — is a tool result the model reads (`{"error": …}`); a call never throws into the loop.
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
@@ -9,10 +9,11 @@ import { toToolError } from "../../../src/core/agent-conversation.ts";
 import { hashMcpTool, toMcpFunctionTool, type McpListedTool, type PinnedMcpServer, type PinnedMcpTool } from "../../../src/core/mcp-catalog.ts";
 import { toMcpResultText } from "../../../src/core/mcp-result.ts";
 import type { ToolCall } from "../../../src/core/tool-calls.ts";
-import { createGuardedFetch, type TakeSlot } from "../../../src/mcp/guarded-fetch.ts";
+import { createGuardedFetch } from "../../../src/mcp/guarded-fetch.ts";
 import { describeMcpFailure, openMcpSession, type McpSession } from "../../../src/mcp/mcp-session.ts";
 import { createHeaderGate, type HeaderGate } from "../header-gate.ts";
 import { untilAborted, type ToolResult } from "./http-fetch.ts";
+import { toSlottedFetch, type TakeSlot } from "./slotted-fetch.ts";
 import type { SecretBox } from "../../../src/secrets/secret-box.ts";
 
 /** A pinned credential this agent cannot open: its message is safe to show (it names the secret, not its value). */
@@ -77,10 +78,10 @@ export function createMcpTools(
   onCall: (note: McpCallNote) => void = logMcpCall,
 ): McpTools {
   const fetchFn = createGuardedFetch({
-    fetch: settings.fetch,
+    // Each hop, a redirect's too, takes its own slot.
+    fetch: takeSlot === null ? settings.fetch : toSlottedFetch(settings.fetch, takeSlot),
     allowPrivate: settings.allowPrivate,
     maxRedirects: settings.maxRedirects,
-    ...(takeSlot === null ? {} : { takeSlot }),
   });
   const byExposed = new Map<string, { state: ServerState; tool: PinnedMcpTool }>();
   const states: ServerState[] = [];
