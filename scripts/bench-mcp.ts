@@ -68,6 +68,22 @@ const builtinSpec = (n: number, label: string) => ({
   limits,
 });
 
+/** The agent's `mcp_call` log lines that carry an error, counted by error type (the captured output's tail). */
+function countMcpErrors(output: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const line of output.split("\n")) {
+    const at = line.indexOf('{"event":"mcp_call"');
+    if (at < 0) continue;
+    try {
+      const note = JSON.parse(line.slice(at)) as { errorType?: string | null };
+      if (note.errorType) counts[note.errorType] = (counts[note.errorType] ?? 0) + 1;
+    } catch {
+      // A line cut by the capture's bound.
+    }
+  }
+  return counts;
+}
+
 async function run(spec: { name: string }): Promise<number> {
   const { id } = await submitSwarm(stack.url, stack.token, spec);
   const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: 250 });
@@ -86,6 +102,7 @@ try {
   const withMcp = await run(mcpSpec(tasks, "mcp"));
   const reads = mcp.stats().listReads[`${mcpPath}?swarm=mcp`] ?? 0;
   console.log(`mcp/builtin wall: ${(withMcp / builtin).toFixed(3)}x (target <= 1.1x); tool-list reads of the MCP swarm's server: ${reads} (target: 1)`);
+  console.log(`failed MCP calls (the agent's mcp_call lines, by error type): ${JSON.stringify(countMcpErrors(stack.output()))}`);
 } finally {
   await stack.stop();
   await mcp.close();

@@ -10,7 +10,7 @@ import type { ToolSettings } from "../../../src/core/env-settings.ts";
 import { deriveWebhookKey } from "../../../src/core/webhook-signature.ts";
 import { HTTP_FETCH_TOOL, runHttpFetch, type HttpFetchSettings, type ToolResult } from "./http-fetch.ts";
 import { runWebhook, type WebhookSettings } from "./webhook-tool.ts";
-import { createMcpTools, type McpToolSettings } from "./mcp-tools.ts";
+import { createMcpTools, type McpToolResult, type McpToolSettings } from "./mcp-tools.ts";
 import { toSlottedFetch, type TakeSlot } from "./slotted-fetch.ts";
 import type { PinnedMcpServer } from "../../../src/core/mcp-catalog.ts";
 import { MCP_MAX_REDIRECTS } from "../../../src/mcp/read-catalogs.ts";
@@ -84,9 +84,12 @@ export function toToolEnvironment(settings: ToolSettings, globalFetch: typeof fe
   };
 }
 
+/** A tool's result; an MCP tool's carries its call's note (server, tool, latency, bytes, error). */
+export type SwarmToolResult = McpToolResult;
+
 export interface SwarmTools {
   definitions: ChatCompletionTool[];
-  run(call: ToolCall, context: { swarmId: string; taskId: string }): Promise<ToolResult>;
+  run(call: ToolCall, context: { swarmId: string; taskId: string }): Promise<SwarmToolResult>;
   /** Ends the tools' connections (the lane's MCP clients); the lane calls it when it ends. */
   close(): Promise<void>;
 }
@@ -135,7 +138,7 @@ export function createSwarmTools(
   let signingKey: Promise<string | null> | null = null;
   const tenantKey = (): Promise<string | null> => (signingKey ??= secret === null || secret === "" ? Promise.resolve(null) : deriveWebhookKey(secret, tenant));
 
-  const run = async (call: ToolCall, context: { swarmId: string; taskId: string }): Promise<ToolResult> => {
+  const run = async (call: ToolCall, context: { swarmId: string; taskId: string }): Promise<SwarmToolResult> => {
     if (!call.arguments.ok) return { ok: false, content: toToolError(`${call.name || "tool call"}: ${call.arguments.error}`) };
     const args = call.arguments.value;
     try {
