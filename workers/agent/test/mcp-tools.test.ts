@@ -289,5 +289,6 @@ describe("MCP tools in a swarm", () => {
     expect(kinds).toEqual({ http_fetch: 24, webhook: 24, mcp: 24 });
     expect(mostWaiting).toBeLessThanOrEqual(LANE_DEFAULTS.headerSlots - MODEL_RESERVED_HEADER_SLOTS);
     expect(mostWaiting).toBeGreaterThan(1);
-  });
+    // 72 tool calls through 5 slots, on a shared machine.
+  }, 30_000);
 });
