@@ -1,5 +1,6 @@
-// One task's transcript: state, attempts, each model call (tokens, cost, latency), the messages
-// with tool calls and tool results, the error and the output.
+// One task's transcript: state, attempts, each model call (tokens, cost, latency), each MCP call
+// (server, tool, latency, bytes, error), the messages with tool calls and tool results, the error
+// and the output.
 import { useEffect, useState } from "preact/hooks";
 import type { EdgeswarmClient, TaskTranscript } from "../../src/client/index.ts";
 import { hrefOf } from "./route.ts";
@@ -80,6 +81,37 @@ export function TaskView(props: { client: EdgeswarmClient; id: string; taskId: s
                 ))}
               </tbody>
             </table>
+          )}
+          {t.mcp_calls.length > 0 && (
+            <>
+              <h3>MCP calls</h3>
+              <table data-testid="task-mcp-calls">
+                <thead>
+                  <tr>
+                    <th>attempt.turn</th>
+                    <th>server</th>
+                    <th>tool</th>
+                    <th>latency</th>
+                    <th>bytes</th>
+                    <th>error</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {t.mcp_calls.map((c) => (
+                    <tr>
+                      <td>
+                        {c.attempt}.{c.turn}
+                      </td>
+                      <td>{c.server}</td>
+                      <td>{c.tool}</td>
+                      <td>{Math.round(c.latency_ms)} ms</td>
+                      <td>{c.bytes}</td>
+                      <td class={c.error === null ? "" : "error"}>{c.error ?? "—"}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </>
           )}
           <h3>Messages{t.messages_truncated && <span class="muted"> (long parts not kept)</span>}</h3>
           {t.messages.map((m) => (

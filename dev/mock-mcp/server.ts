@@ -33,6 +33,11 @@ export interface MockMcpStats {
   eras: { modern: number; legacy: number };
   /** Authorization header values seen (so tests can check a credential arrived, and only where it should). */
   authorizations: string[];
+  /**
+   * HTTP requests to the MCP endpoints, per URL, by what they carried: the JSON-RPC method of a POST
+   * (`tools/call`, `initialize`, …), else the HTTP method (`GET` for a session's SSE stream, `DELETE`).
+   */
+  requests: Record<string, Record<string, number>>;
 }
 
 export interface MockMcpHandle {
@@ -203,6 +208,10 @@ export async function startMockMcp(options: MockMcpOptions = {}): Promise<MockMc
     const key = `${url.pathname}${url.search}`;
     const auth = req.headers.authorization;
     if (auth !== undefined) stats.authorizations.push(auth);
+    const kind = message?.method ?? (req.method === "POST" ? "POST" : (req.method ?? "?"));
+    const byKind = stats.requests[key] ?? {};
+    byKind[kind] = (byKind[kind] ?? 0) + 1;
+    stats.requests[key] = byKind;
     if (message !== null) {
       if (message.method === "tools/list") stats.listReads[key] = (stats.listReads[key] ?? 0) + 1;
       if (message.method !== undefined && message.method !== "notifications/initialized") {
@@ -269,7 +278,7 @@ export async function startMockMcp(options: MockMcpOptions = {}): Promise<MockMc
 }
 
 function emptyStats(): MockMcpStats {
-  return { listReads: {}, calls: {}, maxConcurrentCalls: 0, eras: { modern: 0, legacy: 0 }, authorizations: [] };
+  return { listReads: {}, calls: {}, maxConcurrentCalls: 0, eras: { modern: 0, legacy: 0 }, authorizations: [], requests: {} };
 }
 
 /** A 2026-07-28 request carries the protocol version in its `_meta` envelope. */

@@ -9,6 +9,7 @@ import {
   startConversation,
   toAssistantToolMessage,
   toCheckpoint,
+  toCheckpointMcpCalls,
   toToolError,
   toToolMessage,
   withUniqueCallIds,
@@ -89,6 +90,26 @@ describe("checkpoints", () => {
   it("round-trips a fresh conversation and the repair counter", () => {
     const fresh: AgentState = { ...startConversation("s", "p"), turns: 8, toolCalls: 16, repairs: 1 };
     expect(fromCheckpoint(toCheckpoint(fresh))).toEqual(fresh);
+  });
+
+  const mcpCall = { tool_call_id: "call_2_0", attempt: 1, turn: 2, server: "code", tool: "search_code", latency_ms: 51, bytes: 77, error: null };
+
+  it("round-trips the MCP calls a conversation made; a checkpoint without any has no mcp_calls_json", () => {
+    const withCalls: AgentState = { ...midway, mcpCalls: [mcpCall, { ...mcpCall, tool_call_id: "c9", error: "isError" }] };
+    const checkpoint = toCheckpoint(withCalls);
+    expect(JSON.parse(checkpoint.mcp_calls_json ?? "null")).toEqual(withCalls.mcpCalls);
+    expect(fromCheckpoint(checkpoint)).toEqual(withCalls);
+    expect(toCheckpoint({ ...midway, mcpCalls: [] })).not.toHaveProperty("mcp_calls_json");
+  });
+
+  it.each([
+    { why: "not JSON", json: "[{" },
+    { why: "a call without its server", json: '[{"tool_call_id":"a","attempt":1,"turn":1,"tool":"t","latency_ms":1,"bytes":1,"error":null}]' },
+    { why: "an object, not an array", json: "{}" },
+  ])("reads MCP calls that are $why as none; the conversation still resumes", ({ json }) => {
+    const state = fromCheckpoint({ ...toCheckpoint(midway), mcp_calls_json: json });
+    expect(state).toEqual(midway);
+    expect(toCheckpointMcpCalls({ ...toCheckpoint(midway), mcp_calls_json: json })).toEqual([]);
   });
 
   const broken = (messages_json: string): AgentCheckpoint => ({ step: 2, turns: 1, toolCalls: 0, repairs: 0, messages_json });

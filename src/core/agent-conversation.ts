@@ -7,6 +7,7 @@ import type { AgentCheckpoint } from "./swarm-contract.ts";
 import { MAX_TOOL_RESULT_CHARS } from "./agent-limits.ts";
 import type { Limits } from "./spec-schema.ts";
 import { toToolCall, type ToolCall } from "./tool-calls.ts";
+import { TranscriptMcpCallSchema, type TranscriptMcpCall } from "./task-transcript.ts";
 
 export const ChatMessageSchema = z.discriminatedUnion("role", [
   z.object({ role: z.literal("system"), content: z.string() }),
@@ -27,6 +28,8 @@ export interface AgentState {
   toolCalls: number;
   /** Repair turns used (structured output): at most one. */
   repairs: number;
+  /** The task's MCP calls so far, for its transcript (absent: none). */
+  mcpCalls?: TranscriptMcpCall[];
 }
 
 export function startConversation(system: string | null, prompt: string): AgentState {
@@ -37,7 +40,26 @@ export function startConversation(system: string | null, prompt: string): AgentS
 }
 
 export function toCheckpoint(state: AgentState): AgentCheckpoint {
-  return { step: state.messages.length, turns: state.turns, toolCalls: state.toolCalls, repairs: state.repairs, messages_json: JSON.stringify(state.messages) };
+  const mcpCalls = state.mcpCalls ?? [];
+  return {
+    step: state.messages.length,
+    turns: state.turns,
+    toolCalls: state.toolCalls,
+    repairs: state.repairs,
+    messages_json: JSON.stringify(state.messages),
+    ...(mcpCalls.length === 0 ? {} : { mcp_calls_json: JSON.stringify(mcpCalls) }),
+  };
+}
+
+/** The MCP calls a checkpoint carries; none when absent or unreadable (they only feed the transcript). */
+export function toCheckpointMcpCalls(checkpoint: AgentCheckpoint): TranscriptMcpCall[] {
+  if (checkpoint.mcp_calls_json === undefined) return [];
+  try {
+    const parsed = TranscriptMcpCallSchema.array().safeParse(JSON.parse(checkpoint.mcp_calls_json));
+    return parsed.success ? parsed.data : [];
+  } catch {
+    return [];
+  }
 }
 
 /** The state a checkpoint holds, or null when it cannot be read (the task then starts over). */
@@ -50,7 +72,14 @@ export function fromCheckpoint(checkpoint: AgentCheckpoint): AgentState | null {
   }
   const messages = z.array(ChatMessageSchema).min(1).safeParse(raw);
   if (!messages.success) return null;
-  return { messages: messages.data, turns: checkpoint.turns, toolCalls: checkpoint.toolCalls, repairs: checkpoint.repairs };
+  const mcpCalls = toCheckpointMcpCalls(checkpoint);
+  return {
+    messages: messages.data,
+    turns: checkpoint.turns,
+    toolCalls: checkpoint.toolCalls,
+    repairs: checkpoint.repairs,
+    ...(mcpCalls.length === 0 ? {} : { mcpCalls }),
+  };
 }
 
 /**

@@ -179,6 +179,54 @@ describe("toToolSpan and toSwarmSpan", () => {
     expect(span.status.code).toBe(2);
   });
 
+  const mcp = { server: "code", tool: "search_code", address: "mcp.example.com", port: 443, protocolVersion: "2026-07-28", bytes: 120, errorType: null };
+  it.each([
+    { why: "an answered MCP call", failed: false, mcp, errorType: null },
+    { why: "a result with isError", failed: true, mcp: { ...mcp, errorType: "tool_error" }, errorType: "tool_error" },
+    { why: "a timeout", failed: true, mcp: { ...mcp, errorType: "timeout" }, errorType: "timeout" },
+    { why: "an HTTP 401", failed: true, mcp: { ...mcp, errorType: "401" }, errorType: "401" },
+    { why: "a JSON-RPC error", failed: true, mcp: { ...mcp, errorType: "-32603" }, errorType: "-32603" },
+    {
+      why: "a call before any session (no protocol version)",
+      failed: true,
+      mcp: { ...mcp, protocolVersion: null, errorType: "unreachable" },
+      errorType: "unreachable",
+    },
+  ])("$why: the execute_tool span gets the MCP client attributes and its error.type", ({ failed, mcp: input, errorType }) => {
+    const span = toToolSpan({
+      place: PLACE,
+      swarmId: "sw_a",
+      taskId: "t-1",
+      tool: "mcp__code__search_code",
+      callId: "c1",
+      startMs: 1,
+      endMs: 5,
+      failed,
+      content: null,
+      mcp: input,
+    });
+    expect(span.name).toBe("execute_tool mcp__code__search_code");
+    expect(span.attributes).toEqual({
+      "edgeswarm.swarm_id": "sw_a",
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": "mcp__code__search_code",
+      "gen_ai.tool.call.id": "c1",
+      "gen_ai.tool.type": "function",
+      "edgeswarm.task_id": "t-1",
+      "mcp.method.name": "tools/call",
+      "server.address": "mcp.example.com",
+      "server.port": 443,
+      "network.transport": "tcp",
+      "network.protocol.name": "http",
+      ...(input.protocolVersion === null ? {} : { "mcp.protocol.version": input.protocolVersion }),
+      "edgeswarm.mcp.server": "code",
+      "edgeswarm.mcp.tool": "search_code",
+      "edgeswarm.mcp.result_bytes": 120,
+      ...(errorType === null ? {} : { "error.type": errorType }),
+    });
+    expect(span.status).toEqual(errorType === null ? { code: 0 } : { code: 2, message: errorType });
+  });
+
   it("the root is the swarm's, with no parent", () => {
     const span = toSwarmSpan({
       place: { ...PLACE, parentSpanId: null },

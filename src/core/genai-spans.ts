@@ -162,10 +162,52 @@ export interface ToolSpanInput {
   failed: boolean;
   /** Only when content capture is on. */
   content: { arguments: string; result: string } | null;
+  /** An MCP server's tool: its call's details (null: a built-in or webhook tool). */
+  mcp?: ToolSpanMcp | null;
+}
+
+/** What an MCP tool's span adds (the OTel MCP conventions' client attributes, on the execute_tool span). */
+export interface ToolSpanMcp {
+  /** The spec's name for the server. */
+  server: string;
+  /** The tool's name on the server. */
+  tool: string;
+  address: string;
+  port: number;
+  protocolVersion: string | null;
+  /** UTF-8 bytes of the answer the model got. */
+  bytes: number;
+  /** Low cardinality: tool_error (isError), timeout, an HTTP status, a JSON-RPC error code, …; null = none. */
+  errorType: string | null;
+}
+
+/**
+ * The OTel MCP conventions say an MCP instrumentation that finds the GenAI execute_tool span already
+ * there adds its attributes to it rather than making a span of its own
+ * (opentelemetry.io/docs/specs/semconv/gen-ai/mcp/, "Client"): `mcp.method.name`, `server.address`,
+ * `server.port`, `network.transport`, `network.protocol.name`, `mcp.protocol.version`, and
+ * `error.type` (`tool_error` when the result has isError). The server's name, the tool's own name
+ * and the answer's size are edgeswarm's.
+ */
+function toMcpAttributes(mcp: ToolSpanMcp): Record<string, string | number> {
+  return {
+    "mcp.method.name": "tools/call",
+    "server.address": mcp.address,
+    "server.port": mcp.port,
+    "network.transport": "tcp",
+    "network.protocol.name": "http",
+    ...(mcp.protocolVersion === null ? {} : { "mcp.protocol.version": mcp.protocolVersion }),
+    "edgeswarm.mcp.server": mcp.server,
+    "edgeswarm.mcp.tool": mcp.tool,
+    "edgeswarm.mcp.result_bytes": mcp.bytes,
+  };
 }
 
 /** One tool call (`execute_tool <tool>`). */
 export function toToolSpan(input: ToolSpanInput): TraceSpan {
+  const mcp = input.mcp ?? null;
+  // An MCP call's own class of failure (a timeout, a 401, a JSON-RPC code) where it has one.
+  const errorType = mcp?.errorType ?? (input.failed ? "tool_error" : null);
   return {
     ...toIds(input.place),
     name: `execute_tool ${input.tool}`,
@@ -179,10 +221,11 @@ export function toToolSpan(input: ToolSpanInput): TraceSpan {
       "gen_ai.tool.call.id": input.callId,
       "gen_ai.tool.type": "function",
       "edgeswarm.task_id": input.taskId,
-      ...(input.failed ? { "error.type": "tool_error" } : {}),
+      ...(mcp === null ? {} : toMcpAttributes(mcp)),
+      ...(errorType === null ? {} : { "error.type": errorType }),
       ...(input.content === null ? {} : { "gen_ai.tool.call.arguments": input.content.arguments, "gen_ai.tool.call.result": input.content.result }),
     },
-    status: input.failed ? { code: 2, message: "tool_error" } : { code: 0 },
+    status: errorType === null ? { code: 0 } : { code: 2, message: errorType },
   };
 }
 

@@ -110,6 +110,8 @@ export interface AgentCheckpoint {
   toolCalls: number;
   repairs: number;
   messages_json: string;
+  /** The task's MCP calls so far (TranscriptMcpCall[] as JSON text), for its transcript; absent = none. */
+  mcp_calls_json?: string;
 }
 
 export interface ClaimedTask {

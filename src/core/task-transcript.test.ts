@@ -1,7 +1,14 @@
 import { describe, expect, it } from "vitest";
 import type { ChatMessage } from "./agent-conversation.ts";
 import { selectsForRerun } from "./rerun-request.ts";
-import { boundMessages, toTranscriptMessages, TRANSCRIPT_MAX_MESSAGES, TRANSCRIPT_MESSAGE_CHARS } from "./task-transcript.ts";
+import {
+  appendMcpCalls,
+  boundMessages,
+  toTranscriptMessages,
+  TRANSCRIPT_MAX_MCP_CALLS,
+  TRANSCRIPT_MAX_MESSAGES,
+  TRANSCRIPT_MESSAGE_CHARS,
+} from "./task-transcript.ts";
 
 const user = (content: string): ChatMessage => ({ role: "user", content });
 
@@ -38,6 +45,22 @@ describe("toTranscriptMessages", () => {
     },
   ])("$name", ({ input, roles }) => {
     expect(toTranscriptMessages(input).messages.map((m) => m.role)).toEqual(roles);
+  });
+});
+
+describe("appendMcpCalls", () => {
+  const call = (n: number) => ({ tool_call_id: `c${n}`, attempt: 1, turn: 1, server: "code", tool: "search_code", latency_ms: n, bytes: n, error: null });
+  it.each([
+    { kept: 0, added: 1, first: "c0", length: 1 },
+    { kept: 63, added: 1, first: "c0", length: 64 },
+    { kept: 64, added: 2, first: "c2", length: 64 },
+    { kept: 10, added: 70, first: "c16", length: 64 },
+  ])("keeps the most recent $length of $kept kept and $added added", ({ kept, added, first, length }) => {
+    const all = Array.from({ length: kept + added }, (_, i) => call(i));
+    const result = appendMcpCalls(all.slice(0, kept), all.slice(kept));
+    expect(result).toHaveLength(Math.min(length, TRANSCRIPT_MAX_MCP_CALLS));
+    expect(result[0]?.tool_call_id).toBe(first);
+    expect(result.at(-1)?.tool_call_id).toBe(`c${kept + added - 1}`);
   });
 });
 

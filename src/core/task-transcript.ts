@@ -1,5 +1,6 @@
 // A task's transcript as GET /v1/swarms/:id/tasks/:task_id shows it, and the bounds on what the
 // SwarmRoom keeps of a conversation (docs/data.md `transcripts`). No I/O.
+import { z } from "zod";
 import type { ChatMessage } from "./agent-conversation.ts";
 import type { ErrorClass } from "./error-class.ts";
 import type { TaskState } from "./swarm-contract.ts";
@@ -32,6 +33,30 @@ export interface TranscriptCall {
   hedge: "won" | "lost" | null;
 }
 
+/** MCP calls kept per task (the most recent ones). */
+export const TRANSCRIPT_MAX_MCP_CALLS = 64;
+
+/**
+ * One MCP call of a task: which server and tool, how long, how many bytes the model got, and what
+ * went wrong (null: nothing). Never its arguments or answer (those are in `messages`).
+ */
+export const TranscriptMcpCallSchema = z.object({
+  tool_call_id: z.string(),
+  attempt: z.number().int(),
+  turn: z.number().int(),
+  server: z.string(),
+  tool: z.string(),
+  latency_ms: z.number(),
+  bytes: z.number().int(),
+  error: z.string().nullable(),
+});
+export type TranscriptMcpCall = z.infer<typeof TranscriptMcpCallSchema>;
+
+/** Appends `added` to `kept`, keeping the most recent TRANSCRIPT_MAX_MCP_CALLS. */
+export function appendMcpCalls(kept: readonly TranscriptMcpCall[], added: readonly TranscriptMcpCall[]): TranscriptMcpCall[] {
+  return [...kept, ...added].slice(-TRANSCRIPT_MAX_MCP_CALLS);
+}
+
 export interface TaskTranscript {
   swarm_id: string;
   task_id: string;
@@ -48,6 +73,8 @@ export interface TaskTranscript {
   usage: { calls: number; total_tokens: number };
   cost_usd: number;
   calls: TranscriptCall[];
+  /** The task's MCP calls, oldest first (the latest attempt's conversation, and those it resumed from). */
+  mcp_calls: TranscriptMcpCall[];
   messages: ChatMessage[];
   /** Messages left out or cut to the bounds above. */
   messages_truncated: boolean;

@@ -80,7 +80,14 @@ export const LEASED_STATES = "('running', 'dispatched')";
 export const TASK_COLUMNS = "seq, id, state, attempts, deadline, retry_at, long, reserved_usd, reserved_tokens, kind, model_hint, standby";
 
 /** `tasks.checkpoint`: AgentCheckpoint. */
-export const CheckpointSchema = z.object({ step: z.number(), turns: z.number(), toolCalls: z.number(), repairs: z.number(), messages_json: z.string() });
+export const CheckpointSchema = z.object({
+  step: z.number(),
+  turns: z.number(),
+  toolCalls: z.number(),
+  repairs: z.number(),
+  messages_json: z.string(),
+  mcp_calls_json: z.string().optional(),
+});
 /** `tasks.override`: TaskOverride of a plan or reduce task. */
 export const OverrideSchema = z.object({ system: z.string(), responseFormat: ResponseFormatSchema.nullable(), maxOutputTokens: z.number() });
 /** `swarm.model_mix`. */

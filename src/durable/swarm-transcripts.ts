@@ -1,10 +1,11 @@
 // Transcripts of the swarm's tasks (GET /v1/swarms/:id/tasks/:task_id): the bounded copy of each
 // multi-turn task's conversation it keeps from the checkpoints lanes report (the checkpoint itself
-// is dropped when the task ends), and the read that joins a task's row, its calls and that copy.
-import { type ChatMessage, ChatMessageSchema } from "../core/agent-conversation.ts";
+// is dropped when the task ends) with the MCP calls those checkpoints list, and the read that joins
+// a task's row, its calls and that copy.
+import { type ChatMessage, ChatMessageSchema, toCheckpointMcpCalls } from "../core/agent-conversation.ts";
 import type { ErrorClass } from "../core/error-class.ts";
 import type { AgentCheckpoint, TaskState } from "../core/swarm-contract.ts";
-import { boundMessages, type TaskTranscript, toTranscriptMessages } from "../core/task-transcript.ts";
+import { boundMessages, TRANSCRIPT_MAX_MCP_CALLS, type TaskTranscript, type TranscriptMcpCall, toTranscriptMessages } from "../core/task-transcript.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
 import type { LedgerRow } from "../ledger/d1-ledger.ts";
 
@@ -21,12 +22,41 @@ export class SwarmTranscripts {
       messages TEXT NOT NULL,
       truncated INTEGER NOT NULL
     )`);
+    // Its own table (not a column of transcripts): rooms made before it get it with this statement.
+    sql.exec(`CREATE TABLE IF NOT EXISTS transcript_mcp_calls (
+      task_id      TEXT NOT NULL,
+      attempt      INTEGER NOT NULL,
+      tool_call_id TEXT NOT NULL,
+      turn         INTEGER NOT NULL,
+      server       TEXT NOT NULL,
+      tool         TEXT NOT NULL,
+      latency_ms   REAL NOT NULL,
+      bytes        INTEGER NOT NULL,
+      error        TEXT,
+      PRIMARY KEY (task_id, attempt, tool_call_id)
+    )`);
   }
 
   /** Keeps the latest conversation a report carries (a later attempt, or more messages, replaces it). */
   keep(reports: readonly { taskId: string; attempt: number; checkpoint?: AgentCheckpoint }[]): void {
     for (const report of reports) {
       if (report.checkpoint === undefined) continue;
+      // A checkpoint lists every MCP call of the conversation so far: the ones already kept are ignored.
+      for (const call of toCheckpointMcpCalls(report.checkpoint)) {
+        this.sql.exec(
+          `INSERT OR IGNORE INTO transcript_mcp_calls (task_id, attempt, tool_call_id, turn, server, tool, latency_ms, bytes, error)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          report.taskId,
+          call.attempt,
+          call.tool_call_id,
+          call.turn,
+          call.server,
+          call.tool,
+          call.latency_ms,
+          call.bytes,
+          call.error,
+        );
+      }
       const parsed = ChatMessageSchema.array().safeParse(JSON.parse(report.checkpoint.messages_json));
       if (!parsed.success) continue;
       const { messages, truncated } = boundMessages(parsed.data);
@@ -73,6 +103,15 @@ export class SwarmTranscripts {
         taskId,
       )
       .toArray();
+    const mcpCalls = this.sql
+      .exec<TranscriptMcpCall>(
+        `SELECT tool_call_id, attempt, turn, server, tool, latency_ms, bytes, error FROM transcript_mcp_calls WHERE task_id = ?
+         ORDER BY rowid DESC LIMIT ?`,
+        taskId,
+        TRANSCRIPT_MAX_MCP_CALLS,
+      )
+      .toArray()
+      .reverse();
     const kept = this.sql.exec<{ messages: string; truncated: number }>("SELECT messages, truncated FROM transcripts WHERE task_id = ?", taskId).toArray()[0];
     const keptMessages: ChatMessage[] | null = kept === undefined ? null : ChatMessageSchema.array().parse(JSON.parse(kept.messages));
     // The call whose answer the task kept: its last turn's, not a backup whose answer was not kept.
@@ -114,6 +153,7 @@ export class SwarmTranscripts {
         finish_reason: task.state === "succeeded" && c === last && c.status === "ok" ? task.finish_reason : null,
         hedge: c.hedge === 2 ? ("won" as const) : c.hedge === 1 ? ("lost" as const) : null,
       })),
+      mcp_calls: mcpCalls.map((c) => ({ ...c })),
       messages,
       messages_truncated: truncated || kept?.truncated === 1,
     };

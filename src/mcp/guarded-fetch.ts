@@ -1,18 +1,13 @@
 // The fetch an MCP client gets: every hop, the first request and each redirect target, passes the
-// egress guard http_fetch and webhooks use (src/core/ssrf-guard.ts), and each request holds a
-// connection slot until its response headers arrive. It never follows a redirect it has not checked.
+// egress guard http_fetch and webhooks use (src/core/ssrf-guard.ts). It never follows a redirect it
+// has not checked. Connection slots are the caller's: it passes a fetch that takes them.
 import { checkWebhookTarget } from "../core/ssrf-guard.ts";
-
-/** Takes a connection slot; the function it resolves to frees it (idempotent). */
-export type TakeSlot = () => Promise<() => void>;
 
 export interface GuardedFetchSettings {
   fetch: typeof fetch;
   /** Loopback and private ranges allowed (ALLOW_PRIVATE_NETWORK, local development only). */
   allowPrivate: boolean;
   maxRedirects: number;
-  /** A slot per request while it waits for headers (the invocation's header gate); none = no gate. */
-  takeSlot?: TakeSlot;
 }
 
 /** A request the guard refused: its message is safe to show (it names the address and the rule). */
@@ -34,20 +29,13 @@ export function createGuardedFetch(settings: GuardedFetchSettings): typeof fetch
     for (let hop = 0; ; hop += 1) {
       const target = checkWebhookTarget(url, settings.allowPrivate);
       if (!target.ok) throw new EgressRefused(`MCP request refused: ${target.reason}`);
-      const release = settings.takeSlot === undefined ? () => {} : await settings.takeSlot();
-      let response: Response;
-      try {
-        response = await settings.fetch(target.url.href, {
-          method: request.method,
-          headers,
-          body,
-          redirect: "manual",
-          signal: request.signal,
-        });
-      } finally {
-        // Headers are in (or the request failed): the slot goes back, as the model client's does.
-        release();
-      }
+      const response = await settings.fetch(target.url.href, {
+        method: request.method,
+        headers,
+        body,
+        redirect: "manual",
+        signal: request.signal,
+      });
       if (response.status < 300 || response.status >= 400 || response.status === 304) return response;
       const location = response.headers.get("location");
       await response.body?.cancel().catch(() => {});

@@ -32,6 +32,10 @@ export interface McpCallAnswer {
 
 export interface McpSession {
   era: McpEra;
+  /** The protocol revision the client speaks with the server (`2026-07-28`, `2025-11-25`, …); null = not known. */
+  protocolVersion(): string | null;
+  /** The session's `Mcp-Session-Id` (session-based servers); null = sessionless. */
+  sessionId(): string | null;
   listTools(timeoutMs: number): Promise<McpListedTool[]>;
   /** `definition` is the pinned tool, so the SDK needs no `tools/list` to mirror headers or validate. */
   callTool(tool: McpListedTool, args: Record<string, unknown>, timeoutMs: number, signal: AbortSignal): Promise<McpCallAnswer>;
@@ -72,6 +76,8 @@ export async function openMcpSession(settings: McpConnectSettings): Promise<McpS
   const era: McpEra = discovered === undefined ? { kind: "legacy" } : { kind: "modern", discover_json: JSON.stringify(discovered) };
   return {
     era,
+    protocolVersion: () => transport.protocolVersion ?? null,
+    sessionId: () => transport.sessionId ?? null,
     listTools: async (timeoutMs) => {
       const listed = await client.listTools(undefined, { timeout: timeoutMs, cacheMode: "bypass" });
       return listed.tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Record<string, unknown> }));
@@ -129,6 +135,26 @@ export function describeMcpFailure(error: unknown, timeoutMs: number): string {
   if (typeof named.code === "number") return `the server answered a JSON-RPC error ${named.code}: ${message}`;
   if (named.name === "EgressRefused" || named.name === "McpCredentialError") return message;
   return `the server could not be reached: ${message}`;
+}
+
+/**
+ * The failure's class for a trace's `error.type` (low cardinality, as the OTel MCP conventions ask):
+ * the JSON-RPC error code, the HTTP status, `timeout`, `elicitation`, `egress_refused`,
+ * `credential` or `unreachable`.
+ */
+export function classifyMcpFailure(error: unknown): string {
+  if (typeof error !== "object" || error === null) return "unreachable";
+  const named = error as { name?: unknown; code?: unknown; status?: unknown; data?: { status?: unknown }; message?: unknown };
+  const message = typeof named.message === "string" ? named.message : "";
+  if (named.code === "REQUEST_TIMEOUT" || named.name === "TimeoutError" || /timed out/i.test(message)) return "timeout";
+  const status = typeof named.status === "number" ? named.status : typeof named.data?.status === "number" ? named.data.status : null;
+  if (status !== null) return String(status);
+  if (named.name === "UnauthorizedError") return "401";
+  if (named.name === "MissingRequiredClientCapabilityError" || /elicit|input.required/i.test(message)) return "elicitation";
+  if (typeof named.code === "number") return String(named.code);
+  if (named.name === "EgressRefused") return "egress_refused";
+  if (named.name === "McpCredentialError") return "credential";
+  return "unreachable";
 }
 
 function clip(text: string): string {

@@ -1,11 +1,12 @@
 // The dashboard in Debian's chromium (playwright-core) against the real local stack (`wrangler dev`,
 // both Workers, the mock model): start a swarm from the form, watch the grid fill, open a failed
 // task's transcript from its cell, rerun the failed tasks, cancel a swarm from the list, a batch's
-// swarm labelled as a batch with its files.
+// swarm labelled as a batch with its files, and a task's MCP calls (dev/mock-mcp) in its transcript.
 import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type MockMcpHandle, startMockMcp } from "../../dev/mock-mcp/server.ts";
 import { generateToken, ROOT, type Stack, startStack } from "../../scripts/lib/local-stack.ts";
 import { launchChromium } from "./chromium.ts";
 
@@ -14,13 +15,23 @@ type GridWindow = { edgeswarmGrid?: { cellCenter(taskId: string): { x: number; y
 
 const persistTo = path.join(ROOT, ".tmp", "browser-state");
 let stack: Stack;
+let mcp: MockMcpHandle;
 let browser: Browser;
 let page: Page;
 const pageErrors: string[] = [];
 
 beforeAll(async () => {
   await rm(persistTo, { recursive: true, force: true });
-  stack = await startStack({ port: 0, apiToken: generateToken(), mock: { latency: { dist: "normal", mean: 150, stddev: 30 } }, persistTo, log: "capture" });
+  mcp = await startMockMcp({ port: 0, latencyMs: 5 });
+  stack = await startStack({
+    port: 0,
+    apiToken: generateToken(),
+    mock: { latency: { dist: "normal", mean: 150, stddev: 30 } },
+    persistTo,
+    log: "capture",
+    // The MCP server is the mock on 127.0.0.1 (local development only).
+    allowPrivateNetwork: true,
+  });
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
   page.on("pageerror", (error) => pageErrors.push(error.message));
@@ -30,6 +41,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await stack?.stop();
+  await mcp?.close();
 });
 
 const spec = (name: string, n: number, attempts = 1) => ({
@@ -176,6 +188,38 @@ describe("the dashboard", () => {
       expect(text.trim().split("\n")).toHaveLength(n);
     }
     stack.mock?.setScenario({ latency: 10, seed: 12 });
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("lists a task's MCP calls in its transcript: server, tool, latency, bytes, error", async () => {
+    const id = await startFromForm({
+      name: "browser: mcp",
+      model: "mock-1",
+      tasks: [{ id: "look-up", prompt: "[mock:parallel=2] Use mcp__code__search_code and mcp__code__failing_tool." }],
+      mcp_servers: [{ name: "code", url: `${mcp.url}/mcp`, tools: ["search_code", "failing_tool"] }],
+      limits: { concurrency: 2, max_output_tokens: 32, timeout_s: 20 },
+    });
+    await page.waitForFunction(() => document.querySelector("[data-testid=done]")?.textContent === "1/1");
+    await page.goto(`${stack.url}/#/swarms/${id}/tasks/look-up`);
+    // The lane's checkpoint after its tool turn (which lists the calls) reaches the room with the
+    // call journal's next flush, which may come just after the task's outcome: read it again until then.
+    for (let read = 1; ; read += 1) {
+      await page.waitForSelector("[data-testid=task-state]");
+      if ((await page.$("[data-testid=task-mcp-calls]")) !== null || read === 20) break;
+      await page.reload();
+    }
+    await page.waitForSelector("[data-testid=task-mcp-calls]", { timeout: 1_000 });
+    const rows = await page.$$eval("[data-testid=task-mcp-calls] tbody tr", (trs) =>
+      trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent ?? "")),
+    );
+    expect(rows.map(([turn, server, tool, , , error]) => [turn, server, tool, error]).sort()).toEqual([
+      ["1.1", "code", "failing_tool", "isError"],
+      ["1.1", "code", "search_code", "—"],
+    ]);
+    for (const row of rows) {
+      expect(row[3]).toMatch(/^\d+ ms$/);
+      expect(Number(row[4])).toBeGreaterThan(0);
+    }
     expect(pageErrors).toEqual([]);
   });
 });

@@ -58,7 +58,8 @@ export interface LaneHostDeps {
 export const DEFAULT_COALESCE = { ms: 5, outcomes: 32 };
 
 /**
- * Header slots of an invocation MCP requests never take: the model's calls always find these. One:
+ * Header slots of an invocation tool requests (http_fetch, webhooks, MCP) never take: the model's
+ * calls always find these. One:
  * with half the slots for tools, a 50 ms MCP tool cost 1.9× a built-in one at W = 100; with all but
  * one, 1.5×; with all, 1.4× (one noisy run each, docs/benchmarks.md "MCP tools").
  */
@@ -133,9 +134,9 @@ export function createInvocation(deps: LaneHostDeps, pool: TaskPool, lanes: numb
   const callsEndBy = started + deps.callsWithinMs;
   const permitTally = { permitWaits: 0, permitWaitMs: 0, keyPoolErrors: 0 };
   // One gate for the whole invocation: Cloudflare counts connections per invocation, so the
-  // lanes of one queue batch share its 6 (header-gate.ts quotes the limit). MCP requests take
-  // theirs through a share of all but MODEL_RESERVED_HEADER_SLOTS, so tool calls never hold every
-  // connection the model needs.
+  // lanes of one queue batch share its 6 (header-gate.ts quotes the limit). Every tool request
+  // (tools/slotted-fetch.ts) takes its slot through a share of all but MODEL_RESERVED_HEADER_SLOTS,
+  // so tool calls never hold every connection the model needs.
   const headerGate = createHeaderGate(deps.headerSlots);
   const toolSlot = deps.headerSlots > 0 ? createToolSlots(headerGate, deps.headerSlots - MODEL_RESERVED_HEADER_SLOTS) : null;
   const tools = deps.tools ?? toToolEnvironment(DEFAULT_TOOL_SETTINGS, fetch);

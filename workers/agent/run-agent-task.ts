@@ -17,6 +17,7 @@ import {
   type AgentState,
 } from "../../src/core/agent-conversation.ts";
 import { checkOutput, toRepairPrompt } from "../../src/core/structured-output.ts";
+import { appendMcpCalls } from "../../src/core/task-transcript.ts";
 import type { CallRecord, ClaimedTask, TaskOutcome, TaskReport, TaskRunConfig } from "../../src/core/swarm-contract.ts";
 import type { ToolCall } from "../../src/core/tool-calls.ts";
 import type { ModelCallResult } from "../../src/model/model-client.ts";
@@ -88,6 +89,24 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
       }),
     );
     for (const [i, call] of admitted.entries()) state.messages.push(toToolMessage(call.id, results[i]?.content ?? toToolError("no result")));
+    const mcpCalls = admitted.flatMap((call, i) => {
+      const note = results[i]?.mcp;
+      return note === undefined
+        ? []
+        : [
+            {
+              tool_call_id: call.id,
+              attempt: task.attempt,
+              turn: state.turns,
+              server: note.server,
+              tool: note.tool,
+              latency_ms: note.latencyMs,
+              bytes: note.bytes,
+              error: note.error,
+            },
+          ];
+    });
+    if (mcpCalls.length > 0) state.mcpCalls = appendMcpCalls(state.mcpCalls ?? [], mcpCalls);
     for (const call of refused) {
       state.messages.push(
         toToolMessage(

@@ -4,7 +4,7 @@
 // the swarm's trace is sampled: with tracing off no lane makes one (zero spans, zero cost).
 import type { ChatMessage } from "../../src/core/agent-conversation.ts";
 import type { ModelRoute } from "../../src/core/gateway-config.ts";
-import { toAttemptSpan, toChatSpan, toProviderName, toToolSpan } from "../../src/core/genai-spans.ts";
+import { toAttemptSpan, toChatSpan, toProviderName, toToolSpan, type ToolSpanMcp } from "../../src/core/genai-spans.ts";
 import { costOfUsage, resolvePrice, type PriceTable } from "../../src/core/pricing.ts";
 import type { CallRecord, ClaimedTask, TaskReport } from "../../src/core/swarm-contract.ts";
 import type { ToolCall } from "../../src/core/tool-calls.ts";
@@ -28,8 +28,8 @@ export interface TaskTrace {
     route: Pick<ModelRoute, "baseUrl" | "upstreamModel">,
     request: { messages: readonly ChatMessage[]; maxOutputTokens: number },
   ): void;
-  /** A tool call ended (`failed`: the tool answered with an error). */
-  tool(call: ToolCall, startMs: number, endMs: number, outcome: { ok: boolean; content: string }): void;
+  /** A tool call ended (`ok` false: the tool answered with an error; `mcp`: an MCP tool's call). */
+  tool(call: ToolCall, startMs: number, endMs: number, outcome: { ok: boolean; content: string; mcp?: ToolSpanMcp }): void;
   /** The attempt ended with `report`. */
   end(report: TaskReport, endMs: number): void;
 }
@@ -98,6 +98,7 @@ export function startTaskTrace(tracing: LaneTracing, parent: SpanContext, swarmI
           endMs,
           failed: !outcome.ok,
           content: tracing.captureContent ? { arguments: call.rawArguments, result: outcome.content } : null,
+          mcp: outcome.mcp ?? null,
         }),
       );
     },

@@ -137,7 +137,7 @@ export const OPERATIONS: readonly Operation[] = [
   {
     method: "get",
     path: "/v1/swarms/{id}/tasks/{task_id}",
-    summary: "One task's transcript: attempts, calls, messages, output",
+    summary: "One task's transcript: attempts, model calls, MCP calls (server, tool, latency, bytes, error), messages, output",
     tag: "swarms",
     responses: { "200": "the transcript", "404": "no such swarm or task" },
   },

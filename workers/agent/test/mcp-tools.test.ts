@@ -7,7 +7,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { PinnedMcpServer } from "../../../src/core/mcp-catalog.ts";
-import { LimitsSchema, McpServerSpecSchema } from "../../../src/core/spec-schema.ts";
+import { LimitsSchema, McpServerSpecSchema, type SwarmSpec } from "../../../src/core/spec-schema.ts";
 import { createCatalogReader, MCP_MAX_REDIRECTS } from "../../../src/mcp/read-catalogs.ts";
 import { createSecretBox } from "../../../src/secrets/secret-box.ts";
 import { createModelClient, type ModelRequest } from "../../../src/model/model-client.ts";
@@ -45,7 +45,7 @@ async function pin(path: string, fields: Record<string, unknown> = {}): Promise<
   return read.value;
 }
 
-async function startSwarm(catalog: PinnedMcpServer[], prompts: string[], concurrency = 100): Promise<RoomSwarm> {
+async function startSwarm(catalog: PinnedMcpServer[], prompts: string[], concurrency = 100, more: Partial<SwarmSpec> = {}): Promise<RoomSwarm> {
   counter += 1;
   return startRoomSwarm({
     swarmId: `sw_mcp${Date.now().toString(36)}${counter}`,
@@ -55,6 +55,7 @@ async function startSwarm(catalog: PinnedMcpServer[], prompts: string[], concurr
       model: "mock-1",
       mcp_servers: catalog.map((c) => McpServerSpecSchema.parse({ name: c.name, url: c.url, timeout_s: c.timeout_s })),
       limits: LimitsSchema.parse({ concurrency }),
+      ...more,
     },
     tasks: prompts.map((prompt, i) => ({ id: `t${i + 1}`, prompt })),
     createdAt: Date.now(),
@@ -64,7 +65,7 @@ async function startSwarm(catalog: PinnedMcpServer[], prompts: string[], concurr
 }
 
 /** Runs the swarm's tasks in one lane; returns the tool results the model read, by task prompt order. */
-async function deliver(swarmId: string): Promise<ModelRequest[]> {
+async function deliver(swarmId: string, network: typeof fetch = fetch, webhookSecret: string | null = null): Promise<ModelRequest[]> {
   const real = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY });
   const requests: ModelRequest[] = [];
   const batch = createMessageBatch("edgeswarm-tasks", tickets(swarmId, 1));
@@ -80,7 +81,7 @@ async function deliver(swarmId: string): Promise<ModelRequest[]> {
       },
     }),
     concurrency: 64,
-    tools: toToolEnvironment({ ...DEFAULT_TOOL_SETTINGS, allowPrivate: true, secretsKey: env.SECRETS_KEY }, fetch),
+    tools: toToolEnvironment({ ...DEFAULT_TOOL_SETTINGS, allowPrivate: true, secretsKey: env.SECRETS_KEY, webhookSecret }, network),
   });
   expect((await getQueueResult(batch, ctx)).retryMessages).toEqual([]);
   return requests;
@@ -253,4 +254,41 @@ describe("MCP tools in a swarm", () => {
     expect(after.maxConcurrentCalls).toBeLessThanOrEqual(LANE_DEFAULTS.headerSlots - MODEL_RESERVED_HEADER_SLOTS);
     expect(after.maxConcurrentCalls).toBeGreaterThan(0);
   });
+
+  it("holds every tool's requests — http_fetch, a webhook and MCP alike — to the tools' share of the header slots", async () => {
+    const catalog = await pin("/mcp?latency_ms=50", { tools: ["search_code"] });
+    const page = `${env.MOCK_MCP_URL}/slow?ms=50`;
+    const swarm = await startSwarm(
+      catalog,
+      // The mock model calls the three tools it is told of in one turn, in parallel.
+      Array.from({ length: 24 }, (_, i) => `[mock:parallel=3] Task ${i + 1}: use http_fetch on ${page}, mcp__code__search_code and lookup_ticket.`),
+      100,
+      {
+        tools: ["http_fetch", { name: "lookup_ticket", description: "Looks a ticket up.", url: page, parameters: { type: "object", properties: {} } }],
+        http_allowlist: [new URL(page).host],
+      },
+    );
+    // Counts the tools' requests waiting for headers: from the request until its Response resolves.
+    const kinds = { http_fetch: 0, webhook: 0, mcp: 0 };
+    let waiting = 0;
+    let mostWaiting = 0;
+    const counting: typeof fetch = async (input, init) => {
+      const request = new Request(input, init);
+      const path = new URL(request.url).pathname;
+      kinds[path === "/mcp" ? "mcp" : request.method === "POST" ? "webhook" : "http_fetch"] += 1;
+      waiting += 1;
+      mostWaiting = Math.max(mostWaiting, waiting);
+      try {
+        return await fetch(input, init);
+      } finally {
+        waiting -= 1;
+      }
+    };
+    await deliver(swarm.swarmId, counting, "a-webhook-secret-for-tests");
+    expect((await swarm.results()).every((r) => r.state === "succeeded")).toBe(true);
+    expect(kinds).toEqual({ http_fetch: 24, webhook: 24, mcp: 24 });
+    expect(mostWaiting).toBeLessThanOrEqual(LANE_DEFAULTS.headerSlots - MODEL_RESERVED_HEADER_SLOTS);
+    expect(mostWaiting).toBeGreaterThan(1);
+    // 72 tool calls through 5 slots, on a shared machine.
+  }, 30_000);
 });

@@ -1,8 +1,10 @@
 // The MCP client's fetch (src/mcp/guarded-fetch.ts): every hop passes the egress guard, only 307/308
 // redirects are followed (each target checked), a credential never follows a redirect to another
-// origin, and each request holds a connection slot until its headers arrive.
+// origin, and each hop (behind the slotted fetch, as mcp-tools.ts wires it) holds a connection slot
+// until its headers arrive.
 import { describe, expect, it } from "vitest";
 import { createGuardedFetch, EgressRefused } from "../../../src/mcp/guarded-fetch.ts";
+import { toSlottedFetch } from "./slotted-fetch.ts";
 
 interface Seen {
   url: string;
@@ -75,10 +77,12 @@ describe("createGuardedFetch", () => {
     expect(net.seen).toHaveLength(1);
   });
 
-  it("holds a slot per request until its headers arrive, and gives it back when the request fails", async () => {
+  it("takes a slot per hop until its headers arrive, and gives it back when the request fails", async () => {
     let held = 0;
     let most = 0;
+    let taken = 0;
     const takeSlot = async () => {
+      taken += 1;
       held += 1;
       most = Math.max(most, held);
       return () => {
@@ -86,9 +90,9 @@ describe("createGuardedFetch", () => {
       };
     };
     const net = network({ "https://mcp.example.com/mcp": redirect(307, "/v2/mcp"), "https://mcp.example.com/v2/mcp": ok });
-    const guarded = createGuardedFetch({ fetch: net.fetch, allowPrivate: false, maxRedirects: 5, takeSlot });
+    const guarded = createGuardedFetch({ fetch: toSlottedFetch(net.fetch, takeSlot), allowPrivate: false, maxRedirects: 5 });
     await guarded("https://mcp.example.com/mcp", post);
-    expect([held, most]).toEqual([0, 1]);
+    expect([taken, held, most]).toEqual([2, 0, 1]);
     await expect(guarded("https://mcp.example.com/gone", post)).rejects.toThrow(/Network connection lost/);
     expect(held).toBe(0);
   });

@@ -1,7 +1,7 @@
 // The MCP tools of one lane: one client per server (opened on the first call, closed when the lane
 // ends), never one per task. Each call holds a per-server concurrency slot, and each of its HTTP
-// requests a slot of the invocation's header gate through a share capped below the gate's width,
-// so tool calls cannot starve the model of connections. Every failure — isError, a JSON-RPC error,
+// requests, until its headers arrive, a slot of the invocation's header gate through the tools'
+// share (slotted-fetch.ts), as http_fetch and webhooks do, so tool calls cannot starve the model. Every failure — isError, a JSON-RPC error,
 // a timeout, 401/403/429, a dead server, an elicitation, a tool whose definition changed since
 // submit — is a tool result the model reads (`{"error": …}`); a call never throws into the loop.
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
@@ -9,10 +9,11 @@ import { toToolError } from "../../../src/core/agent-conversation.ts";
 import { hashMcpTool, toMcpFunctionTool, type McpListedTool, type PinnedMcpServer, type PinnedMcpTool } from "../../../src/core/mcp-catalog.ts";
 import { toMcpResultText } from "../../../src/core/mcp-result.ts";
 import type { ToolCall } from "../../../src/core/tool-calls.ts";
-import { createGuardedFetch, type TakeSlot } from "../../../src/mcp/guarded-fetch.ts";
-import { describeMcpFailure, openMcpSession, type McpSession } from "../../../src/mcp/mcp-session.ts";
+import { createGuardedFetch } from "../../../src/mcp/guarded-fetch.ts";
+import { classifyMcpFailure, describeMcpFailure, openMcpSession, type McpSession } from "../../../src/mcp/mcp-session.ts";
 import { createHeaderGate, type HeaderGate } from "../header-gate.ts";
 import { untilAborted, type ToolResult } from "./http-fetch.ts";
+import { toSlottedFetch, type TakeSlot } from "./slotted-fetch.ts";
 import type { SecretBox } from "../../../src/secrets/secret-box.ts";
 
 /** A pinned credential this agent cannot open: its message is safe to show (it names the secret, not its value). */
@@ -32,19 +33,33 @@ export interface McpToolSettings {
   secretBox: SecretBox | null;
 }
 
-/** One MCP call as transcripts and logs show it. Never holds arguments, answers or credentials. */
+/** One MCP call as transcripts, traces and logs show it. Never holds arguments, answers or credentials. */
 export interface McpCallNote {
+  /** The spec's name for the server. */
   server: string;
+  /** The tool's name on the server. */
   tool: string;
   latencyMs: number;
+  /** UTF-8 bytes of the answer the model got (after placeholders and the result cap). */
   bytes: number;
+  /** What went wrong, as the model was told (`isError` when the tool said so); null = none. */
   error: string | null;
+  /** Its low-cardinality class (a trace's error.type): tool_error, timeout, an HTTP status, a JSON-RPC code, …; null = none. */
+  errorType: string | null;
+  /** The server's host and port (a trace's server.address and server.port). */
+  address: string;
+  port: number;
+  /** The protocol revision spoken; null = the call never reached a session. */
+  protocolVersion: string | null;
 }
+
+/** A tool result with the call's note (absent: no such MCP tool). */
+export type McpToolResult = ToolResult & { mcp?: McpCallNote };
 
 export interface McpTools {
   definitions: ChatCompletionTool[];
   handles(name: string): boolean;
-  run(call: ToolCall): Promise<ToolResult>;
+  run(call: ToolCall): Promise<McpToolResult>;
   close(): Promise<void>;
 }
 
@@ -77,10 +92,10 @@ export function createMcpTools(
   onCall: (note: McpCallNote) => void = logMcpCall,
 ): McpTools {
   const fetchFn = createGuardedFetch({
-    fetch: settings.fetch,
+    // Each hop, a redirect's too, takes its own slot.
+    fetch: takeSlot === null ? settings.fetch : toSlottedFetch(settings.fetch, takeSlot),
     allowPrivate: settings.allowPrivate,
     maxRedirects: settings.maxRedirects,
-    ...(takeSlot === null ? {} : { takeSlot }),
   });
   const byExposed = new Map<string, { state: ServerState; tool: PinnedMcpTool }>();
   const states: ServerState[] = [];
@@ -155,52 +170,73 @@ export function createMcpTools(
     return state.checking;
   };
 
-  const changedError = (state: ServerState, tool: PinnedMcpTool): ToolResult => ({
-    ok: false,
-    content: toToolError(
-      `${tool.exposed}: the MCP server ${state.pinned.name} changed this tool's definition since the swarm started; it is not called, so that no other tool than the one pinned at submit runs`,
-    ),
-  });
+  const changedMessage = (state: ServerState, tool: PinnedMcpTool): string =>
+    `${tool.exposed}: the MCP server ${state.pinned.name} changed this tool's definition since the swarm started; it is not called, so that no other tool than the one pinned at submit runs`;
 
-  const run = async (call: ToolCall): Promise<ToolResult> => {
+  const run = async (call: ToolCall): Promise<McpToolResult> => {
     const found = byExposed.get(call.name);
     if (found === undefined) return { ok: false, content: toToolError(`there is no MCP tool named "${call.name}"`) };
     const { state, tool } = found;
-    if (!call.arguments.ok) return { ok: false, content: toToolError(`${call.name}: ${call.arguments.error}`) };
+    const target = new URL(state.pinned.url);
+    const note: McpCallNote = {
+      server: state.pinned.name,
+      tool: tool.tool,
+      latencyMs: 0,
+      bytes: 0,
+      error: null,
+      errorType: null,
+      address: target.hostname,
+      port: target.port === "" ? (target.protocol === "https:" ? 443 : 80) : Number(target.port),
+      protocolVersion: null,
+    };
+    const result = await callTool(state, tool, call, note);
+    onCall(note);
+    return { ...result, mcp: note };
+  };
+
+  /** One call of a found tool; fills in `note` (latency, bytes, error) as it goes. */
+  const callTool = async (state: ServerState, tool: PinnedMcpTool, call: ToolCall, note: McpCallNote): Promise<ToolResult> => {
+    const refuse = (errorType: string, message: string): ToolResult => {
+      note.errorType = errorType;
+      note.error = message;
+      return { ok: false, content: toToolError(message) };
+    };
+    if (!call.arguments.ok) return refuse("invalid_arguments", `${call.name}: ${call.arguments.error}`);
     if (state.stale) await recheck(state);
-    if (state.changed.has(tool.tool)) return changedError(state, tool);
+    if (state.changed.has(tool.tool)) return refuse("tool_changed", changedMessage(state, tool));
     const release = await state.slots.acquire();
     const started = now();
     const timeoutMs = state.pinned.timeout_s * 1_000;
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
-    let note: McpCallNote = { server: state.pinned.name, tool: tool.tool, latencyMs: 0, bytes: 0, error: null };
     try {
       const definition: McpListedTool = {
         name: tool.tool,
         description: tool.description,
         inputSchema: JSON.parse(tool.input_schema_json) as Record<string, unknown>,
       };
-      const answer = await untilAborted(
-        (await untilAborted(session(state), controller.signal)).callTool(definition, call.arguments.value, timeoutMs, controller.signal),
-        controller.signal,
-      );
+      const open = await untilAborted(session(state), controller.signal);
+      note.protocolVersion = open.protocolVersion();
+      const answer = await untilAborted(open.callTool(definition, call.arguments.value, timeoutMs, controller.signal), controller.signal);
       const { text } = toMcpResultText(answer.content, answer.structuredContent, settings.maxResultChars);
-      note = { ...note, bytes: utf8Bytes(text) };
+      note.bytes = utf8Bytes(text);
       if (!answer.isError) return { ok: true, content: text };
+      // The OTel MCP conventions' error.type for a result with isError.
+      note.errorType = "tool_error";
       note.error = "isError";
-      if (await changedSince(state, tool)) return changedError(state, tool);
+      if (await changedSince(state, tool)) return refuse("tool_changed", changedMessage(state, tool));
       return { ok: false, content: toToolError(`${tool.exposed} failed: ${text}`) };
     } catch (error) {
-      const reason = controller.signal.aborted ? describeMcpFailure({ code: "REQUEST_TIMEOUT" }, timeoutMs) : describeMcpFailure(error, timeoutMs);
+      const timedOut = controller.signal.aborted;
+      const reason = timedOut ? describeMcpFailure({ code: "REQUEST_TIMEOUT" }, timeoutMs) : describeMcpFailure(error, timeoutMs);
+      note.errorType = timedOut ? "timeout" : classifyMcpFailure(error);
       note.error = reason;
-      if (!controller.signal.aborted && (await changedSince(state, tool))) return changedError(state, tool);
+      if (!timedOut && (await changedSince(state, tool))) return refuse("tool_changed", changedMessage(state, tool));
       return { ok: false, content: toToolError(`${tool.exposed} (MCP server ${state.pinned.name}): ${reason}`) };
     } finally {
       clearTimeout(timer);
       release();
       note.latencyMs = now() - started;
-      onCall(note);
     }
   };
 

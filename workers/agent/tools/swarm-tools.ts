@@ -10,9 +10,9 @@ import type { ToolSettings } from "../../../src/core/env-settings.ts";
 import { deriveWebhookKey } from "../../../src/core/webhook-signature.ts";
 import { HTTP_FETCH_TOOL, runHttpFetch, type HttpFetchSettings, type ToolResult } from "./http-fetch.ts";
 import { runWebhook, type WebhookSettings } from "./webhook-tool.ts";
-import { createMcpTools, type McpToolSettings } from "./mcp-tools.ts";
+import { createMcpTools, type McpToolResult, type McpToolSettings } from "./mcp-tools.ts";
+import { toSlottedFetch, type TakeSlot } from "./slotted-fetch.ts";
 import type { PinnedMcpServer } from "../../../src/core/mcp-catalog.ts";
-import type { TakeSlot } from "../../../src/mcp/guarded-fetch.ts";
 import { MCP_MAX_REDIRECTS } from "../../../src/mcp/read-catalogs.ts";
 import { MAX_TOOL_RESULT_CHARS } from "../../../src/core/agent-limits.ts";
 import { createSecretBox } from "../../../src/secrets/secret-box.ts";
@@ -24,7 +24,10 @@ export interface ToolEnvironment {
   http: Omit<HttpFetchSettings, "policy"> & { allowPrivate: boolean };
   webhook: WebhookSettings;
   mcp: McpToolSettings;
-  /** A connection slot for one MCP request (the invocation's header gate, through the tools' share); null = no gate. */
+  /**
+   * A connection slot for one outbound request of any tool — http_fetch, a webhook, MCP — from the
+   * invocation's header gate through the tools' share; null = no gate.
+   */
   toolSlot?: TakeSlot | null;
 }
 
@@ -81,9 +84,12 @@ export function toToolEnvironment(settings: ToolSettings, globalFetch: typeof fe
   };
 }
 
+/** A tool's result; an MCP tool's carries its call's note (server, tool, latency, bytes, error). */
+export type SwarmToolResult = McpToolResult;
+
 export interface SwarmTools {
   definitions: ChatCompletionTool[];
-  run(call: ToolCall, context: { swarmId: string; taskId: string }): Promise<ToolResult>;
+  run(call: ToolCall, context: { swarmId: string; taskId: string }): Promise<SwarmToolResult>;
   /** Ends the tools' connections (the lane's MCP clients); the lane calls it when it ends. */
   close(): Promise<void>;
 }
@@ -120,14 +126,19 @@ export function createSwarmTools(
       });
     }
   }
-  const mcp = mcpServers.length === 0 ? null : createMcpTools(tenant, mcpServers, env.mcp, env.toolSlot ?? null);
+  const toolSlot = env.toolSlot ?? null;
+  // Every tool request waits for headers on one of the invocation's connections, as the model's do.
+  const slotted = (fetchFn: typeof fetch): typeof fetch => (toolSlot === null ? fetchFn : toSlottedFetch(fetchFn, toolSlot));
+  const httpSettings = { ...env.http, fetch: slotted(env.http.fetch) };
+  const webhookSettings = { ...env.webhook, fetch: slotted(env.webhook.fetch) };
+  const mcp = mcpServers.length === 0 ? null : createMcpTools(tenant, mcpServers, env.mcp, toolSlot);
   if (mcp !== null) definitions.push(...mcp.definitions);
   const offered = definitions.map((d) => (d.type === "function" ? d.function.name : "")).join(", ");
   const secret = env.webhook.secret;
   let signingKey: Promise<string | null> | null = null;
   const tenantKey = (): Promise<string | null> => (signingKey ??= secret === null || secret === "" ? Promise.resolve(null) : deriveWebhookKey(secret, tenant));
 
-  const run = async (call: ToolCall, context: { swarmId: string; taskId: string }): Promise<ToolResult> => {
+  const run = async (call: ToolCall, context: { swarmId: string; taskId: string }): Promise<SwarmToolResult> => {
     if (!call.arguments.ok) return { ok: false, content: toToolError(`${call.name || "tool call"}: ${call.arguments.error}`) };
     const args = call.arguments.value;
     try {
@@ -138,7 +149,7 @@ export function createSwarmTools(
         return answer.ok ? { ok: true, content: JSON.stringify(withoutOk(answer)) } : { ok: false, content: toToolError(`${call.name}: ${answer.error}`) };
       }
       if (http && call.name === "http_fetch") {
-        const result = await runHttpFetch(args, { ...env.http, policy: { allowlist: httpAllowlist, allowPrivate: env.http.allowPrivate } });
+        const result = await runHttpFetch(args, { ...httpSettings, policy: { allowlist: httpAllowlist, allowPrivate: env.http.allowPrivate } });
         return result.ok ? result : { ok: false, content: toToolError(result.content) };
       }
       if (mcp?.handles(call.name)) return await mcp.run(call);
@@ -146,7 +157,7 @@ export function createSwarmTools(
       if (webhook !== undefined) {
         const result = await runWebhook(
           { url: webhook.url, toolName: webhook.name, arguments: args, swarmId: context.swarmId, taskId: context.taskId, toolCallId: call.id },
-          { ...env.webhook, secret: await tenantKey() },
+          { ...webhookSettings, secret: await tenantKey() },
         );
         return result.ok ? result : { ok: false, content: toToolError(result.content) };
       }
