@@ -137,7 +137,7 @@ export class SwarmDispatch {
       )
       .toArray();
     const retries = candidates.length;
-    // Prompt-cache warm-up: one task first, the rest once a call is recorded (SwarmWarmup).
+    // Prompt-cache warm-up: one task first, the rest once its first call's headers arrive (SwarmWarmup).
     const cap = this.warmup.grantCap(swarm, now);
     const room = (cap === null ? swarm.window : Math.min(swarm.window, cap)) - this.totals.inFlight();
     // Pending tasks past the window's room (or past `want`) are the standby ones.
@@ -266,6 +266,8 @@ export class SwarmDispatch {
         checkpoint,
         ...(lane === undefined ? {} : { notedTurn, notedUntil }),
         ...(asStandby ? { standby: true } : {}),
+        // Granted under the warm-up's cap: the task whose first call's headers release the rest.
+        ...(cap !== null && !asStandby ? { warmup: true } : {}),
       });
       if (windowGrants >= want && result.granted.length - windowGrants >= standbyRoom) break;
     }

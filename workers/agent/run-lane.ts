@@ -142,6 +142,11 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   const startedNoted = new Map<string, { taskId: string; attempt: number; turn: number }[]>();
   /** limits.hedge: the delay the room's last answer gave (null: no backups now). */
   let hedgeAfterMs: number | null = null;
+  /**
+   * The warm-up task's first call has its headers (ClaimedTask.warmup): `pending` until a pull that
+   * says so (`warmed`) is answered. That pull goes at once: the swarm's other tasks wait for it.
+   */
+  const warmup = { pending: false, told: false };
   const permits: PermitContext = {
     ...ctx.permits,
     headerGate: gate,
@@ -157,6 +162,11 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
             return false;
           },
         ),
+    },
+    onHeaders: (task) => {
+      if (task.warmup !== true || warmup.pending || warmup.told) return;
+      warmup.pending = true;
+      poke();
     },
     markStarted: (start) => {
       const key = attemptKey(start);
@@ -430,6 +440,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       ...(stopping || retiring ? { draining: true } : {}),
       ...measuredTiming(timing.current()),
       ...(seq === 1 && ctx.hostRequests !== undefined ? { hostRequests: ctx.hostRequests } : {}),
+      ...(warmup.pending ? { warmed: true } : {}),
       final,
       pool: ctx.pool,
       endBy: ctx.callsEndBy,
@@ -469,6 +480,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       pullMs = pullMs === null ? took : pullMs + 0.2 * (took - pullMs);
       for (const { taskId } of request.promoted ?? []) promoted.delete(taskId);
       for (const { taskId } of request.released ?? []) releasing.delete(taskId);
+      if (request.warmed === true) Object.assign(warmup, { pending: false, told: true });
       // The room has these reports: their tasks' noted calls need listing no more.
       for (const report of reports) {
         startedNoted.delete(attemptKey(report));
@@ -533,9 +545,9 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         setTimeout(poke, answer.retryInMs);
       }
     }
-    if (outbox.length === 0 && running.size > 0) {
+    if (outbox.length === 0 && running.size > 0 && !warmup.pending) {
       await waitForWake();
-      // Woken to renew leases, with nothing to report: the pull is the heartbeat.
+      // Woken to renew leases (or to say the warm-up call has its headers), with nothing to report: the pull goes now.
       if (outbox.length === 0) continue;
     }
     // With nothing left to hand out (a swarm's tail), outcomes wait longer for company: no free
