@@ -1723,6 +1723,21 @@ describe("SwarmRoom fail fast (limits.stop_after_failures)", () => {
     expect(rerun !== null && "tasks" in rerun && Array.isArray(rerun.tasks) ? rerun.tasks.length : null).toBe(99);
   });
 
+  it("a run at half the limit is handed no more tasks than it lacks; a success ends the run and the bound", async () => {
+    const { input, stub } = newSwarm(100, { concurrency: 10, stop_after_failures: 4 });
+    await stub.start(input);
+    const first = await pull(stub, { want: 10 });
+    expect(first.granted).toHaveLength(10);
+    const [a, b, c] = first.granted;
+    if (a === undefined || b === undefined || c === undefined) throw new Error("expected three grants");
+    // Two of four: 8 still in flight, more than the 2 failures the run lacks, so nothing more.
+    const bound = await pull(stub, { reports: [report(a.taskId, 1, invalidOutput), report(b.taskId, 1, invalidOutput)], want: 2 });
+    expect(bound.granted).toEqual([]);
+    expect(bound.transfer).toBe(true);
+    const lifted = await pull(stub, { reports: [report(c.taskId, 1, ok("fine"))], want: 3 });
+    expect(lifted.granted).toHaveLength(3);
+  });
+
   it("a success between ends the run; another class starts its own; 0 turns it off", async () => {
     const { input, stub } = newSwarm(10, { concurrency: 10, stop_after_failures: 2 });
     await stub.start(input);

@@ -354,7 +354,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         !request.final &&
         request.want > 0 &&
         waiting > 0 &&
-        (this.totals.inFlight() >= after.window || this.warmup.holding(after))
+        (this.totals.inFlight() >= Math.min(after.window, this.failFast.inFlightCap(after) ?? after.window) || this.warmup.holding(after))
           ? Math.max(WINDOW_FULL_WAIT_MS, paceMs)
           : null;
       const retryInMs = dueRetryInMs === null ? windowFullWait : windowFullWait === null ? dueRetryInMs : Math.min(dueRetryInMs, windowFullWait);

@@ -6,6 +6,7 @@
 import { toCheckpoint } from "../../src/core/agent-conversation.ts";
 import { SMALL_LANE_COALESCE_MAX_MS, toLaneSlots, type LaneTiming } from "../../src/core/lane-sizing.ts";
 import { freesSlot, standbyTarget } from "../../src/core/standby.ts";
+import { extendsRun } from "../../src/core/failure-streak.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
 import {
   STARTED_LIST_MS,
@@ -204,6 +205,13 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   const releasing = new Map<string, { taskId: string; attempt: number }>();
   /** The room lets standby tasks take ended ones' places (false while the window is over-used). */
   let transfer = true;
+  /**
+   * Fail fast: this lane's sub-tasks that failed in a way that may stop the swarm (extendsRun), by
+   * attempt, until the room answers the pull that reports them. Meanwhile no standby task starts in
+   * an ended one's place: the answer says whether the run stopped the swarm (they go back and end
+   * skipped) or gives them the window's room (`run`). A success of the lane ends the run.
+   */
+  const runFailures = new Set<string>();
   /** Mean time from a pull's start to its answer, ms (what a freed slot would wait without standby). */
   let pullMs: number | null = null;
   /** The room's least time between this lane's pulls (PullResponse.paceMs), and when the last one left. */
@@ -321,7 +329,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
 
   /** A task of this lane ended for good: the next standby task takes its slot, unless the room said not to. */
   const promoteNext = (): void => {
-    if (stopping || !transfer || ctx.allowance.tasks <= 0 || ctx.now() >= ctx.pullUntil) return;
+    if (stopping || !transfer || runFailures.size > 0 || ctx.allowance.tasks <= 0 || ctx.now() >= ctx.pullUntil) return;
     const next = standby.shift();
     if (next === undefined) return;
     promoted.set(next.task.taskId, { taskId: next.task.taskId, attempt: next.task.attempt });
@@ -379,6 +387,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
           countOutcome(ctx.tally, report);
           for (const call of report.calls) timing.add(call.ttfbMs ?? null, call.latencyMs);
           outbox.push(report);
+          if (task.kind === "task" && extendsRun(report.outcome)) runFailures.add(attemptKey(report));
+          else if (report.outcome.kind === "succeeded") runFailures.clear();
           if (freesSlot(report.outcome)) promoteNext();
         },
         (error: unknown) => {
@@ -484,6 +494,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       // The room has these reports: their tasks' noted calls need listing no more.
       for (const report of reports) {
         startedNoted.delete(attemptKey(report));
+        runFailures.delete(attemptKey(report));
       }
       if (final) return { reached };
       if (answer.leaseMs !== undefined) leaseMs = answer.leaseMs;

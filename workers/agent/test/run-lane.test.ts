@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { STARTED_LIST_MS, type PullRequest, type PullResponse } from "../../../src/core/swarm-contract.ts";
 import { createModelClient } from "../../../src/model/model-client.ts";
-import type { ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
+import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
 import { consumeTasks, type ConsumeTasksDeps } from "../consume-tasks.ts";
 import { toSwarmRooms, type SwarmRoomRpc, type SwarmRooms } from "../swarm-rooms.ts";
 import { directGateway } from "./fake-gateway.ts";
@@ -515,6 +515,28 @@ describe("standby tasks when the window moves (fake room)", () => {
     // one call was left, and every later call started with no other in flight.
     expect(room.pulls[1]?.promoted).toHaveLength(1);
     expect(inFlightAtStart.slice(4).every((n) => n === 0)).toBe(true);
+    expect(room.grants).toHaveLength(10);
+  });
+
+  it.each<[string, ModelCallResult | null, boolean]>([
+    [
+      "a failure that may stop the swarm (bad_request, never retried)",
+      { ok: false, error: { class: "bad_request", retryable: false, retryAfterMs: null, message: "400 bad schema" }, usage: null, latencyMs: 3, startedAt: 0 },
+      false,
+    ],
+    ["a success", null, true],
+  ])("after %s, a standby task takes the slot at once: %s", async (_label, result, promotes) => {
+    const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 10 }, (_, i) => `t${i + 1}`), window: 3 });
+    const model = fakeModel(20, (request) => result ?? okResult(request));
+
+    await run([ticketMessage("m1", "sw_a")], { ...BASE, concurrency: 6, rooms: roomsOf(room), gateway: directGateway(model.client) });
+
+    expect(room.count(result === null ? "succeeded" : "failed")).toBe(10);
+    expect(room.answers[0]?.granted.filter((task) => task.standby === true).length).toBeGreaterThan(0);
+    // Fail fast: with a run of such failures going, the room's answer to the pull that reports one
+    // decides (it runs the held tasks in the window's room, or stops the swarm and they go back).
+    expect(room.pulls.some((pull) => (pull.promoted ?? []).length > 0)).toBe(promotes);
+    if (!promotes) expect(room.answers.flatMap((answer) => answer.run ?? []).length).toBeGreaterThan(0);
     expect(room.grants).toHaveLength(10);
   });
 
