@@ -293,7 +293,7 @@ export class SwarmDispatch {
    */
   runHeld(swarm: SwarmRow, held: readonly { taskId: string; attempt: number }[], want: number): { taskId: string; attempt: number }[] {
     const run: { taskId: string; attempt: number }[] = [];
-    const cap = minCap(swarm.window, this.failFast.inFlightCap(swarm)) ?? swarm.window;
+    const cap = Math.min(swarm.window, this.failFast.inFlightCap(swarm) ?? swarm.window);
     let room = Math.min(want, cap - this.totals.inFlight());
     for (const task of held) {
       if (room <= 0) break;
