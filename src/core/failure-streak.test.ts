@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { NO_STREAK, noteTaskEnd, parseFailureStreak, toStreakReason, type FailureStreak, type TaskEnd } from "./failure-streak.ts";
+import {
+  extendsRun,
+  toRunInFlightCap,
+  NO_STREAK,
+  noteTaskEnd,
+  parseFailureStreak,
+  toStreakReason,
+  type FailureStreak,
+  type TaskEnd,
+} from "./failure-streak.ts";
+import type { TaskOutcome } from "./swarm-contract.ts";
 
 const ok: TaskEnd = { kind: "succeeded" };
 const invalid: TaskEnd = { kind: "failed", errorClass: "invalid_output", message: "the answer does not match response_format" };
@@ -49,5 +59,42 @@ describe("toStreakReason and parseFailureStreak", () => {
     const streak = streakAfter([invalid], 4);
     expect(parseFailureStreak(JSON.stringify(streak))).toEqual(streak);
     expect(parseFailureStreak(null)).toEqual(NO_STREAK);
+  });
+});
+
+describe("extendsRun (a lane's view of its own ends)", () => {
+  const failed = (errorClass: Extract<TaskOutcome, { kind: "failed" }>["class"], retryable: boolean): TaskOutcome => ({
+    kind: "failed",
+    class: errorClass,
+    retryable,
+    retryAfterMs: null,
+    message: "x",
+  });
+  it.each<[string, TaskOutcome, boolean]>([
+    ["invalid_output, never retried", failed("invalid_output", false), true],
+    ["auth, never retried", failed("auth", false), true],
+    ["quota_exceeded, never retried", failed("quota_exceeded", false), true],
+    ["a streak class the room may retry", failed("bad_request", true), false],
+    ["a retryable class", failed("upstream_timeout", true), false],
+    ["a task-specific class (context_length)", failed("context_length", false), false],
+    ["a success", { kind: "succeeded", output: "y", finishReason: "stop" }, false],
+    ["a deferral", { kind: "deferred", retryAfterMs: 0, reason: "no permit" }, false],
+  ])("%s: %s", (_label, outcome, expected) => {
+    expect(extendsRun(outcome)).toBe(expected);
+  });
+});
+
+describe("toRunInFlightCap", () => {
+  it.each<[string, TaskEnd[], number, number | null]>([
+    ["no run: no bound", [], 20, null],
+    ["a run under half the limit: no bound", new Array<TaskEnd>(9).fill(invalid), 20, null],
+    ["at half the limit: what the run still lacks", new Array<TaskEnd>(10).fill(invalid), 20, 10],
+    ["one short of the limit: one", new Array<TaskEnd>(19).fill(invalid), 20, 1],
+    ["a success between: no bound", [...new Array<TaskEnd>(15).fill(invalid), ok], 20, null],
+    ["stopped: no bound (nothing is handed out anyway)", new Array<TaskEnd>(20).fill(invalid), 20, null],
+    ["limit 0 (off): no bound", new Array<TaskEnd>(30).fill(invalid), 0, null],
+    ["limit 1: stops at the first, never bound", [], 1, null],
+  ])("%s", (_label, ends, limit, expected) => {
+    expect(toRunInFlightCap(streakAfter(ends, limit), limit)).toBe(expected);
   });
 });

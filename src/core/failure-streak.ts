@@ -2,6 +2,7 @@
 // error class and no success between, and when it stops a swarm's dispatch. No I/O.
 import { z } from "zod";
 import { ERROR_CLASSES, type ErrorClass } from "./error-class.ts";
+import type { TaskOutcome } from "./swarm-contract.ts";
 
 /**
  * Classes that say the spec, the key or the model is wrong rather than one task: the next task will
@@ -39,6 +40,27 @@ export function noteTaskEnd(streak: FailureStreak, end: TaskEnd, limit: number):
   const count = end.errorClass === streak.errorClass ? streak.count + 1 : 1;
   const sample = count === 1 ? end.message.slice(0, SAMPLE_MAX_CHARS) : streak.sample;
   return { errorClass: end.errorClass, count, sample, stopped: limit > 0 && count >= limit };
+}
+
+/**
+ * How many tasks may be in flight while a run goes on (null: no bound). From half the limit on, at
+ * most the failures the run still lacks to stop the swarm: if those fail the same way, it stops
+ * without a task handed out in vain; a success ends the run and the bound. Below half, a run is as
+ * likely a swarm's ordinary failures, and the window is left alone.
+ */
+export function toRunInFlightCap(streak: FailureStreak, limit: number): number | null {
+  if (limit <= 0 || streak.stopped || streak.count * 2 < limit) return null;
+  return Math.max(0, limit - streak.count);
+}
+
+/**
+ * Whether a sub-task's outcome, as its lane sees it, extends a run that may stop the swarm: a
+ * failure never retried, of a streak class. The lane then starts no standby task in its place until
+ * the room has answered the pull that reports it (run-lane.ts): that answer says whether the run
+ * stopped the swarm (the standby tasks go back and end skipped) or gives them the window (`run`).
+ */
+export function extendsRun(outcome: TaskOutcome): boolean {
+  return outcome.kind === "failed" && !outcome.retryable && STREAK_ERROR_CLASSES.includes(outcome.class);
 }
 
 /** The status's `reason` once the streak stopped the swarm (counts.skipped says how many were skipped). */

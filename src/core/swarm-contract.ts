@@ -143,6 +143,12 @@ export interface ClaimedTask {
    * says so in its next pull's `promoted`), or hands it back unstarted (`released`).
    */
   standby?: boolean;
+  /**
+   * The swarm's prompt-cache warm-up task (limits.cache_warmup): the others wait until the upstream
+   * has the shared prefix. When its first call's response headers arrive (or the call ends without
+   * them), the lane says so at once (`PullRequest.warmed`) and the room releases them.
+   */
+  warmup?: boolean;
   kind: TaskKind;
   /** Set for plan and reduce tasks. */
   override: TaskOverride | null;
@@ -231,6 +237,11 @@ export interface PullRequest {
   timing?: { ttfbMs: number; latencyMs: number };
   /** The lane takes no more tasks (it stops, or retires): `slots` are the tasks it still runs and holds. */
   draining?: boolean;
+  /**
+   * The lane's warm-up task's first call has its response headers (or ended without them): the
+   * upstream has processed the shared prefix, so the room releases the held tasks (idempotent).
+   */
+  warmed?: boolean;
   /**
    * Durable Object requests the lane's host spent to start it (an executor: the consumer's start
    * RPC and its alarm), sent with its first pull so the swarm's billable operations include them.

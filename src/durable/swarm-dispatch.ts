@@ -137,8 +137,10 @@ export class SwarmDispatch {
       )
       .toArray();
     const retries = candidates.length;
-    // Prompt-cache warm-up: one task first, the rest once a call is recorded (SwarmWarmup).
-    const cap = this.warmup.grantCap(swarm, now);
+    // Prompt-cache warm-up: one task first, the rest once its first call's headers arrive (SwarmWarmup).
+    const warmupCap = this.warmup.grantCap(swarm, now);
+    // Fail fast: a run of failures near the limit is given no more than it lacks (SwarmFailFast).
+    const cap = minCap(warmupCap, this.failFast.inFlightCap(swarm));
     const room = (cap === null ? swarm.window : Math.min(swarm.window, cap)) - this.totals.inFlight();
     // Pending tasks past the window's room (or past `want`) are the standby ones.
     const windowed = Math.max(0, Math.min(limit - candidates.length, room));
@@ -266,11 +268,13 @@ export class SwarmDispatch {
         checkpoint,
         ...(lane === undefined ? {} : { notedTurn, notedUntil }),
         ...(asStandby ? { standby: true } : {}),
+        // Granted under the warm-up's cap: the task whose first call's headers release the rest.
+        ...(warmupCap !== null && !asStandby ? { warmup: true } : {}),
       });
       if (windowGrants >= want && result.granted.length - windowGrants >= standbyRoom) break;
     }
     if (lane !== undefined) this.ledger.preNote(swarm, notes, lane, notedUntil);
-    if (cap !== null && windowGrants > 0) this.warmup.granted(swarm, now);
+    if (warmupCap !== null && windowGrants > 0) this.warmup.granted(swarm, now);
     return result;
   }
 
@@ -289,7 +293,8 @@ export class SwarmDispatch {
    */
   runHeld(swarm: SwarmRow, held: readonly { taskId: string; attempt: number }[], want: number): { taskId: string; attempt: number }[] {
     const run: { taskId: string; attempt: number }[] = [];
-    let room = Math.min(want, swarm.window - this.totals.inFlight());
+    const cap = Math.min(swarm.window, this.failFast.inFlightCap(swarm) ?? swarm.window);
+    let room = Math.min(want, cap - this.totals.inFlight());
     for (const task of held) {
       if (room <= 0) break;
       if (!this.intoWindow(task)) continue;
@@ -571,4 +576,10 @@ export class SwarmDispatch {
     }
     return candidates.length === 0 ? null : Math.min(...candidates);
   }
+}
+
+/** The tighter of two caps on tasks in flight (null: none). */
+function minCap(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  return b === null ? a : Math.min(a, b);
 }

@@ -2,7 +2,7 @@
 // the swarm row, and the stop it makes — no sub-task is handed out any more and those not yet run
 // end `skipped`, while running ones finish and are recorded. The rule is core/failure-streak.ts;
 // this never grants a task and never decides an outcome.
-import { noteTaskEnd, parseFailureStreak, toStreakReason, type FailureStreak, type TaskEnd } from "../core/failure-streak.ts";
+import { noteTaskEnd, parseFailureStreak, toRunInFlightCap, toStreakReason, type FailureStreak, type TaskEnd } from "../core/failure-streak.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
 import type { SwarmStore } from "./swarm-store.ts";
 import type { SwarmTotals } from "./swarm-totals.ts";
@@ -20,6 +20,11 @@ export class SwarmFailFast {
   /** Whether a run of failures stopped the swarm's dispatch. */
   stopped(swarm: SwarmRow): boolean {
     return this.streakOf(swarm).stopped;
+  }
+
+  /** How many tasks may be in flight while a run nears the limit (null: no bound; toRunInFlightCap). */
+  inFlightCap(swarm: SwarmRow): number | null {
+    return toRunInFlightCap(this.streakOf(swarm), this.store.limits(swarm).stop_after_failures);
   }
 
   /**

@@ -68,6 +68,7 @@ function pull(stub: Stub, lane: Partial<Omit<PullRequest, "pool">> & { pool?: Ta
   if (lane.standby !== undefined) request.standby = lane.standby;
   if (lane.held !== undefined) request.held = lane.held;
   if (lane.released !== undefined) request.released = lane.released;
+  if (lane.warmed !== undefined) request.warmed = lane.warmed;
   return stub.pull(request);
 }
 
@@ -1722,6 +1723,21 @@ describe("SwarmRoom fail fast (limits.stop_after_failures)", () => {
     expect(rerun !== null && "tasks" in rerun && Array.isArray(rerun.tasks) ? rerun.tasks.length : null).toBe(99);
   });
 
+  it("a run at half the limit is handed no more tasks than it lacks; a success ends the run and the bound", async () => {
+    const { input, stub } = newSwarm(100, { concurrency: 10, stop_after_failures: 4 });
+    await stub.start(input);
+    const first = await pull(stub, { want: 10 });
+    expect(first.granted).toHaveLength(10);
+    const [a, b, c] = first.granted;
+    if (a === undefined || b === undefined || c === undefined) throw new Error("expected three grants");
+    // Two of four: 8 still in flight, more than the 2 failures the run lacks, so nothing more.
+    const bound = await pull(stub, { reports: [report(a.taskId, 1, invalidOutput), report(b.taskId, 1, invalidOutput)], want: 2 });
+    expect(bound.granted).toEqual([]);
+    expect(bound.transfer).toBe(true);
+    const lifted = await pull(stub, { reports: [report(c.taskId, 1, ok("fine"))], want: 3 });
+    expect(lifted.granted).toHaveLength(3);
+  });
+
   it("a success between ends the run; another class starts its own; 0 turns it off", async () => {
     const { input, stub } = newSwarm(10, { concurrency: 10, stop_after_failures: 2 });
     await stub.start(input);
@@ -1782,14 +1798,38 @@ describe("SwarmRoom prompt-cache warm-up (limits.cache_warmup)", () => {
     return swarm;
   }
 
-  it("starts one task, holds the rest (other lanes are told to ask again), and releases them when its call is reported", async () => {
+  /** A pull that is still waiting in the room (it resolves only at the warm-up's release or its deadline, 5 s away). */
+  function watch(pulled: Promise<Pulled>): { done: () => boolean; answer: Promise<Pulled> } {
+    let done = false;
+    const answer = pulled.then((value) => {
+      done = true;
+      return value;
+    });
+    return { done: () => done, answer };
+  }
+
+  it("starts one task; another lane's pull waits in the room; the first call's headers (`warmed`) release the rest to both lanes at once", async () => {
     const { stub } = await startShared();
     const first = await pull(stub, { want: 5 });
     expect(grantedIds(first)).toEqual(["task-001"]);
-    const other = await pull(stub, { ticket: "lane-2", want: 5 });
-    expect(other.granted).toEqual([]);
-    expect(other.stop).toBe(false);
-    expect(other.retryInMs).toBe(100);
+    expect(first.granted[0]?.warmup).toBe(true);
+    const other = watch(pull(stub, { ticket: "lane-2", want: 5 }));
+    // The room answers other requests meanwhile; the idle lane's pull is still held.
+    expect((await stub.getStatus(TENANT))?.counts.running).toBe(1);
+    expect(other.done()).toBe(false);
+    // The warm-up call has its headers: the lane says so with a pull that takes its free slots.
+    const warmed = await pull(stub, { warmed: true, running: 1, want: 2 });
+    expect(grantedIds(warmed)).toEqual(["task-002", "task-003"]);
+    expect(warmed.granted.some((task) => task.warmup === true)).toBe(false);
+    // The held pull is answered with what the window has left.
+    const released = await other.answer;
+    expect(grantedIds(released)).toEqual(["task-004", "task-005"]);
+  });
+
+  it("without headers, releases them when its call is reported (the same pull fills the window)", async () => {
+    const { stub } = await startShared();
+    const first = await pull(stub, { want: 5 });
+    expect(grantedIds(first)).toEqual(["task-001"]);
     // The first answer is in: the same pull fills the window.
     const released = await pull(stub, { reports: reportAll(first, ok("a")), want: 5 });
     expect(grantedIds(released)).toEqual(["task-002", "task-003", "task-004", "task-005", "task-006"]);
@@ -1810,15 +1850,28 @@ describe("SwarmRoom prompt-cache warm-up (limits.cache_warmup)", () => {
     expect(grantedIds(await pull(stub, { ticket: "lane-2", want: 5 }))).toEqual(["task-002", "task-003", "task-004", "task-005"]);
   });
 
-  it("releases at its deadline when the first call never reports (a dead call does not stall the swarm)", async () => {
+  it("releases at its deadline when the first call never reports (a dead call does not stall the swarm): the alarm answers the waiting pull", async () => {
     const { stub } = await startShared();
     expect(grantedIds(await pull(stub, { want: 5 }))).toEqual(["task-001"]);
-    expect((await pull(stub, { ticket: "lane-2", want: 5 })).granted).toEqual([]);
+    const waiting = watch(pull(stub, { ticket: "lane-2", want: 5 }));
+    // Calls on one stub arrive in order: once this is answered, the pull waits in the room.
+    await stub.getStatus(TENANT);
+    expect(waiting.done()).toBe(false);
     await runInDurableObject(stub, (_i, state) => {
       state.storage.sql.exec("UPDATE swarm SET warmup_until = ?", Date.now() - 1);
     });
     await runAlarmNow(stub);
-    expect(grantedIds(await pull(stub, { ticket: "lane-2", want: 5 }))).toEqual(["task-002", "task-003", "task-004", "task-005"]);
+    expect(grantedIds(await waiting.answer)).toEqual(["task-002", "task-003", "task-004", "task-005"]);
+  });
+
+  it("a lane that runs tasks, reports, or asks for nothing is answered at once while the warm-up holds", async () => {
+    const { stub } = await startShared();
+    expect(grantedIds(await pull(stub, { want: 5 }))).toEqual(["task-001"]);
+    const running = await pull(stub, { ticket: "lane-2", running: 1, want: 5 });
+    expect(running.granted).toEqual([]);
+    expect(running.retryInMs).toBe(null);
+    const none = await pull(stub, { ticket: "lane-3", want: 0 });
+    expect(none.granted).toEqual([]);
   });
 
   it.each<[string, LimitsInput, string]>([

@@ -255,6 +255,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * no D1 write and no queue send: tickets and flushes go out from the alarm.
    */
   async pull(request: PullRequest): Promise<PullResponse> {
+    await this.waitForWarmup(request);
     return this.serve(async () => {
       const swarm = this.store.swarm();
       if (swarm === null) {
@@ -282,7 +283,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const releasedEnded = request.released !== undefined && request.released.length > 0 && this.dispatch.release(swarm, request.released, now);
       this.live.noteTasks(request.reports.map((report) => report.taskId));
       let ended = request.reports.length > 0 || releasedEnded;
-      // A recorded call (the warm-up task's answer or failure) releases the tasks held for the cache.
+      // The warm-up call's headers, else a recorded call (its answer or failure), release the tasks held for the cache.
+      if (request.warmed === true) this.warmup.warmed(this.store.swarm() ?? swarm);
       if (request.reports.some((report) => report.calls.length > 0)) this.warmup.callsRecorded(this.store.swarm() ?? swarm);
       const current = this.store.swarm() ?? swarm;
       // Fail fast stopped the swarm: no sub-task waits to be handed out, and no held one starts.
@@ -360,7 +362,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         !request.final &&
         request.want > 0 &&
         waiting > 0 &&
-        (this.totals.inFlight() >= after.window || this.warmup.holding(after))
+        (this.totals.inFlight() >= Math.min(after.window, this.failFast.inFlightCap(after) ?? after.window) || this.warmup.holding(after))
           ? Math.max(WINDOW_FULL_WAIT_MS, paceMs)
           : null;
       const retryInMs = dueRetryInMs === null ? windowFullWait : windowFullWait === null ? dueRetryInMs : Math.min(dueRetryInMs, windowFullWait);
@@ -393,6 +395,20 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         ...this.hedgeAfter(after, now),
       };
     });
+  }
+
+  /**
+   * A lane with nothing to report, run or hold, asking while the warm-up holds the swarm's tasks,
+   * waits in its pull for the release (at most until the hold's end) instead of being told to ask
+   * again: it starts its tasks the moment the upstream has the prefix, not a back-off later.
+   */
+  private async waitForWarmup(request: PullRequest): Promise<void> {
+    const idle = request.reports.length === 0 && (request.running ?? 0) === 0 && (request.held?.length ?? 0) === 0;
+    if (!idle || request.final || request.want <= 0 || request.warmed === true) return;
+    this.store.begin();
+    const swarm = this.store.swarm();
+    const ms = swarm === null ? 0 : this.warmup.waitMs(swarm, Date.now());
+    if (ms > 0) await this.warmup.waitForRelease(ms);
   }
 
   /**

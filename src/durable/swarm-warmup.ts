@@ -1,12 +1,20 @@
 // Prompt-cache warm-up (limits.cache_warmup): a swarm whose tasks share a cacheable prefix starts one
-// task first and holds the rest until a call of the swarm is recorded (its answer, or its failure)
-// or WARMUP_RELEASE_MAX_MS have passed, so the upstream has the prefix cached before the others send
-// it. The rule is core/cache-warmup.ts; this keeps its state in the swarm row and caps the grants.
+// task first and holds the rest until the upstream has the prefix — its first call's response
+// headers (the lane's `warmed`), else a call of the swarm recorded (its answer, or its failure), else
+// WARMUP_RELEASE_MAX_MS. Lanes that ask while it holds wait in their pull for the release
+// (`waitForRelease`), so none backs off past it. The rule is core/cache-warmup.ts; this keeps its
+// state in the swarm row and caps the grants.
 import { estimateSharedPrefixTokens, needsWarmup, WARMUP_RELEASE_MAX_MS } from "../core/cache-warmup.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
 import type { SwarmStore } from "./swarm-store.ts";
 
+/** Why the held tasks went. */
+type ReleaseWhy = "first_headers" | "call_recorded" | "timeout";
+
 export class SwarmWarmup {
+  /** Pulls waiting for the release (in memory: a pull dies with the object that holds it). */
+  private readonly waiters = new Set<() => void>();
+
   constructor(
     private readonly sql: SqlStorage,
     private readonly store: SwarmStore,
@@ -41,9 +49,14 @@ export class SwarmWarmup {
     if (swarm.warmup_until !== null && swarm.warmup_until > 0 && now >= swarm.warmup_until) this.release(swarm, "timeout");
   }
 
-  /** The first task was granted: the rest are held until a call is recorded, or WARMUP_RELEASE_MAX_MS. */
+  /** The first task was granted: the rest are held until its headers, a recorded call, or WARMUP_RELEASE_MAX_MS. */
   granted(swarm: SwarmRow, now: number): void {
     if (swarm.warmup_until === 0) this.sql.exec("UPDATE swarm SET warmup_until = ?", now + WARMUP_RELEASE_MAX_MS);
+  }
+
+  /** The warm-up call's response headers arrived (PullRequest.warmed): the upstream has the prefix. */
+  warmed(swarm: SwarmRow): void {
+    if (swarm.warmup_until !== null && swarm.warmup_until > 0) this.release(swarm, "first_headers");
   }
 
   /** A call of the swarm was recorded (the first one's answer, or its failure): the held tasks go. */
@@ -51,13 +64,38 @@ export class SwarmWarmup {
     if (swarm.warmup_until !== null && swarm.warmup_until > 0) this.release(swarm, "call_recorded");
   }
 
+  /**
+   * How long a pull that could only be told "not yet" waits for the release instead (0: answer now).
+   * Only while the first task runs and its release is to come: before it is granted the pull takes it.
+   */
+  waitMs(swarm: SwarmRow, now: number): number {
+    return swarm.warmup_until !== null && swarm.warmup_until > now ? swarm.warmup_until - now : 0;
+  }
+
+  /**
+   * Resolves at the release, or after `ms` (then the pull's own grant releases a hold past its
+   * time). A lane backing off instead would start its tasks up to its back-off after the release.
+   */
+  waitForRelease(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
   /** When the alarm must release a hold nobody pulls for. */
   nextAlarm(swarm: SwarmRow): number | null {
     return swarm.warmup_until !== null && swarm.warmup_until > 0 ? swarm.warmup_until : null;
   }
 
-  private release(swarm: SwarmRow, why: "timeout" | "call_recorded"): void {
+  private release(swarm: SwarmRow, why: ReleaseWhy): void {
     this.sql.exec("UPDATE swarm SET warmup_until = NULL");
     console.log(JSON.stringify({ event: "cache_warmup_released", swarm_id: swarm.id, why }));
+    for (const done of [...this.waiters]) done();
   }
 }

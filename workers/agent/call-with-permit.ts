@@ -67,6 +67,11 @@ export interface PermitContext {
   markStarted?: (start: { taskId: string; attempt: number; turn: number }) => void;
   /** limits.hedge: the delay in force and the room's grant of a backup (absent: no backups). */
   hedge?: HedgeContext & { grant(start: CallStart): Promise<boolean> };
+  /**
+   * A sent call of `task` has its response headers, or ended without them: called once per call, the
+   * moment the model client frees its header slot (the upstream has processed the prompt by then).
+   */
+  onHeaders?: (task: ClaimedTask) => void;
 }
 
 /** One turn's call: the conversation so far and what this call may do. */
@@ -408,7 +413,26 @@ async function readyToSend(
   const slotted = await withHeaderSlot(request, ctx, latestStart);
   if (slotted === null) return { outcome: NO_HEADER_SLOT };
   if (!(await noteStart(task, turn, slotted, ctx))) return { outcome: START_NOT_NOTED };
-  return { request: slotted };
+  return { request: withHeadersHook(slotted, task, ctx) };
+}
+
+/**
+ * The request, its header slot's release also telling `ctx.onHeaders` (once): the model client frees
+ * the slot when the headers arrive, or when the call ends without them. Without a gate, a slot of
+ * its own carries the hook.
+ */
+function withHeadersHook(request: ModelRequest, task: ClaimedTask, ctx: PermitContext): ModelRequest {
+  const onHeaders = ctx.onHeaders;
+  if (onHeaders === undefined) return request;
+  const slot = request.headerSlot;
+  let told = false;
+  const release = (): void => {
+    slot?.release();
+    if (told) return;
+    told = true;
+    onHeaders(task);
+  };
+  return { ...request, headerSlot: { release } };
 }
 
 /**

@@ -13,6 +13,7 @@ import {
   type LaneTiming,
 } from "../../src/core/lane-sizing.ts";
 import { freesSlot, standbyTarget } from "../../src/core/standby.ts";
+import { extendsRun } from "../../src/core/failure-streak.ts";
 import { backoffDelayMs } from "../../src/core/retry-policy.ts";
 import {
   STARTED_LIST_MS,
@@ -146,6 +147,11 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   const startedNoted = new Map<string, { taskId: string; attempt: number; turn: number }[]>();
   /** limits.hedge: the delay the room's last answer gave (null: no backups now). */
   let hedgeAfterMs: number | null = null;
+  /**
+   * The warm-up task's first call has its headers (ClaimedTask.warmup): `pending` until a pull that
+   * says so (`warmed`) is answered. That pull goes at once: the swarm's other tasks wait for it.
+   */
+  const warmup = { pending: false, told: false };
   const permits: PermitContext = {
     ...ctx.permits,
     headerGate: gate,
@@ -161,6 +167,11 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
             return false;
           },
         ),
+    },
+    onHeaders: (task) => {
+      if (task.warmup !== true || warmup.pending || warmup.told) return;
+      warmup.pending = true;
+      poke();
     },
     markStarted: (start) => {
       const key = attemptKey(start);
@@ -200,6 +211,13 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   const releasing = new Map<string, { taskId: string; attempt: number }>();
   /** The room lets standby tasks take ended ones' places (false while the window is over-used). */
   let transfer = true;
+  /**
+   * Fail fast: this lane's sub-tasks that failed in a way that may stop the swarm (extendsRun), by
+   * attempt, until the room answers the pull that reports them. Meanwhile no standby task starts in
+   * an ended one's place: the answer says whether the run stopped the swarm (they go back and end
+   * skipped) or gives them the window's room (`run`). A success of the lane ends the run.
+   */
+  const runFailures = new Set<string>();
   /** Mean time from a pull's start to its answer, ms (what a freed slot would wait without standby). */
   let pullMs: number | null = null;
   /** The room's least time between this lane's pulls (PullResponse.paceMs), and when the last one left. */
@@ -317,7 +335,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
 
   /** A task of this lane ended for good: the next standby task takes its slot, unless the room said not to. */
   const promoteNext = (): void => {
-    if (stopping || !transfer || ctx.allowance.tasks <= 0 || ctx.now() >= ctx.pullUntil) return;
+    if (stopping || !transfer || runFailures.size > 0 || ctx.allowance.tasks <= 0 || ctx.now() >= ctx.pullUntil) return;
     const next = standby.shift();
     if (next === undefined) return;
     promoted.set(next.task.taskId, { taskId: next.task.taskId, attempt: next.task.attempt });
@@ -376,6 +394,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
           for (const call of report.calls) timing.add(call.ttfbMs ?? null, call.latencyMs);
           if (outbox.length === 0) outboxSince = ctx.now();
           outbox.push(report);
+          if (task.kind === "task" && extendsRun(report.outcome)) runFailures.add(attemptKey(report));
+          else if (report.outcome.kind === "succeeded") runFailures.clear();
           if (freesSlot(report.outcome)) promoteNext();
         },
         (error: unknown) => {
@@ -437,6 +457,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       ...(stopping || retiring ? { draining: true } : {}),
       ...measuredTiming(timing.current()),
       ...(seq === 1 && ctx.hostRequests !== undefined ? { hostRequests: ctx.hostRequests } : {}),
+      ...(warmup.pending ? { warmed: true } : {}),
       final,
       pool: ctx.pool,
       endBy: ctx.callsEndBy,
@@ -476,9 +497,11 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       pullMs = pullMs === null ? took : pullMs + 0.2 * (took - pullMs);
       for (const { taskId } of request.promoted ?? []) promoted.delete(taskId);
       for (const { taskId } of request.released ?? []) releasing.delete(taskId);
+      if (request.warmed === true) Object.assign(warmup, { pending: false, told: true });
       // The room has these reports: their tasks' noted calls need listing no more.
       for (const report of reports) {
         startedNoted.delete(attemptKey(report));
+        runFailures.delete(attemptKey(report));
       }
       if (final) return { reached };
       if (answer.leaseMs !== undefined) leaseMs = answer.leaseMs;
@@ -542,9 +565,9 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         setTimeout(poke, answer.retryInMs);
       }
     }
-    if (outbox.length === 0 && running.size > 0) {
+    if (outbox.length === 0 && running.size > 0 && !warmup.pending) {
       await waitForWake();
-      // Woken to renew leases, with nothing to report: the pull is the heartbeat.
+      // Woken to renew leases (or to say the warm-up call has its headers), with nothing to report: the pull goes now.
       if (outbox.length === 0) continue;
     }
     // Outcomes wait for company, counted from the oldest of them: the journal times its flush of

@@ -9,12 +9,13 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { STARTED_LIST_MS, type PullRequest, type PullResponse } from "../../../src/core/swarm-contract.ts";
 import { createModelClient } from "../../../src/model/model-client.ts";
-import type { ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
+import type { ModelCallResult, ModelClient, ModelRequest } from "../../../src/model/model-client.ts";
 import { consumeTasks, type ConsumeTasksDeps } from "../consume-tasks.ts";
 import { toSwarmRooms, type SwarmRoomRpc, type SwarmRooms } from "../swarm-rooms.ts";
 import { directGateway } from "./fake-gateway.ts";
 import { BASE, FakeRoom, fakeClock, fakeModel, okResult, promptOf, roomsOf, run, ticketMessage } from "./fake-room.ts";
-import { LANE_DEFAULTS, ledgerRows, messageIds, mockStats, startNumberedSwarm, tickets, waitFor, type NumberedSwarm } from "./room-swarm.ts";
+import { LANE_DEFAULTS, ledgerRows, messageIds, mockStats, startNumberedSwarm, startRoomSwarm, tickets, waitFor, type NumberedSwarm } from "./room-swarm.ts";
+import { LimitsSchema } from "../../../src/core/spec-schema.ts";
 
 const TENANT = "tk_lane_test";
 
@@ -517,6 +518,28 @@ describe("standby tasks when the window moves (fake room)", () => {
     expect(room.grants).toHaveLength(10);
   });
 
+  it.each<[string, ModelCallResult | null, boolean]>([
+    [
+      "a failure that may stop the swarm (bad_request, never retried)",
+      { ok: false, error: { class: "bad_request", retryable: false, retryAfterMs: null, message: "400 bad schema" }, usage: null, latencyMs: 3, startedAt: 0 },
+      false,
+    ],
+    ["a success", null, true],
+  ])("after %s, a standby task takes the slot at once: %s", async (_label, result, promotes) => {
+    const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 10 }, (_, i) => `t${i + 1}`), window: 3 });
+    const model = fakeModel(20, (request) => result ?? okResult(request));
+
+    await run([ticketMessage("m1", "sw_a")], { ...BASE, concurrency: 6, rooms: roomsOf(room), gateway: directGateway(model.client) });
+
+    expect(room.count(result === null ? "succeeded" : "failed")).toBe(10);
+    expect(room.answers[0]?.granted.filter((task) => task.standby === true).length).toBeGreaterThan(0);
+    // Fail fast: with a run of such failures going, the room's answer to the pull that reports one
+    // decides (it runs the held tasks in the window's room, or stops the swarm and they go back).
+    expect(room.pulls.some((pull) => (pull.promoted ?? []).length > 0)).toBe(promotes);
+    if (!promotes) expect(room.answers.flatMap((answer) => answer.run ?? []).length).toBeGreaterThan(0);
+    expect(room.grants).toHaveLength(10);
+  });
+
   it("a window that grows runs the lane's held standby tasks at once (`run`), without handing them out again", async () => {
     const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 10 }, (_, i) => `t${i + 1}`), window: 3 });
     room.afterPull = () => {
@@ -533,6 +556,56 @@ describe("standby tasks when the window moves (fake room)", () => {
     // Each ran under the attempt it was granted as standby: no task was handed out twice.
     expect(room.grants).toHaveLength(10);
     expect(model.maxInFlight()).toBeLessThanOrEqual(6);
+  });
+});
+
+describe("prompt-cache warm-up (real SwarmRoom)", () => {
+  it("the lane says `warmed` when its warm-up call's headers arrive: the held tasks start before that call's answer, the other lane's waiting pull among them", async () => {
+    const swarmId = `sw_warm${Date.now().toString(36)}`;
+    const taskIds = Array.from({ length: 6 }, (_, i) => `task-${String(i + 1).padStart(3, "0")}`);
+    // About 1,500 tokens of system prompt shared by every task: the room starts one task first.
+    const swarm = await startRoomSwarm({
+      swarmId,
+      tenant: TENANT,
+      spec: { name: "warm-up", model: "mock-1", system: "You are a careful reviewer. ".repeat(220), limits: LimitsSchema.parse({ concurrency: 6 }) },
+      tasks: taskIds.map((id) => ({ id, prompt: `Summarize item ${id}.` })),
+      createdAt: Date.now(),
+      origin: { kind: "api" },
+    });
+    const events: string[] = [];
+    const sent = (): number => events.filter((event) => event.startsWith("sent")).length;
+    let othersSent: () => void = () => {};
+    const fourSent = new Promise<void>((resolve) => {
+      othersSent = resolve;
+    });
+    const client: ModelClient = {
+      async complete(request) {
+        events.push(`sent ${taskOf(request)}`);
+        // The headers are here at once (the model client frees the header slot then); the first
+        // call's answer waits until three more calls are out, or 3 s (the hold lasts 5 s).
+        request.headerSlot?.release();
+        if (sent() === 1) {
+          await Promise.race([fourSent, new Promise((resolve) => setTimeout(resolve, 3_000))]);
+          events.push(`answer ${taskOf(request)}`);
+        } else if (sent() === 4) othersSent();
+        return okResult(request);
+      },
+    };
+    const { rooms, seen } = wrappedRooms();
+
+    // Two lanes of 2 slots: one takes the warm-up task, the other's first pull waits in the room.
+    const result = await run([ticketMessage("m1", swarmId), ticketMessage("m2", swarmId)], { ...BASE, concurrency: 2, rooms, gateway: directGateway(client) });
+
+    expect(result.explicitAcks.sort()).toEqual(["m1", "m2"]);
+    expect(events.indexOf("answer task-001")).toBeGreaterThan(3);
+    expect(events.slice(0, 4).sort()).toEqual(["sent task-001", "sent task-002", "sent task-003", "sent task-004"]);
+    const warmed = seen.requests.filter((request) => request.warmed === true);
+    expect(warmed).toHaveLength(1);
+    // Both lanes' first pulls: the warm-up task to one, then two tasks to the other at the release.
+    const firsts = seen.requests.filter((request) => request.seq === 1);
+    expect(firsts).toHaveLength(2);
+    expect(new Set(firsts.map((request) => request.ticket))).toEqual(new Set(["m1", "m2"]));
+    expect((await swarm.results()).map((r) => r.state)).toEqual(taskIds.map(() => "succeeded"));
   });
 });
 
