@@ -577,14 +577,19 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     // a lane's last outcome never does (coalesce). A paced lane pulls no sooner than the room asked
     // (its standby tasks cover the wait).
     const tail = drained || stopping;
-    const company = retiring
-      ? Math.max(ctx.coalesce.ms, RETIRING_COALESCE_MS)
-      : tail
-        ? Math.max(
-            ctx.coalesce.ms,
-            outbox.every((report) => freesSlot(report.outcome)) ? (hedgeAfterMs === null ? TAIL_COALESCE_MS : HEDGING_TAIL_COALESCE_MS) : 0,
-          )
-        : coalesceMs(ctx.coalesce.ms, timing.current().latencyMs, laneShape());
+    // A failure that may trip fail fast holds this lane's standby tasks until the room has it (or
+    // the warm-up call's headers hold the swarm's tasks): those go at once.
+    const urgent = (runFailures.size > 0 && standby.length > 0) || warmup.pending;
+    const company = urgent
+      ? ctx.coalesce.ms
+      : retiring
+        ? Math.max(ctx.coalesce.ms, RETIRING_COALESCE_MS)
+        : tail
+          ? Math.max(
+              ctx.coalesce.ms,
+              outbox.every((report) => freesSlot(report.outcome)) ? (hedgeAfterMs === null ? TAIL_COALESCE_MS : HEDGING_TAIL_COALESCE_MS) : 0,
+            )
+          : coalesceMs(ctx.coalesce.ms, timing.current().latencyMs, laneShape());
     const paced = tail ? 0 : Math.max(0, paceMs - (ctx.now() - lastPullAt));
     ctx.pace.ms = Math.max(paceMs, company);
     await coalesce(outbox, running, ctx, Math.max(paced, company - (ctx.now() - outboxSince)), untilWoken);
