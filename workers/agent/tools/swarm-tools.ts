@@ -8,7 +8,7 @@ import type { ScratchpadRequest, ScratchpadResponse, ToolSpecWire } from "../../
 import type { ToolCall } from "../../../src/core/tool-calls.ts";
 import type { ToolSettings } from "../../../src/core/env-settings.ts";
 import { deriveWebhookKey } from "../../../src/core/webhook-signature.ts";
-import { HTTP_FETCH_TOOL, runHttpFetch, type HttpFetchSettings, type ToolResult } from "./http-fetch.ts";
+import { HTTP_FETCH_TOOL, runHttpFetch, type HttpFetchSettings } from "./http-fetch.ts";
 import { runWebhook, type WebhookSettings } from "./webhook-tool.ts";
 import { createMcpTools, type McpToolResult, type McpToolSettings } from "./mcp-tools.ts";
 import { toSlottedFetch, type TakeSlot } from "./slotted-fetch.ts";
