@@ -81,12 +81,7 @@ export class SwarmTickets {
     // What one more lane will carry: a lane's report once it has timed its calls (an unmeasured
     // one repeats the room's own assumption), never a draining lane's (what it still runs).
     if (slots > 0 && !draining && measured) this.reportedSlots = slots;
-    if (final) {
-      this.heardAt.delete(id);
-      if (row !== undefined) open.delete(id);
-      this.sql.exec("DELETE FROM tickets WHERE id = ?", id);
-      return { delivered: row?.state === "sent" };
-    }
+    if (final) return { delivered: this.forget(id) };
     this.heardAt.set(id, now);
     const expiresAt = Math.max(row?.expires_at ?? 0, leaseUntil, now + this.times.laneSilenceMs);
     const delivered = row === undefined || row.state === "sent";
@@ -114,8 +109,18 @@ export class SwarmTickets {
    * pull would close it (that pull is not made). A late repeat of the pull opens it again (pulled).
    */
   close(id: string, lane: string | undefined, seq: number | undefined): void {
-    this.pulled(id, 0, 0, 0, true, "short");
+    this.forget(id);
     this.rememberGrants(id, lane, seq, [], true);
+  }
+
+  /** The ticket's lane has ended: its row goes. Returns whether it was still `sent` (never pulled before). */
+  private forget(id: string): boolean {
+    const open = this.load();
+    const row = open.get(id);
+    this.heardAt.delete(id);
+    if (row !== undefined) open.delete(id);
+    this.sql.exec("DELETE FROM tickets WHERE id = ?", id);
+    return row?.state === "sent";
   }
 
   /** The grants of the lane's last answered pull if `seq` repeats it; else null. */

@@ -11,7 +11,7 @@ import { toErrorMessage } from "../../src/core/error-message.ts";
  * pulls come less often: flushAfterMs), or after its previous flush answered if that is later:
  * never more often, and never more than one RPC in flight. It
  * bounds what a crash (a deploy, a `wrangler dev` reload) loses from the ledger to the calls of the
- * last ~250 ms (plus one RPC in flight), while keeping the SwarmRoom's load at ≤ 4 recordCalls/s
+ * last ~250 ms, or of the lane's longer wait (plus one RPC in flight), while keeping the SwarmRoom's load at ≤ 4 recordCalls/s
  * per invocation and swarm instead of one RPC per call (a DO takes ~500–1,000 RPCs/s in all).
  */
 export const CALL_FLUSH_MS = 250;
