@@ -72,14 +72,14 @@ async function freshThreshold(stub: Stub): Promise<void> {
   });
 }
 
-/** Grants `n` tasks and reports them finished at latencies 1..n ms; returns the pull's answer. */
-async function finishWithLatencies(stub: Stub, n: number) {
+/** Grants `n` tasks and reports them finished at latencies 1..n steps of `stepMs`; returns the pull's answer. */
+async function finishWithLatencies(stub: Stub, n: number, stepMs = 1) {
   const granted = (await stub.pull(pullOf(n))).granted;
   expect(granted).toHaveLength(n);
   return stub.pull(
     pullOf(
       0,
-      granted.map((task, i) => succeeded(task, [call(i + 1)])),
+      granted.map((task, i) => succeeded(task, [call((i + 1) * stepMs)])),
     ),
   );
 }
@@ -137,13 +137,14 @@ describe("a backup's grant", () => {
   });
 
   it("before the tail, backs up only a straggler that has run as long as the waiting tasks will take to go out", async () => {
-    // 30 tasks, W = 10, max_extra 0.5: 15 backups. Ten calls of 100 ms finish first.
+    // 30 tasks, W = 10, max_extra 0.5: 15 backups. Ten calls of 200 ms to 2 s finish first.
     const { stub } = await startedSwarm(30, { concurrency: 10, hedge: { after: 50, max_extra: 0.5 } });
-    await finishWithLatencies(stub, 10);
+    await finishWithLatencies(stub, 10, 200);
     const [slow, fresh] = (await stub.pull(pullOf(10))).granted;
     if (slow === undefined || fresh === undefined) throw new Error("no grants");
-    // 10 tasks still wait: they go out over 10 × 5.5 ms mean / W 10 = 5.5 ms.
-    await stub.startCalls([startOf(slow, 2_000), startOf(fresh, 0)]);
+    // 10 tasks still wait: they go out over 10 × 1.1 s mean / W 10 = 1.1 s (a loaded machine's
+    // pause between these requests stays well inside it).
+    await stub.startCalls([startOf(slow, 5_000), startOf(fresh, 0)]);
     await freshThreshold(stub);
     expect(await stub.hedgeCall(backupOf(fresh))).toEqual({ granted: false, reason: "kept_for_tail" });
     expect(await stub.hedgeCall(backupOf(slow))).toEqual({ granted: true });
