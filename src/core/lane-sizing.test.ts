@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { FIRST_LANES_MAX, isSurplusLane, MAX_TICKETS_PER_SWARM, toExecutorCount, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "./lane-sizing.ts";
+import {
+  FIRST_LANES_MAX,
+  isSurplusLane,
+  MAX_TICKETS_PER_SWARM,
+  toExecutorCount,
+  toLaneSlots,
+  toPullPaceMs,
+  toTicketsToIssue,
+  toUntimedLaneSlots,
+} from "./lane-sizing.ts";
 
 describe("lane slots", () => {
   it.each([
@@ -14,6 +23,25 @@ describe("lane slots", () => {
     ["zero ttfb: the concurrency", 64, 6, { ttfbMs: 0, latencyMs: 200 }, 64],
   ])("%s", (_label, concurrency, slots, timing, expected) => {
     expect(toLaneSlots(concurrency, slots, timing)).toBe(expected);
+  });
+});
+
+describe("slots of a lane that has not timed a call", () => {
+  const lane = { concurrency: 128, headerSlots: 6 };
+  it.each([
+    ["no prior: what the room assumed", { ...lane, assumedSlots: 6, firstHeadersMs: null }, 6],
+    ["no prior, headers seen: still what the room assumed (no latency to size on)", { ...lane, assumedSlots: 6, firstHeadersMs: 2 }, 6],
+    ["no prior, nothing assumed (an old ticket): the concurrency", { ...lane, firstHeadersMs: null }, 128],
+    ["a prior of early headers, none seen yet: the gate's 6", { ...lane, assumedSlots: 128, priorLatencyMs: 480, firstHeadersMs: null }, 6],
+    ["the prior holds (headers after 2 ms): 6 × 480 / 2, at most the concurrency", { ...lane, assumedSlots: 128, priorLatencyMs: 480, firstHeadersMs: 2 }, 128],
+    ["headers after 100 ms: 6 × 480 / 100", { ...lane, assumedSlots: 128, priorLatencyMs: 480, firstHeadersMs: 100 }, 28],
+    ["the prior no longer holds (headers with a 700 ms answer): 6", { ...lane, assumedSlots: 128, priorLatencyMs: 480, firstHeadersMs: 700 }, 6],
+    ["a header-bound prior: 6 before and after", { ...lane, assumedSlots: 6, priorLatencyMs: 650, firstHeadersMs: null }, 6],
+    ["headers at 0 ms count as 1 ms", { ...lane, assumedSlots: 128, priorLatencyMs: 10, firstHeadersMs: 0 }, 60],
+    ["a prior without a gate: what the room assumed", { concurrency: 128, headerSlots: 0, assumedSlots: 40, priorLatencyMs: 480, firstHeadersMs: null }, 40],
+    ["a batch's lane: its share of the invocation's slots", { ...lane, headerSlots: 3, assumedSlots: 128, priorLatencyMs: 480, firstHeadersMs: null }, 3],
+  ])("%s", (_label, input, expected) => {
+    expect(toUntimedLaneSlots(input)).toBe(expected);
   });
 });
 

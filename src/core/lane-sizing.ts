@@ -30,6 +30,30 @@ export function toLaneSlots(concurrency: number, headerSlots: number, timing: La
 }
 
 /**
+ * Slots of a lane that has not yet timed a call from start to end. Without a prior: what the room
+ * assumed (`assumedSlots`; header-bound lanes by default). With one (`priorLatencyMs`: lanes of an
+ * earlier swarm of the same tenant and model carried `assumedSlots` with calls of that latency):
+ * the gate's slots until the lane's first response headers arrive, then what a call whose headers
+ * take `firstHeadersMs` carries at the prior's latency. A prior that no longer holds (the upstream
+ * now sends its headers with the answer) costs one call's time on the gate's slots, never a window
+ * queued behind a gate of 6.
+ */
+export function toUntimedLaneSlots(input: {
+  concurrency: number;
+  headerSlots: number;
+  assumedSlots?: number | undefined;
+  priorLatencyMs?: number | undefined;
+  firstHeadersMs: number | null;
+}): number {
+  const limit = Math.max(1, Math.floor(input.concurrency));
+  const assumed = Math.max(1, Math.min(limit, Math.floor(input.assumedSlots ?? limit)));
+  if (input.priorLatencyMs === undefined || input.headerSlots <= 0) return assumed;
+  if (input.firstHeadersMs === null) return Math.max(1, Math.min(assumed, Math.floor(input.headerSlots)));
+  const ttfbMs = Math.max(1, input.firstHeadersMs);
+  return toLaneSlots(limit, input.headerSlots, { ttfbMs, latencyMs: Math.max(input.priorLatencyMs, ttfbMs) });
+}
+
+/**
  * Lanes a swarm opens before any lane has timed a call. Until then the room assumes header-bound
  * lanes (LANE_SLOTS, 6 calls each), which is right for a slow first byte and 20x too many lanes for
  * early headers: a window of 1,000 would start 167 executors where 8 carry it. The first lanes time

@@ -57,6 +57,20 @@ export interface StartSwarmInput {
    * the byte range of its line ("offset:length"), which the agent reads and sends as it is.
    */
   batchInput?: string;
+  /**
+   * What a lane of the tenant's latest swarm of the same model carried, and its calls' mean
+   * latency, as its lanes measured them (D1 `swarms`): the room sizes its first lanes on it rather
+   * than on the header-bound assumption. Absent for a tenant's first swarm of a model.
+   */
+  lanePrior?: LanePrior;
+}
+
+/** An earlier swarm's measured lanes (StartSwarmInput.lanePrior). */
+export interface LanePrior {
+  /** Tasks one lane carried at once (its reported slots). */
+  slots: number;
+  /** The calls' mean latency, ms. */
+  latencyMs: number;
 }
 
 /** What an agent needs to run any task of the swarm; sent once per claim. */

@@ -14,6 +14,12 @@ export const TicketSchema = z.strictObject({
    */
   slots: z.number().int().min(1).max(1_000).optional(),
   /**
+   * Set when `slots` comes from an earlier swarm's lanes (StartSwarmInput.lanePrior): their calls'
+   * mean latency, ms. The lane then runs on its header gate's slots until its first headers arrive,
+   * and sizes itself on their time against this latency (src/core/lane-sizing.ts, toUntimedLaneSlots).
+   */
+  latency_ms: z.number().positive().max(3_600_000).optional(),
+  /**
    * The swarm's root span (W3C traceparent) when the room traces it: the lane's spans join the
    * swarm's trace across the queue hop. Read leniently: a bad value only means no trace.
    */

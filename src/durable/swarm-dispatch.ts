@@ -454,9 +454,11 @@ export class SwarmDispatch {
       try {
         for (const batch of toSendBatches(ids)) {
           const slots = this.tickets.slotsPerTicket();
+          const priorLatencyMs = this.tickets.priorLatencyMs();
+          const prior = priorLatencyMs === undefined ? {} : { latency_ms: priorLatencyMs };
           const traceparent = this.trace.traceparent();
           const traced = traceparent === undefined ? {} : { traceparent };
-          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket, slots, ...traced } satisfies Ticket })));
+          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket, slots, ...prior, ...traced } satisfies Ticket })));
           sent.push(...batch);
           this.meters.add("queue_sent", batch.length);
         }

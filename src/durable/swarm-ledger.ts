@@ -8,7 +8,7 @@ import type { RoomSettings } from "../core/env-settings.ts";
 import { callIdRange, isHedgeCallId, toCallId } from "../core/ids.ts";
 import { percentile } from "../core/percentile.ts";
 import { costOfUsage, resolvePrice } from "../core/pricing.ts";
-import type { CallRecord, CallStart } from "../core/swarm-contract.ts";
+import type { CallRecord, CallStart, LanePrior } from "../core/swarm-contract.ts";
 import type { Usage } from "../core/usage.ts";
 import { flushToLedger, type LedgerRow, type SwarmIndexRow } from "../ledger/d1-ledger.ts";
 import type { SwarmMeters } from "./swarm-meters.ts";
@@ -92,6 +92,8 @@ export class SwarmLedger {
     private readonly meters: SwarmMeters,
     settings: Pick<RoomSettings, "prices" | "flushMs">,
     private readonly db: D1Database,
+    /** What the swarm's lanes measured, for the index row (the next swarm's StartSwarmInput.lanePrior). */
+    private readonly measuredLanes: () => LanePrior | null = () => null,
   ) {
     this.prices = settings.prices;
     this.flushMs = settings.flushMs;
@@ -436,6 +438,7 @@ export class SwarmLedger {
   toIndexRow(swarm: SwarmRow): SwarmIndexRow {
     const counts = this.totals.counts();
     const usage = this.usageTotals();
+    const lanes = this.measuredLanes();
     return {
       id: swarm.id,
       tenant: swarm.tenant,
@@ -458,6 +461,8 @@ export class SwarmLedger {
       completion_tokens: usage.completion_tokens,
       total_tokens: usage.total_tokens,
       cost_usd: usage.cost_usd,
+      lane_slots: lanes?.slots ?? null,
+      lane_latency_ms: lanes?.latencyMs ?? null,
     };
   }
 

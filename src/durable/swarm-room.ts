@@ -152,7 +152,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.tasks = new SwarmTasks(this.sql, this.store, this.totals);
     this.failFast = new SwarmFailFast(this.sql, this.store, this.totals);
     this.warmup = new SwarmWarmup(this.sql, this.store);
-    this.ledger = new SwarmLedger(this.sql, this.store, this.totals, this.routing, this.meters, this.settings, env.LEDGER_DB);
+    this.ledger = new SwarmLedger(this.sql, this.store, this.totals, this.routing, this.meters, this.settings, env.LEDGER_DB, () =>
+      this.tickets.measuredLanes(),
+    );
     this.dispatch = new SwarmDispatch({
       sql: this.sql,
       store: this.store,
@@ -217,6 +219,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.store.swarm() !== null) return { created: false };
     const planner = spec.goal === undefined ? null : PlannerSpecSchema.parse(spec.planner ?? {});
     this.store.insertSwarm(input, { mix, budget, tenantMonth, planner });
+    this.tickets.usePrior(input.lanePrior ?? null);
     this.trace.begin();
     this.lineage.record(input);
     const stored = this.store.swarm();

@@ -2,7 +2,7 @@
 // `tickets` table; says how many slots the open tickets cover and when it next needs the alarm
 // (a ticket nobody pulled, or a lane that went silent, is closed so its capacity is issued again).
 import { toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
-import type { ClaimedTask, DispatchView, TaskPool } from "../core/swarm-contract.ts";
+import type { ClaimedTask, DispatchView, LanePrior, TaskPool } from "../core/swarm-contract.ts";
 
 export interface TicketTimes {
   /** Slots a ticket is assumed to carry before any lane has said. */
@@ -43,6 +43,12 @@ export class SwarmTickets {
   private timing: { ttfbMs: number; latencyMs: number } | null = null;
   /** Slots the latest lane reported: how much one more ticket is expected to carry. */
   private reportedSlots: number | null = null;
+  /**
+   * An earlier swarm's lanes (StartSwarmInput.lanePrior): what a ticket counts for until a lane of
+   * this swarm has timed its calls. In memory: a room that restarts before then assumes
+   * header-bound lanes again, as it would with no prior.
+   */
+  private prior: LanePrior | null = null;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -260,7 +266,23 @@ export class SwarmTickets {
 
   /** Slots a new ticket is counted for (and its lane asks for until it has timed its calls). */
   slotsPerTicket(): number {
-    return Math.max(1, this.reportedSlots ?? this.times.defaultSlots);
+    return Math.max(1, this.reportedSlots ?? this.prior?.slots ?? this.times.defaultSlots);
+  }
+
+  /** Sizes the tickets on an earlier swarm's lanes until this swarm's lanes have timed their calls. */
+  usePrior(prior: LanePrior | null): void {
+    this.prior = prior;
+  }
+
+  /** The prior's call latency while new tickets are sized on it (Ticket.latency_ms), else undefined. */
+  priorLatencyMs(): number | undefined {
+    return this.reportedSlots === null ? this.prior?.latencyMs : undefined;
+  }
+
+  /** What this swarm's lanes measured (the next swarm's prior), once one has timed its calls. */
+  measuredLanes(): LanePrior | null {
+    if (this.reportedSlots === null || this.timing === null) return null;
+    return { slots: this.reportedSlots, latencyMs: Math.round(this.timing.latencyMs * 10) / 10 };
   }
 
   private load(): Map<string, TicketRow> {

@@ -48,6 +48,9 @@ export type SwarmIndexRow = {
   completion_tokens: number;
   total_tokens: number;
   cost_usd: number;
+  /** What one lane carried and its calls' mean latency, ms, once a lane timed its calls (null before). */
+  lane_slots: number | null;
+  lane_latency_ms: number | null;
 };
 
 /** The D1 `ledger` columns, in insert order. */
@@ -94,7 +97,12 @@ const INDEX_COLUMNS = [
   "completion_tokens",
   "total_tokens",
   "cost_usd",
+  "lane_slots",
+  "lane_latency_ms",
 ] as const satisfies readonly (keyof SwarmIndexRow)[];
+
+/** Index columns a later write leaves as they are when it has no value (a room that restarted has not measured its lanes again yet). */
+const KEPT_WHEN_NULL: readonly string[] = ["lane_slots", "lane_latency_ms"];
 
 /** D1 binds at most 100 parameters per statement. */
 const D1_MAX_PARAMS = 100;
@@ -126,7 +134,7 @@ export function toLedgerInserts(db: D1Database, rows: readonly LedgerRow[]): D1P
 /** Insert or update the swarm's index row; `tenant`, `created_at` and `origin` never change. */
 export function toSwarmIndexUpsert(db: D1Database, row: SwarmIndexRow): D1PreparedStatement {
   const updates = INDEX_COLUMNS.filter((c) => c !== "id" && c !== "tenant" && c !== "created_at" && c !== "origin")
-    .map((c) => `${c} = excluded.${c}`)
+    .map((c) => (KEPT_WHEN_NULL.includes(c) ? `${c} = COALESCE(excluded.${c}, swarms.${c})` : `${c} = excluded.${c}`))
     .join(", ");
   const sql = `INSERT INTO swarms (${INDEX_COLUMNS.join(", ")}) VALUES (${INDEX_COLUMNS.map(() => "?").join(", ")}) ON CONFLICT (id) DO UPDATE SET ${updates}`;
   return db.prepare(sql).bind(...INDEX_COLUMNS.map((column) => row[column]));

@@ -69,9 +69,10 @@ export interface PermitContext {
   hedge?: HedgeContext & { grant(start: CallStart): Promise<boolean> };
   /**
    * A sent call of `task` has its response headers, or ended without them: called once per call, the
-   * moment the model client frees its header slot (the upstream has processed the prompt by then).
+   * moment the model client frees its header slot (the upstream has processed the prompt by then),
+   * with the time since it was sent, ms.
    */
-  onHeaders?: (task: ClaimedTask) => void;
+  onHeaders?: (task: ClaimedTask, elapsedMs: number) => void;
 }
 
 /** One turn's call: the conversation so far and what this call may do. */
@@ -425,12 +426,14 @@ function withHeadersHook(request: ModelRequest, task: ClaimedTask, ctx: PermitCo
   const onHeaders = ctx.onHeaders;
   if (onHeaders === undefined) return request;
   const slot = request.headerSlot;
+  // Noted and sent at once from here (callWithPermit): the time to its headers counts from now.
+  const sentAt = Date.now();
   let told = false;
   const release = (): void => {
     slot?.release();
     if (told) return;
     told = true;
-    onHeaders(task);
+    onHeaders(task, Date.now() - sentAt);
   };
   return { ...request, headerSlot: { release } };
 }

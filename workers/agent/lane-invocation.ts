@@ -178,7 +178,9 @@ export function createInvocation(deps: LaneHostDeps, pool: TaskPool, lanes: numb
  */
 export async function runTicketLane(invocation: Invocation, ticket: Ticket): Promise<boolean> {
   try {
-    const { reached } = await runLane(ticket, ticket.slots === undefined ? invocation.context : { ...invocation.context, assumedSlots: ticket.slots });
+    const sized = ticket.slots === undefined ? {} : { assumedSlots: ticket.slots };
+    const prior = ticket.latency_ms === undefined ? {} : { priorLatencyMs: ticket.latency_ms };
+    const { reached } = await runLane(ticket, { ...invocation.context, ...sized, ...prior });
     return reached;
   } catch (error) {
     console.error(JSON.stringify({ event: "lane_threw", swarm_id: ticket.swarm_id, ticket: ticket.ticket, error: toErrorMessage(error) }));

@@ -10,6 +10,7 @@ import {
   SMALL_LANE_COALESCE_MAX_MS,
   TAIL_COALESCE_MS,
   toLaneSlots,
+  toUntimedLaneSlots,
   type LaneTiming,
 } from "../../src/core/lane-sizing.ts";
 import { freesSlot, standbyTarget } from "../../src/core/standby.ts";
@@ -86,6 +87,12 @@ export interface LaneContext {
    * has measured its own calls' timing. Absent: its concurrency.
    */
   assumedSlots?: number;
+  /**
+   * Set when `assumedSlots` comes from an earlier swarm's lanes (Ticket.latency_ms): their calls'
+   * mean latency, ms. The lane runs on its gate's slots until its first headers show how early
+   * they come (src/core/lane-sizing.ts, toUntimedLaneSlots).
+   */
+  priorLatencyMs?: number;
   /** Lanes this invocation runs (a queue batch's tickets, or 1 in an executor). */
   lanes: number;
   /**
@@ -168,7 +175,12 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
           },
         ),
     },
-    onHeaders: (task) => {
+    onHeaders: (task, elapsedMs) => {
+      if (firstHeadersMs === null) {
+        firstHeadersMs = elapsedMs;
+        // A prior of early headers confirmed: the lane asks for what it now carries at once.
+        if (timing.current().ttfbMs === null && capacity() > running.size) poke();
+      }
       if (task.warmup !== true || warmup.pending || warmup.told) return;
       warmup.pending = true;
       poke();
@@ -192,6 +204,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     return { started: reports.flatMap((report) => startedNoted.get(attemptKey(report)) ?? []), startedPartial: true };
   };
   const timing = createTimingAverages();
+  /** How long this lane's first call took to its headers (ms), before any call has ended. */
+  let firstHeadersMs: number | null = null;
   /** How late this lane's timers fire, ms (moving average): the event loop's delay. */
   const loopLag = createMovingAverage(0.2);
   // This lane's name and pull number: a pull sent again after an error keeps its number until one
@@ -312,7 +326,15 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   // lane never takes a window its gate cannot carry while the lanes that could are on their way.
   const capacity = (): number => {
     const measured = timing.current();
-    if (measured.ttfbMs === null) return Math.max(1, Math.min(ctx.concurrency, ctx.assumedSlots ?? ctx.concurrency));
+    if (measured.ttfbMs === null) {
+      return toUntimedLaneSlots({
+        concurrency: ctx.concurrency,
+        headerSlots: ctx.headerSlots / Math.max(1, ctx.lanes),
+        assumedSlots: ctx.assumedSlots,
+        priorLatencyMs: ctx.priorLatencyMs,
+        firstHeadersMs,
+      });
+    }
     // Never less than what it carries now (its running calls, but those queued at the gate): on a
     // machine whose CPU is saturated, headers are seen late and the measured TTFB swells, which would
     // shrink a lane that is carrying its calls fine and bring the room more lanes, and more CPU.
@@ -324,6 +346,13 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     const ttfbMs = Math.max(1, measured.ttfbMs - (loopLag.current() ?? 0));
     return Math.max(carried, toLaneSlots(ctx.concurrency, ctx.headerSlots / Math.max(1, ctx.lanes), { ...measured, ttfbMs }));
   };
+
+  /**
+   * What the lane tells the room it carries: until it has timed a call, at least what the room
+   * assumed, so that a lane waiting for its first headers (on a prior) brings no other lane.
+   */
+  const reportedSlots = (): number =>
+    timing.current().ttfbMs === null ? Math.max(capacity(), Math.min(ctx.concurrency, ctx.assumedSlots ?? ctx.concurrency)) : capacity();
 
   /**
    * What the coalescing of a small lane goes by: its slots, its running tasks, the outcomes a pull
@@ -453,7 +482,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       want: free,
       // A lane that stops taking tasks carries only what it runs and holds: the room counts its
       // ticket for those, so it neither sends a lane for them nor counts on this one for more.
-      slots: stopping || retiring ? running.size + standby.length : capacity(),
+      slots: stopping || retiring ? running.size + standby.length : reportedSlots(),
       ...(stopping || retiring ? { draining: true } : {}),
       ...measuredTiming(timing.current()),
       ...(seq === 1 && ctx.hostRequests !== undefined ? { hostRequests: ctx.hostRequests } : {}),

@@ -5,7 +5,8 @@ import { ApiError } from "../../src/core/errors.ts";
 import { checkToolTargets } from "../../src/core/tool-targets.ts";
 import type { PinnedMcpServer } from "../../src/core/mcp-catalog.ts";
 import type { PlannedSwarm } from "../../src/core/parse-swarm-spec.ts";
-import type { StartSwarmInput } from "../../src/core/swarm-contract.ts";
+import { toModelLabel } from "../../src/core/route-model.ts";
+import type { LanePrior, StartSwarmInput } from "../../src/core/swarm-contract.ts";
 import type { TenantLimits } from "../../src/core/tenant-limits.ts";
 import { checkTenantLimits } from "../../src/core/tenant-limits.ts";
 import type { Context } from "hono";
@@ -54,6 +55,8 @@ export async function startSwarm(
   const swarmId = keyedId ?? deps.newSwarmId();
   const tenantCap = deps.admission(tenant, limits).tenantCap;
   const input: StartSwarmInput = { swarmId, tenant, spec: swarm.spec, tasks: swarm.tasks, createdAt: deps.now(), origin, tenantCap };
+  const lanePrior = await readLanePrior(deps, tenant, swarm);
+  if (lanePrior !== null) input.lanePrior = lanePrior;
   if (parentId !== undefined) input.parentId = parentId;
   if (mcpCatalog.length > 0) input.mcpCatalog = mcpCatalog;
   if (batchInput !== undefined) input.batchInput = batchInput;
@@ -107,6 +110,19 @@ async function requireMcpCatalogs(
   const read = await deps.mcpCatalogs(servers, webhookNames, credential);
   if (!read.ok) throw new ApiError("invalid_spec", "the swarm's MCP servers cannot be used as given", read.error);
   return read.value;
+}
+
+/**
+ * The tenant's latest measured lanes for this model (the room sizes its first lanes on them). A
+ * prior only saves lanes: an index that cannot be read starts the swarm without one.
+ */
+async function readLanePrior(deps: Pick<StartSwarmDeps, "swarmIndex">, tenant: string, swarm: PlannedSwarm): Promise<LanePrior | null> {
+  try {
+    return await deps.swarmIndex.lanePrior(tenant, toModelLabel(swarm.spec.model));
+  } catch (error) {
+    console.error(`lane prior of tenant ${tenant} unreadable; starting without one`, error);
+    return null;
+  }
 }
 
 /** The swarm's owner when a request starts it: the caller's tenant, limits and key. */

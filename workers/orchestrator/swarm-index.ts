@@ -2,7 +2,7 @@
 // The SwarmRoom writes and updates these rows (with its ledger flush), so counts may lag the room.
 import { z } from "zod";
 import { readBatchIdOf } from "../../src/core/batch-request.ts";
-import type { SwarmState, UsageTotals } from "../../src/core/swarm-contract.ts";
+import type { LanePrior, SwarmState, UsageTotals } from "../../src/core/swarm-contract.ts";
 import type { SwarmListCursor } from "./swarm-list-cursor.ts";
 
 export interface SwarmSummary {
@@ -32,6 +32,11 @@ export interface SwarmIndex {
   listUnfinished(limit: number): Promise<string[]>;
   /** The tenant's swarms that have not ended (planning, running, reducing). */
   countActive(tenant: string): Promise<number>;
+  /**
+   * What a lane of the tenant's latest swarm of `model` (its model label) carried and its calls'
+   * latency, as that swarm's lanes measured them; null when no such swarm timed its calls.
+   */
+  lanePrior(tenant: string, model: string): Promise<LanePrior | null>;
 }
 
 const count = z.number().int().nonnegative();
@@ -57,6 +62,11 @@ const SwarmRowSchema = z.object({
   metadata: z.string().nullable(),
 });
 type SwarmRow = z.infer<typeof SwarmRowSchema>;
+
+const LanePriorRowSchema = z.object({ lane_slots: z.number().int().positive(), lane_latency_ms: z.number().positive() });
+
+/** How far back the tenant's swarms are searched for a prior: an older measurement may no longer hold. */
+const LANE_PRIOR_MAX_AGE_MS = 7 * 24 * 3_600_000;
 
 const COLUMNS =
   "id, name, model, state, task_count, created_at, finished_at, succeeded, failed, cancelled, skipped_budget, skipped, " +
@@ -114,6 +124,18 @@ export function createSwarmIndex(db: D1Database): SwarmIndex {
         swarms: page.map(toSwarmSummary),
         next: rows.length > limit && last !== undefined ? { createdAt: last.created_at, id: last.id } : null,
       };
+    },
+    async lanePrior(tenant, model) {
+      // The newest first along swarms_by_tenant (tenant, created_at DESC): a few rows at most.
+      const row = await db
+        .prepare(
+          "SELECT lane_slots, lane_latency_ms FROM swarms WHERE tenant = ?1 AND created_at >= ?2 AND model = ?3 AND lane_slots IS NOT NULL " +
+            "AND lane_latency_ms IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT 1",
+        )
+        .bind(tenant, Date.now() - LANE_PRIOR_MAX_AGE_MS, model)
+        .first();
+      const parsed = LanePriorRowSchema.safeParse(row);
+      return parsed.success ? { slots: parsed.data.lane_slots, latencyMs: parsed.data.lane_latency_ms } : null;
     },
     async listUnfinished(limit) {
       const { results } = await db.prepare("SELECT id FROM swarms WHERE finished_at IS NULL ORDER BY created_at LIMIT ?1").bind(limit).all();

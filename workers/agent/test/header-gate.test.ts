@@ -209,6 +209,53 @@ describe("the header gate through the model client (mock upstream holding header
   });
 });
 
+describe("a lane on a prior (Ticket.latency_ms: an earlier swarm's lanes of the model)", () => {
+  /** A fetch to the mock whose headers come after `ttfbMs` and whose answer after `latencyMs`. */
+  function timedFetch(ttfbMs: number, latencyMs: number): typeof fetch {
+    return (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set("x-mock-ttfb-ms", String(ttfbMs));
+      headers.set("x-mock-latency-ms", String(latencyMs));
+      return fetch(input, { ...init, headers });
+    };
+  }
+  const priorTicket = (id: string, swarmId: string) => ({
+    ...ticketMessage(id, swarmId),
+    body: { v: 2, swarm_id: swarmId, ticket: id, slots: 40, latency_ms: 300 },
+  });
+
+  it("runs on its gate's 6 slots until its first headers, then asks at once for what they carry", async () => {
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(0, 300) });
+    const room = new FakeRoom("sw_prior_early", { tasks: Array.from({ length: 40 }, (_, i) => `t${i + 1}`) });
+
+    await run([priorTicket("m1", "sw_prior_early")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(40);
+    const [first, second] = room.pulls;
+    // The first pull takes the gate's 6 and says the lane carries what the room counted it for.
+    expect(first?.want).toBe(6);
+    expect(first?.slots).toBe(40);
+    // Headers came at once: before any task ended, the lane asked for the rest of its 40.
+    expect(second?.reports).toEqual([]);
+    expect(second?.want).toBe(34);
+  });
+
+  it("stays on its 6 slots when the headers come with the answer (the prior no longer holds)", async () => {
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(300, 300) });
+    const room = new FakeRoom("sw_prior_late", { tasks: Array.from({ length: 12 }, (_, i) => `t${i + 1}`) });
+
+    await run([priorTicket("m1", "sw_prior_late")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(12);
+    expect(room.pulls[0]?.want).toBe(6);
+    // No pull asked for more than the 6 its gate carries: a window of 40 never queued at the gate.
+    expect(Math.max(...room.pulls.map((pull) => pull.want))).toBeLessThanOrEqual(6);
+    // Once it has timed its calls it reports what it carries (about 6), not the prior's 40.
+    const lastSized = room.pulls.filter((pull) => pull.slots > 0 && pull.timing !== undefined).at(-1);
+    expect(lastSized?.slots).toBeLessThan(12);
+  });
+});
+
 describe("one header gate per invocation (lanes hosted by the consumer)", () => {
   it("two lanes of one queue batch never hold more than 6 calls waiting for headers between them, and every task runs once", async () => {
     // Which swarm a request is for: the fake rooms' prompts are `prompt of <task id>`.
