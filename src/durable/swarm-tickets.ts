@@ -49,6 +49,8 @@ export class SwarmTickets {
    * header-bound lanes again, as it would with no prior.
    */
   private prior: LanePrior | null = null;
+  /** The most a lane of this swarm reported carrying once timed (the next swarm's prior). */
+  private mostReportedSlots: number | null = null;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -86,7 +88,10 @@ export class SwarmTickets {
     const row = open.get(id);
     // What one more lane will carry: a lane's report once it has timed its calls (an unmeasured
     // one repeats the room's own assumption), never a draining lane's (what it still runs).
-    if (slots > 0 && !draining && measured) this.reportedSlots = slots;
+    if (slots > 0 && !draining && measured) {
+      this.reportedSlots = slots;
+      this.mostReportedSlots = Math.max(this.mostReportedSlots ?? 0, slots);
+    }
     if (final) return { delivered: this.forget(id) };
     this.heardAt.set(id, now);
     const expiresAt = Math.max(row?.expires_at ?? 0, leaseUntil, now + this.times.laneSilenceMs);
@@ -279,10 +284,15 @@ export class SwarmTickets {
     return this.reportedSlots === null ? this.prior?.latencyMs : undefined;
   }
 
-  /** What this swarm's lanes measured (the next swarm's prior), once one has timed its calls. */
+  /**
+   * What this swarm's lanes measured (the next swarm's prior), once one has timed its calls: the
+   * most one lane carried. A loaded machine sees headers late and a lane's report swings low at
+   * times; a prior set too high costs only the lanes sent once the first ones have timed their
+   * calls, while one set too low sends the lanes the prior is there to save.
+   */
   measuredLanes(): LanePrior | null {
-    if (this.reportedSlots === null || this.timing === null) return null;
-    return { slots: this.reportedSlots, latencyMs: Math.round(this.timing.latencyMs * 10) / 10 };
+    if (this.mostReportedSlots === null || this.timing === null) return null;
+    return { slots: this.mostReportedSlots, latencyMs: Math.round(this.timing.latencyMs * 10) / 10 };
   }
 
   private load(): Map<string, TicketRow> {

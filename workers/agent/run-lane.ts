@@ -178,8 +178,9 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     onHeaders: (task, elapsedMs) => {
       if (firstHeadersMs === null) {
         firstHeadersMs = elapsedMs;
-        // A prior of early headers confirmed: the lane asks for what it now carries at once.
-        if (timing.current().ttfbMs === null && capacity() > running.size) poke();
+        // A prior of early headers confirmed: the lane asks at once for what it now carries. (Headers
+        // that come with the answer add a slot or two, which the pull with that answer asks for.)
+        if (timing.current().ttfbMs === null && capacity() >= 2 * Math.max(1, running.size)) poke();
       }
       if (task.warmup !== true || warmup.pending || warmup.told) return;
       warmup.pending = true;
@@ -464,8 +465,10 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
             Math.min(
               ctx.allowance.tasks - free - standby.length,
               standbyTarget({
-                // What the lane carries: a header-bound lane of 6 holds standby for 6, not for its concurrency.
-                concurrency: Math.min(ctx.concurrency, capacity()),
+                // What the lane carries: a header-bound lane of 6 holds standby for twice its 6 (its
+                // outcomes wait up to SMALL_LANE_COALESCE_MAX_MS, and a wave of ends must find
+                // standby tasks for each), not for its concurrency.
+                concurrency: Math.min(ctx.concurrency, 2 * capacity()),
                 // What it will run once this pull's free slots are filled: a small lane whose tasks
                 // all ended while it waited still needs standby tasks for the ones it gets now.
                 running: running.size + free,
