@@ -353,7 +353,15 @@ async function runEdgeswarmOnce(
   // The swarm's own figures (wall_s, latencies) come from its SwarmRoom, not from when a poll sees
   // the end; a status poll costs workerd about 6 ms of CPU locally (half of it wrangler's dev proxy
   // and the request's way in), so the bench looks once a second rather than five times.
-  const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: STATUS_POLL_MS });
+  // Each read is a SwarmRoom request the swarm's billable count includes: counted, to print apart.
+  let statusReads = 0;
+  const status = await waitForSwarm(stack.url, stack.token, id, {
+    timeoutMs: 1_800_000,
+    pollMs: STATUS_POLL_MS,
+    onProgress: () => {
+      statusReads += 1;
+    },
+  });
   const settledS = options.settle ? await waitForQuietWorkerd() : null;
   const sessionsAfter = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd"));
   const cpuAfter = sessionsAfter.flat();
@@ -376,7 +384,7 @@ async function runEdgeswarmOnce(
       `state=${status.state}`,
     ].join(" "),
   );
-  const billable = formatBillable(status, tasks);
+  const billable = formatBillable(status, tasks, statusReads);
   if (billable !== null) console.log(billable);
   const hedgeLine = formatHedges(status, tasks, upstream.calls);
   if (hedgeLine !== null) console.log(hedgeLine);
@@ -810,7 +818,8 @@ function formatCpuPerTask(cpuMs: number | null, taskCount: number): string {
   return cpuMs === null ? "n/a" : `${(cpuMs / taskCount).toFixed(2)} ms`;
 }
 
-function formatBillable(status: SwarmStatusBody, taskCount: number): string | null {
+/** The billable line; `statusReads`: the bench's own reads of the swarm's status, among do_requests. */
+function formatBillable(status: SwarmStatusBody, taskCount: number, statusReads: number): string | null {
   const billable = BillableStatusSchema.parse(status).billable;
   if (billable === undefined) return null;
   const per = (n: number) => Number((n / taskCount).toPrecision(3));
@@ -818,7 +827,7 @@ function formatBillable(status: SwarmStatusBody, taskCount: number): string | nu
     "billable per task:",
     `queue_msgs_sent=${per(billable.queue_messages_sent)}`,
     `queue_msgs_received=${per(billable.queue_messages_received)}`,
-    `do_requests=${per(billable.do_requests)}`,
+    `do_requests=${per(billable.do_requests)} (the swarm's ${per(billable.do_requests - statusReads)}, the bench's status reads ${per(statusReads)})`,
     `do_rows_written=${per(billable.do_rows_written)}`,
     `d1_rows_written=${per(billable.d1_rows_written)}`,
     `(in all: ${billable.queue_messages_sent} + ${billable.queue_messages_received} queue msgs, ${billable.do_requests} DO requests, ${billable.do_rows_written} DO rows, ${billable.d1_rows_written} D1 rows)`,
