@@ -224,7 +224,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (stored !== null) this.batchOutput.begin(stored);
     this.totals.invalidate();
     // The tickets and the index row (the swarm is listed at once; if D1 is down the alarm retries)
-    // go together, not one after the other: on the local stack sendBatch answered 200–450 ms after
+    // go together, not one after the other: on the local stack sendBatch answered 210–560 ms after
     // the send, once the agent had handed the tickets to their executors, so a write after it met
     // the first lanes' pulls, the warm-up's among them (docs/benchmarks.md).
     await Promise.all([
