@@ -1257,6 +1257,35 @@ describe("SwarmRoom tickets", () => {
     expect((await billable(stub)).queue_messages_sent).toBe(2);
   });
 
+  it("writes the index row while its first tickets are still being sent", async () => {
+    const { input, stub } = newSwarm(2);
+    type Queues = { short: Pick<Queue, "sendBatch"> };
+    // The send answers only once the test opens it (a local queue's answered once the agent had
+    // started the lanes' executors): the row must not wait for it.
+    const send = { called: false, open: false };
+    await runInDurableObject(stub, (instance) => {
+      const { queues } = (instance as unknown as { dispatch: { queues: Queues } }).dispatch;
+      queues.short = {
+        sendBatch: async () => {
+          send.called = true;
+          while (!send.open) await scheduler.wait(5);
+          return { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } };
+        },
+      };
+    });
+    const started = stub.start(input);
+    let indexed: unknown = null;
+    while (indexed === null) {
+      indexed = await env.LEDGER_DB.prepare("SELECT id FROM swarms WHERE id = ?").bind(input.swarmId).first();
+      if (indexed === null) await scheduler.wait(5);
+    }
+    expect(send).toEqual({ called: true, open: false });
+    send.open = true;
+    expect(await started).toEqual({ created: true });
+    expect(await tickets(stub)).toHaveLength(1);
+    expect((await billable(stub)).queue_messages_sent).toBe(1);
+  });
+
   it("tries a failed ledger flush again 5 s later, not at the next flush interval", async () => {
     const { input, stub } = newSwarm(2, { concurrency: 2 });
     await stub.start(input);
