@@ -45,9 +45,14 @@ const FIXED32 = 5;
  * runtime and an allocation, they were most of a flush's time in a profile of the traced bench.
  */
 class ProtoWriter {
-  private buffer = new Uint8Array(16_384);
-  private view = new DataView(this.buffer.buffer);
+  private buffer: Uint8Array;
+  private view: DataView;
   private length = 0;
+
+  constructor(capacity = 16_384) {
+    this.buffer = new Uint8Array(capacity);
+    this.view = new DataView(this.buffer.buffer);
+  }
 
   private reserve(bytes: number): void {
     if (this.length + bytes <= this.buffer.length) return;
@@ -209,6 +214,23 @@ class ProtoWriter {
     this.length = end;
   }
 
+  /** Bytes already encoded (a run of fields), as they are. */
+  raw(bytes: Uint8Array): void {
+    this.reserve(bytes.length);
+    this.buffer.set(bytes, this.length);
+    this.length += bytes.length;
+  }
+
+  /** What is written so far, without a copy: valid until the next write or truncate. */
+  written(): Uint8Array {
+    return this.buffer.subarray(0, this.length);
+  }
+
+  /** Back to its first `length` bytes (0: empty), its memory kept for the next body. */
+  truncate(length: number): void {
+    this.length = Math.min(this.length, length);
+  }
+
   finish(): Uint8Array {
     return this.buffer.slice(0, this.length);
   }
@@ -239,23 +261,82 @@ function hexDigit(code: number): number {
 export function toOtlpProtobuf(batches: readonly SpanBatch[]): Uint8Array {
   const request = new ProtoWriter();
   for (const batch of batches) {
-    // ExportTraceServiceRequest.resource_spans = 1
-    request.message(1, (resourceSpans) => {
-      // ResourceSpans.resource = 1 → Resource.attributes = 1
-      resourceSpans.message(1, (resource) => writeAttributes(resource, 1, batch.resource));
-      // ResourceSpans.scope_spans = 2
-      resourceSpans.message(2, (scopeSpans) => {
-        // ScopeSpans.scope = 1 → InstrumentationScope { name = 1, version = 2 }
-        scopeSpans.message(1, (scope) => {
-          scope.string(1, batch.scope.name);
-          scope.string(2, batch.scope.version);
-        });
-        // ScopeSpans.spans = 2
-        for (const span of batch.spans) scopeSpans.message(2, (writer) => writeSpan(writer, span));
-      });
+    writeResourceSpans(request, batch.resource, batch.scope, (scopeSpans) => {
+      for (const span of batch.spans) writeSpanField(scopeSpans, span);
     });
   }
   return request.finish();
+}
+
+/**
+ * One resource's spans as a protobuf body, encoded as each span is added rather than all at the
+ * end: a span is bytes from the moment it is recorded, so no span object, with its attributes and
+ * ids, lives on until the invocation's flush (in a lane that is seconds, through many of V8's
+ * young-generation collections, each copying what is still alive). The buffer's memory is kept
+ * from one body to the next.
+ */
+export class ProtobufSpanBuffer {
+  private readonly spans = new ProtoWriter();
+  private added = 0;
+
+  constructor(
+    private readonly resource: SpanAttributes,
+    private readonly scope: { name: string; version: string },
+  ) {}
+
+  /** Spans added since the last `take`. */
+  get count(): number {
+    return this.added;
+  }
+
+  /** Encodes `span`; a span that cannot be (it throws) leaves no byte behind. */
+  add(span: TraceSpan): void {
+    const before = this.spans.written().length;
+    try {
+      writeSpanField(this.spans, span);
+    } catch (error) {
+      this.spans.truncate(before);
+      throw error;
+    }
+    this.added += 1;
+  }
+
+  /** The body of the spans added since the last take (as toOtlpProtobuf writes them); the buffer is emptied. */
+  take(): Uint8Array {
+    const spans = this.spans.written();
+    const request = new ProtoWriter(spans.length + 512);
+    writeResourceSpans(request, this.resource, this.scope, (scopeSpans) => scopeSpans.raw(spans));
+    this.spans.truncate(0);
+    this.added = 0;
+    return request.finish();
+  }
+}
+
+/** ExportTraceServiceRequest.resource_spans = 1, with one ScopeSpans whose spans `writeSpans` writes. */
+function writeResourceSpans(
+  request: ProtoWriter,
+  resource: SpanAttributes,
+  scope: { name: string; version: string },
+  writeSpans: (scopeSpans: ProtoWriter) => void,
+): void {
+  request.message(1, (resourceSpans) => {
+    // ResourceSpans.resource = 1 → Resource.attributes = 1
+    resourceSpans.message(1, (writer) => writeAttributes(writer, 1, resource));
+    // ResourceSpans.scope_spans = 2
+    resourceSpans.message(2, (scopeSpans) => {
+      // ScopeSpans.scope = 1 → InstrumentationScope { name = 1, version = 2 }
+      scopeSpans.message(1, (writer) => {
+        writer.string(1, scope.name);
+        writer.string(2, scope.version);
+      });
+      writeSpans(scopeSpans);
+    });
+  });
+}
+
+/** ScopeSpans.spans = 2. */
+function writeSpanField(scopeSpans: ProtoWriter, span: TraceSpan): void {
+  scopeSpans.message(2, (writer) => writeSpan(writer, span));
 }
 
 function writeSpan(writer: ProtoWriter, span: TraceSpan): void {
