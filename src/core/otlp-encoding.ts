@@ -278,11 +278,14 @@ export function toOtlpProtobuf(batches: readonly SpanBatch[]): Uint8Array {
 export class ProtobufSpanBuffer {
   private readonly spans = new ProtoWriter();
   private added = 0;
+  private readonly resource: SpanAttributes;
+  private readonly scope: { name: string; version: string };
 
-  constructor(
-    private readonly resource: SpanAttributes,
-    private readonly scope: { name: string; version: string },
-  ) {}
+  // No parameter properties: Node runs the scripts' imports of the core by stripping types only.
+  constructor(resource: SpanAttributes, scope: { name: string; version: string }) {
+    this.resource = resource;
+    this.scope = scope;
+  }
 
   /** Spans added since the last `take`. */
   get count(): number {
