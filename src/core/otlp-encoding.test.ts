@@ -130,6 +130,10 @@ describe("OTLP protobuf, spans encoded as they are added", () => {
     expect(Array.from(buffer.take())).toEqual(Array.from(toOtlpProtobuf([{ ...BATCH, spans: [] }])));
   });
 
+  it("a buffer that never had a span writes an empty batch", () => {
+    expect(Array.from(new ProtobufSpanBuffer(BATCH.resource, BATCH.scope).take())).toEqual(Array.from(toOtlpProtobuf([{ ...BATCH, spans: [] }])));
+  });
+
   it("a body past the buffer's first size (and a length past one varint byte) round-trips", () => {
     const buffer = new ProtobufSpanBuffer(BATCH.resource, BATCH.scope);
     const spans = Array.from({ length: 300 }, (_, i) => ({

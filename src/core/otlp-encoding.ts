@@ -276,7 +276,8 @@ export function toOtlpProtobuf(batches: readonly SpanBatch[]): Uint8Array {
  * from one body to the next.
  */
 export class ProtobufSpanBuffer {
-  private readonly spans = new ProtoWriter();
+  /** Made by the first span: an invocation of an unsampled swarm records none and allocates nothing. */
+  private spans: ProtoWriter | null = null;
   private added = 0;
   private readonly resource: SpanAttributes;
   private readonly scope: { name: string; version: string };
@@ -294,11 +295,13 @@ export class ProtobufSpanBuffer {
 
   /** Encodes `span`; a span that cannot be (it throws) leaves no byte behind. */
   add(span: TraceSpan): void {
-    const before = this.spans.written().length;
+    this.spans ??= new ProtoWriter();
+    const spans = this.spans;
+    const before = spans.written().length;
     try {
-      writeSpanField(this.spans, span);
+      writeSpanField(spans, span);
     } catch (error) {
-      this.spans.truncate(before);
+      spans.truncate(before);
       throw error;
     }
     this.added += 1;
@@ -306,10 +309,10 @@ export class ProtobufSpanBuffer {
 
   /** The body of the spans added since the last take (as toOtlpProtobuf writes them); the buffer is emptied. */
   take(): Uint8Array {
-    const spans = this.spans.written();
+    const spans = this.spans?.written() ?? new Uint8Array(0);
     const request = new ProtoWriter(spans.length + 512);
     writeResourceSpans(request, this.resource, this.scope, (scopeSpans) => scopeSpans.raw(spans));
-    this.spans.truncate(0);
+    this.spans?.truncate(0);
     this.added = 0;
     return request.finish();
   }
