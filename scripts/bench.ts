@@ -470,6 +470,7 @@ async function runTraceComparison(mock: MockModelHandle, receiver: OtlpReceiver)
   const perfSides: { traced: PerfKindCost[][]; untraced: PerfKindCost[][] } = { traced: [], untraced: [] };
   for (let swarm = 1; swarm <= maxSwarms && (count(true) < rounds || (bothSides && count(false) < rounds)); swarm += 1) {
     console.log(`swarm ${swarm}:`);
+    const postsBefore = receiver.requests().length;
     const run = await runEdgeswarmOnce(mock, swarm, swarm === 1, { settle: true, label: `bench swarm ${swarm}`, perf: values.workerdPerf === true });
     printRun(null, run);
     const spans = receiver.spans().filter((span) => span.attributes["edgeswarm.swarm_id"] === run.swarmId);
@@ -477,8 +478,11 @@ async function runTraceComparison(mock: MockModelHandle, receiver: OtlpReceiver)
     const usage = LedgerCallsSchema.parse(run.status).usage;
     const ledgerCalls = usage.calls - (usage.estimated_calls ?? 0);
     const traced = spans.length > 0;
+    // The export POSTs that reached the receiver while this swarm ran and settled (both Workers').
+    const posts = receiver.requests().slice(postsBefore);
+    const postBytes = posts.reduce((sum, post) => sum + post.body.length, 0);
     console.log(
-      `${formatTracedSwarm(swarm, traced, run.cpuPerTask)} spans=${spans.length} chat=${chat.calls} (ledger ${ledgerCalls}${traced && chat.calls !== ledgerCalls ? ": SPANS MISSING" : ""}) roots=${spans.filter((span) => span.parentSpanId === null).length} settled ${run.settledS?.toFixed(2) ?? "n/a"} s after the end`,
+      `${formatTracedSwarm(swarm, traced, run.cpuPerTask)} spans=${spans.length} chat=${chat.calls} (ledger ${ledgerCalls}${traced && chat.calls !== ledgerCalls ? ": SPANS MISSING" : ""}) roots=${spans.filter((span) => span.parentSpanId === null).length} posts=${posts.length}${posts.length === 0 ? "" : ` (${(postBytes / posts.length / 1_024).toFixed(1)} KB a post)`} settled ${run.settledS?.toFixed(2) ?? "n/a"} s after the end`,
     );
     if (run.cpuPerTask !== null) measured.push({ traced, cpuPerTask: run.cpuPerTask });
     if (run.agentPerf !== null) (traced ? perfSides.traced : perfSides.untraced).push(run.agentPerf);
