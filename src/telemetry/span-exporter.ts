@@ -51,22 +51,28 @@ export function createSpanRecorder(options: SpanExporterOptions): SpanRecorder {
   let jsonSpans: TraceSpan[] = [];
   const waiting = (): number => protobuf?.count ?? jsonSpans.length;
 
+  const failed = (spans: number, failure: string): void => {
+    tally.dropped += spans;
+    tally.failedPosts += 1;
+    // Only the status or the error's message: never the URL's credentials or the headers.
+    console.warn(JSON.stringify({ event: "trace_export_failed", spans, failure }));
+  };
+
   const post = (): void => {
     const spans = waiting();
     let body: Uint8Array | string;
-    if (protobuf !== null) body = protobuf.take();
-    else {
-      body = toOtlpJson([{ resource, scope: TRACE_SCOPE, spans: jsonSpans }]);
+    try {
+      body = protobuf !== null ? protobuf.take() : toOtlpJson([{ resource, scope: TRACE_SCOPE, spans: jsonSpans }]);
+    } catch (error) {
+      // Tracing never stops a swarm: a body that cannot be written is dropped like a failed post.
+      failed(spans, toErrorMessage(error));
+      return;
+    } finally {
       jsonSpans = [];
     }
     const sent = postBody(options, body).then((failure) => {
       if (failure === null) tally.exported += spans;
-      else {
-        tally.dropped += spans;
-        tally.failedPosts += 1;
-        // Only the status or the error's message: never the URL's credentials or the headers.
-        console.warn(JSON.stringify({ event: "trace_export_failed", spans, failure }));
-      }
+      else failed(spans, failure);
     });
     pending.add(sent);
     void sent.finally(() => pending.delete(sent));
@@ -83,7 +89,7 @@ export function createSpanRecorder(options: SpanExporterOptions): SpanRecorder {
         } catch (error) {
           // Tracing never stops a swarm: a span that cannot be encoded is dropped and counted.
           tally.dropped += 1;
-          console.warn(JSON.stringify({ event: "trace_span_dropped", span: span.name, error: toErrorMessage(error) }));
+          console.warn(JSON.stringify({ event: "trace_span_dropped", error: toErrorMessage(error) }));
           return;
         }
       }
