@@ -23,7 +23,7 @@ import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { formatSelfTimeRows, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild } from "./lib/promise-pool-baseline.ts";
 import { findWorkerdInspectors, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
-import { breakdownPerfScript, formatPerfBreakdown, splitPerfScriptByPid } from "./lib/perf-breakdown.ts";
+import { breakdownPerfScript, comparePerfSides, formatPerfBreakdown, formatPerfSides, splitPerfScriptByPid, type PerfKindCost } from "./lib/perf-breakdown.ts";
 import { startPerfRecord } from "./lib/perf-record.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./lib/otlp-receiver.ts";
 import { compareTracedRounds, formatTraceComparison, formatTracedSwarm, type TracedRound } from "./lib/trace-comparison.ts";
@@ -139,6 +139,8 @@ const TRACE_PATH_ROUNDS = 15;
  */
 const TRACE_SAMPLE_RATIO = process.env.OTEL_TRACES_SAMPLER_ARG ?? "0.5";
 
+/** The agent Worker's `wrangler dev` session (its name in workers/agent/wrangler.toml). */
+const AGENT_SESSION = "edgeswarm-agent";
 /** --trace: how often, and how little, workerd's CPU is read for waitForQuietWorkerd: one clock tick (10 ms) or less in 250 ms. */
 const QUIET_SAMPLE_MS = 250;
 const QUIET_CPU_MS = 10;
@@ -331,8 +333,8 @@ async function runEdgeswarmOnce(
   mock: MockModelHandle,
   round: number,
   profile: boolean,
-  options: { settle?: boolean; label?: string } = {},
-): Promise<RunFigures & { swarmId: string; status: SwarmStatusBody; settledS: number | null }> {
+  options: { settle?: boolean; label?: string; perf?: boolean } = {},
+): Promise<RunFigures & { swarmId: string; status: SwarmStatusBody; settledS: number | null; agentPerf: PerfKindCost[] | null }> {
   const sampler = startRun(mock);
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
   const workerdProfiles = profile && values.workerdCpuProf ? await startAllProfiles(stack.sessionPids, stack.inspectorPort) : null;
@@ -341,7 +343,7 @@ async function runEdgeswarmOnce(
   const cpuBefore = sessionsBefore.flat();
   // --workerd-perf: Linux perf samples workerd's native stacks (every isolate, exactly attributed).
   const perf =
-    profile && values.workerdPerf
+    (options.perf ?? profile) && values.workerdPerf
       ? startPerfRecord(
           cpuBefore.map((p) => p.pid),
           path.join(ROOT, ".tmp", "workerd-perf"),
@@ -397,6 +399,7 @@ async function runEdgeswarmOnce(
     console.log(`workerd cpu/task by process: ${bySession.join(" ")}`);
   }
   if (profiles !== null) printWorkerdProfiles(profiles, tasks, workerd?.cpuMs ?? null);
+  let agentPerf: PerfKindCost[] | null = null;
   if (perfScript !== null) {
     const breakdown = breakdownPerfScript(perfScript);
     console.log(`workerd CPU by what it ran (perf, ${breakdown.samples} samples at 999 Hz; raw data in .tmp/workerd-perf/perf.data):`);
@@ -409,6 +412,11 @@ async function runEdgeswarmOnce(
         const cpuMs = sessionCpuMs[i] ?? null;
         console.log(`  the workerd of ${session.name} alone (${own.samples} samples, ${formatCpuPerTask(cpuMs, tasks)}/task):`);
         for (const line of formatPerfBreakdown(own, cpuMs === null ? null : cpuMs / tasks)) console.log(`  ${line}`);
+        if (session.name === AGENT_SESSION && cpuMs !== null)
+          agentPerf = [
+            ...own.byKind.map(({ kind, share }) => ({ kind, msPerTask: (share * cpuMs) / tasks })),
+            { kind: "(garbage collection on the main thread, in whichever event)", msPerTask: (own.gc * cpuMs) / tasks },
+          ];
       }
     }
   }
@@ -428,6 +436,7 @@ async function runEdgeswarmOnce(
     swarmId: id,
     status,
     settledS,
+    agentPerf,
   };
 }
 
@@ -465,19 +474,32 @@ async function runTraceComparison(mock: MockModelHandle, receiver: OtlpReceiver)
   );
   const measured: TracedRound[] = [];
   const count = (traced: boolean) => measured.filter((r) => r.traced === traced).length;
+  // --workerd-perf with --trace: every swarm is sampled, and the agent's CPU by kind is compared side by side.
+  const perfSides: { traced: PerfKindCost[][]; untraced: PerfKindCost[][] } = { traced: [], untraced: [] };
   for (let swarm = 1; swarm <= maxSwarms && (count(true) < rounds || (bothSides && count(false) < rounds)); swarm += 1) {
     console.log(`swarm ${swarm}:`);
-    const run = await runEdgeswarmOnce(mock, swarm, swarm === 1, { settle: true, label: `bench swarm ${swarm}` });
+    const postsBefore = receiver.requests().length;
+    const run = await runEdgeswarmOnce(mock, swarm, swarm === 1, { settle: true, label: `bench swarm ${swarm}`, perf: values.workerdPerf === true });
     printRun(null, run);
     const spans = receiver.spans().filter((span) => span.attributes["edgeswarm.swarm_id"] === run.swarmId);
     const chat = sumChatSpans(spans);
     const usage = LedgerCallsSchema.parse(run.status).usage;
     const ledgerCalls = usage.calls - (usage.estimated_calls ?? 0);
     const traced = spans.length > 0;
+    // The export POSTs that reached the receiver while this swarm ran and settled (both Workers').
+    const posts = receiver.requests().slice(postsBefore);
+    const postBytes = posts.reduce((sum, post) => sum + post.body.length, 0);
     console.log(
-      `${formatTracedSwarm(swarm, traced, run.cpuPerTask)} spans=${spans.length} chat=${chat.calls} (ledger ${ledgerCalls}${traced && chat.calls !== ledgerCalls ? ": SPANS MISSING" : ""}) roots=${spans.filter((span) => span.parentSpanId === null).length} settled ${run.settledS?.toFixed(2) ?? "n/a"} s after the end`,
+      `${formatTracedSwarm(swarm, traced, run.cpuPerTask)} spans=${spans.length} chat=${chat.calls} (ledger ${ledgerCalls}${traced && chat.calls !== ledgerCalls ? ": SPANS MISSING" : ""}) roots=${spans.filter((span) => span.parentSpanId === null).length} posts=${posts.length}${posts.length === 0 ? "" : ` (${(postBytes / posts.length / 1_024).toFixed(1)} KB a post)`} settled ${run.settledS?.toFixed(2) ?? "n/a"} s after the end`,
     );
     if (run.cpuPerTask !== null) measured.push({ traced, cpuPerTask: run.cpuPerTask });
+    if (run.agentPerf !== null) (traced ? perfSides.traced : perfSides.untraced).push(run.agentPerf);
+  }
+  if (perfSides.traced.length > 0 && perfSides.untraced.length > 0) {
+    console.log(
+      `the agent's workerd by what it ran (perf), mean ms a task of ${perfSides.traced.length} traced and ${perfSides.untraced.length} untraced swarms, and traced − untraced:`,
+    );
+    for (const line of formatPerfSides(comparePerfSides(perfSides.traced, perfSides.untraced))) console.log(line);
   }
   const comparison = compareTracedRounds(measured, { target: TRACE_CPU_TARGET });
   console.log(`tracing on/off, ${count(true)} traced and ${count(false)} untraced swarms of ${tasks} tasks (workerd CPU, both processes):`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { breakdownPerfScript, formatPerfBreakdown, splitPerfScriptByPid } from "./perf-breakdown.ts";
+import { breakdownPerfScript, comparePerfSides, formatPerfBreakdown, formatPerfSides, splitPerfScriptByPid } from "./perf-breakdown.ts";
 
 /** One sample as `perf script -F comm,tid,ip,sym` prints it: the thread, then frames innermost first. */
 const sample = (thread: string, ...frames: string[]): string => [`${thread} 1405`, ...frames.map((frame, i) => `\t    55d0${i}f00 ${frame}`)].join("\n");
@@ -111,5 +111,34 @@ describe("perf samples by process", () => {
     );
     expect(breakdownPerfScript(split.get(10) ?? "").sqlite).toBe(1);
     expect(breakdownPerfScript(split.get(20) ?? "").sqlite).toBe(0);
+  });
+});
+
+describe("the agent's CPU by kind, traced against untraced swarms", () => {
+  it("averages each side's swarms, counts a kind a swarm never ran as 0, and sorts by the difference", () => {
+    const rows = comparePerfSides(
+      [
+        [
+          { kind: "fetch", msPerTask: 0.4 },
+          { kind: "gc", msPerTask: 0.1 },
+        ],
+        [{ kind: "fetch", msPerTask: 0.6 }],
+      ],
+      [
+        [
+          { kind: "fetch", msPerTask: 0.45 },
+          { kind: "(gc inside)", msPerTask: 0.3 },
+        ],
+        [{ kind: "gc", msPerTask: 0.02 }],
+      ],
+    );
+    expect(rows.map((r) => r.kind)).toEqual(["fetch", "gc", "(gc inside)", "in all"]);
+    expect(rows[0]?.on).toBeCloseTo(0.5);
+    expect(rows[0]?.off).toBeCloseTo(0.225);
+    expect(rows[0]?.diff).toBeCloseTo(0.275);
+    expect(rows[1]?.diff).toBeCloseTo(0.05 - 0.01);
+    // The kind in parentheses is part of the others: not in the total.
+    expect(rows[3]?.diff).toBeCloseTo(0.315);
+    expect(formatPerfSides(rows)[3]).toContain("in all");
   });
 });

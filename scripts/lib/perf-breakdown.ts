@@ -110,3 +110,49 @@ export function formatPerfBreakdown(breakdown: PerfBreakdown, cpuMsPerTask: numb
     `  (in whatever event: SQLite ${(breakdown.sqlite * 100).toFixed(1)}%${per(breakdown.sqlite)}, garbage collection ${(breakdown.gc * 100).toFixed(1)}%${per(breakdown.gc)})`,
   ];
 }
+
+/** A kind of work and its CPU, ms a task, in one swarm. */
+export interface PerfKindCost {
+  kind: string;
+  msPerTask: number;
+}
+
+/** A kind's mean CPU on each side and their difference (ms a task). */
+export interface PerfSideRow {
+  kind: string;
+  on: number;
+  off: number;
+  diff: number;
+}
+
+/**
+ * `--trace --workerd-perf`: each kind's mean over the swarms of each side (a kind a swarm never ran
+ * counts as 0 there) and traced − untraced, largest difference first, then the total (of the kinds
+ * not in parentheses).
+ */
+export function comparePerfSides(on: ReadonlyArray<readonly PerfKindCost[]>, off: ReadonlyArray<readonly PerfKindCost[]>): PerfSideRow[] {
+  const meanOf = (swarms: ReadonlyArray<readonly PerfKindCost[]>, kind: string): number =>
+    swarms.length === 0 ? 0 : swarms.reduce((sum, costs) => sum + costs.filter((c) => c.kind === kind).reduce((s, c) => s + c.msPerTask, 0), 0) / swarms.length;
+  const kinds = [...new Set([...on, ...off].flat().map((c) => c.kind))];
+  const rows = kinds.map((kind) => {
+    const [a, b] = [meanOf(on, kind), meanOf(off, kind)];
+    return { kind, on: a, off: b, diff: a - b };
+  });
+  rows.sort((x, y) => y.diff - x.diff);
+  // A kind in parentheses is a part of the others (GC inside whatever event): not added again.
+  const total: PerfSideRow = { kind: "in all", on: 0, off: 0, diff: 0 };
+  for (const row of rows.filter((r) => !r.kind.startsWith("("))) {
+    total.on += row.on;
+    total.off += row.off;
+    total.diff += row.diff;
+  }
+  return [...rows, total];
+}
+
+export function formatPerfSides(rows: readonly PerfSideRow[]): string[] {
+  const ms = (v: number) => v.toFixed(3).padStart(6);
+  return rows.map(
+    (row) =>
+      `  traced ${ms(row.on)}  untraced ${ms(row.off)}  diff ${row.diff >= 0 ? "+" : "−"}${ms(Math.abs(row.diff)).trim().padStart(5)} ms/task  ${row.kind}`,
+  );
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { fromOtlpJson, fromOtlpProtobuf } from "./otlp-decoding.ts";
-import { toOtlpJson, toOtlpProtobuf, type SpanBatch } from "./otlp-encoding.ts";
+import { ProtobufSpanBuffer, toOtlpJson, toOtlpProtobuf, type SpanBatch } from "./otlp-encoding.ts";
 import { SPAN_KIND, type TraceSpan } from "./trace-span.ts";
 
 const SPAN: TraceSpan = {
@@ -115,4 +115,35 @@ describe("OTLP protobuf, strings and times written by hand", () => {
       expect(found).toBe(true);
     },
   );
+});
+
+describe("OTLP protobuf, spans encoded as they are added", () => {
+  it("writes the same bytes as the whole batch at once, and starts empty again after each body", () => {
+    const buffer = new ProtobufSpanBuffer(BATCH.resource, BATCH.scope);
+    buffer.add(SPAN);
+    buffer.add(ROOT);
+    expect(buffer.count).toBe(2);
+    expect(Array.from(buffer.take())).toEqual(Array.from(toOtlpProtobuf([BATCH])));
+    expect(buffer.count).toBe(0);
+    buffer.add(ROOT);
+    expect(fromOtlpProtobuf(buffer.take())).toEqual({ ok: true, value: [{ ...BATCH, spans: [ROOT] }] });
+    expect(Array.from(buffer.take())).toEqual(Array.from(toOtlpProtobuf([{ ...BATCH, spans: [] }])));
+  });
+
+  it("a buffer that never had a span writes an empty batch", () => {
+    expect(Array.from(new ProtobufSpanBuffer(BATCH.resource, BATCH.scope).take())).toEqual(Array.from(toOtlpProtobuf([{ ...BATCH, spans: [] }])));
+  });
+
+  it("a body past the buffer's first size (and a length past one varint byte) round-trips", () => {
+    const buffer = new ProtobufSpanBuffer(BATCH.resource, BATCH.scope);
+    const spans = Array.from({ length: 300 }, (_, i) => ({
+      ...SPAN,
+      name: `chat ${i}`,
+      attributes: { "edgeswarm.i": i, "gen_ai.input.messages": "x".repeat(i) },
+    }));
+    for (const span of spans) buffer.add(span);
+    const body = buffer.take();
+    expect(body.length).toBeGreaterThan(16_384);
+    expect(fromOtlpProtobuf(body)).toEqual({ ok: true, value: [{ ...BATCH, spans }] });
+  });
 });

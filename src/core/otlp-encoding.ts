@@ -45,9 +45,14 @@ const FIXED32 = 5;
  * runtime and an allocation, they were most of a flush's time in a profile of the traced bench.
  */
 class ProtoWriter {
-  private buffer = new Uint8Array(16_384);
-  private view = new DataView(this.buffer.buffer);
+  private buffer: Uint8Array;
+  private view: DataView;
   private length = 0;
+
+  constructor(capacity = 16_384) {
+    this.buffer = new Uint8Array(capacity);
+    this.view = new DataView(this.buffer.buffer);
+  }
 
   private reserve(bytes: number): void {
     if (this.length + bytes <= this.buffer.length) return;
@@ -106,9 +111,8 @@ class ProtoWriter {
   }
 
   /** UTF-8, as TextEncoder writes it (a lone surrogate becomes U+FFFD). */
-  string(field: number, value: string): void {
+  string(field: number, value: string, size = utf8Length(value)): void {
     this.tag(field, LENGTH);
-    const size = utf8Length(value);
     this.varint(size);
     this.reserve(size);
     const buffer = this.buffer;
@@ -142,6 +146,25 @@ class ProtoWriter {
       buffer[at++] = 0x80 | (code & 0x3f);
     }
     this.length = at;
+  }
+
+  /**
+   * A KeyValue whose value is a string or a non-negative integer, at `field`, with its lengths
+   * computed first rather than fixed up after (message()): most of a span's fields are these, and in
+   * a profile of a traced swarm in workerd the nested messages' closures and fix-ups led the encoding.
+   */
+  plainAttribute(field: number, key: Uint8Array, value: string | number): void {
+    // AnyValue { string_value = 1 } or { int_value = 3 }: a one-byte tag, then the value.
+    const stringSize = typeof value === "string" ? utf8Length(value) : 0;
+    const anyValueSize = typeof value === "string" ? 1 + varintSize(stringSize) + stringSize : 1 + varintSize(value);
+    // KeyValue { key = 1, value = 2 }
+    this.tag(field, LENGTH);
+    this.varint(1 + varintSize(key.length) + key.length + 1 + varintSize(anyValueSize) + anyValueSize);
+    this.bytes(1, key);
+    this.tag(2, LENGTH);
+    this.varint(anyValueSize);
+    if (typeof value === "string") this.string(1, value, stringSize);
+    else this.uint(3, value);
   }
 
   /** An id given as lower- or upper-case hex digits, as its bytes. */
@@ -209,9 +232,33 @@ class ProtoWriter {
     this.length = end;
   }
 
+  /** Bytes already encoded (a run of fields), as they are. */
+  raw(bytes: Uint8Array): void {
+    this.reserve(bytes.length);
+    this.buffer.set(bytes, this.length);
+    this.length += bytes.length;
+  }
+
+  /** What is written so far, without a copy: valid until the next write or truncate. */
+  written(): Uint8Array {
+    return this.buffer.subarray(0, this.length);
+  }
+
+  /** Back to its first `length` bytes (0: empty), its memory kept for the next body. */
+  truncate(length: number): void {
+    this.length = Math.min(this.length, length);
+  }
+
   finish(): Uint8Array {
     return this.buffer.slice(0, this.length);
   }
+}
+
+/** The bytes of `value` (a non-negative integer up to 2^53) as a varint. */
+function varintSize(value: number): number {
+  let size = 1;
+  for (let n = value; n >= 0x80; n = Math.floor(n / 0x80)) size += 1;
+  return size;
 }
 
 /** The bytes `string` writes for `value`. */
@@ -239,23 +286,88 @@ function hexDigit(code: number): number {
 export function toOtlpProtobuf(batches: readonly SpanBatch[]): Uint8Array {
   const request = new ProtoWriter();
   for (const batch of batches) {
-    // ExportTraceServiceRequest.resource_spans = 1
-    request.message(1, (resourceSpans) => {
-      // ResourceSpans.resource = 1 → Resource.attributes = 1
-      resourceSpans.message(1, (resource) => writeAttributes(resource, 1, batch.resource));
-      // ResourceSpans.scope_spans = 2
-      resourceSpans.message(2, (scopeSpans) => {
-        // ScopeSpans.scope = 1 → InstrumentationScope { name = 1, version = 2 }
-        scopeSpans.message(1, (scope) => {
-          scope.string(1, batch.scope.name);
-          scope.string(2, batch.scope.version);
-        });
-        // ScopeSpans.spans = 2
-        for (const span of batch.spans) scopeSpans.message(2, (writer) => writeSpan(writer, span));
-      });
+    writeResourceSpans(request, batch.resource, batch.scope, (scopeSpans) => {
+      for (const span of batch.spans) writeSpanField(scopeSpans, span);
     });
   }
   return request.finish();
+}
+
+/**
+ * One resource's spans as a protobuf body, encoded as each span is added rather than all at the
+ * end: a span is bytes from the moment it is recorded, so no span object, with its attributes and
+ * ids, lives on until the invocation's flush (in a lane that is seconds, through many of V8's
+ * young-generation collections, each copying what is still alive). The buffer's memory is kept
+ * from one body to the next.
+ */
+export class ProtobufSpanBuffer {
+  /** Made by the first span: an invocation of an unsampled swarm records none and allocates nothing. */
+  private spans: ProtoWriter | null = null;
+  private added = 0;
+  private readonly resource: SpanAttributes;
+  private readonly scope: { name: string; version: string };
+
+  // No parameter properties: Node runs the scripts' imports of the core by stripping types only.
+  constructor(resource: SpanAttributes, scope: { name: string; version: string }) {
+    this.resource = resource;
+    this.scope = scope;
+  }
+
+  /** Spans added since the last `take`. */
+  get count(): number {
+    return this.added;
+  }
+
+  /** Encodes `span`; a span that cannot be (it throws) leaves no byte behind. */
+  add(span: TraceSpan): void {
+    this.spans ??= new ProtoWriter();
+    const spans = this.spans;
+    const before = spans.written().length;
+    try {
+      writeSpanField(spans, span);
+    } catch (error) {
+      spans.truncate(before);
+      throw error;
+    }
+    this.added += 1;
+  }
+
+  /** The body of the spans added since the last take (as toOtlpProtobuf writes them); the buffer is emptied. */
+  take(): Uint8Array {
+    const spans = this.spans?.written() ?? new Uint8Array(0);
+    const request = new ProtoWriter(spans.length + 512);
+    writeResourceSpans(request, this.resource, this.scope, (scopeSpans) => scopeSpans.raw(spans));
+    this.spans?.truncate(0);
+    this.added = 0;
+    return request.finish();
+  }
+}
+
+/** ExportTraceServiceRequest.resource_spans = 1, with one ScopeSpans whose spans `writeSpans` writes. */
+function writeResourceSpans(
+  request: ProtoWriter,
+  resource: SpanAttributes,
+  scope: { name: string; version: string },
+  writeSpans: (scopeSpans: ProtoWriter) => void,
+): void {
+  request.message(1, (resourceSpans) => {
+    // ResourceSpans.resource = 1 → Resource.attributes = 1
+    resourceSpans.message(1, (writer) => writeAttributes(writer, 1, resource));
+    // ResourceSpans.scope_spans = 2
+    resourceSpans.message(2, (scopeSpans) => {
+      // ScopeSpans.scope = 1 → InstrumentationScope { name = 1, version = 2 }
+      scopeSpans.message(1, (writer) => {
+        writer.string(1, scope.name);
+        writer.string(2, scope.version);
+      });
+      writeSpans(scopeSpans);
+    });
+  });
+}
+
+/** ScopeSpans.spans = 2. */
+function writeSpanField(scopeSpans: ProtoWriter, span: TraceSpan): void {
+  scopeSpans.message(2, (writer) => writeSpan(writer, span));
 }
 
 function writeSpan(writer: ProtoWriter, span: TraceSpan): void {
@@ -291,6 +403,10 @@ function writeAttributes(writer: ProtoWriter, field: number, attributes: SpanAtt
   for (const key in attributes) {
     const value = attributes[key];
     if (value === undefined) continue;
+    if (typeof value === "string" || (typeof value === "number" && Number.isSafeInteger(value) && value >= 0)) {
+      writer.plainAttribute(field, toKeyBytes(key), value);
+      continue;
+    }
     writer.message(field, (keyValue) => {
       keyValue.bytes(1, toKeyBytes(key));
       keyValue.message(2, (anyValue) => writeAnyValue(anyValue, value));

@@ -1,8 +1,9 @@
 // Sends a Worker's spans to an OTLP/HTTP collector: one buffer per invocation (a lane executor's
-// alarm, a queue batch, a SwarmRoom request), posted when it fills and at the invocation's end.
+// alarm, a queue batch, a SwarmRoom request), encoded span by span, posted when it fills and at the
+// invocation's end.
 // Each post is bounded by the settings' timeout; a failed one is dropped and counted, never retried
 // (the spans are observability, not the ledger: a dead collector must cost a swarm nothing).
-import { toOtlpJson, toOtlpProtobuf, type SpanBatch } from "../core/otlp-encoding.ts";
+import { ProtobufSpanBuffer, toOtlpJson } from "../core/otlp-encoding.ts";
 import type { TraceSettings } from "../core/otel-settings.ts";
 import type { TraceSpan } from "../core/trace-span.ts";
 import { toErrorMessage } from "../core/error-message.ts";
@@ -12,10 +13,8 @@ export const TRACE_SCOPE = { name: "edgeswarm", version: "0.1.0" } as const;
 
 /**
  * A buffer this full is posted at once, without waiting for the invocation's end: a bound on memory
- * (about 1 MB of protobuf), not a batching policy. Encoding is synchronous, so a post in the middle of
- * a lane holds its event loop for a moment; at 512 that happened a few times per 1,000 tasks and
- * delayed the lane's running calls (fewer in flight, more CPU a task), so most lanes now post once,
- * after their last pull.
+ * (about 1 MB of protobuf), not a batching policy. Most lanes post once, after their last pull
+ * (docs/benchmarks.md, "Tracing", has what smaller bounds cost).
  */
 export const SPANS_PER_POST = 2_048;
 
@@ -44,18 +43,36 @@ export function createSpanRecorder(options: SpanExporterOptions): SpanRecorder {
   const { settings } = options;
   const tally: ExportTally = { recorded: 0, exported: 0, dropped: 0, failedPosts: 0 };
   const pending = new Set<Promise<void>>();
-  let buffer: TraceSpan[] = [];
   const resource = { "service.name": settings.serviceName, "telemetry.sdk.name": "edgeswarm", "telemetry.sdk.language": "webjs" };
+  const json = settings.protocol === "http/json";
+  // Protobuf (the default): each span becomes bytes when it is recorded and its objects die young
+  // (ProtobufSpanBuffer says why). JSON (opted in) keeps the spans until the post.
+  const protobuf = json ? null : new ProtobufSpanBuffer(resource, TRACE_SCOPE);
+  let jsonSpans: TraceSpan[] = [];
+  const waiting = (): number => protobuf?.count ?? jsonSpans.length;
 
-  const post = (spans: TraceSpan[]): void => {
-    const sent = postSpans(options, [{ resource, scope: TRACE_SCOPE, spans }]).then((failure) => {
-      if (failure === null) tally.exported += spans.length;
-      else {
-        tally.dropped += spans.length;
-        tally.failedPosts += 1;
-        // Only the status or the error's message: never the URL's credentials or the headers.
-        console.warn(JSON.stringify({ event: "trace_export_failed", spans: spans.length, failure }));
-      }
+  const failed = (spans: number, failure: string): void => {
+    tally.dropped += spans;
+    tally.failedPosts += 1;
+    // Only the status or the error's message: never the URL's credentials or the headers.
+    console.warn(JSON.stringify({ event: "trace_export_failed", spans, failure }));
+  };
+
+  const post = (): void => {
+    const spans = waiting();
+    let body: Uint8Array | string;
+    try {
+      body = protobuf !== null ? protobuf.take() : toOtlpJson([{ resource, scope: TRACE_SCOPE, spans: jsonSpans }]);
+    } catch (error) {
+      // Tracing never stops a swarm: a body that cannot be written is dropped like a failed post.
+      failed(spans, toErrorMessage(error));
+      return;
+    } finally {
+      jsonSpans = [];
+    }
+    const sent = postBody(options, body).then((failure) => {
+      if (failure === null) tally.exported += spans;
+      else failed(spans, failure);
     });
     pending.add(sent);
     void sent.finally(() => pending.delete(sent));
@@ -65,33 +82,36 @@ export function createSpanRecorder(options: SpanExporterOptions): SpanRecorder {
     tally,
     record(span) {
       tally.recorded += 1;
-      buffer.push(span);
-      if (buffer.length >= SPANS_PER_POST) {
-        post(buffer);
-        buffer = [];
+      if (protobuf === null) jsonSpans.push(span);
+      else {
+        try {
+          protobuf.add(span);
+        } catch (error) {
+          // Tracing never stops a swarm: a span that cannot be encoded is dropped and counted.
+          tally.dropped += 1;
+          console.warn(JSON.stringify({ event: "trace_span_dropped", error: toErrorMessage(error) }));
+          return;
+        }
       }
+      if (waiting() >= SPANS_PER_POST) post();
     },
     async flush() {
-      if (buffer.length > 0) {
-        post(buffer);
-        buffer = [];
-      }
+      if (waiting() > 0) post();
       await Promise.all([...pending]);
     },
   };
 }
 
-/** One POST of spans; null when the collector took them, else why not (a status or an error's message). */
-async function postSpans(options: SpanExporterOptions, batches: SpanBatch[]): Promise<string | null> {
+/** One POST of an encoded body; null when the collector took it, else why not (a status or an error's message). */
+async function postBody(options: SpanExporterOptions, body: Uint8Array | string): Promise<string | null> {
   const { settings } = options;
   // Called unbound: workerd's fetch throws "Illegal invocation" when called as a method of another object.
   const send = options.fetch;
-  const json = settings.protocol === "http/json";
   try {
     const response = await send(settings.url, {
       method: "POST",
-      headers: { ...settings.headers, "content-type": json ? "application/json" : "application/x-protobuf" },
-      body: json ? toOtlpJson(batches) : toOtlpProtobuf(batches),
+      headers: { ...settings.headers, "content-type": typeof body === "string" ? "application/json" : "application/x-protobuf" },
+      body,
       signal: AbortSignal.timeout(settings.timeoutMs),
     });
     // The body is not needed; reading it frees the connection.
