@@ -1,6 +1,7 @@
 // A MOCK MCP server for local runs, tests and benchmarks: a code-search server's tools over
 // Streamable HTTP in both protocol eras, with latency and fault injection. Its answers are fake.
-// Built on the official server SDK (@modelcontextprotocol/server), so the wire is the SDK's:
+// Built on the official server SDK (@modelcontextprotocol/server), so the wire is the SDK's (a plain
+// search_code call is answered by a lean handler with the SDK's bytes: toLeanSearchCall below):
 //   /mcp          both eras: 2026-07-28 (sessionless, `server/discover` + per-request `_meta`) and
 //                 2025-era requests served statelessly (createMcpHandler's `legacy: "stateless"`)
 //   /session/mcp  the session-based 2025 era only (`initialize`, then `Mcp-Session-Id` on every request)
