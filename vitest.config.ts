@@ -22,7 +22,7 @@ export default defineConfig({
         test: { name: "core", environment: "node", include: ["src/core/**/*.test.ts"] },
       },
       {
-        test: { name: "mock-model", environment: "node", include: ["dev/mock-model/**/*.test.ts"] },
+        test: { name: "mock-model", environment: "node", include: ["dev/mock-model/**/*.test.ts", "dev/mock-mcp/**/*.test.ts"] },
       },
       {
         test: { name: "cli", environment: "node", include: ["cli/**/*.test.ts", "src/client/**/*.test.ts"] },

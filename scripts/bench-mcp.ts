@@ -5,7 +5,12 @@
 // (target ≤ 1.1) and the tool-list reads the MCP server saw (target: one per server per swarm), and
 // the HTTP requests it got by kind (one POST per tools/call; a session's handshake once per lane).
 // `--rounds N` runs the pair N times, alternating, and prints the median ratio too (a shared
-// machine's load moves between one swarm and the next).
+// machine's load moves between one swarm and the next). `--cpu` prints, for each swarm, the CPU per
+// task of each process that runs it (read from /proc around the swarm): the agent's workerd, the
+// orchestrator's, the wrangler/miniflare Node processes of both sessions, and this process (the mock
+// model and dev/mock-mcp), and the MCP swarm's extra CPU per call over the built-in one, by process.
+// `--workerd-cpu-prof` profiles the agent's isolate during each measured swarm (workerd's inspector)
+// and prints its top functions; the profiles are kept under .tmp/bench-mcp-cpu-prof/.
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { Command } from "commander";
@@ -14,6 +19,10 @@ import { parseLatency } from "../dev/mock-model/latency.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { parseOrExit } from "./lib/parse-options.ts";
+import { usageOfDescendants } from "./lib/process-tree.ts";
+import { formatSelfTimeRows, selfTimeByFunction } from "./lib/cpu-profile-summary.ts";
+import { findWorkerdInspectors, startWorkerdProfiles, writeProfiles } from "./lib/workerd-inspector.ts";
+import { mkdirSync } from "node:fs";
 import { scratchStateDir } from "./lib/scratch-state.ts";
 import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
@@ -24,9 +33,20 @@ const program = new Command("npm run bench:mcp --")
   .option("--latency <spec>", "the mock model's latency: MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95", "200")
   .option("--era <era>", "the MCP server's protocol era: modern (2026-07-28) or legacy (session-based)", "modern")
   .option("--rounds <n>", "pairs of swarms (built-in, then MCP) to run (1-10)", "1")
+  .option("--cpu", "CPU per task of each process of the stack, per swarm (Linux /proc)")
+  .option("--workerd-cpu-prof", "profile the agent's isolate (workerd's inspector) during each measured swarm: its top functions")
   .exitOverride();
 parseOrExit(program);
-const values = program.opts<{ tasks: string; concurrency: string; toolMs: string; latency: string; era: string; rounds: string }>();
+const values = program.opts<{
+  tasks: string;
+  concurrency: string;
+  toolMs: string;
+  latency: string;
+  era: string;
+  rounds: string;
+  cpu?: boolean;
+  workerdCpuProf?: boolean;
+}>();
 if (values.era !== "modern" && values.era !== "legacy") {
   console.error(`--era must be modern or legacy, got "${values.era}"`);
   process.exit(2);
@@ -89,11 +109,48 @@ function countMcpErrors(output: string): Record<string, number> {
   return counts;
 }
 
-async function run(spec: { name: string }): Promise<number> {
+/** CPU ms so far of each part of the stack: each session's workerd and Node processes (wrangler, miniflare, the guard), and this process. */
+function readCpu(): Record<string, number> {
+  const sum = (pid: number, name: string) => usageOfDescendants([pid], name).reduce((total, p) => total + p.cpuMs, 0);
+  const parts: Record<string, number> = {};
+  for (const session of stack.sessions) {
+    parts[`workerd ${session.name}`] = sum(session.pid, "workerd");
+    // wrangler and miniflare run in Node, whose main thread names the process.
+    parts[`wrangler+miniflare ${session.name}`] = sum(session.pid, "MainThread");
+  }
+  const own = process.cpuUsage();
+  parts["bench process (mock model, mock MCP)"] = (own.user + own.system) / 1_000;
+  return parts;
+}
+
+/** CPU ms per task by part between two readings. */
+function perTask(before: Record<string, number>, after: Record<string, number>, n: number): Record<string, number> {
+  return Object.fromEntries(Object.keys(after).map((part) => [part, ((after[part] ?? 0) - (before[part] ?? 0)) / n]));
+}
+
+function formatCpu(cpu: Record<string, number>): string {
+  return Object.entries(cpu)
+    .map(([part, ms]) => `${part} ${ms.toFixed(2)}`)
+    .join(", ");
+}
+
+async function run(spec: { name: string; tasks: unknown[] }, profile = false): Promise<{ wall: number; cpu: Record<string, number> }> {
+  const before = values.cpu ? readCpu() : {};
+  const profiles = profile ? await startWorkerdProfiles(await findWorkerdInspectors(stack.sessionPids), (id) => id === "core:user:edgeswarm-agent") : null;
   const { id } = await submitSwarm(stack.url, stack.token, spec);
   const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: 250 });
   console.log(`${spec.name}: ${formatSummary(status)}`);
-  return status.wall_s;
+  const cpu = values.cpu ? perTask(before, readCpu(), spec.tasks.length) : {};
+  if (values.cpu) console.log(`  CPU ms/task (/proc, whole processes: other swarms' leftovers and the status polls included): ${formatCpu(cpu)}`);
+  const taken = (await profiles?.stop()) ?? [];
+  const dir = path.join(ROOT, ".tmp", "bench-mcp-cpu-prof", spec.name.replace(/[^\w.-]+/g, "_"));
+  if (taken.length > 0) mkdirSync(dir, { recursive: true });
+  const files = writeProfiles(dir, taken);
+  for (const [i, { target, profile: sampled }] of taken.entries()) {
+    console.log(`  ${target}'s top functions (sampled self time per task; ${files[i]}):`);
+    for (const line of formatSelfTimeRows(selfTimeByFunction(sampled), spec.tasks.length, 25)) console.log(`  ${line}`);
+  }
+  return { wall: status.wall_s, cpu };
 }
 
 try {
@@ -106,9 +163,14 @@ try {
   const ratios: number[] = [];
   for (let round = 1; round <= rounds; round += 1) {
     const label = rounds === 1 ? "" : ` r${round}`;
-    const builtin = await run(builtinSpec(tasks, `builtin${label}`));
+    const { wall: builtin, cpu: builtinCpu } = await run(builtinSpec(tasks, `builtin${label}`), values.workerdCpuProf);
     const mcpLabel = `mcp${label}`;
-    const withMcp = await run(mcpSpec(tasks, mcpLabel));
+    const { wall: withMcp, cpu: mcpCpu } = await run(mcpSpec(tasks, mcpLabel), values.workerdCpuProf);
+    if (values.cpu) {
+      const extra = Object.fromEntries(Object.keys(mcpCpu).map((part) => [part, (mcpCpu[part] ?? 0) - (builtinCpu[part] ?? 0)]));
+      const total = Object.values(extra).reduce((sum, ms) => sum + ms, 0);
+      console.log(`  the MCP swarm's extra CPU per call (ms): ${formatCpu(extra)}; in all ${total.toFixed(2)}`);
+    }
     const key = `${mcpPath}?swarm=${encodeURIComponent(mcpLabel)}`;
     const stats = mcp.stats();
     ratios.push(withMcp / builtin);

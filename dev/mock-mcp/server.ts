@@ -1,6 +1,7 @@
 // A MOCK MCP server for local runs, tests and benchmarks: a code-search server's tools over
 // Streamable HTTP in both protocol eras, with latency and fault injection. Its answers are fake.
-// Built on the official server SDK (@modelcontextprotocol/server), so the wire is the SDK's:
+// Built on the official server SDK (@modelcontextprotocol/server), so the wire is the SDK's (a plain
+// search_code call is answered by a lean handler with the SDK's bytes: toLeanSearchCall below):
 //   /mcp          both eras: 2026-07-28 (sessionless, `server/discover` + per-request `_meta`) and
 //                 2025-era requests served statelessly (createMcpHandler's `legacy: "stateless"`)
 //   /session/mcp  the session-based 2025 era only (`initialize`, then `Mcp-Session-Id` on every request)
@@ -20,6 +21,11 @@ export interface MockMcpOptions {
   port?: number;
   /** Default latency of a tool call, ms. */
   latencyMs?: number;
+  /**
+   * Answer a plain 2026-07-28 `search_code` call without the SDK (toLeanSearchCall); default true.
+   * false: every request goes through the SDK's server (the tests compare the two answers).
+   */
+  lean?: boolean;
 }
 
 export interface MockMcpStats {
@@ -64,66 +70,52 @@ interface Scope {
 
 export async function startMockMcp(options: MockMcpOptions = {}): Promise<MockMcpHandle> {
   const defaultLatency = options.latencyMs ?? 0;
+  const lean = options.lean ?? true;
   let stats = emptyStats();
   let running = 0;
   const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
   const catalogChanged = (scope: Scope): boolean => scope.changeAfter !== null && (stats.calls[scope.key] ?? 0) > scope.changeAfter;
 
+  // The tools' schemas and configs are built once: the 2026-07-28 handler needs a fresh McpServer per
+  // request (it refuses one already serving), and building 8 zod schemas and tool configs each time
+  // was about half of the mock's ~2.5 ms of CPU a call (npm run bench:mcp -- --cpu, docs/benchmarks.md).
+  /** A tool call's work after the scope's latency, counted in the calls running at once. */
+  const timedIn = async <T>(scope: Scope, work: () => Promise<T> | T, notify?: () => Promise<void>): Promise<T> => {
+    running += 1;
+    stats.maxConcurrentCalls = Math.max(stats.maxConcurrentCalls, running);
+    try {
+      if (notify !== undefined && catalogChanged(scope)) await notify();
+      if (scope.latencyMs > 0) await sleep(scope.latencyMs);
+      return await work();
+    } finally {
+      running -= 1;
+    }
+  };
+
   const buildServer = (scope: Scope): McpServer => {
-    const server = new McpServer({ name: "mock-mcp (MOCK code search)", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });
-    const timed = async <T>(work: () => Promise<T> | T, notify?: () => Promise<void>): Promise<T> => {
-      running += 1;
-      stats.maxConcurrentCalls = Math.max(stats.maxConcurrentCalls, running);
-      try {
-        if (notify !== undefined && catalogChanged(scope)) await notify();
-        if (scope.latencyMs > 0) await sleep(scope.latencyMs);
-        return await work();
-      } finally {
-        running -= 1;
-      }
-    };
-    const text = (t: string) => ({ content: [{ type: "text" as const, text: t }] });
-    const changed = catalogChanged(scope);
-    const searchInput = changed ? z.object({ query: z.string(), limit: z.number().int() }) : z.object({ query: z.string() });
-    server.registerTool(
-      "search_code",
-      { description: "[mock] Search the repository's code for a string; answers matching lines as path:line: text.", inputSchema: searchInput },
-      async (args, ctx) =>
-        timed(
-          () => {
-            const query = String((args as { query: string }).query).toLowerCase();
-            const hits = Object.entries(FILES).flatMap(([path, body]) =>
-              body
-                .split("\n")
-                .map((line, i) => ({ path, line: i + 1, text: line }))
-                .filter((l) => query.split(/\s+/).some((w) => w !== "" && l.text.toLowerCase().includes(w))),
-            );
-            return text(hits.length === 0 ? `[mock] no match for "${query}"` : hits.map((h) => `${h.path}:${h.line}: ${h.text}`).join("\n"));
-          },
-          () => ctx.mcpReq.notify({ method: "notifications/tools/list_changed" }),
-        ),
+    const server = new McpServer(SERVER_INFO, SERVER_OPTIONS);
+    const timed = <T>(work: () => Promise<T> | T, notify?: () => Promise<void>): Promise<T> => timedIn(scope, work, notify);
+    server.registerTool("search_code", catalogChanged(scope) ? TOOLS.searchCodeChanged : TOOLS.searchCode, async (args, ctx) =>
+      timed(
+        () => searchCode(String((args as { query: string }).query)),
+        () => ctx.mcpReq.notify({ method: "notifications/tools/list_changed" }),
+      ),
     );
-    server.registerTool(
-      "read_file",
-      { description: "[mock] Read a file of the repository by its path.", inputSchema: z.object({ path: z.string() }) },
-      async ({ path }) => timed(() => (FILES[path] === undefined ? { isError: true, ...text(`[mock] no file ${path}`) } : text(FILES[path]))),
+    server.registerTool("read_file", TOOLS.readFile, async ({ path }) =>
+      timed(() => (FILES[path] === undefined ? { isError: true, ...toText(`[mock] no file ${path}`) } : toText(FILES[path]))),
     );
-    server.registerTool("slow_search", { description: "[mock] A search that takes 5 seconds.", inputSchema: z.object({ query: z.string() }) }, async () => {
+    server.registerTool("slow_search", TOOLS.slowSearch, async () => {
       await sleep(5_000);
-      return text("[mock] slow result");
+      return toText("[mock] slow result");
     });
-    server.registerTool("huge_result", { description: "[mock] Answers 1 MiB of text.", inputSchema: z.object({}) }, async () =>
-      timed(() => text("x".repeat(HUGE_RESULT_BYTES))),
-    );
-    server.registerTool("failing_tool", { description: "[mock] Always fails (isError).", inputSchema: z.object({}) }, async () =>
-      timed(() => ({ isError: true, ...text("[mock] the index is rebuilding") })),
-    );
-    server.registerTool("rpc_error_tool", { description: "[mock] Always answers a JSON-RPC error.", inputSchema: z.object({}) }, async () =>
+    server.registerTool("huge_result", TOOLS.hugeResult, async () => timed(() => toText("x".repeat(HUGE_RESULT_BYTES))));
+    server.registerTool("failing_tool", TOOLS.failingTool, async () => timed(() => ({ isError: true, ...toText("[mock] the index is rebuilding") })));
+    server.registerTool("rpc_error_tool", TOOLS.rpcErrorTool, async () =>
       timed(() => {
         throw new ProtocolError(-32603, "[mock] internal failure of the search backend");
       }),
     );
-    server.registerTool("image_tool", { description: "[mock] Answers text and an image.", inputSchema: z.object({}) }, async () =>
+    server.registerTool("image_tool", TOOLS.imageTool, async () =>
       timed(() => ({
         content: [
           { type: "text" as const, text: "[mock] a chart:" },
@@ -131,29 +123,29 @@ export async function startMockMcp(options: MockMcpOptions = {}): Promise<MockMc
         ],
       })),
     );
-    server.registerTool("ask_user", { description: "[mock] Asks the user to confirm (elicitation).", inputSchema: z.object({}) }, async (_args, ctx) => {
+    server.registerTool("ask_user", TOOLS.askUser, async (_args, ctx) => {
       if (ctx.mcpReq.inputResponses === undefined && isModern(ctx.http?.req)) {
-        return inputRequired({ inputRequests: { confirm: inputRequired.elicit({ message: "Go on?", requestedSchema: z.object({ ok: z.boolean() }) }) } });
+        return inputRequired({ inputRequests: { confirm: inputRequired.elicit({ message: "Go on?", requestedSchema: CONFIRM_SCHEMA }) } });
       }
       const answer = await ctx.mcpReq.elicitInput({
         mode: "form",
         message: "Go on?",
         requestedSchema: { type: "object", properties: { ok: { type: "boolean" } } },
       });
-      return text(`[mock] the user said ${answer.action}`);
+      return toText(`[mock] the user said ${answer.action}`);
     });
     return server;
   };
 
-  const dual = new Map<string, ReturnType<typeof createMcpHandler>>();
+  // One handler for every scope (its factory reads the scope from the request's URL), not one per
+  // request: createMcpHandler sets up an event bus, a listen router and the 2025-era fallback.
+  const dual = createMcpHandler(({ requestInfo }) => buildServer(toScope(new URL(requestInfo?.url ?? "http://127.0.0.1/"), defaultLatency)), {
+    legacy: "stateless",
+  });
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
 
   const handle = async (request: Request, scope: Scope, sessionEra: boolean): Promise<Response> => {
-    if (!sessionEra) {
-      const handler = createMcpHandler(() => buildServer(scope), { legacy: "stateless" });
-      dual.set(scope.key, handler);
-      return handler.fetch(request);
-    }
+    if (!sessionEra) return dual.fetch(request);
     const id = request.headers.get("mcp-session-id");
     const existing = id === null ? undefined : sessions.get(id);
     if (existing !== undefined) return existing.handleRequest(request);
@@ -232,11 +224,31 @@ export async function startMockMcp(options: MockMcpOptions = {}): Promise<MockMc
         }
       }
     }
-    const scope: Scope = {
-      key,
-      latencyMs: Number(url.searchParams.get("latency_ms") ?? defaultLatency),
-      changeAfter: url.searchParams.has("catalog_change_after") ? Number(url.searchParams.get("catalog_change_after")) : null,
-    };
+    const scope = toScope(url, defaultLatency);
+    if (lean && url.pathname === "/mcp" && message?.method === "tools/call") {
+      const call = toLeanSearchCall(message.body, req.headers, scope);
+      if (call !== null) {
+        const answer = await timedIn(scope, () => toLeanAnswer(call.id, searchCode(call.query)));
+        res.writeHead(200, { "content-type": "application/json" }).end(answer);
+        return;
+      }
+    }
+    const sessionId = req.headers["mcp-session-id"];
+    if (lean && url.pathname === "/session/mcp" && message?.method === "tools/call" && typeof sessionId === "string" && sessions.has(sessionId)) {
+      const call = toLeanSessionSearchCall(message.body, req.headers, scope);
+      if (call !== null) {
+        const answer = await timedIn(scope, () => toLeanSessionAnswer(call.id, searchCode(call.query)));
+        res
+          .writeHead(200, {
+            "content-type": "text/event-stream",
+            "cache-control": "no-cache, no-transform",
+            "mcp-session-id": sessionId,
+            "x-accel-buffering": "no",
+          })
+          .end(answer);
+        return;
+      }
+    }
     const headers = new Headers();
     for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string") headers.set(name, value);
     const request = new Request(url.href, { method: req.method ?? "GET", headers, ...(req.method === "POST" ? { body } : {}) });
@@ -277,6 +289,47 @@ export async function startMockMcp(options: MockMcpOptions = {}): Promise<MockMc
   };
 }
 
+/** What a server URL's path and query ask of the mock (see the top of this file). */
+function toScope(url: URL, defaultLatency: number): Scope {
+  return {
+    key: `${url.pathname}${url.search}`,
+    latencyMs: Number(url.searchParams.get("latency_ms") ?? defaultLatency),
+    changeAfter: url.searchParams.has("catalog_change_after") ? Number(url.searchParams.get("catalog_change_after")) : null,
+  };
+}
+
+const toText = (t: string) => ({ content: [{ type: "text" as const, text: t }] });
+
+/** search_code's answer: the lines of FILES holding any word of the query, as path:line: text. */
+function searchCode(rawQuery: string) {
+  const query = rawQuery.toLowerCase();
+  const hits = Object.entries(FILES).flatMap(([path, body]) =>
+    body
+      .split("\n")
+      .map((line, i) => ({ path, line: i + 1, text: line }))
+      .filter((l) => query.split(/\s+/).some((w) => w !== "" && l.text.toLowerCase().includes(w))),
+  );
+  return toText(hits.length === 0 ? `[mock] no match for "${query}"` : hits.map((h) => `${h.path}:${h.line}: ${h.text}`).join("\n"));
+}
+
+const SERVER_INFO = { name: "mock-mcp (MOCK code search)", version: "1.0.0" };
+const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true } } };
+const CONFIRM_SCHEMA = z.object({ ok: z.boolean() });
+const EMPTY_INPUT = z.object({});
+const SEARCH_DESCRIPTION = "[mock] Search the repository's code for a string; answers matching lines as path:line: text.";
+/** Each tool's registration config; search_code's second form is the changed catalog's (a required `limit`). */
+const TOOLS = {
+  searchCode: { description: SEARCH_DESCRIPTION, inputSchema: z.object({ query: z.string() }) },
+  searchCodeChanged: { description: SEARCH_DESCRIPTION, inputSchema: z.object({ query: z.string(), limit: z.number().int() }) },
+  readFile: { description: "[mock] Read a file of the repository by its path.", inputSchema: z.object({ path: z.string() }) },
+  slowSearch: { description: "[mock] A search that takes 5 seconds.", inputSchema: z.object({ query: z.string() }) },
+  hugeResult: { description: "[mock] Answers 1 MiB of text.", inputSchema: EMPTY_INPUT },
+  failingTool: { description: "[mock] Always fails (isError).", inputSchema: EMPTY_INPUT },
+  rpcErrorTool: { description: "[mock] Always answers a JSON-RPC error.", inputSchema: EMPTY_INPUT },
+  imageTool: { description: "[mock] Answers text and an image.", inputSchema: EMPTY_INPUT },
+  askUser: { description: "[mock] Asks the user to confirm (elicitation).", inputSchema: EMPTY_INPUT },
+};
+
 function emptyStats(): MockMcpStats {
   return { listReads: {}, calls: {}, maxConcurrentCalls: 0, eras: { modern: 0, legacy: 0 }, authorizations: [], requests: {} };
 }
@@ -286,15 +339,74 @@ function isModern(request: Request | undefined): boolean {
   return request?.headers.get("mcp-protocol-version") === "2026-07-28";
 }
 
-function parseMessage(body: Buffer): { method?: string; modern: boolean } | null {
+function parseMessage(body: Buffer): { method?: string; modern: boolean; body: unknown } | null {
   try {
     const parsed = JSON.parse(body.toString("utf8")) as { method?: unknown; params?: { _meta?: Record<string, unknown> } };
-    const meta = parsed.params?._meta ?? {};
+    const meta = parsed?.params?._meta ?? {};
     const modern = Object.keys(meta).some((k) => k.startsWith("io.modelcontextprotocol/"));
-    return { ...(typeof parsed.method === "string" ? { method: parsed.method } : {}), modern };
+    return { ...(typeof parsed?.method === "string" ? { method: parsed.method } : {}), modern, body: parsed };
   } catch {
     return null;
   }
+}
+
+const MODERN_REVISION = "2026-07-28";
+
+/**
+ * The lean path's request: a well-formed 2026-07-28 `tools/call` of `search_code` whose arguments
+ * pass the tool's own schema, on a server whose catalog does not change, with the standard headers
+ * matching its body. Anything else (null) goes to the SDK's server, which answers it or refuses it.
+ * Why: the SDK's 2026-07-28 handler builds, serves and tears down a whole McpServer per request
+ * (about 2 ms of CPU in Node, on the same two cores as the stack under test locally), where a
+ * real server would run elsewhere; the lean answer costs about what http_fetch's `/slow` page does,
+ * and its bytes are the SDK's (dev/mock-mcp/server.test.ts compares them).
+ */
+function toLeanSearchCall(body: unknown, headers: IncomingMessage["headers"], scope: Scope): { id: string | number; query: string } | null {
+  if (scope.changeAfter !== null || typeof body !== "object" || body === null) return null;
+  const message = body as { jsonrpc?: unknown; id?: unknown; params?: { name?: unknown; arguments?: unknown; _meta?: Record<string, unknown> } };
+  const meta = message.params?._meta;
+  if (message.jsonrpc !== "2.0" || (typeof message.id !== "string" && typeof message.id !== "number")) return null;
+  if (message.params?.name !== "search_code" || meta?.["io.modelcontextprotocol/protocolVersion"] !== MODERN_REVISION) return null;
+  if (headers["mcp-protocol-version"] !== MODERN_REVISION || headers["mcp-method"] !== "tools/call" || headers["mcp-name"] !== "search_code") return null;
+  if (!String(headers.accept ?? "").includes("application/json") || !String(headers["content-type"] ?? "").startsWith("application/json")) return null;
+  const args = TOOLS.searchCode.inputSchema.safeParse(message.params.arguments ?? {});
+  return args.success ? { id: message.id, query: args.data.query } : null;
+}
+
+/** The session-based revision the SDK's client and server settle on (the lean path serves no other). */
+const SESSION_REVISION = "2025-11-25";
+
+/**
+ * The lean path's request in a session the SDK's transport opened (the caller checks the
+ * `Mcp-Session-Id`): a well-formed `tools/call` of `search_code` at SESSION_REVISION, without the
+ * 2026-07-28 envelope, accepting both JSON and SSE as that transport requires, with valid arguments,
+ * on a server whose catalog does not change. Anything else (null) goes to the session's transport.
+ * Why: the SDK's session transport costs about 1.3 ms of CPU a call in Node (same reason as above).
+ */
+function toLeanSessionSearchCall(body: unknown, headers: IncomingMessage["headers"], scope: Scope): { id: string | number; query: string } | null {
+  if (scope.changeAfter !== null || typeof body !== "object" || body === null) return null;
+  const message = body as { jsonrpc?: unknown; id?: unknown; params?: { name?: unknown; arguments?: unknown; _meta?: unknown } };
+  if (message.jsonrpc !== "2.0" || (typeof message.id !== "string" && typeof message.id !== "number")) return null;
+  if (message.params?.name !== "search_code" || message.params._meta !== undefined || headers["mcp-protocol-version"] !== SESSION_REVISION) return null;
+  const accept = String(headers.accept ?? "");
+  if (!accept.includes("application/json") || !accept.includes("text/event-stream") || !String(headers["content-type"] ?? "").startsWith("application/json"))
+    return null;
+  const args = TOOLS.searchCode.inputSchema.safeParse(message.params.arguments ?? {});
+  return args.success ? { id: message.id, query: args.data.query } : null;
+}
+
+/** The SDK session transport's SSE answer to a completed tool call, byte for byte. */
+function toLeanSessionAnswer(id: string | number, result: ReturnType<typeof searchCode>): string {
+  return `event: message\ndata: ${JSON.stringify({ result, jsonrpc: "2.0", id })}\n\n`;
+}
+
+/** The SDK server's 2026-07-28 JSON answer to a completed tool call, byte for byte. */
+function toLeanAnswer(id: string | number, result: ReturnType<typeof searchCode>): string {
+  return JSON.stringify({
+    result: { ...result, resultType: "complete", _meta: { "io.modelcontextprotocol/serverInfo": SERVER_INFO } },
+    jsonrpc: "2.0",
+    id,
+  });
 }
 
 /** `node dev/mock-mcp/server.ts [--port N] [--latency MS]`. */

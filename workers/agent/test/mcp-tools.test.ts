@@ -5,7 +5,7 @@
 // the model reads; a task never fails because a tool did.
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { PinnedMcpServer } from "../../../src/core/mcp-catalog.ts";
 import { LimitsSchema, McpServerSpecSchema, type SwarmSpec } from "../../../src/core/spec-schema.ts";
 import { createCatalogReader, MCP_MAX_REDIRECTS } from "../../../src/mcp/read-catalogs.ts";
@@ -14,6 +14,7 @@ import { createModelClient, type ModelRequest } from "../../../src/model/model-c
 import { consumeTasks } from "../consume-tasks.ts";
 import { MODEL_RESERVED_HEADER_SLOTS } from "../lane-invocation.ts";
 import { toSwarmRooms } from "../swarm-rooms.ts";
+import { logMcpCall, type McpCallNote } from "../tools/mcp-tools.ts";
 import { DEFAULT_TOOL_SETTINGS, toToolEnvironment } from "../tools/swarm-tools.ts";
 import { directGateway } from "./fake-gateway.ts";
 import { LANE_DEFAULTS, startRoomSwarm, tickets, type RoomSwarm } from "./room-swarm.ts";
@@ -95,6 +96,33 @@ function toolResults(requests: readonly ModelRequest[]): string[] {
   }
   return [...seen];
 }
+
+describe("the mcp_call log line", () => {
+  const note: McpCallNote = {
+    server: "code",
+    tool: "search_code",
+    latencyMs: 52,
+    bytes: 80,
+    error: null,
+    errorType: null,
+    address: "127.0.0.1",
+    port: 8790,
+    protocolVersion: "2026-07-28",
+  };
+  it.each([
+    ["a call that succeeded", note, 0],
+    ["a call the tool failed (isError)", { ...note, error: "isError", errorType: "tool_error" }, 1],
+    ["a call that timed out", { ...note, error: "the server did not answer within 30 s (timeout_s)", errorType: "timeout" }, 1],
+  ])("is written once for each failed call, never for one that succeeded: %s", (_name, call, lines) => {
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    try {
+      logMcpCall(call);
+      expect(log.mock.calls.map(([line]) => JSON.parse(String(line)) as unknown)).toEqual(lines === 0 ? [] : [{ event: "mcp_call", ...call }]);
+    } finally {
+      log.mockRestore();
+    }
+  });
+});
 
 describe("MCP at submit", () => {
   it.each([

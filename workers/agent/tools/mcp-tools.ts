@@ -97,7 +97,8 @@ export function createMcpTools(
     allowPrivate: settings.allowPrivate,
     maxRedirects: settings.maxRedirects,
   });
-  const byExposed = new Map<string, { state: ServerState; tool: PinnedMcpTool }>();
+  /** Each exposed tool with its server and its definition as the SDK's callTool takes it (the input schema parsed once, not per call). */
+  const byExposed = new Map<string, { state: ServerState; tool: PinnedMcpTool; definition: McpListedTool }>();
   const states: ServerState[] = [];
   const definitions: ChatCompletionTool[] = [];
   for (const pinned of servers) {
@@ -113,7 +114,8 @@ export function createMcpTools(
     };
     states.push(state);
     for (const tool of pinned.tools) {
-      byExposed.set(tool.exposed, { state, tool });
+      const definition = { name: tool.tool, description: tool.description, inputSchema: JSON.parse(tool.input_schema_json) as Record<string, unknown> };
+      byExposed.set(tool.exposed, { state, tool, definition });
       definitions.push(toMcpFunctionTool(pinned.name, tool) as ChatCompletionTool);
     }
   }
@@ -176,7 +178,7 @@ export function createMcpTools(
   const run = async (call: ToolCall): Promise<McpToolResult> => {
     const found = byExposed.get(call.name);
     if (found === undefined) return { ok: false, content: toToolError(`there is no MCP tool named "${call.name}"`) };
-    const { state, tool } = found;
+    const { state, tool, definition } = found;
     const target = new URL(state.pinned.url);
     const note: McpCallNote = {
       server: state.pinned.name,
@@ -189,13 +191,13 @@ export function createMcpTools(
       port: target.port === "" ? (target.protocol === "https:" ? 443 : 80) : Number(target.port),
       protocolVersion: null,
     };
-    const result = await callTool(state, tool, call, note);
+    const result = await callTool(state, tool, definition, call, note);
     onCall(note);
     return { ...result, mcp: note };
   };
 
   /** One call of a found tool; fills in `note` (latency, bytes, error) as it goes. */
-  const callTool = async (state: ServerState, tool: PinnedMcpTool, call: ToolCall, note: McpCallNote): Promise<ToolResult> => {
+  const callTool = async (state: ServerState, tool: PinnedMcpTool, definition: McpListedTool, call: ToolCall, note: McpCallNote): Promise<ToolResult> => {
     const refuse = (errorType: string, message: string): ToolResult => {
       note.errorType = errorType;
       note.error = message;
@@ -210,11 +212,6 @@ export function createMcpTools(
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
     try {
-      const definition: McpListedTool = {
-        name: tool.tool,
-        description: tool.description,
-        inputSchema: JSON.parse(tool.input_schema_json) as Record<string, unknown>,
-      };
       const open = await untilAborted(session(state), controller.signal);
       note.protocolVersion = open.protocolVersion();
       const answer = await untilAborted(open.callTool(definition, call.arguments.value, timeoutMs, controller.signal), controller.signal);
@@ -256,11 +253,19 @@ export function createMcpTools(
   };
 }
 
+const encoder = new TextEncoder();
+
 function utf8Bytes(text: string): number {
-  return new TextEncoder().encode(text).length;
+  return encoder.encode(text).length;
 }
 
-/** One line per MCP call in the Worker's logs (Workers Logs / `wrangler tail`). */
-function logMcpCall(note: McpCallNote): void {
+/**
+ * One line per failed MCP call in the Worker's logs (Workers Logs / `wrangler tail`). A call that
+ * succeeded is in its task's transcript and trace, as an http_fetch is: a line for each one cost
+ * more CPU than the rest of the call's own work (about 1 ms in the agent's workerd and wrangler's
+ * Node process together under `wrangler dev`, npm run bench:mcp -- --cpu; docs/benchmarks.md).
+ */
+export function logMcpCall(note: McpCallNote): void {
+  if (note.errorType === null) return;
   console.log(JSON.stringify({ event: "mcp_call", ...note }));
 }
