@@ -86,15 +86,15 @@ export const ROOM_PULLS_PER_S = 400;
 
 /**
  * The longest the outcomes of a lane its header gate keeps small wait for company before its pull
- * (unless the room paces it slower): its standby tasks take the freed slots meanwhile, so the lane
- * holds standby tasks for up to twice its slots (run-lane.ts). 1,000 × lognormal 300/1500, W = 100,
- * headers with the answer: with standby for its slots only, a quiet machine measured 400 ms 0.31 DO
- * requests a task at 1.00× the pool's wall, 700 ms 0.25 at 1.05×, 1 s 0.22 at 1.11×: a lane of 6
- * ran 3–4 calls for want of standby while its outcomes waited. With standby for twice its slots it
- * keeps its 6 running: 1 s gave 0.23–0.24 at 0.93–1.01× the pool's wall on a loaded machine
- * (docs/benchmarks.md, "Fewer pulls a task").
+ * (unless the room paces it slower): its standby tasks take the freed slots meanwhile. Longer waits
+ * buy fewer pulls with wall time: 1,000 × lognormal 300/1500, W = 100, headers with the answer, on a
+ * quiet machine: 400 ms 0.31 DO requests a task at 1.00× the pool's wall, 700 ms 0.25 at 1.05×,
+ * 1 s 0.22 at 1.11× (the standby tasks grow with the wait and drain unevenly at the swarm's end).
+ * Standby for twice a lane's slots kept a lane of 6 full at 1 s, and still measured 0.22 at 1.11×,
+ * and held-back outcomes slowed the room's hedging delay: the hedged run fell from 0.67× to 0.89× the
+ * pool (docs/benchmarks.md, "A swarm starts from what the last one measured").
  */
-export const SMALL_LANE_COALESCE_MAX_MS = 1_000;
+export const SMALL_LANE_COALESCE_MAX_MS = 400;
 
 /**
  * How long a drained lane's outcomes wait for company: the room's view of a swarm's tail lags by

@@ -274,9 +274,15 @@ export class SwarmTickets {
     return Math.max(1, this.reportedSlots ?? this.prior?.slots ?? this.times.defaultSlots);
   }
 
-  /** Sizes the tickets on an earlier swarm's lanes until this swarm's lanes have timed their calls. */
+  /**
+   * Sizes the tickets on an earlier swarm's lanes until this swarm's lanes have timed their calls,
+   * if those lanes carried at least twice the assumed slots (headers came early). A prior of
+   * header-bound lanes changes nothing: the assumption is header-bound already, and counting each
+   * ticket for the 8 one lane once carried sent 13 lanes where 17 were needed (the warm-up bench's
+   * header-bound wall went from 1.10x to 1.2x the pool).
+   */
   usePrior(prior: LanePrior | null): void {
-    this.prior = prior;
+    this.prior = prior !== null && prior.slots >= 2 * this.times.defaultSlots ? prior : null;
   }
 
   /** The prior's call latency while new tickets are sized on it (Ticket.latency_ms), else undefined. */

@@ -465,10 +465,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
             Math.min(
               ctx.allowance.tasks - free - standby.length,
               standbyTarget({
-                // What the lane carries: a header-bound lane of 6 holds standby for twice its 6 (its
-                // outcomes wait up to SMALL_LANE_COALESCE_MAX_MS, and a wave of ends must find
-                // standby tasks for each), not for its concurrency.
-                concurrency: Math.min(ctx.concurrency, 2 * capacity()),
+                // What the lane carries: a header-bound lane of 6 holds standby for 6, not for its concurrency.
+                concurrency: Math.min(ctx.concurrency, capacity()),
                 // What it will run once this pull's free slots are filled: a small lane whose tasks
                 // all ended while it waited still needs standby tasks for the ones it gets now.
                 running: running.size + free,

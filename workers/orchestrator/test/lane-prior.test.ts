@@ -59,6 +59,13 @@ describe("a swarm's first lanes, sized on the tenant's last swarm of the model",
     const next = await startSwarm(key, 200, 100);
     expect(await dispatchOf(next, key)).toMatchObject({ lanes: 2, slots: 128 });
 
+    // A header-bound prior (8 slots once, where most lanes carry 6) changes nothing: still 17 of 6.
+    const { key: boundKey } = await createTenantKey({ name: "lane-prior-bound", scopes: ["run"] });
+    const bound = await startSwarm(boundKey, 20, 100);
+    await runTimedLane(bound, 20, { ttfbMs: 480, latencyMs: 640 }, 8);
+    for (let i = 0; i < 50 && (await indexedLanes(bound))?.lane_slots !== 8; i += 1) await runDurableObjectAlarm(room(bound));
+    expect(await dispatchOf(await startSwarm(boundKey, 200, 100), boundKey)).toMatchObject({ lanes: 17, slots: 102 });
+
     // Another tenant's swarm of the same model learns nothing from it.
     const other = await createTenantKey({ name: "lane-prior-other", scopes: ["run"] });
     const unrelated = await startSwarm(other.key, 200, 100);
