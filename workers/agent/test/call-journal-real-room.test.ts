@@ -132,7 +132,9 @@ describe("call journal with the real SwarmRoom", () => {
 
   it("keeps the calls of a lane whose every pull after the first fails; the re-run after the lease adds one row per new call", async () => {
     vi.spyOn(console, "error").mockImplementation(() => {});
-    const swarm = await startSwarm(2, { limits: { timeout_s: 1 } });
+    // Leases of 4 s (timeout_s + LEASE_GRACE_S 1): the broken lane's pull retries take about 2 s, and
+    // the tasks must still be leased when it gives up (at 1 s they sometimes were not).
+    const swarm = await startSwarm(2, { limits: { timeout_s: 3 } });
     const broken = countingRooms(2);
     const model = slowMock(0);
     const messages = tickets(swarm.swarmId, 1);
