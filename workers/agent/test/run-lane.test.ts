@@ -160,7 +160,9 @@ describe("a ticket delivered more than once (real SwarmRoom)", () => {
 describe("a consumer that dies mid-pull (real SwarmRoom)", () => {
   it("the room stops answering after some grants: nothing is lost, the leased tasks come back after their lease and end once; ledger = upstream calls", async () => {
     vi.spyOn(console, "error").mockImplementation(() => {});
-    const swarm = await startSwarm(12, { timeout_s: 1 });
+    // Leases of 4 s (timeout_s + LEASE_GRACE_S 1): the dying lane's pull retries take about 2 s, and
+    // its tasks must still be leased when it gives up (at 1 s a fresh clone's run found them ended).
+    const swarm = await startSwarm(12, { timeout_s: 3 });
     const before = await mockStats();
     // The invocation's link to the room dies after its first two pulls (the grants of 3 and 3 more).
     const dying = wrappedRooms({ failBefore: (n) => n > 2 });
@@ -175,7 +177,7 @@ describe("a consumer that dies mid-pull (real SwarmRoom)", () => {
     const afterDeath = await swarm.status();
     expect(afterDeath.counts.running).toBeGreaterThan(0);
 
-    // The leases (timeout_s 1 + LEASE_GRACE_S 1) end; a fresh ticket runs what is left.
+    // The leases end; a fresh ticket runs what is left.
     expect(await waitFor(async () => (await swarm.status()).counts.running === 0, 20_000)).toBe(true);
     const r2 = await deliver(tickets(swarm.swarmId, 1), { gateway: directGateway(mockModel()), concurrency: 3 });
     expect(r2.explicitAcks).toHaveLength(1);
@@ -195,7 +197,8 @@ describe("a consumer that dies mid-pull (real SwarmRoom)", () => {
   it("its runs throw after some grants (the upstream served them): the lane goes on, what threw comes back after its lease and ends once, its lost calls billed", async () => {
     vi.spyOn(console, "error").mockImplementation(() => {});
     vi.spyOn(console, "warn").mockImplementation(() => {});
-    const swarm = await startSwarm(8, { timeout_s: 1 });
+    // Leases of 4 s: the two lost tasks must still be leased when the lane ends.
+    const swarm = await startSwarm(8, { timeout_s: 3 });
     const before = await mockStats();
     const broken = new Set(["task-003", "task-006"]);
     const model = mockModel(0, undefined, (request) => {
