@@ -29,6 +29,12 @@ export function toLaneSlots(concurrency: number, headerSlots: number, timing: La
   return Math.max(1, Math.min(limit, carried));
 }
 
+/** What the room assumed a lane carries (Ticket.slots; absent: its concurrency), within its concurrency. */
+export function toAssumedLaneSlots(concurrency: number, assumedSlots?: number): number {
+  const limit = Math.max(1, Math.floor(concurrency));
+  return Math.max(1, Math.min(limit, Math.floor(assumedSlots ?? limit)));
+}
+
 /**
  * Slots of a lane that has not yet timed a call from start to end. Without a prior: what the room
  * assumed (`assumedSlots`; header-bound lanes by default). With one (`priorLatencyMs`: lanes of an
@@ -45,12 +51,11 @@ export function toUntimedLaneSlots(input: {
   priorLatencyMs?: number | undefined;
   firstHeadersMs: number | null;
 }): number {
-  const limit = Math.max(1, Math.floor(input.concurrency));
-  const assumed = Math.max(1, Math.min(limit, Math.floor(input.assumedSlots ?? limit)));
+  const assumed = toAssumedLaneSlots(input.concurrency, input.assumedSlots);
   if (input.priorLatencyMs === undefined || input.headerSlots <= 0) return assumed;
   if (input.firstHeadersMs === null) return Math.max(1, Math.min(assumed, Math.floor(input.headerSlots)));
   const ttfbMs = Math.max(1, input.firstHeadersMs);
-  return toLaneSlots(limit, input.headerSlots, { ttfbMs, latencyMs: Math.max(input.priorLatencyMs, ttfbMs) });
+  return toLaneSlots(input.concurrency, input.headerSlots, { ttfbMs, latencyMs: Math.max(input.priorLatencyMs, ttfbMs) });
 }
 
 /**

@@ -451,14 +451,14 @@ export class SwarmDispatch {
       const ids = this.tickets.issue(count, now, swarm.id, pool);
       const queue = pool === "long" ? this.queues.long : this.queues.short;
       const sent: string[] = [];
+      // What the tickets were counted for as issue() stored them (a pull answered while a batch is
+      // sent may change what the next ones would be counted for), and the swarm's trace.
+      const sizing = this.tickets.ticketSizing();
+      const traceparent = this.trace.traceparent();
+      const traced = traceparent === undefined ? {} : { traceparent };
       try {
         for (const batch of toSendBatches(ids)) {
-          const slots = this.tickets.slotsPerTicket();
-          const priorLatencyMs = this.tickets.priorLatencyMs();
-          const prior = priorLatencyMs === undefined ? {} : { latency_ms: priorLatencyMs };
-          const traceparent = this.trace.traceparent();
-          const traced = traceparent === undefined ? {} : { traceparent };
-          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket, slots, ...prior, ...traced } satisfies Ticket })));
+          await queue.sendBatch(batch.map((ticket) => ({ body: { v: 2, swarm_id: swarm.id, ticket, ...sizing, ...traced } satisfies Ticket })));
           sent.push(...batch);
           this.meters.add("queue_sent", batch.length);
         }

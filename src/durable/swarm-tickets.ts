@@ -3,6 +3,7 @@
 // (a ticket nobody pulled, or a lane that went silent, is closed so its capacity is issued again).
 import { toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
 import type { ClaimedTask, DispatchView, LanePrior, TaskPool } from "../core/swarm-contract.ts";
+import type { Ticket } from "../core/ticket.ts";
 
 export interface TicketTimes {
   /** Slots a ticket is assumed to carry before any lane has said. */
@@ -285,9 +286,13 @@ export class SwarmTickets {
     this.prior = prior !== null && prior.slots >= 2 * this.times.defaultSlots ? prior : null;
   }
 
-  /** The prior's call latency while new tickets are sized on it (Ticket.latency_ms), else undefined. */
-  priorLatencyMs(): number | undefined {
-    return this.reportedSlots === null ? this.prior?.latencyMs : undefined;
+  /**
+   * What a new ticket says of its lane's size (Ticket.slots, and latency_ms while the slots are the
+   * prior's), as slotsPerTicket counts it.
+   */
+  ticketSizing(): Pick<Ticket, "slots" | "latency_ms"> {
+    const slots = this.slotsPerTicket();
+    return this.reportedSlots === null && this.prior !== null ? { slots, latency_ms: this.prior.latencyMs } : { slots };
   }
 
   /**

@@ -9,6 +9,7 @@ import {
   HEDGING_TAIL_COALESCE_MS,
   SMALL_LANE_COALESCE_MAX_MS,
   TAIL_COALESCE_MS,
+  toAssumedLaneSlots,
   toLaneSlots,
   toUntimedLaneSlots,
   type LaneTiming,
@@ -353,7 +354,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
    * assumed, so that a lane waiting for its first headers (on a prior) brings no other lane.
    */
   const reportedSlots = (): number =>
-    timing.current().ttfbMs === null ? Math.max(capacity(), Math.min(ctx.concurrency, ctx.assumedSlots ?? ctx.concurrency)) : capacity();
+    timing.current().ttfbMs === null ? Math.max(capacity(), toAssumedLaneSlots(ctx.concurrency, ctx.assumedSlots)) : capacity();
 
   /**
    * What the coalescing of a small lane goes by: its slots, its running tasks, the outcomes a pull
