@@ -242,7 +242,31 @@ export function buildDashboard(): void {
   if (built.status !== 0) throw new Error(`the dashboard build failed:\n${built.stdout}${built.stderr}`);
 }
 
+/** Attempts at a stack whose ports this module picks: see isPortClash. */
+const PORT_CLASH_ATTEMPTS = 3;
+
+/**
+ * Whether a start failed because a port picked free was taken before wrangler bound it: findFreePort
+ * closes the port it found, and another stack's workerd (test files start stacks in parallel) may
+ * be handed it as an ephemeral port meanwhile. workerd then says "Address already in use".
+ */
+export function isPortClash(error: unknown): boolean {
+  return error instanceof Error && error.message.includes("Address already in use");
+}
+
+/** Starts the local stack; a start whose freely picked ports clashed with another process's is made again on new ones. */
 export async function startStack(options: StackOptions): Promise<Stack> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startStackOnce(options);
+    } catch (error) {
+      if (attempt >= PORT_CLASH_ATTEMPTS || !isPortClash(error)) throw error;
+      console.warn(`the local stack's ports clashed with another process's (attempt ${attempt}); starting it again on new ones`);
+    }
+  }
+}
+
+async function startStackOnce(options: StackOptions): Promise<Stack> {
   const port = options.port === 0 ? await findFreePort() : options.port;
   const inspectorPort = await findFreePort();
   buildDashboard();
