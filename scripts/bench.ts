@@ -31,7 +31,7 @@ import { measureTracePathCpu } from "./lib/trace-path-cost.ts";
 import { sumChatSpans } from "./lib/span-tree.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
 import { machineCeiling } from "./lib/machine-ceiling.ts";
-import { formatRamp, rampOf } from "./lib/ramp-trace.ts";
+import { formatInFlightBySteps, formatRamp, inFlightBySteps, rampOf } from "./lib/ramp-trace.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
 // The options, their defaults and `--help` are commander's (as the CLI's): one declaration each.
@@ -62,7 +62,7 @@ const program = new Command("npm run bench --")
   .option("--state-dir <dir>", "where the stack keeps its wiped state (default: a tmpfs)")
   .option("--one-process", "both Workers in one wrangler dev session, to compare")
   .option("--stack-log <file>", "write both Workers' log lines (wrangler dev's output) to FILE at the end")
-  .option("--ramp", "sample in flight every 10 ms and print each run's ramp to its peak")
+  .option("--ramp", "sample in flight every 10 ms and print each run's ramp to its peak, and its mean in flight every 500 ms to its end")
   .option("--pool-cpu-prof", "profile the baseline (Node --cpu-prof)")
   .option("--workerd-cpu-prof", "profile each isolate through workerd's inspector")
   .option("--workerd-perf", "Linux perf over workerd's native stacks")
@@ -122,6 +122,8 @@ const HEADER_SLOTS_PER_INVOCATION = 6;
 const MAX_ATTEMPTS = 3;
 /** How often the mock's in_flight is sampled: every 10 ms with --ramp, to show the ramp. */
 const IN_FLIGHT_SAMPLE_MS = values.ramp ? 10 : 50;
+/** --ramp: the step of its in-flight means over the whole run. */
+const IN_FLIGHT_STEP_MS = 500;
 /** The machine's cores: the CPU both runners and the mock share. */
 const CORES = availableParallelism();
 /** How often the bench reads the measured swarm's status while it runs. */
@@ -749,7 +751,7 @@ interface RunFigures {
 function startRun(mock: MockModelHandle): {
   stop(from: number, to: number): number;
   mockCpuMs(upstream: StatsSnapshot): number | null;
-  /** The line --ramp prints: in flight from the mock's first request to the run's peak. */
+  /** The lines --ramp prints: in flight from the mock's first request to the run's peak, then each 500 ms's mean to the end. */
   ramp(upstream: StatsSnapshot): string;
 } {
   mock.setScenario(scenario);
@@ -783,7 +785,8 @@ function startRun(mock: MockModelHandle): {
     },
     ramp: (upstream) => {
       stop();
-      return formatRamp(rampOf(samples, upstream.first_request_at, upstream.max_in_flight));
+      const steps = formatInFlightBySteps(inFlightBySteps(samples, upstream.first_request_at, IN_FLIGHT_STEP_MS));
+      return `${formatRamp(rampOf(samples, upstream.first_request_at, upstream.max_in_flight))}\n  in flight, mean of each ${IN_FLIGHT_STEP_MS} ms: ${steps}`;
     },
   };
 }

@@ -46,3 +46,27 @@ export function formatRamp(ramp: Ramp): string {
       : `peak ${ramp.peak} at +${ramp.peakAtMs} ms (${ramp.peakAtMs > 0 ? (ramp.peak / ramp.peakAtMs).toFixed(2) : "n/a"} calls/ms on average to it)`;
   return `${head}: ${ramp.points.map(([ms, n]) => `+${ms} ms ${n}`).join(", ")}`;
 }
+
+/**
+ * The mean in flight over each `stepMs` from the mock's first request, to the last sample: how
+ * full a runner keeps its window between its ramp and its tail (a runner whose slots wait for its
+ * dispatch shows it here, not in the run's mean in flight, which is only its calls' time over its wall).
+ */
+export function inFlightBySteps(samples: readonly InFlightSample[], firstRequestAt: number | null, stepMs: number): Array<[number, number]> {
+  if (firstRequestAt === null || stepMs <= 0) return [];
+  const steps = new Map<number, { sum: number; n: number }>();
+  for (const sample of samples) {
+    if (sample.at < firstRequestAt) continue;
+    const step = Math.floor((sample.at - firstRequestAt) / stepMs);
+    const acc = steps.get(step) ?? { sum: 0, n: 0 };
+    acc.sum += sample.inFlight;
+    acc.n += 1;
+    steps.set(step, acc);
+  }
+  return [...steps].sort(([a], [b]) => a - b).map(([step, { sum, n }]) => [step * stepMs, sum / n]);
+}
+
+/** One line: `+0 s 87, +0.5 s 81, …` (each step's mean, rounded). */
+export function formatInFlightBySteps(steps: ReadonlyArray<[number, number]>): string {
+  return steps.length === 0 ? "no request" : steps.map(([ms, mean]) => `+${ms / 1_000} s ${Math.round(mean)}`).join(", ");
+}

@@ -91,15 +91,23 @@ export const ROOM_PULLS_PER_S = 400;
 
 /**
  * The longest the outcomes of a lane its header gate keeps small wait for company before its pull
- * (unless the room paces it slower): its standby tasks take the freed slots meanwhile. Longer waits
- * buy fewer pulls with wall time: 1,000 × lognormal 300/1500, W = 100, headers with the answer, on a
- * quiet machine: 400 ms 0.31 DO requests a task at 1.00× the pool's wall, 700 ms 0.25 at 1.05×,
- * 1 s 0.22 at 1.11× (the standby tasks grow with the wait and drain unevenly at the swarm's end).
- * Standby for twice a lane's slots kept a lane of 6 full at 1 s, and still measured 0.22 at 1.11×,
- * and held-back outcomes slowed the room's hedging delay: the hedged run fell from 0.67× to 0.89× the
- * pool (docs/benchmarks.md, "A swarm starts from what the last one measured").
+ * (unless the room paces it slower): its standby tasks take the freed slots meanwhile, so the wait
+ * costs no call in flight as long as they last. The lane asks for standby tasks to cover the wait it
+ * will make (src/core/standby.ts, up to twice its slots). 1,000 × lognormal 300/1500, W = 100,
+ * headers with the answer: 400 ms 0.29 of the swarm's DO requests a task, 1 s 0.19, both at 1.00× the
+ * pool's wall, with 98–100 calls in flight between the ramp and the tail as the pool has
+ * (docs/benchmarks.md, "Standby that covers the wait"). Earlier trials of longer waits lost wall
+ * time (1.05× at 700 ms, 1.11× at 1 s) because the standby target counted the short wait of a lane
+ * with no standby in hand, so each lane ran dry before each pull.
  */
-export const SMALL_LANE_COALESCE_MAX_MS = 400;
+export const SMALL_LANE_COALESCE_MAX_MS = 1_000;
+
+/**
+ * The same wait while the swarm hedges: the room's latency percentile counts a call it has not
+ * heard the end of as still running, so outcomes held for a second raise the hedging delay (the
+ * hedged run fell from 0.67× to 0.89× the pool at 1 s in an earlier trial).
+ */
+export const HEDGING_SMALL_LANE_COALESCE_MAX_MS = 400;
 
 /**
  * How long a drained lane's outcomes wait for company: the room's view of a swarm's tail lags by

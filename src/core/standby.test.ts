@@ -14,6 +14,21 @@ describe("standby target", () => {
     ["fast calls, slow refill: capped at STANDBY_MAX", { concurrency: 1_000, running: 1_000, latencyMs: 50, refillMs: 200 }, STANDBY_MAX],
     ["capped at the concurrency", { concurrency: 4, running: 4, latencyMs: 10, refillMs: 100 }, 4],
     ["no concurrency: none", { concurrency: 0, running: 0, latencyMs: null, refillMs: null }, 0],
+    [
+      "a header-bound lane of 6 waiting 1 s for company: 6/666 × 1030 × 2, within three times its slots",
+      { concurrency: 128, slots: 6, running: 6, latencyMs: 666, refillMs: 1_030 },
+      18,
+    ],
+    [
+      "a header-bound lane of 6, 200 ms calls, a 410 ms refill: 6/200 × 410 × 2, three times its slots",
+      { concurrency: 128, slots: 6, running: 6, latencyMs: 200, refillMs: 410 },
+      18,
+    ],
+    ["the same lane, a 100 ms refill: by rate, 6/200 × 100 × 2", { concurrency: 128, slots: 6, running: 6, latencyMs: 200, refillMs: 100 }, 6],
+    ["the same lane with a short refill: by rate", { concurrency: 128, slots: 6, running: 6, latencyMs: 666, refillMs: 300 }, 6],
+    ["first pull of a lane of 6: half its slots", { concurrency: 128, slots: 6, running: 0, latencyMs: null, refillMs: null }, 3],
+    ["slots over the concurrency count as the concurrency", { concurrency: 4, slots: 10, running: 4, latencyMs: 10, refillMs: 100 }, 4],
+    ["no slots: none", { concurrency: 128, slots: 0, running: 0, latencyMs: null, refillMs: null }, 0],
     ["a zero latency counts as 1 ms: 2/1 × 5 × 2", { concurrency: 128, running: 2, latencyMs: 0, refillMs: 5 }, 20],
   ])("%s", (_label, input, expected) => {
     expect(standbyTarget(input)).toBe(expected);

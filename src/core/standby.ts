@@ -20,9 +20,21 @@ const WAVE_SHARE = 1 / 2;
 /** Cover this many pull round trips: a pull may wait behind another, or be slow. */
 const ROUND_TRIPS_COVERED = 2;
 
+/**
+ * A lane holds standby for at most this many times the slots it carries. A lane its header gate
+ * keeps small (6 calls) waits for two slots' worth of outcomes (up to SMALL_LANE_COALESCE_MAX_MS)
+ * before it pulls, and its slots keep ending while the pull is on its way: held to its slots, it ran
+ * out of standby tasks before each pull, and its freed slots waited for the pull (1,000 × lognormal
+ * 300/1500, W = 100, headers with the answer: 82–90 calls in flight of 100 between the swarm's ramp
+ * and its tail, against the pool's 98–100). Three slots' worth cover the wait and a round trip.
+ */
+export const STANDBY_SLOTS_SHARE = 3;
+
 export interface StandbyInput {
   /** Tasks the lane may run at once (AGENT_CONCURRENCY). */
   concurrency: number;
+  /** Tasks the lane carries (its header slots can hold at the measured timing); absent: its concurrency. */
+  slots?: number;
   /** Tasks running on the lane now. */
   running: number;
   /** Mean latency of the lane's recent calls, ms (null: none measured yet). */
@@ -34,13 +46,15 @@ export interface StandbyInput {
 /**
  * How many standby tasks a lane should hold: what its running tasks complete, on average, over
  * two refills (completions arrive at running / latency per ms), and at least half its running
- * tasks (waves) and 1 while tasks run; at most STANDBY_MAX and its concurrency. Before any timing:
- * half its concurrency.
+ * tasks (waves) and 1 while tasks run; at most STANDBY_MAX, its concurrency and twice its slots.
+ * Before any timing: half of what it carries.
  */
 export function standbyTarget(input: StandbyInput): number {
-  const cap = Math.min(STANDBY_MAX, Math.max(0, Math.floor(input.concurrency)));
+  const concurrency = Math.max(0, Math.floor(input.concurrency));
+  const carried = Math.min(concurrency, Math.max(0, Math.floor(input.slots ?? concurrency)));
+  const cap = Math.min(STANDBY_MAX, concurrency, STANDBY_SLOTS_SHARE * carried);
   if (cap === 0) return 0;
-  if (input.latencyMs === null || input.refillMs === null) return Math.min(cap, Math.ceil(input.concurrency * FIRST_PULL_SHARE));
+  if (input.latencyMs === null || input.refillMs === null) return Math.min(cap, Math.ceil(carried * FIRST_PULL_SHARE));
   if (input.running <= 0) return 0;
   const completions = (input.running / Math.max(1, input.latencyMs)) * input.refillMs * ROUND_TRIPS_COVERED;
   return Math.max(1, Math.min(cap, Math.ceil(Math.max(completions, input.running * WAVE_SHARE))));

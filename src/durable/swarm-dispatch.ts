@@ -168,8 +168,7 @@ export class SwarmDispatch {
     // The grant notes each attempt's first call itself (a lane starts it at once, as a rule), all in
     // one statement after the loop: only a lane that names itself can list what it started, so only
     // its grants are noted (SwarmLedger.preNote).
-    const notes: CallStart[] = [];
-    const notedUntil = now + PRE_NOTE_MS;
+    const notes: { start: CallStart; until: number }[] = [];
     let promptChars = 0;
     let windowGrants = 0;
     for (const [index, task] of candidates.entries()) {
@@ -243,16 +242,24 @@ export class SwarmDispatch {
       this.tasks.noteDeadline(leaseUntil);
       const checkpoint = row.checkpoint === null ? null : CheckpointSchema.parse(JSON.parse(row.checkpoint));
       const notedTurn = (checkpoint?.turns ?? 0) + 1;
+      // A task the lane starts at once is noted for PRE_NOTE_MS; a standby task waits in its lane
+      // for one of the lane's tasks to end (its refill's worth of them, a second or two for a lane
+      // of 6), so its note holds as long as its first lease: noted for 2 s, the last of a lane's
+      // standby tasks each needed a note of their own (an RPC a call) when they started.
+      const notedUntil = asStandby ? Math.max(now + PRE_NOTE_MS, leaseUntil) : now + PRE_NOTE_MS;
       if (lane !== undefined) {
         notes.push({
-          taskId: task.id,
-          attempt: decision.attempt,
-          turn: notedTurn,
-          model,
-          // The estimate the swarm is priced with, plus the conversation a resumed attempt carries.
-          promptTokens: estimatePromptTokens(swarm.system, row.prompt) + Math.ceil((row.checkpoint?.length ?? 0) / 4),
-          maxTokens: config.limits.max_output_tokens,
-          startedAt: now,
+          start: {
+            taskId: task.id,
+            attempt: decision.attempt,
+            turn: notedTurn,
+            model,
+            // The estimate the swarm is priced with, plus the conversation a resumed attempt carries.
+            promptTokens: estimatePromptTokens(swarm.system, row.prompt) + Math.ceil((row.checkpoint?.length ?? 0) / 4),
+            maxTokens: config.limits.max_output_tokens,
+            startedAt: now,
+          },
+          until: notedUntil,
         });
       }
       result.granted.push({
@@ -273,7 +280,7 @@ export class SwarmDispatch {
       });
       if (windowGrants >= want && result.granted.length - windowGrants >= standbyRoom) break;
     }
-    if (lane !== undefined) this.ledger.preNote(swarm, notes, lane, notedUntil);
+    if (lane !== undefined) this.ledger.preNote(swarm, notes, lane);
     if (warmupCap !== null && windowGrants > 0) this.warmup.granted(swarm, now);
     return result;
   }

@@ -156,11 +156,12 @@ export class SwarmLedger {
 
   /**
    * The grant notes each granted attempt's first call (no RPC of the lane's), all in one statement;
-   * the notes hold `until` (the grant + PRE_NOTE_MS) for a lane that starts a call without noting it itself.
+   * each note holds `until` (the grant + PRE_NOTE_MS, a standby task's its lease) for a lane that
+   * starts the call without noting it itself.
    */
-  preNote(swarm: SwarmRow, starts: readonly CallStart[], lane: string, until: number): void {
-    if (starts.length === 0) return;
-    const rows = starts.map((start) => [
+  preNote(swarm: SwarmRow, notes: readonly { start: CallStart; until: number }[], lane: string): void {
+    if (notes.length === 0) return;
+    const rows = notes.map(({ start, until }) => [
       toCallId(swarm.id, start.taskId, start.attempt, start.turn),
       start.taskId,
       start.attempt,
@@ -169,14 +170,14 @@ export class SwarmLedger {
       start.promptTokens,
       start.maxTokens,
       start.startedAt,
+      until,
     ]);
     const inserted = this.sql
       .exec(
         `INSERT OR IGNORE INTO open_calls (call_id, task_id, attempt, turn, model, prompt_tokens, max_tokens, started_at, lane, note_until)
-         SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, ?, ? FROM json_each(?)
+         SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, ?, value ->> 8 FROM json_each(?)
          RETURNING call_id`,
         lane,
-        until,
         JSON.stringify(rows),
       )
       .toArray().length;

@@ -1611,6 +1611,32 @@ describe("SwarmRoom: the grant notes a task's first call", () => {
     expect(await notesOf(stub)).toHaveLength(1);
   });
 
+  it("a standby task's note holds as long as its lease: the lane starts it seconds later without a note of its own", async () => {
+    const { swarmId, input, stub } = newSwarm(4, { concurrency: 2 });
+    await stub.start(input);
+    const granted = (await pull(stub, { lane: "lane-a", seq: 1, want: 2, standby: 2, running: 0 })).granted;
+    const standby = granted.filter((g) => g.standby === true);
+    const windowed = granted.filter((g) => g.standby !== true);
+    expect(standby).toHaveLength(2);
+    for (const g of windowed) expect((g.notedUntil ?? 0) - Date.now()).toBeLessThanOrEqual(2_000);
+    // A standby task waits for one of the lane's tasks to end: its note holds until its lease does.
+    for (const g of standby) expect(g.notedUntil).toBe(g.leaseUntil);
+    expect((standby[0]?.leaseUntil ?? 0) - Date.now()).toBeGreaterThan(2_000);
+    // 5 s later the lane lists every started call: only a window note past its time goes.
+    await pull(stub, {
+      lane: "lane-a",
+      seq: 2,
+      want: 0,
+      started: windowed.map((g) => ({ taskId: g.taskId, attempt: g.attempt, turn: 1 })).slice(0, 1),
+      held: standby.map((g) => ({ taskId: g.taskId, attempt: g.attempt })),
+      sentAt: Date.now() + 5_000,
+    });
+    const notes = (await notesOf(stub)).map((n) => n.call_id);
+    expect(notes).toContain(`${swarmId}:${windowed[0]?.taskId}:1:1`);
+    expect(notes).not.toContain(`${swarmId}:${windowed[1]?.taskId}:1:1`);
+    for (const g of standby) expect(notes).toContain(`${swarmId}:${g.taskId}:1:1`);
+  });
+
   it("a noted call the lane lists as started is billed if its lane dies; one it never started goes unbilled", async () => {
     const { swarmId, input, stub } = newSwarm(2);
     await stub.start(input);

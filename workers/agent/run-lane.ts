@@ -6,6 +6,7 @@
 import { toCheckpoint } from "../../src/core/agent-conversation.ts";
 import {
   BASE_COALESCE_MAX_MS,
+  HEDGING_SMALL_LANE_COALESCE_MAX_MS,
   HEDGING_TAIL_COALESCE_MS,
   SMALL_LANE_COALESCE_MAX_MS,
   TAIL_COALESCE_MS,
@@ -358,11 +359,11 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
 
   /**
    * What the coalescing of a small lane goes by: its slots, its running tasks, the outcomes a pull
-   * waits for. Only while standby tasks fill its freed slots: with none in hand, a freed slot waits
-   * for the pull, so the pull goes soon.
+   * waits for, whether the swarm hedges. Only while standby tasks fill its freed slots (`holding`):
+   * with none in hand, a freed slot waits for the pull, so the pull goes soon.
    */
-  const laneShape = (): LaneShape | undefined =>
-    standby.length === 0 ? undefined : { slots: capacity(), concurrency: ctx.concurrency, running: running.size, outcomes: ctx.coalesce.outcomes };
+  const laneShape = (holding: boolean, runs = running.size): LaneShape | undefined =>
+    holding ? { slots: capacity(), concurrency: ctx.concurrency, running: runs, outcomes: ctx.coalesce.outcomes, hedging: hedgeAfterMs !== null } : undefined;
 
   /** A task of this lane ended for good: the next standby task takes its slot, unless the room said not to. */
   const promoteNext = (): void => {
@@ -466,13 +467,18 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
             Math.min(
               ctx.allowance.tasks - free - standby.length,
               standbyTarget({
-                // What the lane carries: a header-bound lane of 6 holds standby for 6, not for its concurrency.
-                concurrency: Math.min(ctx.concurrency, capacity()),
+                concurrency: ctx.concurrency,
+                // What the lane carries: a header-bound lane of 6 holds standby for its 6, not for its concurrency.
+                slots: capacity(),
                 // What it will run once this pull's free slots are filled: a small lane whose tasks
                 // all ended while it waited still needs standby tasks for the ones it gets now.
                 running: running.size + free,
                 latencyMs,
-                refillMs: pullMs === null ? null : pullMs + Math.max(paceMs, coalesceMs(ctx.coalesce.ms, latencyMs, laneShape())),
+                // The refill they cover: the pull's round trip and how long the lane's outcomes will
+                // wait for company once it holds them and runs what this pull fills (a small lane's
+                // wait is long, and only while it holds standby tasks: counted as it is with none in
+                // hand, the target fell short of it and the lane ran dry before every pull).
+                refillMs: pullMs === null ? null : pullMs + Math.max(paceMs, coalesceMs(ctx.coalesce.ms, latencyMs, laneShape(true, running.size + free))),
               }) - standby.length,
             ),
           );
@@ -620,7 +626,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
               ctx.coalesce.ms,
               outbox.every((report) => freesSlot(report.outcome)) ? (hedgeAfterMs === null ? TAIL_COALESCE_MS : HEDGING_TAIL_COALESCE_MS) : 0,
             )
-          : coalesceMs(ctx.coalesce.ms, timing.current().latencyMs, laneShape());
+          : coalesceMs(ctx.coalesce.ms, timing.current().latencyMs, laneShape(standby.length > 0));
     const paced = tail ? 0 : Math.max(0, paceMs - (ctx.now() - lastPullAt));
     ctx.pace.ms = Math.max(paceMs, company);
     await coalesce(outbox, running, ctx, Math.max(paced, company - (ctx.now() - outboxSince)), untilWoken);
@@ -645,17 +651,23 @@ export function coalesceMs(settingMs: number, meanLatencyMs: number | null, lane
   if (carried >= Math.min(lane.outcomes, lane.concurrency)) return base;
   // A small lane (a header-bound executor carries 6 calls) would send a pull for every outcome or
   // two: it waits for about two carried tasks' worth of outcomes, at most
-  // SMALL_LANE_COALESCE_MAX_MS. Its standby tasks take the freed slots meanwhile.
+  // SMALL_LANE_COALESCE_MAX_MS (HEDGING_SMALL_LANE_COALESCE_MAX_MS while the swarm hedges). Its
+  // standby tasks take the freed slots meanwhile.
   const target = Math.min(lane.outcomes, 2 * carried);
-  return Math.round(Math.max(base, Math.min(SMALL_LANE_COALESCE_MAX_MS, (target * meanLatencyMs) / lane.running)));
+  const most = lane.hedging === true ? HEDGING_SMALL_LANE_COALESCE_MAX_MS : SMALL_LANE_COALESCE_MAX_MS;
+  return Math.round(Math.max(base, Math.min(most, (target * meanLatencyMs) / lane.running)));
 }
 
-/** A lane's size, for coalesceMs: slots it carries (of its concurrency), tasks running, the outcomes a full pull holds. */
+/**
+ * A lane's size, for coalesceMs: slots it carries (of its concurrency), tasks running, the outcomes
+ * a full pull holds, and whether the swarm hedges (absent: it does not).
+ */
 export interface LaneShape {
   slots: number;
   concurrency: number;
   running: number;
   outcomes: number;
+  hedging?: boolean;
 }
 
 /** Lets a few more outcomes join the first: until `outcomes` are waiting, `ms` passed, or nothing runs. */

@@ -25,6 +25,16 @@ function request(n: number): ModelRequest {
   };
 }
 
+/** A fetch to the mock whose headers come after `ttfbMs` and whose answer after `latencyMs`. */
+function timedFetch(ttfbMs: number, latencyMs: number): typeof fetch {
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set("x-mock-ttfb-ms", String(ttfbMs));
+    headers.set("x-mock-latency-ms", String(latencyMs));
+    return fetch(input, { ...init, headers });
+  };
+}
+
 /** What the agent does for each call: take a slot of the lane's gate, then call with it (the client frees it at the headers). */
 async function completeGated(client: ReturnType<typeof createModelClient>, gate: ReturnType<typeof createHeaderGate>, n: number) {
   const slot = await takeHeaderSlot(gate);
@@ -210,15 +220,6 @@ describe("the header gate through the model client (mock upstream holding header
 });
 
 describe("a lane on a prior (Ticket.latency_ms: an earlier swarm's lanes of the model)", () => {
-  /** A fetch to the mock whose headers come after `ttfbMs` and whose answer after `latencyMs`. */
-  function timedFetch(ttfbMs: number, latencyMs: number): typeof fetch {
-    return (input, init) => {
-      const headers = new Headers(init?.headers);
-      headers.set("x-mock-ttfb-ms", String(ttfbMs));
-      headers.set("x-mock-latency-ms", String(latencyMs));
-      return fetch(input, { ...init, headers });
-    };
-  }
   const priorTicket = (id: string, swarmId: string) => ({
     ...ticketMessage(id, swarmId),
     body: { v: 2, swarm_id: swarmId, ticket: id, slots: 40, latency_ms: 300 },
@@ -253,6 +254,33 @@ describe("a lane on a prior (Ticket.latency_ms: an earlier swarm's lanes of the 
     // Once it has timed its calls it reports what it carries (about 6), not the prior's 40.
     const lastSized = room.pulls.filter((pull) => pull.slots > 0 && pull.timing !== undefined).at(-1);
     expect(lastSized?.slots).toBeLessThan(12);
+  });
+});
+
+describe("a header-bound lane's standby tasks (headers with the answer)", () => {
+  it("asks for standby tasks that cover the wait it makes before each pull, up to three times its slots", async () => {
+    // Headers with the answer: the gate keeps the lane at about 6, and its outcomes wait for two
+    // slots' worth of company (coalesceMs) while its standby tasks fill the freed slots. Standby
+    // asked for as if it pulled at once (3–6 tasks) ran dry before every pull, and freed slots
+    // waited for it.
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(60, 60) });
+    const room = new FakeRoom("sw_standby_wait", { tasks: Array.from({ length: 90 }, (_, i) => `t${i + 1}`), window: 6 });
+    const ticket = { ...ticketMessage("m1", "sw_standby_wait"), body: { v: 2, swarm_id: "sw_standby_wait", ticket: "m1", slots: 6 } };
+
+    await run([ticket], { ...BASE, concurrency: 40, headerSlots: 6, coalesce: { ms: 5, outcomes: 32 }, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(90);
+    // Before its calls are timed it asks for half its slots' worth, as any lane does.
+    expect(room.pulls[0]?.standby).toBe(3);
+    const timed = room.pulls.filter((pull) => pull.timing !== undefined && pull.draining !== true && !pull.final);
+    expect(timed.length).toBeGreaterThan(2);
+    for (const pull of timed) {
+      const held = (pull.standby ?? 0) + (pull.held?.length ?? 0);
+      const runs = Math.min(pull.slots, (pull.running ?? 0) + pull.want);
+      // What its running tasks end over the wait (two slots' worth), within three times its slots.
+      expect(held).toBeGreaterThanOrEqual(2 * runs);
+      expect(held).toBeLessThanOrEqual(3 * pull.slots);
+    }
   });
 });
 

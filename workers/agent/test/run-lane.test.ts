@@ -776,7 +776,7 @@ describe("a lane stops before its invocation's limits", () => {
 });
 
 describe("how long outcomes wait for company", () => {
-  const lane = (slots: number, running: number): LaneShape => ({ slots, concurrency: 128, running, outcomes: 32 });
+  const lane = (slots: number, running: number, hedging = false): LaneShape => ({ slots, concurrency: 128, running, outcomes: 32, hedging });
   it.each<[string, number, number | null, LaneShape | undefined, number]>([
     ["no timing yet: the setting", 5, null, undefined, 5],
     ["200 ms calls: 10% is 20 ms", 5, 200, undefined, 20],
@@ -785,8 +785,11 @@ describe("how long outcomes wait for company", () => {
     ["10 s calls: at most 100 ms", 5, 10_000, undefined, 100],
     ["a setting of 0 (tests): 0", 0, 10_000, undefined, 0],
     ["a header-bound lane (6 slots, 6 running), 200 ms calls: two slots' worth, 400 ms", 5, 200, lane(6, 6), 400],
-    ["a header-bound lane, 666 ms calls (lognormal 300/1500 with headers at the end): at most 400 ms", 5, 666, lane(6, 6), 400],
-    ["a wide lane the room spreads thin (6 of 128 slots running), 480 ms calls: at most 400 ms", 5, 480, lane(128, 6), 400],
+    ["a header-bound lane, 666 ms calls (lognormal 300/1500 with headers at the end): at most 1 s", 5, 666, lane(6, 6), 1_000],
+    ["the same lane while the swarm hedges: at most 400 ms", 5, 666, lane(6, 6, true), 400],
+    ["a hedging header-bound lane of 200 ms calls: two slots' worth, 400 ms", 5, 200, lane(6, 6, true), 400],
+    ["a header-bound lane running 3 of its 6, 300 ms calls: two carried tasks' worth, 600 ms", 5, 300, lane(6, 3), 600],
+    ["a wide lane the room spreads thin (6 of 128 slots running), 480 ms calls: two carried tasks' worth, 960 ms", 5, 480, lane(128, 6), 960],
     ["a wide lane the room spreads thin, 100 ms calls: two carried tasks' worth, 200 ms", 5, 100, lane(128, 6), 200],
     ["a wide lane carrying 40: the base", 5, 480, lane(128, 40), 48],
     ["a lane with nothing running: the base", 5, 480, lane(6, 0), 48],
