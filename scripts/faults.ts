@@ -14,6 +14,7 @@ import { startMockModel, type MockModelHandle } from "../dev/mock-model/server.t
 import { ROOT, generateToken, queryLocalD1, startStack, type Stack } from "./lib/local-stack.ts";
 import { getAllResults, getSwarm, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 import { toErrorMessage } from "../src/core/error-message.ts";
+import { SMALL_LANE_COALESCE_MAX_MS } from "../src/core/lane-sizing.ts";
 
 const CASES = ["hostile", "kill", "kill-tools", "kill-cancel", "planner"] as const;
 type CaseName = (typeof CASES)[number];
@@ -29,8 +30,12 @@ if (chosen !== undefined && !(CASES as readonly string[]).includes(chosen)) {
 const HOSTILE_RATES = { "429": 0.2, "500": 0.05, malformed: 0.02, drop: 0.02 };
 const TERMINAL = new Set(["succeeded", "failed", "cancelled", "skipped_budget", "skipped"]);
 const SWARM_ENDS = new Set(["completed", "completed_with_failures", "failed", "cancelled"]);
-/** How long a finished call may take to reach its SwarmRoom: the call journal's flush (250 ms) plus a pull's coalescing. */
-const UNRECORDED_WINDOW_MS = 350;
+/**
+ * How long a finished call may take to reach its SwarmRoom: the call journal's flush (250 ms,
+ * CALL_FLUSH_MS in workers/agent/call-journal.ts, or the lane's pace when that is longer: a
+ * header-bound lane's outcomes wait up to SMALL_LANE_COALESCE_MAX_MS for company), plus one RPC.
+ */
+const UNRECORDED_WINDOW_MS = Math.max(250, SMALL_LANE_COALESCE_MAX_MS) + 100;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 interface Check {
@@ -198,7 +203,7 @@ async function killAndRestart(
     await sleep(1_000);
     const cut = mock.stats().aborted - abortedBefore;
     // Answered, but not yet in the room: a finished call reaches it with the lane's next pull or the
-    // call journal's flush (≤ CALL_FLUSH_MS = 250 ms, plus one pull's coalescing).
+    // call journal's flush (UNRECORDED_WINDOW_MS).
     const windowStart = killedAt - UNRECORDED_WINDOW_MS;
     const before = [...completions].reverse().find((c) => c.at <= windowStart)?.completed ?? 0;
     const unrecorded = mock.stats().completed - before;
