@@ -543,6 +543,29 @@ describe("standby tasks when the window moves (fake room)", () => {
     expect(room.grants).toHaveLength(10);
   });
 
+  it("a lane told to retire hands its standby tasks back at once, before its running tasks end, and ends with them", async () => {
+    const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 10 }, (_, i) => `t${i + 1}`), window: 3 });
+    // The first answer grants 3 in the window and 3 standby, and says other lanes carry the swarm.
+    room.afterPull = (_request, answer) => {
+      if (room.pulls.length === 1) answer.retire = true;
+    };
+    const { model, client } = observedModel();
+
+    const { explicitAcks } = await run([ticketMessage("m1", "sw_a")], { ...BASE, concurrency: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(explicitAcks).toEqual(["m1"]);
+    const standby = room.answers[0]?.granted.filter((task) => task.standby === true).map((task) => task.taskId) ?? [];
+    expect(standby).toHaveLength(3);
+    // The next pull goes at once: it hands the standby tasks back and reports nothing yet.
+    expect(room.pulls[1]?.released?.map((task) => task.taskId).sort()).toEqual([...standby].sort());
+    expect(room.pulls[1]?.reports).toEqual([]);
+    expect(room.pulls.slice(1).every((pull) => pull.want === 0 && (pull.standby ?? 0) === 0)).toBe(true);
+    // Only its 3 window tasks ran; the rest wait for the lanes that carry the swarm.
+    expect(model.requests).toHaveLength(3);
+    expect(room.count("succeeded")).toBe(3);
+    expect(room.count("pending")).toBe(7);
+  });
+
   it("a window that grows runs the lane's held standby tasks at once (`run`), without handing them out again", async () => {
     const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 10 }, (_, i) => `t${i + 1}`), window: 3 });
     room.afterPull = () => {
