@@ -123,7 +123,7 @@ const MAX_ATTEMPTS = 3;
 /** How often the mock's in_flight is sampled: every 10 ms with --ramp, to show the ramp. */
 const IN_FLIGHT_SAMPLE_MS = values.ramp ? 10 : 50;
 /** --ramp: the step of its in-flight means over the whole run. */
-const IN_FLIGHT_STEP_MS = Number(process.env.STEP ?? 500);
+const IN_FLIGHT_STEP_MS = 500;
 /** The machine's cores: the CPU both runners and the mock share. */
 const CORES = availableParallelism();
 /** How often the bench reads the measured swarm's status while it runs. */
