@@ -1,7 +1,7 @@
 // The SwarmRoom's tickets: the queue messages that bring consumer lanes to the swarm. Owns the
 // `tickets` table; says how many slots the open tickets cover and when it next needs the alarm
 // (a ticket nobody pulled, or a lane that went silent, is closed so its capacity is issued again).
-import { toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
+import { HEADER_SLOTS_PER_INVOCATION, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
 import type { ClaimedTask, DispatchView, LanePrior, TaskPool } from "../core/swarm-contract.ts";
 import type { Ticket } from "../core/ticket.ts";
 
@@ -297,13 +297,18 @@ export class SwarmTickets {
 
   /**
    * What this swarm's lanes measured (the next swarm's prior), once one has timed its calls: the
-   * most one lane carried. A loaded machine sees headers late and a lane's report swings low at
-   * times; a prior set too high costs only the lanes sent once the first ones have timed their
-   * calls, while one set too low sends the lanes the prior is there to save.
+   * most one lane carried, but no more than a lane carries at the swarm's mean timing. A loaded
+   * machine sees headers late and a lane's report swings low at times, so one lane's best is the
+   * guard against a prior set too low (which sends the lanes the prior is there to save); but with
+   * headers that come with the answer, a lane that drew long calls carries 12–16 where the others
+   * carry 6–8 (each call holds a header slot for the time to headers only), and that one lane's
+   * report made a header-bound swarm's prior look early: the next swarm sent 8–9 lanes of a
+   * window's 17, and 45 of 100 tasks waited a call's time for the rest (warm-up bench, 1.25× the pool).
    */
   measuredLanes(): LanePrior | null {
     if (this.mostReportedSlots === null || this.timing === null) return null;
-    return { slots: this.mostReportedSlots, latencyMs: Math.round(this.timing.latencyMs * 10) / 10 };
+    const atMeanTiming = toLaneSlots(this.mostReportedSlots, HEADER_SLOTS_PER_INVOCATION, this.timing);
+    return { slots: Math.min(this.mostReportedSlots, atMeanTiming), latencyMs: Math.round(this.timing.latencyMs * 10) / 10 };
   }
 
   private load(): Map<string, TicketRow> {

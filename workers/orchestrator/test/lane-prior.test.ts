@@ -66,6 +66,16 @@ describe("a swarm's first lanes, sized on the tenant's last swarm of the model",
     for (let i = 0; i < 50 && (await indexedLanes(bound))?.lane_slots !== 8; i += 1) await runDurableObjectAlarm(room(bound));
     expect(await dispatchOf(await startSwarm(boundKey, 200, 100), boundKey)).toMatchObject({ lanes: 17, slots: 102 });
 
+    // Headers with the answer and long-tailed calls: one lane that drew long calls carried 14 (each
+    // call holds a header slot for its time to headers only), but at the swarm's mean timing a lane
+    // carries 6 × 666 / 484 = 8. The prior is 8, so the next swarm is not counted for 14 a lane.
+    const { key: tailKey } = await createTenantKey({ name: "lane-prior-tail", scopes: ["run"] });
+    const tail = await startSwarm(tailKey, 20, 100);
+    await runTimedLane(tail, 20, { ttfbMs: 484, latencyMs: 666 }, 14);
+    for (let i = 0; i < 50 && (await indexedLanes(tail))?.lane_slots === null; i += 1) await runDurableObjectAlarm(room(tail));
+    expect(await indexedLanes(tail)).toEqual({ lane_slots: 8, lane_latency_ms: 666 });
+    expect(await dispatchOf(await startSwarm(tailKey, 200, 100), tailKey)).toMatchObject({ lanes: 17, slots: 102 });
+
     // Another tenant's swarm of the same model learns nothing from it.
     const other = await createTenantKey({ name: "lane-prior-other", scopes: ["run"] });
     const unrelated = await startSwarm(other.key, 200, 100);
