@@ -27,6 +27,17 @@ export class SwarmWarmup {
     if (swarm.goal === null && needsWarmup(config.limits.cache_warmup, shared, swarm.task_count)) this.sql.exec("UPDATE swarm SET warmup_until = 0");
   }
 
+  /**
+   * Whether the warm-up's one task is still to be granted: the swarm then wants one lane, not a
+   * window's worth. The other lanes are sent once it is granted (the pull that grants it sets the
+   * alarm, which sends them), and wait in their pulls for the release meanwhile: on the local stack,
+   * sixteen more executors made together with the first one's delayed its call by tens of ms
+   * (docs/benchmarks.md), while the prefill leaves them hundreds of ms to start.
+   */
+  awaitingFirstGrant(swarm: SwarmRow): boolean {
+    return swarm.warmup_until === 0;
+  }
+
   /** Whether tasks are held now. */
   holding(swarm: SwarmRow): boolean {
     return swarm.warmup_until !== null;
