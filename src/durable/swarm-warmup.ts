@@ -3,7 +3,7 @@
 // headers (the lane's `warmed`), else a call of the swarm recorded (its answer, or its failure), else
 // WARMUP_RELEASE_MAX_MS. Lanes that ask while it holds wait in their pull for the release
 // (`waitForRelease`), so none backs off past it. The rule is core/cache-warmup.ts; this keeps its
-// state in the swarm row and caps the grants.
+// state in the swarm row, caps the grants, and says when the swarm wants one lane only.
 import { estimateSharedPrefixTokens, needsWarmup, WARMUP_RELEASE_MAX_MS } from "../core/cache-warmup.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
 import type { SwarmStore } from "./swarm-store.ts";
