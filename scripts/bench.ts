@@ -375,7 +375,10 @@ async function runEdgeswarmOnce(
   // Over the swarm's own wall, not up to when the poll saw its end.
   const meanInFlight = sampler.stop(submittedAt, submittedAt + status.wall_s * 1_000);
   const mockCpuMs = sampler.mockCpuMs(upstream);
-  if (values.ramp) console.log(`ramp of edgeswarm (in flight every ${IN_FLIGHT_SAMPLE_MS} ms): ${sampler.ramp(upstream)}`);
+  if (values.ramp) {
+    console.log(`ramp of edgeswarm (in flight every ${IN_FLIGHT_SAMPLE_MS} ms): ${sampler.ramp(upstream)}`);
+    console.log(`edgeswarm's ends (ms): ${formatEnds(submittedAt, status.wall_s, upstream)}`);
+  }
 
   console.log(formatSummary(status));
   console.log(
@@ -789,6 +792,18 @@ function startRun(mock: MockModelHandle): {
       return `${formatRamp(rampOf(samples, upstream.first_request_at, upstream.max_in_flight))}\n  in flight, mean of each ${IN_FLIGHT_STEP_MS} ms: ${steps}`;
     },
   };
+}
+
+/**
+ * Where edgeswarm's wall goes outside the upstream's: from the submit to the mock's first request
+ * (the start: the ticket, the executor, the first grant), and from the mock's last end to the
+ * swarm's end as the room recorded it (submit + wall_s; the room's clock starts a little after the
+ * submit, so this end is an upper bound).
+ */
+function formatEnds(submittedAt: number, wallS: number, upstream: StatsSnapshot): string {
+  const { first_request_at: first, last_end_at: last } = upstream;
+  if (first === null || last === null) return "n/a";
+  return `submit → first upstream request ${first - submittedAt}, last upstream end → swarm end ≤ ${Math.round(submittedAt + wallS * 1_000 - last)}`;
 }
 
 /**

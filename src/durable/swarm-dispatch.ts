@@ -523,7 +523,9 @@ export class SwarmDispatch {
     const held = this.hasLongTasks
       ? this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'running' AND standby = 1 AND long = ?", long).one().n
       : this.totals.standby();
-    return Math.max(0, Math.min(swarm.window, open - held) - later);
+    const demand = Math.max(0, Math.min(swarm.window, open - held) - later);
+    // The warm-up's one task needs one lane; the others are sent once it is granted (SwarmWarmup).
+    return this.warmup.awaitingFirstGrant(swarm) ? Math.min(demand, 1) : demand;
   }
 
   /**

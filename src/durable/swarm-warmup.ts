@@ -3,7 +3,7 @@
 // headers (the lane's `warmed`), else a call of the swarm recorded (its answer, or its failure), else
 // WARMUP_RELEASE_MAX_MS. Lanes that ask while it holds wait in their pull for the release
 // (`waitForRelease`), so none backs off past it. The rule is core/cache-warmup.ts; this keeps its
-// state in the swarm row and caps the grants.
+// state in the swarm row, caps the grants, and says when the swarm wants one lane only.
 import { estimateSharedPrefixTokens, needsWarmup, WARMUP_RELEASE_MAX_MS } from "../core/cache-warmup.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
 import type { SwarmStore } from "./swarm-store.ts";
@@ -25,6 +25,17 @@ export class SwarmWarmup {
     const config = this.store.toRunConfig(swarm);
     const shared = estimateSharedPrefixTokens({ system: config.system, tools: config.tools, responseFormat: config.responseFormat });
     if (swarm.goal === null && needsWarmup(config.limits.cache_warmup, shared, swarm.task_count)) this.sql.exec("UPDATE swarm SET warmup_until = 0");
+  }
+
+  /**
+   * Whether the warm-up's one task is still to be granted: the swarm then wants one lane, not a
+   * window's worth. The other lanes are sent once it is granted (the pull that grants it sets the
+   * alarm, which sends them), and wait in their pulls for the release meanwhile: on the local stack,
+   * sixteen more executors made together with the first one's delayed its call by tens of ms
+   * (docs/benchmarks.md), while the prefill leaves them hundreds of ms to start.
+   */
+  awaitingFirstGrant(swarm: SwarmRow): boolean {
+    return swarm.warmup_until === 0;
   }
 
   /** Whether tasks are held now. */

@@ -98,6 +98,30 @@ describe("the local stack", () => {
     );
     expect(ledger).toEqual({ n: upstreamCalls, tokens: upstreamTokens });
   });
+
+  it("runs a swarm that shares a long system prompt (the warm-up: one lane, then the window's lanes once its task is granted): every task once, one upstream call each, the prefix cached", async () => {
+    const before = stack.mock?.stats();
+    // About 2,100 tokens every task sends first: over the 1,024 the providers (and the mock) cache.
+    const system = "You are a careful reviewer. Cite the line for each finding, briefly. ".repeat(120);
+    const { id } = await submitSwarm(stack.url, stack.token, {
+      name: "e2e-warmup",
+      model: "mock-1",
+      system,
+      tasks: Array.from({ length: 40 }, (_, i) => ({ id: `doc-${i + 1}`, prompt: `Summarize doc-${i + 1}` })),
+      limits: { concurrency: 24, max_output_tokens: 32, timeout_s: 20, max_attempts: 3 },
+    });
+    const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 120_000 });
+    expect(status.state).toBe("completed");
+    expect(status.counts).toMatchObject({ succeeded: 40, failed: 0, queued: 0, running: 0 });
+    const results = await getAllResults(stack.url, stack.token, id);
+    expect(results.map((r) => [r.state, r.attempts])).toEqual(Array.from({ length: 40 }, () => ["succeeded", 1]));
+    const after = stack.mock?.stats();
+    expect((after?.calls ?? 0) - (before?.calls ?? 0)).toBe(40);
+    expect(status.usage.calls).toBe(40);
+    // Only the first call paid for the prefix: the other 39 had it from the cache.
+    const { cache } = z.object({ cache: z.object({ hit_ratio: z.number() }) }).parse(status);
+    expect(cache.hit_ratio).toBeGreaterThan(0.85);
+  });
 });
 
 /** An example spec, its tool targets moved from npm start's mock port (8788) to this stack's mock. */
