@@ -1955,29 +1955,6 @@ describe("SwarmRoom prompt-cache warm-up (limits.cache_warmup)", () => {
     expect((await tickets(stub)).map((t) => t.slots)).toEqual([LANE_SLOTS, LANE_SLOTS, LANE_SLOTS, LANE_SLOTS, LANE_SLOTS]);
   });
 
-  it("counts its tickets at the gate's slots whatever the lanes of the tenant's last swarm carried (a prior sizes a swarm without warm-up)", async () => {
-    const lanePrior = { slots: 64, latencyMs: 480 };
-    const held = newSwarm(40, { concurrency: 30 });
-    held.input.spec = { ...held.input.spec, system: LONG_SYSTEM };
-    await held.stub.start({ ...held.input, lanePrior });
-    const first = (await tickets(held.stub))[0];
-    await pull(held.stub, { ticket: first?.id ?? "", want: LANE_SLOTS });
-    const sent = await waitFor(
-      async () => {
-        await runDurableObjectAlarm(held.stub);
-        return (await billable(held.stub)).queue_messages_sent;
-      },
-      (n) => n >= 5,
-    );
-    expect(sent).toBe(5);
-    expect((await tickets(held.stub)).every((t) => t.slots === LANE_SLOTS)).toBe(true);
-    // The same swarm without the warm-up: one lane of the prior's 64 carries the window of 30.
-    const plain = newSwarm(40, { concurrency: 30, cache_warmup: false });
-    plain.input.spec = { ...plain.input.spec, system: LONG_SYSTEM };
-    await plain.stub.start({ ...plain.input, lanePrior });
-    expect((await tickets(plain.stub)).map((t) => t.slots)).toEqual([64]);
-  });
-
   it.each<[string, LimitsInput, string]>([
     ["cache_warmup: false", { cache_warmup: false }, LONG_SYSTEM],
     ["a shared prefix under 1,024 tokens", {}, "You are a careful reviewer."],

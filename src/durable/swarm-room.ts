@@ -219,15 +219,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.store.swarm() !== null) return { created: false };
     const planner = spec.goal === undefined ? null : PlannerSpecSchema.parse(spec.planner ?? {});
     this.store.insertSwarm(input, { mix, budget, tenantMonth, planner });
+    this.tickets.usePrior(input.lanePrior ?? null);
     this.trace.begin();
     this.lineage.record(input);
     const stored = this.store.swarm();
     if (stored !== null) this.warmup.begin(stored);
-    // A swarm that holds its tasks for the warm-up starts them all at its release, when each lane
-    // can start only its gate's 6 until its first headers: its tickets count 6 slots each, never a
-    // prior's more, or part of the window waits a time to headers for the lanes sent after them.
-    const holding = this.store.swarm();
-    this.tickets.usePrior(holding !== null && this.warmup.holding(holding) ? null : (input.lanePrior ?? null));
     if (stored !== null) this.batchOutput.begin(stored);
     this.totals.invalidate();
     // The tickets and the index row (the swarm is listed at once; if D1 is down the alarm retries)
