@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { freesSlot, STANDBY_MAX, standbyTarget } from "./standby.ts";
+import { freesSlot, STANDBY_MAX, standbyShare, standbyTarget } from "./standby.ts";
 import type { TaskOutcome } from "./swarm-contract.ts";
 
 describe("standby target", () => {
@@ -32,6 +32,18 @@ describe("standby target", () => {
     ["a zero latency counts as 1 ms: 2/1 × 5 × 2", { concurrency: 128, running: 2, latencyMs: 0, refillMs: 5 }, 20],
   ])("%s", (_label, input, expected) => {
     expect(standbyTarget(input)).toBe(expected);
+  });
+});
+
+describe("a lane's share of standby tasks", () => {
+  it.each([
+    ["a swarm's start: 900 waiting over 17 lanes", { waiting: 900, openLanes: 17 }, 53],
+    ["its end: 100 waiting over 17 lanes", { waiting: 100, openLanes: 17 }, 6],
+    ["one task left: 1", { waiting: 1, openLanes: 17 }, 1],
+    ["nothing left: none", { waiting: 0, openLanes: 17 }, 0],
+    ["no open lane counted (a lane the room has not heard of yet): all of it", { waiting: 40, openLanes: 0 }, 40],
+  ])("%s", (_label, input, expected) => {
+    expect(standbyShare(input)).toBe(expected);
   });
 });
 

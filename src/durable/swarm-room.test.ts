@@ -268,6 +268,19 @@ describe("SwarmRoom pull", () => {
     expect((await pull(stub, { ticket: "lane-4", want: 10 })).granted).toEqual([]);
   });
 
+  it("grants a lane at most its share of the tasks left as standby: what waits, over the open lanes", async () => {
+    const { input, stub } = newSwarm(40, { concurrency: 30 });
+    await stub.start(input);
+    const sent = await tickets(stub);
+    // A window of 30 opens five header-bound lanes of 6.
+    expect(sent).toHaveLength(5);
+    const first = await pull(stub, { ticket: sent[0]?.id ?? "", lane: "lane-a", seq: 1, want: 6, standby: 64, running: 6 });
+    const standby = first.granted.filter((task) => task.standby === true);
+    expect(first.granted.length - standby.length).toBe(6);
+    // 40 waiting over 5 lanes: 8, not the 34 the lane asked for and the room had.
+    expect(standby).toHaveLength(8);
+  });
+
   it("leases for every turn of a task's agent loop (turns × (timeout_s + tool time) + grace)", async () => {
     const plain = newSwarm(1, { timeout_s: 10 });
     await plain.stub.start(plain.input);
