@@ -134,6 +134,8 @@ const WARMUP_TASKS = 20;
 const TRACE_ROUNDS = 8;
 const TRACE_CPU_TARGET = 1.05;
 const TRACE_PATH_ROUNDS = 15;
+/** --trace: full-size warm-up swarms at most, until one of each side has run (warmUpBothSides). */
+const TRACE_WARMUP_MAX = 4;
 /**
  * --trace: the room's trace-id ratio sampler (src/core/trace-context.ts, isSampled) decides per swarm,
  * so which swarms are traced is a coin flip the bench does not steer, and no engine code knows it is
@@ -255,7 +257,7 @@ try {
     warmed = true;
   };
   if (traceReceiver !== null) {
-    if (!warmed) await warmUp();
+    if (values.warmup) await warmUpBothSides(traceReceiver);
     await runTraceComparison(mock, traceReceiver);
   }
   const results: Array<{ base: RunFigures | null; edgeswarm: RunFigures }> = [];
@@ -336,7 +338,7 @@ async function runEdgeswarmOnce(
   round: number,
   profile: boolean,
   options: { settle?: boolean; label?: string; perf?: boolean } = {},
-): Promise<RunFigures & { swarmId: string; status: SwarmStatusBody; settledS: number | null; agentPerf: PerfKindCost[] | null }> {
+): Promise<RunFigures & { swarmId: string; status: SwarmStatusBody; statusReads: number; settledS: number | null; agentPerf: PerfKindCost[] | null }> {
   const sampler = startRun(mock);
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
   const workerdProfiles = profile && values.workerdCpuProf ? await startAllProfiles(stack.sessionPids, stack.inspectorPort) : null;
@@ -440,6 +442,7 @@ async function runEdgeswarmOnce(
     extra: "",
     swarmId: id,
     status,
+    statusReads,
     settledS,
     agentPerf,
   };
@@ -462,6 +465,27 @@ async function waitForQuietWorkerd(): Promise<number> {
     last = now;
   }
   return (Date.now() - started) / 1_000;
+}
+
+/**
+ * --trace: full-size swarms before the measured ones, not in the figures, until one of each side has
+ * run (at most TRACE_WARMUP_MAX). With only the 20-task warm-up, the first measured swarm was unlike
+ * the rest: its first tickets were sized from a 20-task swarm's lane (the room's prior,
+ * architecture.md "A swarm starts from what the last one measured") and its side's code was not
+ * compiled yet, so it cost 1.2–1.4x the next swarms, on whichever side the coin put it.
+ */
+async function warmUpBothSides(receiver: OtlpReceiver): Promise<void> {
+  const seen = { traced: false, untraced: false };
+  const ratio = Number(TRACE_SAMPLE_RATIO);
+  for (let swarm = 1; swarm <= TRACE_WARMUP_MAX && (!seen.traced || (ratio < 1 && !seen.untraced)); swarm += 1) {
+    const { id } = await submitSwarm(stack.url, stack.token, { ...swarmSpec(tasks, "warm-up"), name: `bench warm-up ${swarm}` });
+    const warm = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 1_800_000, pollMs: STATUS_POLL_MS });
+    await waitForQuietWorkerd();
+    const traced = receiver.spans().some((span) => span.attributes["edgeswarm.swarm_id"] === id);
+    seen[traced ? "traced" : "untraced"] = true;
+    console.log(`warm-up swarm ${swarm} ${traced ? "TRACED" : "untraced"} (not in the figures): ${formatSummary(warm)}`);
+    if (ratio <= 0) break;
+  }
 }
 
 /**
@@ -494,8 +518,15 @@ async function runTraceComparison(mock: MockModelHandle, receiver: OtlpReceiver)
     // The export POSTs that reached the receiver while this swarm ran and settled (both Workers').
     const posts = receiver.requests().slice(postsBefore);
     const postBytes = posts.reduce((sum, post) => sum + post.body.length, 0);
+    // What the swarm's dispatch happened to be (its CPU moves with it, on either side): tickets (a
+    // lane each) and the room's requests, the bench's status reads left out.
+    const billable = BillableStatusSchema.parse(run.status).billable;
+    const dispatch =
+      billable === undefined
+        ? ""
+        : ` tickets=${billable.queue_messages_sent} room_requests/task=${((billable.do_requests - run.statusReads) / tasks).toFixed(3)} status_reads=${run.statusReads}`;
     console.log(
-      `${formatTracedSwarm(swarm, traced, run.cpuPerTask)} spans=${spans.length} chat=${chat.calls} (ledger ${ledgerCalls}${traced && chat.calls !== ledgerCalls ? ": SPANS MISSING" : ""}) roots=${spans.filter((span) => span.parentSpanId === null).length} posts=${posts.length}${posts.length === 0 ? "" : ` (${(postBytes / posts.length / 1_024).toFixed(1)} KB a post)`} settled ${run.settledS?.toFixed(2) ?? "n/a"} s after the end`,
+      `${formatTracedSwarm(swarm, traced, run.cpuPerTask)} spans=${spans.length} chat=${chat.calls} (ledger ${ledgerCalls}${traced && chat.calls !== ledgerCalls ? ": SPANS MISSING" : ""}) roots=${spans.filter((span) => span.parentSpanId === null).length} posts=${posts.length}${posts.length === 0 ? "" : ` (${(postBytes / posts.length / 1_024).toFixed(1)} KB a post)`}${dispatch} settled ${run.settledS?.toFixed(2) ?? "n/a"} s after the end`,
     );
     if (run.cpuPerTask !== null) measured.push({ traced, cpuPerTask: run.cpuPerTask });
     if (run.agentPerf !== null) (traced ? perfSides.traced : perfSides.untraced).push(run.agentPerf);
@@ -515,7 +546,7 @@ async function runTraceComparison(mock: MockModelHandle, receiver: OtlpReceiver)
   const share =
     comparison === null ? "" : ` = ${((100 * (path.buildUs + path.encodeUs)) / 1_000 / comparison.untracedMedian).toFixed(2)}% of the untraced median`;
   console.log(
-    `  the traced path alone (its spans built and encoded in this process, Node's V8, median of ${TRACE_PATH_ROUNDS} rounds of ${tasks} tasks): build ${path.buildUs.toFixed(1)} µs + encode ${path.encodeUs.toFixed(1)} µs a task${share}; ${path.bytesPerTask.toFixed(0)} protobuf bytes a task (the post itself is in the swarms' figures only)`,
+    `  the traced path alone (its spans built and encoded in this process, Node's V8, median of ${TRACE_PATH_ROUNDS} rounds of ${tasks} tasks): build ${path.buildUs.toFixed(1)} µs + encode ${path.encodeUs.toFixed(1)} µs a task${share}, the first round (not yet compiled) ${path.firstRoundUs.toFixed(1)} µs; ${path.bytesPerTask.toFixed(0)} protobuf bytes a task (the post itself is in the swarms' figures only)`,
   );
 }
 

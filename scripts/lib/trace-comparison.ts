@@ -27,8 +27,12 @@ export interface TraceComparison {
   interval: RatioInterval;
   /** traced / untraced of each pair of neighbouring swarms (see pairNeighbours), in the order run. */
   pairRatios: number[];
-  /** Their geometric mean and its interval, resampling the pairs; null without two pairs. */
-  paired: { ratio: number; interval: RatioInterval } | null;
+  /**
+   * Their geometric mean; its randomization interval (randomizationInterval: what the coin flips
+   * that chose each swarm's side could have paired), and the bootstrap's over the pairs as they
+   * fell, for comparison; null without two pairs.
+   */
+  paired: { ratio: number; interval: RatioInterval; bootstrap: RatioInterval } | null;
   /**
    * Where the interval lies against the target — below it (shown), above it, or across it — the
    * paired one when there is one: a pair's swarms ran side by side, so a drift of the machine's load
@@ -68,7 +72,13 @@ export function compareTracedRuns(runs: ReadonlyArray<readonly TracedRound[]>, o
   const interval = bootstrap(options, [traced, untraced], ([on, off]) => medianOf(on ?? []) / medianOf(off ?? []));
   const pairRatios = measuredRuns.flatMap((rounds) => pairNeighbours(rounds)).map(([on, off]) => on.cpuPerTask / off.cpuPerTask);
   const paired =
-    pairRatios.length < 2 ? null : { ratio: geometricMeanOf(pairRatios), interval: bootstrap(options, [pairRatios], ([r]) => geometricMeanOf(r ?? [])) };
+    pairRatios.length < 2
+      ? null
+      : {
+          ratio: geometricMeanOf(pairRatios),
+          interval: randomizationInterval(measuredRuns, options),
+          bootstrap: bootstrap(options, [pairRatios], ([r]) => geometricMeanOf(r ?? [])),
+        };
   const { low, high } = (paired ?? { interval }).interval;
   const verdict = high <= options.target ? "shown" : low > options.target ? "exceeded" : "not_settled";
   return { traced, untraced, tracedMedian, untracedMedian, ratio: tracedMedian / untracedMedian, interval, pairRatios, paired, verdict };
@@ -90,6 +100,120 @@ export function pairNeighbours(rounds: readonly TracedRound[]): Array<[TracedRou
     else pairs.push(round.traced ? [round, partner] : [partner, round]);
   }
   return pairs;
+}
+
+/**
+ * The interval of the pairs' geometric mean that the bench's own design gives: the randomization
+ * (permutation) test of "tracing multiplies a swarm's CPU by θ", inverted. Which side a swarm was
+ * on is the room's coin flip, so under that hypothesis each swarm's untraced CPU is known (a traced
+ * one's divided by θ), and every other order of the same flips was as likely; θ is in the interval
+ * when the pairs' mean as it fell is not in the outer (1 − level) of the means those orders give,
+ * paired afresh (ties count half). Unlike the bootstrap over the pairs it assumes neither that the
+ * pairs are independent nor that they would have been the same: a drift of the machine's load that
+ * other orders would have paired across widens it. In each run every swarm but the last is
+ * reshuffled: a run stops when its last swarm's side has its rounds, so that one flip is given
+ * (with every order of the others that stop there too). Exact for a constant θ and the bench's own
+ * stopping rule; seeded like the bootstrap. Unbounded ends are 0 and Infinity.
+ */
+export function randomizationInterval(runs: ReadonlyArray<readonly TracedRound[]>, options: CompareOptions): RatioInterval {
+  const resamples = options.resamples ?? 2_000;
+  const level = options.level ?? 0.9;
+  const prng = createPrng(options.seed ?? 1);
+  const logs = runs.map((rounds) => rounds.map((r) => Math.log(r.cpuPerTask)));
+  const sides = runs.map((rounds) => rounds.map((r) => r.traced));
+  // Σ log(traced / untraced) over the pairs of `labels`, and Σ (label's truth: 1 traced-as-traced, −1 swapped, 0 same side).
+  const sums = (labels: boolean[][]): { logs: number; sides: number; pairs: number } => {
+    const total = { logs: 0, sides: 0, pairs: 0 };
+    for (const [run, runLabels] of labels.entries()) {
+      const rounds = runLabels.map((traced, i) => ({ traced, cpuPerTask: i }));
+      for (const [on, off] of pairNeighbours(rounds)) {
+        total.logs += (logs[run]?.[on.cpuPerTask] ?? 0) - (logs[run]?.[off.cpuPerTask] ?? 0);
+        total.sides += Number(sides[run]?.[on.cpuPerTask]) - Number(sides[run]?.[off.cpuPerTask]);
+        total.pairs += 1;
+      }
+    }
+    return total;
+  };
+  const observed = sums(sides);
+  if (observed.pairs === 0) return { low: 0, high: Number.POSITIVE_INFINITY, level };
+  const meanLog = observed.logs / observed.pairs;
+  // Each order's pairs' mean of log(u_on / u_off) at log θ = t is a − b·t (u: the untraced CPU θ
+  // implies); the observed one's is meanLog − t. Below it exactly when t < (a − meanLog) / (b − 1)
+  // (b < 1), or, for b = 1 (the same sides in every pair), when a < meanLog whatever t.
+  let alwaysBelow = 0;
+  let alwaysTied = 0;
+  const crossings: number[] = [];
+  const near = (x: number): number => Math.round(x * 1e12) / 1e12;
+  for (let i = 0; i < resamples; i += 1) {
+    const drawn = sides.map((runSides) => shuffledButLast(runSides, prng.next));
+    const { logs: a, sides: b, pairs } = sums(drawn);
+    if (pairs === 0) continue;
+    if (b === pairs) {
+      const gap = near(a / pairs - meanLog);
+      if (gap < 0) alwaysBelow += 1;
+      else if (gap === 0) alwaysTied += 1;
+    } else crossings.push(near((a / pairs - meanLog) / (b / pairs - 1)));
+  }
+  const n = alwaysBelow + alwaysTied + crossings.length;
+  crossings.sort((x, y) => x - y);
+  // The share of orders below the observed mean at t (ties half), for t at and between the crossings.
+  const shareBelow = (t: number): number => {
+    const atOrBelow = countUpTo(crossings, t, true);
+    const tied = atOrBelow - countUpTo(crossings, t, false);
+    return (alwaysBelow + alwaysTied / 2 + (crossings.length - atOrBelow) + tied / 2) / n;
+  };
+  const accepted = (t: number): boolean => {
+    const share = shareBelow(t);
+    return share >= (1 - level) / 2 && share <= 1 - (1 - level) / 2;
+  };
+  const points = [...new Set(crossings)];
+  let low = Number.POSITIVE_INFINITY;
+  let high = Number.NEGATIVE_INFINITY;
+  const take = (from: number, to: number): void => {
+    low = Math.min(low, from);
+    high = Math.max(high, to);
+  };
+  if (points.length === 0) {
+    if (accepted(0)) take(Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
+  } else {
+    const first = points[0] ?? 0;
+    const last = points[points.length - 1] ?? 0;
+    if (accepted(first - 1)) take(Number.NEGATIVE_INFINITY, first);
+    if (accepted(last + 1)) take(last, Number.POSITIVE_INFINITY);
+    for (const [i, point] of points.entries()) {
+      if (accepted(point)) take(point, point);
+      const next = points[i + 1];
+      if (next !== undefined && accepted((point + next) / 2)) take(point, next);
+    }
+  }
+  // Nothing accepted cannot happen at level < 1 with ties counted half; say "anything" if it does.
+  if (low > high) return { low: 0, high: Number.POSITIVE_INFINITY, level };
+  return { low: Math.exp(low), high: Math.exp(high), level };
+}
+
+/** How many of `sorted` (ascending) are below `value`, or at or below it when `inclusive`. */
+function countUpTo(sorted: readonly number[], value: number, inclusive: boolean): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    const at = sorted[mid] ?? 0;
+    if (at < value || (inclusive && at === value)) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/** `values` with all but the last in a uniformly random order (Fisher–Yates). */
+function shuffledButLast<T>(values: readonly T[], random: () => number): T[] {
+  const out = [...values];
+  for (let i = out.length - 2; i > 0; i -= 1) {
+    const j = Math.floor(random() * (i + 1));
+    const swap = out[i] as T;
+    out[i] = out[j] as T;
+    out[j] = swap;
+  }
+  return out;
 }
 
 /**
@@ -138,7 +262,7 @@ export function formatTraceComparison(comparison: TraceComparison, target: numbe
     `  ratio of the medians traced/untraced: ${x(comparison.ratio)} (bootstrap ${within(comparison.interval)})`,
     paired === null
       ? "  neighbouring pairs: fewer than two"
-      : `  neighbouring pairs traced/untraced: ${comparison.pairRatios.map(x).join(" ")}; geometric mean ${x(paired.ratio)} (bootstrap ${within(paired.interval)}), lowest–highest ${x(Math.min(...comparison.pairRatios))}–${x(Math.max(...comparison.pairRatios))}`,
+      : `  neighbouring pairs traced/untraced: ${comparison.pairRatios.map(x).join(" ")}; geometric mean ${x(paired.ratio)} (randomization ${within(paired.interval)}; bootstrap over the pairs ${x(paired.bootstrap.low)}–${x(paired.bootstrap.high)}), lowest–highest ${x(Math.min(...comparison.pairRatios))}–${x(Math.max(...comparison.pairRatios))}`,
     `  target ≤ ${target}x: ${verdict}`,
   ];
 }

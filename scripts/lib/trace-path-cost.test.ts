@@ -6,6 +6,7 @@ describe("the traced path's own CPU, timed alone", () => {
     const cost = measureTracePathCpu(200, 3);
     expect(Number.isFinite(cost.buildUs) && cost.buildUs >= 0).toBe(true);
     expect(Number.isFinite(cost.encodeUs) && cost.encodeUs >= 0).toBe(true);
+    expect(Number.isFinite(cost.firstRoundUs) && cost.firstRoundUs >= 0).toBe(true);
     // A chat span and an invoke_agent span with their GenAI attributes: a few hundred bytes each.
     expect(cost.bytesPerTask).toBeGreaterThan(400);
     expect(cost.bytesPerTask).toBeLessThan(1_500);

@@ -12,6 +12,11 @@ export interface TracePathCost {
   /** Median over the rounds, µs of CPU per task: building its spans, and encoding them. */
   buildUs: number;
   encodeUs: number;
+  /**
+   * The first round's build + encode, µs per task: the code not yet compiled, as in a lane whose
+   * isolate has not run it lately (docs/benchmarks.md, "Settling it": three to four times the median).
+   */
+  firstRoundUs: number;
   /** Protobuf bytes per task. */
   bytesPerTask: number;
 }
@@ -82,7 +87,7 @@ export function measureTracePathCpu(tasks: number, rounds: number): TracePathCos
     build.push((built - started) / tasks);
     encode.push((encoded - built) / tasks);
   }
-  return { buildUs: medianOf(build), encodeUs: medianOf(encode), bytesPerTask: bytes / tasks };
+  return { buildUs: medianOf(build), encodeUs: medianOf(encode), firstRoundUs: (build[0] ?? 0) + (encode[0] ?? 0), bytesPerTask: bytes / tasks };
 }
 
 function medianOf(values: readonly number[]): number {
