@@ -27,6 +27,8 @@ const ROUND_TRIPS_COVERED = 2;
  * out of standby tasks before each pull, and its freed slots waited for the pull (1,000 × lognormal
  * 300/1500, W = 100, headers with the answer: 82–90 calls in flight of 100 between the swarm's ramp
  * and its tail, against the pool's 98–100). Three slots' worth cover the wait and a round trip.
+ * The room grants a lane no more than this many times what it will run (a lane asks for what it
+ * would run had it got every task it wanted).
  */
 export const STANDBY_SLOTS_SHARE = 3;
 

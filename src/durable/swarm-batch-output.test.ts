@@ -9,6 +9,7 @@ import { toLineRef } from "../core/batch-line.ts";
 import { toBatchFilePrefix, toBatchPartKey, toBatchPartKeys } from "../core/batch-parts.ts";
 import { toBatchSpec } from "../core/batch-request.ts";
 import type { PullRequest, StartSwarmInput, TaskOutcome, TaskReport } from "../core/swarm-contract.ts";
+import { taskReport } from "./task-report-fixture.ts";
 
 const TENANT = "tk_parts";
 let counter = 0;
@@ -53,25 +54,6 @@ function pull(stub: Stub, reports: TaskReport[], want: number) {
   return stub.pull(request);
 }
 
-function report(taskId: string, attempt: number, outcome: TaskOutcome): TaskReport {
-  return {
-    taskId,
-    attempt,
-    outcome,
-    calls: [
-      {
-        turn: 1,
-        model: "mock-1",
-        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, cached_tokens: 0, reasoning_tokens: 0 },
-        latencyMs: 100,
-        status: outcome.kind === "succeeded" ? "ok" : "error",
-        errorClass: outcome.kind === "failed" ? outcome.class : null,
-        startedAt: Date.now(),
-      },
-    ],
-  };
-}
-
 /** Every line of a file's parts as R2 holds them now, part after part (counted or not, as far as they exist). */
 async function linesInR2(swarmId: string, kind: "output" | "error"): Promise<string[]> {
   const listed = await env.FILES_BUCKET.list({ prefix: `${toBatchFilePrefix(TENANT, swarmId, kind)}/` });
@@ -91,13 +73,13 @@ describe("batch parts", () => {
     const first = await pull(stub, [], 4);
     expect(first.granted.map((g) => g.taskId)).toEqual(["l1", "l2", "l3", "l4"]);
     // l1 succeeds; l2's first attempt fails and is retried.
-    await pull(stub, [report("l1", 1, ok('{"custom_id":"req-1","response":{}}')), report("l2", 1, upstream500)], 0);
+    await pull(stub, [taskReport("l1", 1, ok('{"custom_id":"req-1","response":{}}')), taskReport("l2", 1, upstream500)], 0);
     await runDurableObjectAlarm(stub);
     // The swarm still runs, and l1's line is in R2.
     expect((await stub.getStatus(TENANT))?.state).toBe("running");
     expect(idsOf(await linesInR2(swarmId, "output"))).toEqual(["req-1"]);
     // The same outcome again (a pull whose answer was lost), and l3 failing for good.
-    const again = await pull(stub, [report("l1", 1, ok('{"custom_id":"req-1","response":{}}')), report("l3", 1, unauthorized)], 4);
+    const again = await pull(stub, [taskReport("l1", 1, ok('{"custom_id":"req-1","response":{}}')), taskReport("l3", 1, unauthorized)], 4);
     await runDurableObjectAlarm(stub);
     expect(idsOf(await linesInR2(swarmId, "output"))).toEqual(["req-1"]);
     expect((await linesInR2(swarmId, "error")).map((line) => JSON.parse(line))).toEqual([
@@ -110,8 +92,8 @@ describe("batch parts", () => {
     });
     const retried = (await pull(stub, [], 4)).granted;
     expect(retried.map((g) => [g.taskId, g.attempt])).toEqual([["l2", 2]]);
-    await pull(stub, [report("l2", 2, ok('{"custom_id":"req-2","response":{}}')), report("l4", 1, ok('{"custom_id":"req-4","response":{}}'))], 0);
-    await pull(stub, [report("l2", 2, ok('{"custom_id":"req-2","response":{}}'))], 0);
+    await pull(stub, [taskReport("l2", 2, ok('{"custom_id":"req-2","response":{}}')), taskReport("l4", 1, ok('{"custom_id":"req-4","response":{}}'))], 0);
+    await pull(stub, [taskReport("l2", 2, ok('{"custom_id":"req-2","response":{}}'))], 0);
     const summary = await stub.finishBatchOutput(TENANT, "batch_cancelled");
     expect(summary).toMatchObject({ ready: true, output: { lines: 3 }, error: { lines: 1, parts: 1 } });
     expect(idsOf(await linesInR2(swarmId, "output")).sort()).toEqual(["req-1", "req-2", "req-4"]);
@@ -123,7 +105,7 @@ describe("batch parts", () => {
   it("is not ready while a line runs; cancel mid-way keeps the output and writes the rest as batch_cancelled", async () => {
     const { swarmId, stub } = await newBatchSwarm(5);
     await pull(stub, [], 2);
-    await pull(stub, [report("l1", 1, ok('{"custom_id":"req-1","response":{}}'))], 0);
+    await pull(stub, [taskReport("l1", 1, ok('{"custom_id":"req-1","response":{}}'))], 0);
     await runDurableObjectAlarm(stub);
     expect(await stub.cancel(TENANT)).toMatchObject({ changed: true });
     // l2 still runs: its call finishes and is recorded after the cancel.
@@ -131,7 +113,7 @@ describe("batch parts", () => {
     await runDurableObjectAlarm(stub);
     // Cancelled lines wait for the end, which says why they were cancelled.
     expect(await linesInR2(swarmId, "error")).toEqual([]);
-    await pull(stub, [report("l2", 1, ok('{"custom_id":"req-2","response":{}}'))], 0);
+    await pull(stub, [taskReport("l2", 1, ok('{"custom_id":"req-2","response":{}}'))], 0);
     const summary = await stub.finishBatchOutput(TENANT, "batch_cancelled");
     expect(summary).toMatchObject({ ready: true, output: { lines: 2 }, error: { lines: 3 } });
     expect(idsOf(await linesInR2(swarmId, "output"))).toEqual(["req-1", "req-2"]);
@@ -143,16 +125,16 @@ describe("batch parts", () => {
   it("a room evicted mid-way, and a part put whose record was lost, still give each line once", async () => {
     const { swarmId, stub } = await newBatchSwarm(3);
     await pull(stub, [], 3);
-    await pull(stub, [report("l1", 1, ok('{"custom_id":"req-1","response":{}}'))], 0);
+    await pull(stub, [taskReport("l1", 1, ok('{"custom_id":"req-1","response":{}}'))], 0);
     await runDurableObjectAlarm(stub);
     // The room restarts: its in-memory state (the flush's due time, the flush in progress) is gone.
     await evictDurableObject(stub);
-    await pull(stub, [report("l2", 1, ok('{"custom_id":"req-2","response":{}}'))], 0);
+    await pull(stub, [taskReport("l2", 1, ok('{"custom_id":"req-2","response":{}}'))], 0);
     // As if a flush had put part 2 with l2 and died before counting it: the next flush writes part 2 again.
     const outputPrefix = toBatchFilePrefix(TENANT, swarmId, "output");
     await env.FILES_BUCKET.put(toBatchPartKey(outputPrefix, 2), '{"custom_id":"req-2","stale":true}\n');
     await evictDurableObject(stub);
-    await pull(stub, [report("l3", 1, ok('{"custom_id":"req-3","response":{}}'))], 0);
+    await pull(stub, [taskReport("l3", 1, ok('{"custom_id":"req-3","response":{}}'))], 0);
     await runDurableObjectAlarm(stub);
     const summary = await stub.finishBatchOutput(TENANT, "batch_cancelled");
     if (summary === null || !summary.ready) throw new Error("expected the batch's parts");

@@ -8,7 +8,7 @@ import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
 import { estimatePromptTokens } from "../core/estimate-swarm.ts";
 import { isSurplusLane } from "../core/lane-sizing.ts";
-import { STANDBY_MAX } from "../core/standby.ts";
+import { STANDBY_MAX, STANDBY_SLOTS_SHARE } from "../core/standby.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import type { Limits } from "../core/spec-schema.ts";
 import { IN_FLIGHT_TASK_STATES, type CallStart, type ClaimedTask, type TaskAction, type TaskPool, type TaskReport } from "../core/swarm-contract.ts";
@@ -149,7 +149,12 @@ export class SwarmDispatch {
     // Many small lanes (a header-bound swarm's executors) each get their want while the window still
     // has room that others' ended tasks left until their own pulls: they need standby tasks all the same.
     const wantMet = laneRunning > 0 && windowed >= limit - retries;
-    const standbyRoom = cap !== null || (windowed < room && !wantMet) || room < 0 || laneRunning + retries + windowed <= 0 ? 0 : standbyLimit;
+    // What the lane will run: a lane starts its standby tasks only in the places of its own tasks
+    // as they end, so it holds at most STANDBY_SLOTS_SHARE times that. It asks for what it would
+    // run had it got its `want`: a lane of 128 slots running 6 of a full window asked for 64 and
+    // ran them 6 at a time, the swarm's last tasks among them.
+    const laneRuns = laneRunning + retries + windowed;
+    const standbyRoom = cap !== null || (windowed < room && !wantMet) || room < 0 || laneRuns <= 0 ? 0 : Math.min(standbyLimit, STANDBY_SLOTS_SHARE * laneRuns);
     if (windowed + standbyRoom > 0) {
       candidates.push(
         ...this.sql

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { PullRequest, StartSwarmInput, TaskCounts, TaskOutcome, TaskPool, TaskReport } from "../core/swarm-contract.ts";
 import { LimitsSchema } from "../core/spec-schema.ts";
 import { FIRST_LANES_MAX } from "../core/lane-sizing.ts";
+import { taskReport } from "./task-report-fixture.ts";
 
 const TENANT = "tk_test";
 /** What the orchestrator project gives a ticket before a lane says (wrangler.toml), and the lease grace. */
@@ -185,22 +186,7 @@ const rateLimitedLong: TaskOutcome = { ...rateLimited, retryAfterMs: 60_000 };
 const deferred = (retryAfterMs: number): TaskOutcome => ({ kind: "deferred", retryAfterMs, reason: "no upstream key had a permit within the wait" });
 
 function report(taskId: string, attempt: number, outcome: TaskOutcome, withUsage = true, model = "mock-1"): TaskReport {
-  return {
-    taskId,
-    attempt,
-    outcome,
-    calls: [
-      {
-        turn: 1,
-        model,
-        usage: withUsage ? usage : null,
-        latencyMs: 100 + attempt,
-        status: outcome.kind === "succeeded" ? "ok" : "error",
-        errorClass: outcome.kind === "failed" ? outcome.class : null,
-        startedAt: Date.now(),
-      },
-    ],
-  };
+  return taskReport(taskId, attempt, outcome, { usage: withUsage ? usage : null, model, latencyMs: 100 + attempt });
 }
 
 /** A report of every granted task with the same outcome. */
@@ -279,6 +265,17 @@ describe("SwarmRoom pull", () => {
     expect(first.granted.length - standby.length).toBe(6);
     // 40 waiting over 5 lanes: 8, not the 34 the lane asked for and the room had.
     expect(standby).toHaveLength(8);
+  });
+
+  it("grants a lane at most three times what it will run as standby, whatever it asked for", async () => {
+    const { input, stub } = newSwarm(200, { concurrency: 30 });
+    await stub.start(input);
+    const sent = await tickets(stub);
+    expect((await pull(stub, { ticket: sent[0]?.id ?? "", lane: "lane-a", seq: 1, want: 30 })).granted).toHaveLength(30);
+    // The window is full: a lane of 128 slots running 6 asks for 122 more and 64 standby.
+    const thin = await pull(stub, { ticket: sent[1]?.id ?? "", lane: "lane-b", seq: 1, want: 122, standby: 64, running: 6 });
+    expect(thin.granted.filter((task) => task.standby !== true)).toEqual([]);
+    expect(thin.granted.filter((task) => task.standby === true)).toHaveLength(18);
   });
 
   it("leases for every turn of a task's agent loop (turns × (timeout_s + tool time) + grace)", async () => {
