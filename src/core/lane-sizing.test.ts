@@ -116,6 +116,10 @@ describe("surplus lane", () => {
     ["others cover the demand but no margin (6): kept", { ...busy, coveredByOthers: 60 }, false],
     ["others short of demand + margin by one: kept", { ...busy, coveredByOthers: 65 }, false],
     ["a negative margin counts as 0", { ...busy, coveredByOthers: 60, margin: -5 }, true],
+    ["it carries the window (88) while another lane runs 6: kept", { ...busy, running: 88, othersLeastRunning: 6 }, false],
+    ["it runs 6 and another lane 88: surplus", { ...busy, running: 6, othersLeastRunning: 88 }, true],
+    ["it runs as few as the least of the others: surplus", { ...busy, running: 6, othersLeastRunning: 6 }, true],
+    ["the others' running not known: by slots alone", { ...busy, running: 88, othersLeastRunning: null }, true],
   ])("%s", (_label, input, expected) => {
     expect(isSurplusLane(input)).toBe(expected);
   });

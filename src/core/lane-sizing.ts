@@ -145,10 +145,24 @@ export function toExecutorCount(input: { window: number; concurrency: number; he
 
 /**
  * Whether a lane is surplus and should end: it has timed its own calls (so its slots are real), the
- * swarm still has tasks to hand out (a tail is left to the lanes that run it), and the other open
+ * swarm still has tasks to hand out (a tail is left to the lanes that run it), the other open
  * lanes' slots cover what the swarm can run at once without it, with `margin` slots to spare
- * (a lane's slots move by one as its timing does: a lane retired at the edge would be sent again).
+ * (a lane's slots move by one as its timing does: a lane retired at the edge would be sent again),
+ * and it runs no more tasks than the least of the other lanes (`running`, `othersLeastRunning`;
+ * null: not known): the lanes that carry the window stay, and the thin ones go. Retired first
+ * because it pulled first, a lane running 88 of a window of 100 drained while two lanes running 6
+ * each took a second to pull and take the window over (1,000 × 200 ms, W = 100, early headers).
  */
-export function isSurplusLane(input: { measured: boolean; waiting: number; demand: number; coveredByOthers: number; margin: number }): boolean {
-  return input.measured && input.waiting > 0 && input.demand > 0 && input.coveredByOthers >= input.demand + Math.max(0, input.margin);
+export function isSurplusLane(input: {
+  measured: boolean;
+  waiting: number;
+  demand: number;
+  coveredByOthers: number;
+  margin: number;
+  running?: number;
+  othersLeastRunning?: number | null;
+}): boolean {
+  const carriesMore =
+    input.running !== undefined && input.othersLeastRunning !== undefined && input.othersLeastRunning !== null && input.running > input.othersLeastRunning;
+  return input.measured && input.waiting > 0 && input.demand > 0 && input.coveredByOthers >= input.demand + Math.max(0, input.margin) && !carriesMore;
 }

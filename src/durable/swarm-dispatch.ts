@@ -537,16 +537,19 @@ export class SwarmDispatch {
    * Whether the lane of `ticket` is surplus (isSurplusLane): the room then tells it to retire, and
    * its ticket counts only for the tasks it still carries (SwarmTickets.retire).
    */
-  isSurplus(swarm: SwarmRow, ticket: string, pool: TaskPool, now: number, measured: boolean): boolean {
+  isSurplus(swarm: SwarmRow, ticket: string, pool: TaskPool, now: number, measured: boolean, running: number): boolean {
     if (!measured || swarm.finished_at !== null || swarm.state === "cancelled") return false;
     const waiting = this.totals.waiting();
     if (waiting === 0) return false;
     const demand = this.demand(swarm, pool, now);
+    const others = this.tickets.coveredByActiveExcept(ticket, pool, now);
     return isSurplusLane({
       measured,
       waiting,
       demand,
-      coveredByOthers: this.tickets.coveredByActiveExcept(ticket, pool, now),
+      coveredByOthers: others.slots,
+      running,
+      othersLeastRunning: others.leastRunning,
       // Half the demand to spare: lanes' reported slots move with their timing (a busy machine
       // swells the measured TTFB), and a lane retired near the edge is sent again by the next
       // ticket sizing — a churn of lanes that costs starts and pulls. Retire only a clear surplus.

@@ -1157,6 +1157,22 @@ describe("SwarmRoom pull: cancel", () => {
 });
 
 describe("SwarmRoom tickets", () => {
+  it("retires the lane that runs fewer tasks, never the one that carries the window", async () => {
+    const { input, stub } = newSwarm(1_000, { concurrency: 60 });
+    await stub.start(input);
+    const [a, b] = await tickets(stub);
+    const timing = { ttfbMs: 5, latencyMs: 200 };
+    // Lane a takes 54 of the window, lane b 6; each has timed its calls and carries 128.
+    await pull(stub, { ticket: a?.id ?? "", lane: "lane-a", seq: 1, want: 54, slots: 128, timing });
+    await pull(stub, { ticket: b?.id ?? "", lane: "lane-b", seq: 1, want: 6, slots: 128, timing });
+    // Either covers the window (60) with half of it to spare: the one that runs 54 stays ...
+    const carrier = await pull(stub, { ticket: a?.id ?? "", lane: "lane-a", seq: 2, want: 0, slots: 128, timing, running: 54 });
+    expect(carrier.retire).toBeUndefined();
+    // ... and the one that runs 6 goes.
+    const thin = await pull(stub, { ticket: b?.id ?? "", lane: "lane-b", seq: 2, want: 0, slots: 128, timing, running: 6 });
+    expect(thin.retire).toBe(true);
+  });
+
   it.each([
     ["a small swarm", 5, 3],
     ["a window larger than a lane", 300, 300],

@@ -307,9 +307,14 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           ? this.dispatch.runHeld(current, request.held, request.want)
           : [];
       const want = request.want - run.length;
-      // Other lanes carry all the swarm can run: this one gets nothing more and ends.
+      if (!request.final) this.tickets.noteRunning(request.ticket, request.running ?? 0);
+      // Other lanes carry all the swarm can run: this one gets nothing more and ends (the lanes
+      // that run the fewest tasks go first).
       const retire =
-        repeated === null && !request.final && run.length === 0 && this.dispatch.isSurplus(current, request.ticket, pool, now, request.timing !== undefined);
+        repeated === null &&
+        !request.final &&
+        run.length === 0 &&
+        this.dispatch.isSurplus(current, request.ticket, pool, now, request.timing !== undefined, request.running ?? 0);
       const grant =
         repeated !== null
           ? { granted: this.tasks.stillLeased(repeated), ended: false, blocked: false }

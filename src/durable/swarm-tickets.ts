@@ -40,6 +40,8 @@ export class SwarmTickets {
   private readonly stored = new Map<string, number>();
   /** When each open ticket's lane last pulled (in memory: after a restart no lane counts as heard until it pulls). */
   private readonly heardAt = new Map<string, number>();
+  /** Tasks each ticket's lane runs, as its last pull said (in memory: a restarted room learns it again). */
+  private readonly runningOf = new Map<string, number>();
   /** The calls' mean time to headers and latency, as lanes report them (moving averages, in memory). */
   private timing: { ttfbMs: number; latencyMs: number } | null = null;
   /** Slots the latest lane reported: how much one more ticket is expected to carry. */
@@ -130,6 +132,7 @@ export class SwarmTickets {
     const open = this.load();
     const row = open.get(id);
     this.heardAt.delete(id);
+    this.runningOf.delete(id);
     if (row !== undefined) open.delete(id);
     this.sql.exec("DELETE FROM tickets WHERE id = ?", id);
     return row?.state === "sent";
@@ -184,6 +187,7 @@ export class SwarmTickets {
       this.open?.delete(row.id);
       this.lastGrants.delete(row.id);
       this.heardAt.delete(row.id);
+      this.runningOf.delete(row.id);
       this.sql.exec("DELETE FROM tickets WHERE id = ?", row.id);
       closed += 1;
     }
@@ -215,15 +219,24 @@ export class SwarmTickets {
    * Slots the lanes of `pool` other than `id` that have pulled cover: a ticket still on its way may
    * never arrive (until its deadline), so it does not count towards retiring a lane that runs.
    */
-  coveredByActiveExcept(id: string, pool: TaskPool, now: number): number {
+  coveredByActiveExcept(id: string, pool: TaskPool, now: number): { slots: number; leastRunning: number | null } {
     let covered = 0;
+    let leastRunning: number | null = null;
     for (const row of this.load().values()) {
       if (row.pool !== pool || row.id === id || row.state !== "active") continue;
       // A lane that died still holds its ticket until it expires: only lanes heard from lately count.
       const heard = this.heardAt.get(row.id);
-      if (heard !== undefined && now - heard <= RECENTLY_HEARD_MS) covered += row.slots;
+      if (heard === undefined || now - heard > RECENTLY_HEARD_MS) continue;
+      covered += row.slots;
+      const running = this.runningOf.get(row.id);
+      if (running !== undefined) leastRunning = Math.min(leastRunning ?? running, running);
     }
-    return covered;
+    return { slots: covered, leastRunning };
+  }
+
+  /** What a ticket's lane said it runs in its last pull (PullRequest.running): who carries the window. */
+  noteRunning(id: string, running: number): void {
+    this.runningOf.set(id, Math.max(0, running));
   }
 
   /**
