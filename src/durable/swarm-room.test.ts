@@ -1173,6 +1173,28 @@ describe("SwarmRoom tickets", () => {
     expect(thin.retire).toBe(true);
   });
 
+  it("retires a thin lane once the others cover the window and what it runs, not half the window again", async () => {
+    const { input, stub } = newSwarm(1_000, { concurrency: 100 });
+    await stub.start(input);
+    const [a, b] = await tickets(stub);
+    const timing = { ttfbMs: 5, latencyMs: 200 };
+    await pull(stub, { ticket: a?.id ?? "", lane: "lane-a", seq: 1, want: 94, slots: 128, timing });
+    await pull(stub, { ticket: b?.id ?? "", lane: "lane-b", seq: 1, want: 6, slots: 128, timing });
+    expect((await pull(stub, { ticket: a?.id ?? "", lane: "lane-a", seq: 2, want: 0, slots: 128, timing, running: 94 })).retire).toBeUndefined();
+    // Lane a's 128 cover the window of 100 and lane b's 6 (+1), short of 150: lane b still goes.
+    const thin = await pull(stub, { ticket: b?.id ?? "", lane: "lane-b", seq: 2, want: 0, slots: 128, timing, running: 6 });
+    expect(thin.retire).toBe(true);
+    // A lane running 30 would need 131: it stays.
+    const { input: wide, stub: wideStub } = newSwarm(1_000, { concurrency: 100 });
+    await wideStub.start(wide);
+    const [c, d] = await tickets(wideStub);
+    await pull(wideStub, { ticket: c?.id ?? "", lane: "lane-c", seq: 1, want: 70, slots: 128, timing });
+    await pull(wideStub, { ticket: d?.id ?? "", lane: "lane-d", seq: 1, want: 30, slots: 128, timing });
+    await pull(wideStub, { ticket: c?.id ?? "", lane: "lane-c", seq: 2, want: 0, slots: 128, timing, running: 70 });
+    const kept = await pull(wideStub, { ticket: d?.id ?? "", lane: "lane-d", seq: 2, want: 0, slots: 128, timing, running: 30 });
+    expect(kept.retire).toBeUndefined();
+  });
+
   it.each([
     ["a small swarm", 5, 3],
     ["a window larger than a lane", 300, 300],
