@@ -537,7 +537,7 @@ export class SwarmDispatch {
    * Whether the lane of `ticket` is surplus (isSurplusLane): the room then tells it to retire, and
    * its ticket counts only for the tasks it still carries (SwarmTickets.retire).
    */
-  isSurplus(swarm: SwarmRow, ticket: string, pool: TaskPool, now: number, measured: boolean, running: number): boolean {
+  isSurplus(swarm: SwarmRow, ticket: string, pool: TaskPool, now: number, measured: boolean, lane: { running: number; slots: number }): boolean {
     if (!measured || swarm.finished_at !== null || swarm.state === "cancelled") return false;
     const waiting = this.totals.waiting();
     if (waiting === 0) return false;
@@ -548,16 +548,17 @@ export class SwarmDispatch {
       waiting,
       demand,
       coveredByOthers: others.slots,
-      running,
+      running: lane.running,
       othersLeastRunning: others.leastRunning,
       // Half the demand to spare: lanes' reported slots move with their timing (a busy machine
       // swells the measured TTFB), and a lane retired near the edge is sent again by the next
       // ticket sizing — a churn of lanes that costs starts and pulls. Retire only a clear surplus.
-      // But a lane that runs few tasks needs only those to spare: the others take them over, and
-      // a thin lane kept on (6 of a window of 100 next to a lane carrying 94 with room for 128)
-      // ran its standby tasks 6 at a time at the swarm's end (1,000 × 200 ms: 1.09× the pool
-      // where one lane alone took 0.91×).
-      margin: Math.min(Math.ceil(demand * RETIRE_MARGIN), running + 1),
+      // But a lane the window spreads thin (it runs under half its slots) needs only what it runs
+      // to spare: the others take that over, and such a lane kept on (6 of a window of 100 next
+      // to a lane carrying 94 with room for 128) ran its standby tasks 6 at a time at the swarm's
+      // end (1,000 × 200 ms: 1.09× the pool where one lane alone took 0.91×). Header-bound lanes
+      // (6 running of 8 slots) keep the wide margin: 17 of them are what the window needs.
+      margin: 2 * lane.running <= lane.slots ? Math.min(Math.ceil(demand * RETIRE_MARGIN), lane.running + 1) : Math.ceil(demand * RETIRE_MARGIN),
     });
   }
 

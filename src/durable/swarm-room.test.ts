@@ -1195,6 +1195,22 @@ describe("SwarmRoom tickets", () => {
     expect(kept.retire).toBeUndefined();
   });
 
+  it("keeps header-bound lanes (6 running of 8 slots) while the others cover less than half the window again", async () => {
+    const { input, stub } = newSwarm(1_000, { concurrency: 100 });
+    await stub.start(input);
+    const lanes = await tickets(stub);
+    expect(lanes).toHaveLength(17);
+    const timing = { ttfbMs: 484, latencyMs: 666 };
+    for (const [i, t] of lanes.entries()) await pull(stub, { ticket: t.id, lane: `lane-${i}`, seq: 1, want: 6, slots: 8, timing });
+    // Each says it runs 6 (lane 0, which has said nothing yet, runs fewest: none of them retires) ...
+    for (const [i, t] of lanes.entries()) {
+      if (i > 0) expect((await pull(stub, { ticket: t.id, lane: `lane-${i}`, seq: 2, want: 0, slots: 8, timing, running: 6 })).retire).toBeUndefined();
+    }
+    // ... and then lane 0: 16 others × 8 = 128 cover the window (100) and its 6, but not half the window again.
+    const answer = await pull(stub, { ticket: lanes[0]?.id ?? "", lane: "lane-0", seq: 2, want: 0, slots: 8, timing, running: 6 });
+    expect(answer.retire).toBeUndefined();
+  });
+
   it.each([
     ["a small swarm", 5, 3],
     ["a window larger than a lane", 300, 300],

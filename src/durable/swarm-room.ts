@@ -314,7 +314,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         repeated === null &&
         !request.final &&
         run.length === 0 &&
-        this.dispatch.isSurplus(current, request.ticket, pool, now, request.timing !== undefined, request.running ?? 0);
+        this.dispatch.isSurplus(current, request.ticket, pool, now, request.timing !== undefined, { running: request.running ?? 0, slots: request.slots });
       const grant =
         repeated !== null
           ? { granted: this.tasks.stillLeased(repeated), ended: false, blocked: false }
