@@ -50,7 +50,10 @@ export function toHedgeLimit(spec: HedgeSpec, tasks: number): number {
 export interface HedgeAsk {
   limit: number;
   sent: number;
-  /** Tasks not handed out yet: 0 is the swarm's tail, where a straggler decides the wall time. */
+  /**
+   * Tasks not started yet (not handed out, or held by a lane as standby): 0 is the swarm's tail,
+   * where a straggler decides the wall time.
+   */
   waiting: number;
   window: number;
   /** The mean latency of the finished calls (ms), null before any: how soon the waiting tasks go out. */

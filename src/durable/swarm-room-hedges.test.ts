@@ -177,6 +177,19 @@ describe("a backup's grant", () => {
     expect((await stub.pull(pullOf(0))).hedgeAfterMs).toBeUndefined();
   });
 
+  it("counts a lane's standby tasks as not yet out: no tail while lanes hold them", async () => {
+    // 20 tasks, W = 10, max_extra 0.25: 5 backups, a fixed delay of 100 ms.
+    const { stub } = await startedSwarm(20, { concurrency: 10, hedge: { after: 100, max_extra: 0.25 } });
+    // One lane takes the window and the other 10 as standby: nothing is left to hand out.
+    const granted = (await stub.pull({ ...pullOf(10), lane: "lane-a", seq: 1, standby: 10, running: 10 })).granted;
+    expect(granted.filter((task) => task.standby === true)).toHaveLength(10);
+    const running = granted.filter((task) => task.standby !== true);
+    await stub.startCalls(running.map((task) => startOf(task, 5_000)));
+    await freshThreshold(stub);
+    // The standby tasks go out after these calls: not the tail yet, so the limit is kept for it.
+    expect(await stub.hedgeCall(backupOf(running[0] as ClaimedTask))).toEqual({ granted: false, reason: "kept_for_tail" });
+  });
+
   it("reserves the backup's worst case against the budget, and refuses one the budget cannot cover", async () => {
     // mock-1 costs $0.15 / $0.60 per million tokens (the default price table); a budget this small
     // covers the tasks' own reservations and not much more.
