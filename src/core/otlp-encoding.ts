@@ -20,7 +20,7 @@ const utf8 = new TextEncoder();
 
 /** Attribute keys are a few dozen constants, repeated in every span: each is encoded once. */
 const keyBytes = new Map<string, Uint8Array>();
-function toKeyBytes(key: string): Uint8Array {
+export function toKeyBytes(key: string): Uint8Array {
   let bytes = keyBytes.get(key);
   if (bytes === undefined) {
     bytes = utf8.encode(key);
@@ -30,7 +30,7 @@ function toKeyBytes(key: string): Uint8Array {
 }
 
 /** Span.flags: W3C trace flags in the low byte; only sampled spans are ever recorded. */
-const SAMPLED_FLAGS = 0x01;
+export const SAMPLED_FLAGS = 0x01;
 
 // ── protobuf ──────────────────────────────────────────────────────────────────────────────────
 
@@ -44,7 +44,7 @@ const FIXED32 = 5;
  * through TextEncoder or a Uint8Array per value: at a few dozen values a span, each a call into the
  * runtime and an allocation, they were most of a flush's time in a profile of the traced bench.
  */
-class ProtoWriter {
+export class ProtoWriter {
   private buffer: Uint8Array;
   private view: DataView;
   private length = 0;
@@ -212,11 +212,22 @@ class ProtoWriter {
    * right in the rare case its length needs more (no buffer per nested message: a span has dozens).
    */
   message(field: number, write: (writer: ProtoWriter) => void): void {
+    const lengthAt = this.beginMessage(field);
+    write(this);
+    this.endMessage(lengthAt);
+  }
+
+  /** Starts a nested message at `field` (as message() does, without a closure); endMessage with what it returns. */
+  beginMessage(field: number): number {
     this.tag(field, LENGTH);
     this.reserve(1);
     const lengthAt = this.length;
     this.length += 1;
-    write(this);
+    return lengthAt;
+  }
+
+  /** Ends the nested message beginMessage started at `lengthAt`: writes its length. */
+  endMessage(lengthAt: number): void {
     const size = this.length - lengthAt - 1;
     if (size < 0x80) {
       this.buffer[lengthAt] = size;
@@ -230,6 +241,18 @@ class ProtoWriter {
     this.length = lengthAt;
     this.varint(size);
     this.length = end;
+  }
+
+  /** An id's bytes (8 or 16) at `field`: a loop, not a call into the runtime as set() is. */
+  idBytes(field: number, id: Uint8Array): void {
+    const size = id.length;
+    this.tag(field, LENGTH);
+    this.varint(size);
+    this.reserve(size);
+    const buffer = this.buffer;
+    const at = this.length;
+    for (let i = 0; i < size; i += 1) buffer[at + i] = id[i] ?? 0;
+    this.length = at + size;
   }
 
   /** Bytes already encoded (a run of fields), as they are. */
@@ -320,11 +343,22 @@ export class ProtobufSpanBuffer {
 
   /** Encodes `span`; a span that cannot be (it throws) leaves no byte behind. */
   add(span: TraceSpan): void {
+    this.addWritten(writeSpan, span);
+  }
+
+  /**
+   * Adds a span that `write` writes straight from `input` (Span's fields, without ScopeSpans' tag and
+   * length): no TraceSpan object in between. A span that cannot be written leaves no byte behind.
+   */
+  addWritten<T>(write: (writer: ProtoWriter, input: T) => void, input: T): void {
     this.spans ??= new ProtoWriter();
     const spans = this.spans;
     const before = spans.written().length;
     try {
-      writeSpanField(spans, span);
+      // ScopeSpans.spans = 2
+      const span = spans.beginMessage(2);
+      write(spans, input);
+      spans.endMessage(span);
     } catch (error) {
       spans.truncate(before);
       throw error;
@@ -370,7 +404,8 @@ function writeSpanField(scopeSpans: ProtoWriter, span: TraceSpan): void {
   scopeSpans.message(2, (writer) => writeSpan(writer, span));
 }
 
-function writeSpan(writer: ProtoWriter, span: TraceSpan): void {
+/** A span's fields (Span, without ScopeSpans' tag and length). */
+export function writeSpan(writer: ProtoWriter, span: TraceSpan): void {
   writer.hexBytes(1, span.traceId);
   writer.hexBytes(2, span.spanId);
   if (span.parentSpanId !== null) writer.hexBytes(4, span.parentSpanId);
@@ -403,15 +438,22 @@ function writeAttributes(writer: ProtoWriter, field: number, attributes: SpanAtt
   for (const key in attributes) {
     const value = attributes[key];
     if (value === undefined) continue;
-    if (typeof value === "string" || (typeof value === "number" && Number.isSafeInteger(value) && value >= 0)) {
-      writer.plainAttribute(field, toKeyBytes(key), value);
-      continue;
-    }
-    writer.message(field, (keyValue) => {
-      keyValue.bytes(1, toKeyBytes(key));
-      keyValue.message(2, (anyValue) => writeAnyValue(anyValue, value));
-    });
+    writeAttribute(writer, field, toKeyBytes(key), value);
   }
+}
+
+/** One KeyValue { key = 1, value = 2 } at `field`, its key already UTF-8 (toKeyBytes). */
+export function writeAttribute(writer: ProtoWriter, field: number, key: Uint8Array, value: AttributeValue): void {
+  if (typeof value === "string" || (typeof value === "number" && Number.isSafeInteger(value) && value >= 0)) {
+    writer.plainAttribute(field, key, value);
+    return;
+  }
+  const keyValue = writer.beginMessage(field);
+  writer.bytes(1, key);
+  const anyValue = writer.beginMessage(2);
+  writeAnyValue(writer, value);
+  writer.endMessage(anyValue);
+  writer.endMessage(keyValue);
 }
 
 /** AnyValue { string_value = 1, bool_value = 2, int_value = 3, double_value = 4, array_value = 5 }. */
