@@ -61,9 +61,9 @@ const INVOKE_AGENT_OPERATION = toConstantAttribute(ATTRIBUTES, "gen_ai.operation
 const PREVIOUS_ATTEMPT_LINK = toConstantAttribute(4, "edgeswarm.link", "previous_attempt");
 
 function writeIds(writer: ProtoWriter, place: SpanPlace<Uint8Array>): void {
-  writer.idBytes(TRACE_ID, place.traceId);
-  writer.idBytes(SPAN_ID, place.spanId);
-  if (place.parentSpanId !== null) writer.idBytes(PARENT_SPAN_ID, place.parentSpanId);
+  writer.bytes(TRACE_ID, place.traceId);
+  writer.bytes(SPAN_ID, place.spanId);
+  if (place.parentSpanId !== null) writer.bytes(PARENT_SPAN_ID, place.parentSpanId);
 }
 
 /** Status (only when it is an error, as writeSpan omits an unset one without a message) and flags. */
@@ -148,8 +148,8 @@ export function writeAttemptSpan(writer: ProtoWriter, input: AttemptSpanInput<Ui
   if (input.previous !== null) {
     // Span.links = 13: Link { trace_id = 1, span_id = 2, attributes = 4 }
     const link = writer.beginMessage(LINKS);
-    writer.idBytes(1, input.previous.traceId);
-    writer.idBytes(2, input.previous.spanId);
+    writer.bytes(1, input.previous.traceId);
+    writer.bytes(2, input.previous.spanId);
     writer.raw(PREVIOUS_ATTEMPT_LINK);
     writer.endMessage(link);
   }

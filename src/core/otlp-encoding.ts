@@ -81,6 +81,10 @@ export class ProtoWriter {
       this.byte(Number(n));
       return;
     }
+    if (value < 0x80) {
+      this.byte(value);
+      return;
+    }
     let n = Math.trunc(value);
     while (n >= 0x80) {
       this.byte((n % 0x80) | 0x80);
@@ -90,7 +94,9 @@ export class ProtoWriter {
   }
 
   private tag(field: number, wireType: number): void {
-    this.varint(field * 8 + wireType);
+    const tag = field * 8 + wireType;
+    if (tag < 0x80) this.byte(tag);
+    else this.varint(tag);
   }
 
   uint(field: number, value: number): void {
@@ -105,16 +111,17 @@ export class ProtoWriter {
   bytes(field: number, value: Uint8Array): void {
     this.tag(field, LENGTH);
     this.varint(value.length);
-    this.reserve(value.length);
-    this.buffer.set(value, this.length);
-    this.length += value.length;
+    this.raw(value);
   }
 
-  /** UTF-8, as TextEncoder writes it (a lone surrogate becomes U+FFFD). */
-  string(field: number, value: string, size = utf8Length(value)): void {
-    this.tag(field, LENGTH);
-    this.varint(size);
-    this.reserve(size);
+  /**
+   * UTF-8, as TextEncoder writes it (a lone surrogate becomes U+FFFD), in one pass: a byte is kept
+   * for the length, as a nested message's (endMessage).
+   */
+  string(field: number, value: string): void {
+    const lengthAt = this.beginMessage(field);
+    // At most 3 bytes a UTF-16 unit (a surrogate pair's 4 bytes are 2 units).
+    this.reserve(3 * value.length);
     const buffer = this.buffer;
     let at = this.length;
     for (let i = 0; i < value.length; i += 1) {
@@ -146,25 +153,23 @@ export class ProtoWriter {
       buffer[at++] = 0x80 | (code & 0x3f);
     }
     this.length = at;
+    this.endMessage(lengthAt);
   }
 
   /**
-   * A KeyValue whose value is a string or a non-negative integer, at `field`, with its lengths
-   * computed first rather than fixed up after (message()): most of a span's fields are these, and in
-   * a profile of a traced swarm in workerd the nested messages' closures and fix-ups led the encoding.
+   * A KeyValue whose value is a string or a non-negative integer, at `field`, without a closure per
+   * nested message: most of a span's fields are these, and in a profile of a traced swarm in workerd
+   * the nested messages' closures led the encoding.
    */
   plainAttribute(field: number, key: Uint8Array, value: string | number): void {
-    // AnyValue { string_value = 1 } or { int_value = 3 }: a one-byte tag, then the value.
-    const stringSize = typeof value === "string" ? utf8Length(value) : 0;
-    const anyValueSize = typeof value === "string" ? 1 + varintSize(stringSize) + stringSize : 1 + varintSize(value);
-    // KeyValue { key = 1, value = 2 }
-    this.tag(field, LENGTH);
-    this.varint(1 + varintSize(key.length) + key.length + 1 + varintSize(anyValueSize) + anyValueSize);
+    // KeyValue { key = 1, value = 2 }, AnyValue { string_value = 1 } or { int_value = 3 }
+    const keyValue = this.beginMessage(field);
     this.bytes(1, key);
-    this.tag(2, LENGTH);
-    this.varint(anyValueSize);
-    if (typeof value === "string") this.string(1, value, stringSize);
+    const anyValue = this.beginMessage(2);
+    if (typeof value === "string") this.string(1, value);
     else this.uint(3, value);
+    this.endMessage(anyValue);
+    this.endMessage(keyValue);
   }
 
   /** An id given as lower- or upper-case hex digits, as its bytes. */
@@ -243,23 +248,14 @@ export class ProtoWriter {
     this.length = end;
   }
 
-  /** An id's bytes (8 or 16) at `field`: a loop, not a call into the runtime as set() is. */
-  idBytes(field: number, id: Uint8Array): void {
-    const size = id.length;
-    this.tag(field, LENGTH);
-    this.varint(size);
-    this.reserve(size);
-    const buffer = this.buffer;
-    const at = this.length;
-    for (let i = 0; i < size; i += 1) buffer[at + i] = id[i] ?? 0;
-    this.length = at + size;
-  }
-
   /** Bytes already encoded (a run of fields), as they are. */
   raw(bytes: Uint8Array): void {
-    this.reserve(bytes.length);
-    this.buffer.set(bytes, this.length);
-    this.length += bytes.length;
+    const size = bytes.length;
+    this.reserve(size);
+    // A loop for the few bytes of a key or an id: set() is a call into the runtime.
+    if (size > 64) this.buffer.set(bytes, this.length);
+    else for (let i = 0; i < size; i += 1) this.buffer[this.length + i] = bytes[i] ?? 0;
+    this.length += size;
   }
 
   /** What is written so far, without a copy: valid until the next write or truncate. */
@@ -275,29 +271,6 @@ export class ProtoWriter {
   finish(): Uint8Array {
     return this.buffer.slice(0, this.length);
   }
-}
-
-/** The bytes of `value` (a non-negative integer up to 2^53) as a varint. */
-function varintSize(value: number): number {
-  let size = 1;
-  for (let n = value; n >= 0x80; n = Math.floor(n / 0x80)) size += 1;
-  return size;
-}
-
-/** The bytes `string` writes for `value`. */
-function utf8Length(value: string): number {
-  let size = value.length;
-  for (let i = 0; i < value.length; i += 1) {
-    const code = value.charCodeAt(i);
-    if (code < 0x80) continue;
-    if (code < 0x800) size += 1;
-    else if (code <= 0xdbff && code >= 0xd800 && (value.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      // A surrogate pair: two UTF-16 units, four bytes.
-      size += 2;
-      i += 1;
-    } else size += 2;
-  }
-  return size;
 }
 
 /** 0–15 for a hex digit's char code (ids are checked as hex before they become spans). */
