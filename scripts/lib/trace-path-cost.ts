@@ -1,12 +1,13 @@
 // `npm run bench -- --trace`, beside the swarms: the CPU of a traced task's own work — its spans
-// built (`invoke_agent`, `chat`, their ids) and encoded as the OTLP protobuf a lane posts — timed
+// built (the inputs of `invoke_agent` and `chat`, their ids as bytes) and written as the OTLP protobuf
+// a lane posts (genai-span-encoding.ts, as the agent's recorder writes them) — timed
 // alone in this process, on the same V8 and the engine's own core modules as a lane in workerd.
 // The swarms' figures hold everything (the post, the collector's socket) but swing with the load;
 // this one holds only the JavaScript, and swings far less.
-import { toAttemptSpan, toChatSpan } from "../../src/core/genai-spans.ts";
-import { toOtlpProtobuf } from "../../src/core/otlp-encoding.ts";
-import { newSpanId, toAttemptSpanId } from "../../src/core/trace-context.ts";
-import type { TraceSpan } from "../../src/core/trace-span.ts";
+import { writeAttemptSpan, writeChatSpan } from "../../src/core/genai-span-encoding.ts";
+import type { AttemptSpanInput, ChatSpanInput } from "../../src/core/genai-spans.ts";
+import { ProtobufSpanBuffer } from "../../src/core/otlp-encoding.ts";
+import { newSpanIdBytes, toAttemptSpanIdBytes, toIdBytes } from "../../src/core/trace-context.ts";
 
 export interface TracePathCost {
   /** Median over the rounds, µs of CPU per task: building its spans, and encoding them. */
@@ -38,12 +39,15 @@ export function measureTracePathCpu(tasks: number, rounds: number): TracePathCos
   const encode: number[] = [];
   let bytes = 0;
   for (let round = 0; round < rounds; round += 1) {
-    const spans: TraceSpan[] = [];
+    const chats: ChatSpanInput<Uint8Array>[] = [];
+    const attempts: AttemptSpanInput<Uint8Array>[] = [];
     const started = cpuUs();
+    const traceId = toIdBytes(TRACE_ID);
+    const rootSpanId = toIdBytes(ROOT_SPAN_ID);
     for (let i = 0; i < tasks; i += 1) {
       const taskId = `task-${String(i + 1).padStart(4, "0")}`;
       const startMs = Date.now();
-      const attemptSpanId = toAttemptSpanId(TRACE_ID, taskId, 1);
+      const attemptSpanId = toAttemptSpanIdBytes(TRACE_ID, taskId, 1);
       const call = {
         turn: 1,
         model: "mock-1",
@@ -54,35 +58,38 @@ export function measureTracePathCpu(tasks: number, rounds: number): TracePathCos
         errorClass: null,
         startedAt: startMs,
       };
-      spans.push(
-        toChatSpan({
-          place: { traceId: TRACE_ID, spanId: newSpanId(random), parentSpanId: attemptSpanId },
-          swarmId: SWARM_ID,
-          taskId,
-          attempt: 1,
-          call,
-          provider: "openai",
-          upstreamModel: "mock-1",
-          finishReason: "stop",
-          costUsd: 0.000_025,
-          maxOutputTokens: 32,
-          content: null,
-        }),
-        toAttemptSpan({
-          place: { traceId: TRACE_ID, spanId: attemptSpanId, parentSpanId: ROOT_SPAN_ID },
-          swarmId: SWARM_ID,
-          taskId,
-          attempt: 1,
-          startMs,
-          endMs: startMs + 203,
-          outcome: "succeeded",
-          errorType: null,
-          previous: null,
-        }),
-      );
+      chats.push({
+        place: { traceId, spanId: newSpanIdBytes(random), parentSpanId: attemptSpanId },
+        swarmId: SWARM_ID,
+        taskId,
+        attempt: 1,
+        call,
+        provider: "openai",
+        upstreamModel: "mock-1",
+        finishReason: "stop",
+        costUsd: 0.000_025,
+        maxOutputTokens: 32,
+        content: null,
+      });
+      attempts.push({
+        place: { traceId, spanId: attemptSpanId, parentSpanId: rootSpanId },
+        swarmId: SWARM_ID,
+        taskId,
+        attempt: 1,
+        startMs,
+        endMs: startMs + 203,
+        outcome: "succeeded",
+        errorType: null,
+        previous: null,
+      });
     }
     const built = cpuUs();
-    bytes = toOtlpProtobuf([{ resource: RESOURCE, scope: SCOPE, spans }]).length;
+    const buffer = new ProtobufSpanBuffer(RESOURCE, SCOPE);
+    for (let i = 0; i < tasks; i += 1) {
+      buffer.addWritten(writeChatSpan, chats[i] as ChatSpanInput<Uint8Array>);
+      buffer.addWritten(writeAttemptSpan, attempts[i] as AttemptSpanInput<Uint8Array>);
+    }
+    bytes = buffer.take().length;
     const encoded = cpuUs();
     build.push((built - started) / tasks);
     encode.push((encoded - built) / tasks);

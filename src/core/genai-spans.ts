@@ -9,11 +9,11 @@ import type { ChatMessage } from "./agent-conversation.ts";
 import type { CallRecord } from "./swarm-contract.ts";
 import { SPAN_KIND, type SpanAttributes, type SpanLink, type TraceSpan } from "./trace-span.ts";
 
-/** Where a span sits: its trace, its own id and its parent's. */
-export interface SpanPlace {
-  traceId: string;
-  spanId: string;
-  parentSpanId: string | null;
+/** Where a span sits: its trace, its own id and its parent's (hex, or as bytes for genai-span-encoding.ts). */
+export interface SpanPlace<Id = string> {
+  traceId: Id;
+  spanId: Id;
+  parentSpanId: Id | null;
 }
 
 export const SWARM_ID_ATTRIBUTE = "edgeswarm.swarm_id";
@@ -48,8 +48,8 @@ export function toSwarmSpan(input: SwarmSpanInput): TraceSpan {
   };
 }
 
-export interface AttemptSpanInput {
-  place: SpanPlace;
+export interface AttemptSpanInput<Id = string> {
+  place: SpanPlace<Id>;
   swarmId: string;
   taskId: string;
   attempt: number;
@@ -59,7 +59,7 @@ export interface AttemptSpanInput {
   outcome: string;
   errorType: string | null;
   /** The span of the attempt before it (a retry links to it). */
-  previous: { traceId: string; spanId: string } | null;
+  previous: { traceId: Id; spanId: Id } | null;
 }
 
 /** One attempt of a task: an agent invocation (`invoke_agent <task id>`). */
@@ -86,8 +86,8 @@ export function toAttemptSpan(input: AttemptSpanInput): TraceSpan {
   };
 }
 
-export interface ChatSpanInput {
-  place: SpanPlace;
+export interface ChatSpanInput<Id = string> {
+  place: SpanPlace<Id>;
   swarmId: string;
   taskId: string;
   attempt: number;

@@ -20,7 +20,7 @@ const utf8 = new TextEncoder();
 
 /** Attribute keys are a few dozen constants, repeated in every span: each is encoded once. */
 const keyBytes = new Map<string, Uint8Array>();
-function toKeyBytes(key: string): Uint8Array {
+export function toKeyBytes(key: string): Uint8Array {
   let bytes = keyBytes.get(key);
   if (bytes === undefined) {
     bytes = utf8.encode(key);
@@ -30,7 +30,7 @@ function toKeyBytes(key: string): Uint8Array {
 }
 
 /** Span.flags: W3C trace flags in the low byte; only sampled spans are ever recorded. */
-const SAMPLED_FLAGS = 0x01;
+export const SAMPLED_FLAGS = 0x01;
 
 // ── protobuf ──────────────────────────────────────────────────────────────────────────────────
 
@@ -44,7 +44,7 @@ const FIXED32 = 5;
  * through TextEncoder or a Uint8Array per value: at a few dozen values a span, each a call into the
  * runtime and an allocation, they were most of a flush's time in a profile of the traced bench.
  */
-class ProtoWriter {
+export class ProtoWriter {
   private buffer: Uint8Array;
   private view: DataView;
   private length = 0;
@@ -81,6 +81,10 @@ class ProtoWriter {
       this.byte(Number(n));
       return;
     }
+    if (value < 0x80) {
+      this.byte(value);
+      return;
+    }
     let n = Math.trunc(value);
     while (n >= 0x80) {
       this.byte((n % 0x80) | 0x80);
@@ -90,7 +94,9 @@ class ProtoWriter {
   }
 
   private tag(field: number, wireType: number): void {
-    this.varint(field * 8 + wireType);
+    const tag = field * 8 + wireType;
+    if (tag < 0x80) this.byte(tag);
+    else this.varint(tag);
   }
 
   uint(field: number, value: number): void {
@@ -105,16 +111,17 @@ class ProtoWriter {
   bytes(field: number, value: Uint8Array): void {
     this.tag(field, LENGTH);
     this.varint(value.length);
-    this.reserve(value.length);
-    this.buffer.set(value, this.length);
-    this.length += value.length;
+    this.raw(value);
   }
 
-  /** UTF-8, as TextEncoder writes it (a lone surrogate becomes U+FFFD). */
-  string(field: number, value: string, size = utf8Length(value)): void {
-    this.tag(field, LENGTH);
-    this.varint(size);
-    this.reserve(size);
+  /**
+   * UTF-8, as TextEncoder writes it (a lone surrogate becomes U+FFFD), in one pass: a byte is kept
+   * for the length, as a nested message's (endMessage).
+   */
+  string(field: number, value: string): void {
+    const lengthAt = this.beginMessage(field);
+    // At most 3 bytes a UTF-16 unit (a surrogate pair's 4 bytes are 2 units).
+    this.reserve(3 * value.length);
     const buffer = this.buffer;
     let at = this.length;
     for (let i = 0; i < value.length; i += 1) {
@@ -146,25 +153,23 @@ class ProtoWriter {
       buffer[at++] = 0x80 | (code & 0x3f);
     }
     this.length = at;
+    this.endMessage(lengthAt);
   }
 
   /**
-   * A KeyValue whose value is a string or a non-negative integer, at `field`, with its lengths
-   * computed first rather than fixed up after (message()): most of a span's fields are these, and in
-   * a profile of a traced swarm in workerd the nested messages' closures and fix-ups led the encoding.
+   * A KeyValue whose value is a string or a non-negative integer, at `field`, without a closure per
+   * nested message: most of a span's fields are these, and in a profile of a traced swarm in workerd
+   * the nested messages' closures led the encoding.
    */
   plainAttribute(field: number, key: Uint8Array, value: string | number): void {
-    // AnyValue { string_value = 1 } or { int_value = 3 }: a one-byte tag, then the value.
-    const stringSize = typeof value === "string" ? utf8Length(value) : 0;
-    const anyValueSize = typeof value === "string" ? 1 + varintSize(stringSize) + stringSize : 1 + varintSize(value);
-    // KeyValue { key = 1, value = 2 }
-    this.tag(field, LENGTH);
-    this.varint(1 + varintSize(key.length) + key.length + 1 + varintSize(anyValueSize) + anyValueSize);
+    // KeyValue { key = 1, value = 2 }, AnyValue { string_value = 1 } or { int_value = 3 }
+    const keyValue = this.beginMessage(field);
     this.bytes(1, key);
-    this.tag(2, LENGTH);
-    this.varint(anyValueSize);
-    if (typeof value === "string") this.string(1, value, stringSize);
+    const anyValue = this.beginMessage(2);
+    if (typeof value === "string") this.string(1, value);
     else this.uint(3, value);
+    this.endMessage(anyValue);
+    this.endMessage(keyValue);
   }
 
   /** An id given as lower- or upper-case hex digits, as its bytes. */
@@ -212,11 +217,22 @@ class ProtoWriter {
    * right in the rare case its length needs more (no buffer per nested message: a span has dozens).
    */
   message(field: number, write: (writer: ProtoWriter) => void): void {
+    const lengthAt = this.beginMessage(field);
+    write(this);
+    this.endMessage(lengthAt);
+  }
+
+  /** Starts a nested message at `field` (as message() does, without a closure); endMessage with what it returns. */
+  beginMessage(field: number): number {
     this.tag(field, LENGTH);
     this.reserve(1);
     const lengthAt = this.length;
     this.length += 1;
-    write(this);
+    return lengthAt;
+  }
+
+  /** Ends the nested message beginMessage started at `lengthAt`: writes its length. */
+  endMessage(lengthAt: number): void {
     const size = this.length - lengthAt - 1;
     if (size < 0x80) {
       this.buffer[lengthAt] = size;
@@ -234,9 +250,12 @@ class ProtoWriter {
 
   /** Bytes already encoded (a run of fields), as they are. */
   raw(bytes: Uint8Array): void {
-    this.reserve(bytes.length);
-    this.buffer.set(bytes, this.length);
-    this.length += bytes.length;
+    const size = bytes.length;
+    this.reserve(size);
+    // A loop for the few bytes of a key or an id: set() is a call into the runtime.
+    if (size > 64) this.buffer.set(bytes, this.length);
+    else for (let i = 0; i < size; i += 1) this.buffer[this.length + i] = bytes[i] ?? 0;
+    this.length += size;
   }
 
   /** What is written so far, without a copy: valid until the next write or truncate. */
@@ -252,29 +271,6 @@ class ProtoWriter {
   finish(): Uint8Array {
     return this.buffer.slice(0, this.length);
   }
-}
-
-/** The bytes of `value` (a non-negative integer up to 2^53) as a varint. */
-function varintSize(value: number): number {
-  let size = 1;
-  for (let n = value; n >= 0x80; n = Math.floor(n / 0x80)) size += 1;
-  return size;
-}
-
-/** The bytes `string` writes for `value`. */
-function utf8Length(value: string): number {
-  let size = value.length;
-  for (let i = 0; i < value.length; i += 1) {
-    const code = value.charCodeAt(i);
-    if (code < 0x80) continue;
-    if (code < 0x800) size += 1;
-    else if (code <= 0xdbff && code >= 0xd800 && (value.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      // A surrogate pair: two UTF-16 units, four bytes.
-      size += 2;
-      i += 1;
-    } else size += 2;
-  }
-  return size;
 }
 
 /** 0–15 for a hex digit's char code (ids are checked as hex before they become spans). */
@@ -320,11 +316,22 @@ export class ProtobufSpanBuffer {
 
   /** Encodes `span`; a span that cannot be (it throws) leaves no byte behind. */
   add(span: TraceSpan): void {
+    this.addWritten(writeSpan, span);
+  }
+
+  /**
+   * Adds a span that `write` writes straight from `input` (Span's fields, without ScopeSpans' tag and
+   * length): no TraceSpan object in between. A span that cannot be written leaves no byte behind.
+   */
+  addWritten<T>(write: (writer: ProtoWriter, input: T) => void, input: T): void {
     this.spans ??= new ProtoWriter();
     const spans = this.spans;
     const before = spans.written().length;
     try {
-      writeSpanField(spans, span);
+      // ScopeSpans.spans = 2
+      const span = spans.beginMessage(2);
+      write(spans, input);
+      spans.endMessage(span);
     } catch (error) {
       spans.truncate(before);
       throw error;
@@ -370,7 +377,8 @@ function writeSpanField(scopeSpans: ProtoWriter, span: TraceSpan): void {
   scopeSpans.message(2, (writer) => writeSpan(writer, span));
 }
 
-function writeSpan(writer: ProtoWriter, span: TraceSpan): void {
+/** A span's fields (Span, without ScopeSpans' tag and length). */
+export function writeSpan(writer: ProtoWriter, span: TraceSpan): void {
   writer.hexBytes(1, span.traceId);
   writer.hexBytes(2, span.spanId);
   if (span.parentSpanId !== null) writer.hexBytes(4, span.parentSpanId);
@@ -403,15 +411,22 @@ function writeAttributes(writer: ProtoWriter, field: number, attributes: SpanAtt
   for (const key in attributes) {
     const value = attributes[key];
     if (value === undefined) continue;
-    if (typeof value === "string" || (typeof value === "number" && Number.isSafeInteger(value) && value >= 0)) {
-      writer.plainAttribute(field, toKeyBytes(key), value);
-      continue;
-    }
-    writer.message(field, (keyValue) => {
-      keyValue.bytes(1, toKeyBytes(key));
-      keyValue.message(2, (anyValue) => writeAnyValue(anyValue, value));
-    });
+    writeAttribute(writer, field, toKeyBytes(key), value);
   }
+}
+
+/** One KeyValue { key = 1, value = 2 } at `field`, its key already UTF-8 (toKeyBytes). */
+export function writeAttribute(writer: ProtoWriter, field: number, key: Uint8Array, value: AttributeValue): void {
+  if (typeof value === "string" || (typeof value === "number" && Number.isSafeInteger(value) && value >= 0)) {
+    writer.plainAttribute(field, key, value);
+    return;
+  }
+  const keyValue = writer.beginMessage(field);
+  writer.bytes(1, key);
+  const anyValue = writer.beginMessage(2);
+  writeAnyValue(writer, value);
+  writer.endMessage(anyValue);
+  writer.endMessage(keyValue);
 }
 
 /** AnyValue { string_value = 1, bool_value = 2, int_value = 3, double_value = 4, array_value = 5 }. */

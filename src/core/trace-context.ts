@@ -48,7 +48,49 @@ export function newSpanId(random: (bytes: number) => Uint8Array): string {
  */
 export function toAttemptSpanId(traceId: string, taskId: string, attempt: number): string {
   const text = `${traceId}\n${taskId}\n${attempt}`;
-  return nonZero(hex32(hash32(text)) + hex32(hash32(text, 0x050c5d1f)));
+  return nonZero(hex32(hash32(text)) + hex32(hash32(text, ATTEMPT_SEED)));
+}
+
+const ATTEMPT_SEED = 0x050c5d1f;
+
+/** toAttemptSpanId's id as its 8 bytes (the agent writes ids into protobuf as bytes, never as hex). */
+export function toAttemptSpanIdBytes(traceId: string, taskId: string, attempt: number): Uint8Array {
+  const text = `${traceId}\n${taskId}\n${attempt}`;
+  const high = hash32(text);
+  const low = hash32(text, ATTEMPT_SEED);
+  const bytes = new Uint8Array(8);
+  for (let i = 0; i < 4; i += 1) {
+    bytes[i] = high >>> (24 - 8 * i);
+    bytes[4 + i] = low >>> (24 - 8 * i);
+  }
+  // nonZero's rule, on bytes: an all-zero id has its last bit set.
+  if (high === 0 && low === 0) bytes[7] = 1;
+  return bytes;
+}
+
+/**
+ * newSpanId's id as its 8 bytes: `random`'s own bytes, not copied (the agent's pool never hands the
+ * same bytes out twice), its last bit set when all are zero.
+ */
+export function newSpanIdBytes(random: (bytes: number) => Uint8Array): Uint8Array {
+  const bytes = random(8);
+  if (bytes.length < 8) throw new RangeError(`random(8) returned only ${bytes.length} bytes`);
+  let any = 0;
+  for (let i = 0; i < 8; i += 1) any |= bytes[i] ?? 0;
+  if (any === 0) bytes[7] = 1;
+  return bytes;
+}
+
+/** The bytes of an id in hex (a trace or span id of a SpanContext: checked as hex when parsed). */
+export function toIdBytes(hex: string): Uint8Array {
+  const bytes = new Uint8Array(hex.length >> 1);
+  for (let i = 0; i < bytes.length; i += 1) bytes[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return bytes;
+}
+
+/** An id's bytes as lower-case hex. */
+export function toHexId(bytes: Uint8Array): string {
+  return toHex(bytes, bytes.length);
 }
 
 /**

@@ -3,7 +3,9 @@
 // invocation's end.
 // Each post is bounded by the settings' timeout; a failed one is dropped and counted, never retried
 // (the spans are observability, not the ledger: a dead collector must cost a swarm nothing).
-import { ProtobufSpanBuffer, toOtlpJson } from "../core/otlp-encoding.ts";
+import { toHexAttemptInput, toHexChatInput, writeAttemptSpan, writeChatSpan } from "../core/genai-span-encoding.ts";
+import { toAttemptSpan, toChatSpan, type AttemptSpanInput, type ChatSpanInput } from "../core/genai-spans.ts";
+import { ProtobufSpanBuffer, toOtlpJson, writeSpan, type ProtoWriter } from "../core/otlp-encoding.ts";
 import type { TraceSettings } from "../core/otel-settings.ts";
 import type { TraceSpan } from "../core/trace-span.ts";
 import { toErrorMessage } from "../core/error-message.ts";
@@ -28,6 +30,12 @@ export interface ExportTally {
 
 export interface SpanRecorder {
   record(span: TraceSpan): void;
+  /**
+   * toChatSpan's and toAttemptSpan's spans, from their inputs (ids as bytes): written straight into
+   * the protobuf body, no TraceSpan in between (genai-span-encoding.ts); made as spans for JSON.
+   */
+  recordChat(input: ChatSpanInput<Uint8Array>): void;
+  recordAttempt(input: AttemptSpanInput<Uint8Array>): void;
   /** Posts what is buffered and waits for every post of this recorder; never throws, never waits past the timeout. */
   flush(): Promise<void>;
   readonly tally: ExportTally;
@@ -78,28 +86,49 @@ export function createSpanRecorder(options: SpanExporterOptions): SpanRecorder {
     void sent.finally(() => pending.delete(sent));
   };
 
+  /** Adds a span, written by `write` (protobuf) or made by `toSpan` (JSON); one that cannot be is dropped and counted. */
+  const add = <T>(write: (writer: ProtoWriter, input: T) => void, toSpan: (input: T) => TraceSpan, input: T): void => {
+    tally.recorded += 1;
+    try {
+      if (protobuf === null) jsonSpans.push(toSpan(input));
+      else protobuf.addWritten(write, input);
+    } catch (error) {
+      // Tracing never stops a swarm: a span that cannot be encoded is dropped and counted.
+      tally.dropped += 1;
+      console.warn(JSON.stringify({ event: "trace_span_dropped", error: toErrorMessage(error) }));
+      return;
+    }
+    if (waiting() >= SPANS_PER_POST) post();
+  };
+
   return {
     tally,
     record(span) {
-      tally.recorded += 1;
-      if (protobuf === null) jsonSpans.push(span);
-      else {
-        try {
-          protobuf.add(span);
-        } catch (error) {
-          // Tracing never stops a swarm: a span that cannot be encoded is dropped and counted.
-          tally.dropped += 1;
-          console.warn(JSON.stringify({ event: "trace_span_dropped", error: toErrorMessage(error) }));
-          return;
-        }
-      }
-      if (waiting() >= SPANS_PER_POST) post();
+      add(writeSpan, asIs, span);
+    },
+    recordChat(input) {
+      add(writeChatSpan, toJsonChatSpan, input);
+    },
+    recordAttempt(input) {
+      add(writeAttemptSpan, toJsonAttemptSpan, input);
     },
     async flush() {
       if (waiting() > 0) post();
       await Promise.all([...pending]);
     },
   };
+}
+
+function asIs(span: TraceSpan): TraceSpan {
+  return span;
+}
+
+function toJsonChatSpan(input: ChatSpanInput<Uint8Array>): TraceSpan {
+  return toChatSpan(toHexChatInput(input));
+}
+
+function toJsonAttemptSpan(input: AttemptSpanInput<Uint8Array>): TraceSpan {
+  return toAttemptSpan(toHexAttemptInput(input));
 }
 
 /** One POST of an encoded body; null when the collector took it, else why not (a status or an error's message). */

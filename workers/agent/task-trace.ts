@@ -4,11 +4,11 @@
 // the swarm's trace is sampled: with tracing off no lane makes one (zero spans, zero cost).
 import type { ChatMessage } from "../../src/core/agent-conversation.ts";
 import type { ModelRoute } from "../../src/core/gateway-config.ts";
-import { toAttemptSpan, toChatSpan, toProviderName, toToolSpan, type ToolSpanMcp } from "../../src/core/genai-spans.ts";
+import { toProviderName, toToolSpan, type ToolSpanMcp } from "../../src/core/genai-spans.ts";
 import { costOfUsage, resolvePrice, type PriceTable } from "../../src/core/pricing.ts";
 import type { CallRecord, ClaimedTask, TaskReport } from "../../src/core/swarm-contract.ts";
 import type { ToolCall } from "../../src/core/tool-calls.ts";
-import { newSpanId, toAttemptSpanId, type SpanContext } from "../../src/core/trace-context.ts";
+import { newSpanId, newSpanIdBytes, toAttemptSpanIdBytes, toHexId, toIdBytes, type SpanContext } from "../../src/core/trace-context.ts";
 import type { ModelCallResult } from "../../src/model/model-client.ts";
 import type { SpanRecorder } from "../../src/telemetry/span-exporter.ts";
 
@@ -61,35 +61,43 @@ function providerOf(baseUrl: string): string {
   return name;
 }
 
+/** A lane's spans are under one swarm's root at a time: the root's ids as bytes are made once, not per task. */
+let lastParent: { traceId: string; spanId: string; traceIdBytes: Uint8Array; spanIdBytes: Uint8Array } | null = null;
+function toParentBytes(parent: SpanContext): { traceIdBytes: Uint8Array; spanIdBytes: Uint8Array } {
+  if (lastParent === null || lastParent.traceId !== parent.traceId || lastParent.spanId !== parent.spanId) {
+    lastParent = { traceId: parent.traceId, spanId: parent.spanId, traceIdBytes: toIdBytes(parent.traceId), spanIdBytes: toIdBytes(parent.spanId) };
+  }
+  return lastParent;
+}
+
 /** Starts the spans of an attempt, under `parent` (the swarm's root). */
 export function startTaskTrace(tracing: LaneTracing, parent: SpanContext, swarmId: string, task: ClaimedTask, startMs: number): TaskTrace {
   const traceId = parent.traceId;
+  const { traceIdBytes, spanIdBytes: parentSpanId } = toParentBytes(parent);
   // Derived, not random: the next attempt links to this one without anyone storing its id.
-  const spanId = toAttemptSpanId(traceId, task.taskId, task.attempt);
-  const child = (): { traceId: string; spanId: string; parentSpanId: string } => ({ traceId, spanId: newSpanId(randomBytes), parentSpanId: spanId });
+  const spanId = toAttemptSpanIdBytes(traceId, task.taskId, task.attempt);
   return {
     chat(call, result, route, request) {
       const price = call.usage === null ? null : resolvePrice(tracing.prices, call.model);
-      tracing.spans.record(
-        toChatSpan({
-          place: child(),
-          swarmId,
-          taskId: task.taskId,
-          attempt: task.attempt,
-          call,
-          provider: providerOf(route.baseUrl),
-          upstreamModel: route.upstreamModel,
-          finishReason: result.ok ? result.finishReason : null,
-          costUsd: call.usage !== null && price !== null ? costOfUsage(call.usage, price) : null,
-          maxOutputTokens: request.maxOutputTokens,
-          content: tracing.captureContent ? { input: request.messages, output: result.ok ? result.text : null } : null,
-        }),
-      );
+      // chat and invoke_agent, a task's own spans, go into the body without a span object (genai-span-encoding.ts).
+      tracing.spans.recordChat({
+        place: { traceId: traceIdBytes, spanId: newSpanIdBytes(randomBytes), parentSpanId: spanId },
+        swarmId,
+        taskId: task.taskId,
+        attempt: task.attempt,
+        call,
+        provider: providerOf(route.baseUrl),
+        upstreamModel: route.upstreamModel,
+        finishReason: result.ok ? result.finishReason : null,
+        costUsd: call.usage !== null && price !== null ? costOfUsage(call.usage, price) : null,
+        maxOutputTokens: request.maxOutputTokens,
+        content: tracing.captureContent ? { input: request.messages, output: result.ok ? result.text : null } : null,
+      });
     },
     tool(call, toolStartMs, endMs, outcome) {
       tracing.spans.record(
         toToolSpan({
-          place: child(),
+          place: { traceId, spanId: newSpanId(randomBytes), parentSpanId: toHexId(spanId) },
           swarmId,
           taskId: task.taskId,
           tool: call.name,
@@ -104,19 +112,17 @@ export function startTaskTrace(tracing: LaneTracing, parent: SpanContext, swarmI
     },
     end(report, endMs) {
       const { outcome } = report;
-      tracing.spans.record(
-        toAttemptSpan({
-          place: { traceId, spanId, parentSpanId: parent.spanId },
-          swarmId,
-          taskId: task.taskId,
-          attempt: task.attempt,
-          startMs,
-          endMs,
-          outcome: outcome.kind,
-          errorType: outcome.kind === "failed" ? outcome.class : null,
-          previous: task.attempt > 1 ? { traceId, spanId: toAttemptSpanId(traceId, task.taskId, task.attempt - 1) } : null,
-        }),
-      );
+      tracing.spans.recordAttempt({
+        place: { traceId: traceIdBytes, spanId, parentSpanId },
+        swarmId,
+        taskId: task.taskId,
+        attempt: task.attempt,
+        startMs,
+        endMs,
+        outcome: outcome.kind,
+        errorType: outcome.kind === "failed" ? outcome.class : null,
+        previous: task.attempt > 1 ? { traceId: traceIdBytes, spanId: toAttemptSpanIdBytes(traceId, task.taskId, task.attempt - 1) } : null,
+      });
     },
   };
 }

@@ -1,7 +1,11 @@
 // The span recorder's failure paths that no collector can cause: a span or a body that cannot be
 // written is dropped and counted, and nothing is posted or thrown (tracing never stops a swarm).
 import { describe, expect, it } from "vitest";
-import { createSpanRecorder } from "../../../src/telemetry/span-exporter.ts";
+import { toAttemptSpan, toChatSpan, type AttemptSpanInput, type ChatSpanInput } from "../../../src/core/genai-spans.ts";
+import { toHexAttemptInput, toHexChatInput } from "../../../src/core/genai-span-encoding.ts";
+import { fromOtlpJson, fromOtlpProtobuf } from "../../../src/core/otlp-decoding.ts";
+import { toIdBytes } from "../../../src/core/trace-context.ts";
+import { createSpanRecorder, TRACE_SCOPE } from "../../../src/telemetry/span-exporter.ts";
 import type { TraceSettings } from "../../../src/core/otel-settings.ts";
 import { SPAN_KIND, type TraceSpan } from "../../../src/core/trace-span.ts";
 
@@ -15,6 +19,32 @@ const SPAN: TraceSpan = {
   endMs: 1_764_000_000_373.5,
   attributes: { "gen_ai.operation.name": "chat" },
   status: { code: 0 },
+};
+
+const PLACE = { traceId: toIdBytes(SPAN.traceId), spanId: toIdBytes("1111111111111111"), parentSpanId: toIdBytes(SPAN.spanId) };
+const CHAT: ChatSpanInput<Uint8Array> = {
+  place: PLACE,
+  swarmId: "sw_a",
+  taskId: "t-1",
+  attempt: 2,
+  call: { turn: 1, model: "mock-1", usage: null, latencyMs: 250, status: "error", errorClass: "rate_limited", startedAt: 1_764_000_000_000 },
+  provider: "openai",
+  upstreamModel: "mock-1",
+  finishReason: null,
+  costUsd: null,
+  maxOutputTokens: 64,
+  content: null,
+};
+const ATTEMPT: AttemptSpanInput<Uint8Array> = {
+  place: { ...PLACE, spanId: toIdBytes(SPAN.spanId), parentSpanId: null },
+  swarmId: "sw_a",
+  taskId: "t-1",
+  attempt: 2,
+  startMs: 1_764_000_000_000,
+  endMs: 1_764_000_000_300,
+  outcome: "failed",
+  errorType: "rate_limited",
+  previous: { traceId: PLACE.traceId, spanId: toIdBytes("2222222222222222") },
 };
 
 function settings(protocol: TraceSettings["protocol"]): TraceSettings {
@@ -48,6 +78,53 @@ describe("span recorder", () => {
     await recorder.flush();
     expect(posts).toHaveLength(1);
     expect(recorder.tally).toEqual({ recorded: 2, exported: 1, dropped: 1, failedPosts: 1 });
+  });
+
+  for (const protocol of ["http/protobuf", "http/json"] as const) {
+    it(`${protocol}: recordChat and recordAttempt post toChatSpan's and toAttemptSpan's spans`, async () => {
+      const bodies: Array<Uint8Array | string> = [];
+      const recorder = createSpanRecorder({
+        settings: settings(protocol),
+        fetch: async (_input, init) => {
+          bodies.push(init?.body as Uint8Array | string);
+          return new Response(null, { status: 200 });
+        },
+      });
+      recorder.recordChat(CHAT);
+      recorder.recordAttempt(ATTEMPT);
+      await recorder.flush();
+      const [body] = bodies;
+      const read = typeof body === "string" ? fromOtlpJson(body) : fromOtlpProtobuf(body ?? new Uint8Array(0));
+      expect(bodies).toHaveLength(1);
+      expect(read).toEqual({
+        ok: true,
+        value: [
+          {
+            resource: { "service.name": "edgeswarm-agent", "telemetry.sdk.name": "edgeswarm", "telemetry.sdk.language": "webjs" },
+            scope: TRACE_SCOPE,
+            spans: [toChatSpan(toHexChatInput(CHAT)), toAttemptSpan(toHexAttemptInput(ATTEMPT))],
+          },
+        ],
+      });
+      expect(recorder.tally).toEqual({ recorded: 2, exported: 2, dropped: 0, failedPosts: 0 });
+    });
+  }
+
+  it("protobuf: a span that cannot be written (an id that is not bytes) is dropped and counted, and the others go out", async () => {
+    const bodies: Uint8Array[] = [];
+    const recorder = createSpanRecorder({
+      settings: settings("http/protobuf"),
+      fetch: async (_input, init) => {
+        bodies.push(init?.body as Uint8Array);
+        return new Response(null, { status: 200 });
+      },
+    });
+    recorder.recordAttempt({ ...ATTEMPT, previous: { traceId: PLACE.traceId, spanId: null as unknown as Uint8Array } });
+    recorder.recordChat(CHAT);
+    await recorder.flush();
+    const read = fromOtlpProtobuf(bodies[0] ?? new Uint8Array(0));
+    expect(read.ok && read.value[0]?.spans).toEqual([toChatSpan(toHexChatInput(CHAT))]);
+    expect(recorder.tally).toEqual({ recorded: 2, exported: 1, dropped: 1, failedPosts: 0 });
   });
 
   it("protobuf: an unsampled invocation that records nothing posts nothing", async () => {
