@@ -93,10 +93,10 @@ export const ROOM_PULLS_PER_S = 400;
  * The longest the outcomes of a lane its header gate keeps small wait for company before its pull
  * (unless the room paces it slower): its standby tasks take the freed slots meanwhile, so the wait
  * costs no call in flight as long as they last. The lane asks for standby tasks to cover the wait it
- * will make (src/core/standby.ts, up to twice its slots). 1,000 × lognormal 300/1500, W = 100,
+ * will make (src/core/standby.ts, up to three times its slots). 1,000 × lognormal 300/1500, W = 100,
  * headers with the answer: 400 ms 0.29 of the swarm's DO requests a task, 1 s 0.19, both at 1.00× the
  * pool's wall, with 98–100 calls in flight between the ramp and the tail as the pool has
- * (docs/benchmarks.md, "Standby that covers the wait"). Earlier trials of longer waits lost wall
+ * (docs/benchmarks.md, "Standby that covers the wait, and lanes that share the end"). Earlier trials of longer waits lost wall
  * time (1.05× at 700 ms, 1.11× at 1 s) because the standby target counted the short wait of a lane
  * with no standby in hand, so each lane ran dry before each pull.
  */
