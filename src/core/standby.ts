@@ -48,7 +48,8 @@ export interface StandbyInput {
 /**
  * How many standby tasks a lane should hold: what its running tasks complete, on average, over
  * two refills (completions arrive at running / latency per ms), and at least half its running
- * tasks (waves) and 1 while tasks run; at most STANDBY_MAX, its concurrency and twice its slots.
+ * tasks (waves) and 1 while tasks run; at most STANDBY_MAX, its concurrency and STANDBY_SLOTS_SHARE
+ * times its slots.
  * Before any timing: half of what it carries.
  */
 export function standbyTarget(input: StandbyInput): number {

@@ -47,8 +47,7 @@ export function newSpanId(random: (bytes: number) => Uint8Array): string {
  * Two 32-bit FNV-1a hashes with different offsets, finished with murmur3's avalanche.
  */
 export function toAttemptSpanId(traceId: string, taskId: string, attempt: number): string {
-  const text = `${traceId}\n${taskId}\n${attempt}`;
-  return nonZero(hex32(hash32(text)) + hex32(hash32(text, ATTEMPT_SEED)));
+  return toHexId(toAttemptSpanIdBytes(traceId, taskId, attempt));
 }
 
 const ATTEMPT_SEED = 0x050c5d1f;
@@ -108,10 +107,6 @@ export function isSampled(traceId: string, ratio: number): boolean {
   const thresholdHigh = Math.floor(threshold);
   if (high !== thresholdHigh) return high < thresholdHigh;
   return low < (threshold - thresholdHigh) * 2 ** 28;
-}
-
-function hex32(n: number): string {
-  return n.toString(16).padStart(8, "0");
 }
 
 /** "00" … "ff": a span id is 8 lookups, not 8 toString and padStart calls. */

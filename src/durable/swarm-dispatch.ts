@@ -8,7 +8,7 @@ import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
 import { estimatePromptTokens } from "../core/estimate-swarm.ts";
 import { isSurplusLane } from "../core/lane-sizing.ts";
-import { STANDBY_MAX, STANDBY_SLOTS_SHARE } from "../core/standby.ts";
+import { STANDBY_MAX, STANDBY_SLOTS_SHARE, standbyShare } from "../core/standby.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import type { Limits } from "../core/spec-schema.ts";
 import { IN_FLIGHT_TASK_STATES, type CallStart, type ClaimedTask, type TaskAction, type TaskPool, type TaskReport } from "../core/swarm-contract.ts";
@@ -125,8 +125,12 @@ export class SwarmDispatch {
     const config = this.store.toRunConfig(swarm);
     const long = pool === "long" ? 1 : 0;
     const limit = Math.min(want, 1_000);
-    // Standby tasks go to a lane that names itself (it reports what it starts in their place).
-    const standbyLimit = lane === undefined ? 0 : Math.max(0, Math.min(standby, STANDBY_MAX));
+    // Standby tasks go to a lane that names itself (it reports what it starts in their place), and
+    // no lane holds more than its share of what is left (standbyShare).
+    const standbyLimit =
+      lane === undefined
+        ? 0
+        : Math.max(0, Math.min(standby, STANDBY_MAX, standbyShare({ waiting: this.totals.waiting(), openLanes: this.tickets.openCount() })));
     const candidates = this.sql
       .exec<TaskRow & { size: number }>(
         `SELECT ${TASK_COLUMNS}, LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS size FROM tasks
@@ -543,6 +547,7 @@ export class SwarmDispatch {
     if (waiting === 0) return false;
     const demand = this.demand(swarm, pool, now);
     const others = this.tickets.coveredByActiveExcept(ticket, pool, now);
+    const halfDemand = Math.ceil(demand * RETIRE_MARGIN);
     return isSurplusLane({
       measured,
       waiting,
@@ -558,7 +563,7 @@ export class SwarmDispatch {
       // to a lane carrying 94 with room for 128) ran its standby tasks 6 at a time at the swarm's
       // end (1,000 × 200 ms: 1.09× the pool where one lane alone took 0.91×). Header-bound lanes
       // (6 running of 8 slots) keep the wide margin: 17 of them are what the window needs.
-      margin: 2 * lane.running <= lane.slots ? Math.min(Math.ceil(demand * RETIRE_MARGIN), lane.running + 1) : Math.ceil(demand * RETIRE_MARGIN),
+      margin: 2 * lane.running <= lane.slots ? Math.min(halfDemand, lane.running + 1) : halfDemand,
     });
   }
 

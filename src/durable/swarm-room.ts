@@ -9,7 +9,6 @@ import { readRoomSettings, type RoomSettings } from "../core/env-settings.ts";
 import { readTraceSettings, type OtelSettingName, type TraceSettings } from "../core/otel-settings.ts";
 import type { ErrorDetail } from "../core/errors.ts";
 import { toModelMix } from "../core/route-model.ts";
-import { standbyShare } from "../core/standby.ts";
 import { PlannerSpecSchema } from "../core/spec-schema.ts";
 import type {
   CallStart,
@@ -327,8 +326,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
                 pool,
                 request.endBy ?? null,
                 request.lane,
-                // No lane holds more than its share of what is left (standbyShare).
-                Math.min(request.standby ?? 0, standbyShare({ waiting: this.totals.waiting(), openLanes: this.tickets.openCount() })),
+                request.standby ?? 0,
                 (request.running ?? 0) + run.length,
               );
       this.tickets.rememberGrants(request.ticket, request.lane, request.seq, grant.granted, request.final);

@@ -198,6 +198,7 @@ export class SwarmTickets {
   closeAll(): void {
     this.lastGrants.clear();
     this.heardAt.clear();
+    this.runningOf.clear();
     if (this.load().size === 0) return;
     this.sql.exec("DELETE FROM tickets");
     this.open = new Map();
