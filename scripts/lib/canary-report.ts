@@ -65,11 +65,18 @@ export function toComparisonRows(f: CanaryFigures): string[][] {
     ["queue messages / 1,000 tasks", m(c?.queueMessagesPer1kTasks, 1), fixed(f.per1kTasks?.queueMessages ?? null, 1)],
     ["DO duration GB-s / 1,000 tasks", m(c?.executorGbSecondsPer1kTasks, 2), "not in the API (the model's, below)"],
     [
+      "rows written / 1,000 tasks",
+      c === null
+        ? "—"
+        : `SwarmRoom ${fixed(c.rowsWrittenPer1kTasks.room)}, D1 ${fixed(c.rowsWrittenPer1kTasks.d1)}, executors ${fixed(c.rowsWrittenPer1kTasks.executors)}`,
+      f.per1kTasks === null ? "—" : `SwarmRoom ${fixed(f.per1kTasks.doRowsWritten)}, D1 ${fixed(f.per1kTasks.d1RowsWritten)} (the executors' not in the API)`,
+    ],
+    [
       "platform USD / 1,000 tasks",
       usd(c?.usdPer1kTasks ?? null),
       cost === null
         ? "—"
-        : `${usd(cost.totalUsd)} = requests ${usd(cost.doRequestsUsd)} + queue ${usd(cost.queueUsd)} + duration ${usd(cost.durationUsdModel)} (model)`,
+        : `${usd(cost.totalUsd)} = requests ${usd(cost.doRequestsUsd)} + rows ${usd(cost.rowsUsd)} + queue ${usd(cost.queueUsd)} + duration ${usd(cost.durationUsdModel)} (model)`,
     ],
   ];
 }
@@ -89,11 +96,6 @@ export function formatCanaryReport(f: CanaryFigures, reads: { pollMs: number; ra
     `time to headers ${fixed(f.timing.ttfbMs, 0, " ms")}, latency ${fixed(f.timing.latencyMs, 0, " ms")} (the lanes' means); ` +
       `status p50 ${fixed(f.timing.p50Ms, 0, " ms")}, p95 ${fixed(f.timing.p95Ms, 0, " ms")}`,
   );
-  if (f.per1kTasks !== null) {
-    lines.push(
-      `rows written / 1,000 tasks: SwarmRoom ${fixed(f.per1kTasks.doRowsWritten)}, D1 ${fixed(f.per1kTasks.d1RowsWritten)} (not priced by the capacity model)`,
-    );
-  }
   const input = f.model?.input;
   lines.push(
     "",

@@ -4,6 +4,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { LEDGER_ROWS_PER_CALL, ROOM_ROWS_PER_TASK } from "../core/capacity-model.ts";
 import { RESULTS_PAGE_SQL } from "./swarm-views.ts";
 import { migrateSwarmRoom } from "./swarm-room-schema.ts";
 
@@ -26,6 +27,37 @@ describe("SwarmRoom schema", () => {
       // A hedged backup's row is in the partial index of backups too.
       expect(sql.exec("UPDATE calls SET hedge = 1 WHERE call_id = ?", "sw_x:t1:1:1").rowsWritten).toBeGreaterThan(1);
     });
+  });
+
+  it("a task's life writes ROOM_ROWS_PER_TASK rows, the capacity model's figure", async () => {
+    await runInDurableObject(freshRoom(), (_instance, state) => {
+      const sql = state.storage.sql;
+      const written = [
+        // Its row: the row, its id's key, tasks_by_state.
+        sql.exec("INSERT INTO tasks (id, prompt, state) VALUES ('t1', 'p', 'pending')"),
+        // Its grant as a standby task (tasks_by_state moves), and its start from standby.
+        sql.exec("UPDATE tasks SET state = 'running', attempts = 1, deadline = 5000, standby = 1 WHERE id = 't1'"),
+        sql.exec("UPDATE tasks SET standby = 0 WHERE id = 't1' AND standby = 1"),
+        // Its call: the note before send, the ledger row, the note's delete.
+        sql.exec(OPEN_CALL, "sw_x:t1:1:1"),
+        sql.exec(LEDGER_ROW, "sw_x:t1:1:1", "t1"),
+        sql.exec("DELETE FROM open_calls WHERE call_id >= ? AND call_id < ?", "sw_x:t1:1:", "sw_x:t1:1;"),
+        // Its end.
+        sql.exec("UPDATE tasks SET state = 'succeeded', output = 'o', deadline = NULL, finished_at = 6000 WHERE id = 't1'"),
+      ].map((cursor) => cursor.rowsWritten);
+      expect(written).toEqual([3, 2, 1, 1, 2, 1, 2]);
+      expect(written.reduce((a, b) => a + b, 0)).toBe(ROOM_ROWS_PER_TASK);
+    });
+  });
+
+  it("a call's ledger row writes LEDGER_ROWS_PER_CALL rows in D1, the capacity model's figure", async () => {
+    const result = await env.LEDGER_DB.prepare(
+      `INSERT INTO ledger (call_id, swarm_id, task_id, attempt, turn, tenant, model, status, latency_ms, created_at)
+       VALUES (?, 'sw_schemad1', 't1', 1, 1, 'tk_test', 'mock-1', 'ok', 200, 1000)`,
+    )
+      .bind(`sw_schemad1:t1:1:${Date.now()}`)
+      .run();
+    expect(result.meta.rows_written).toBe(LEDGER_ROWS_PER_CALL);
   });
 
   it("v18 keeps a room's calls in flight and its ledger, and drops calls_by_task", async () => {
