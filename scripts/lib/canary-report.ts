@@ -20,7 +20,9 @@ export function toSparkline(values: readonly number[], maxColumns = MAX_SPARK_CO
 const fixed = (n: number | null, digits = 0, unit = ""): string =>
   n === null ? "—" : `${n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })}${unit}`;
 const seconds = (ms: number | null): string => (ms === null ? "not reached" : ms < 10_000 ? `${ms} ms` : `${(ms / 1_000).toFixed(1)} s`);
-const usd = (n: number | null): string => (n === null ? "—" : `$${n.toPrecision(3)}`);
+/** Three significant digits, never in exponent notation (a queue's share of 1,000 tasks is below $0.000001). */
+export const formatUsd = (n: number | null): string => (n === null ? "—" : `$${n.toLocaleString("en-US", { maximumSignificantDigits: 3 })}`);
+const usd = formatUsd;
 const peakMean = (pm: { peak: number; mean: number } | null, digits = 1): string =>
   pm === null ? "—" : `peak ${fixed(pm.peak, 0)}, mean ${fixed(pm.mean, digits)}`;
 
