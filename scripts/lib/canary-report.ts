@@ -2,6 +2,7 @@
 // ramp, the timing, and the capacity model's figures next to the measured ones. Pure: figures in,
 // lines out.
 import type { CanaryFigures, SecondRow } from "./canary-figures.ts";
+import { formatUsd } from "./format-usd.ts";
 
 const BARS = "▁▂▃▄▅▆▇█";
 /** A sparkline or table longer than this is folded: each column or row then stands for several seconds. */
@@ -20,8 +21,6 @@ export function toSparkline(values: readonly number[], maxColumns = MAX_SPARK_CO
 const fixed = (n: number | null, digits = 0, unit = ""): string =>
   n === null ? "—" : `${n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })}${unit}`;
 const seconds = (ms: number | null): string => (ms === null ? "not reached" : ms < 10_000 ? `${ms} ms` : `${(ms / 1_000).toFixed(1)} s`);
-/** Three significant digits, never in exponent notation (a queue's share of 1,000 tasks is below $0.000001). */
-export const formatUsd = (n: number | null): string => (n === null ? "—" : `$${n.toLocaleString("en-US", { maximumSignificantDigits: 3 })}`);
 const usd = formatUsd;
 const peakMean = (pm: { peak: number; mean: number } | null, digits = 1): string =>
   pm === null ? "—" : `peak ${fixed(pm.peak, 0)}, mean ${fixed(pm.mean, digits)}`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LEDGER_ROWS_PER_CALL, PRICES, ROOM_ROWS_PER_REQUEST, ROOM_ROWS_PER_TASK, toCapacity } from "./capacity-model.ts";
+import { LEDGER_ROWS_PER_CALL, PRICES, priceOperations, ROOM_ROWS_PER_REQUEST, ROOM_ROWS_PER_TASK, toCapacity } from "./capacity-model.ts";
 import { ROOM_PULLS_PER_S } from "./lane-sizing.ts";
 
 describe("the production capacity model", () => {
@@ -44,5 +44,17 @@ describe("the production capacity model", () => {
       c.queueMessagesPer1kTasks * PRICES.queueOpsPerMessage * PRICES.queueOperationUsd;
     expect(c.usdPer1kTasks).toBeCloseTo(rows * PRICES.rowWrittenUsd + others, 12);
     expect(rows * PRICES.rowWrittenUsd).toBeGreaterThan(others);
+  });
+
+  it.each([
+    // requests, rows, queue messages → USD (requests, rows, queue)
+    ["a million of each", 1e6, 1e6, 1e6, 0.15, 1, 1.2],
+    ["1,000 tasks as npm run bench counts them", 130, 16_300, 2, 0.0000195, 0.0163, 0.0000024],
+    ["nothing", 0, 0, 0, 0, 0, 0],
+  ])("prices counted operations: %s", (_label, doRequests, rowsWritten, queueMessages, requestsUsd, rowsUsd, queueUsd) => {
+    const priced = priceOperations({ doRequests, rowsWritten, queueMessages });
+    expect(priced.doRequestsUsd).toBeCloseTo(requestsUsd, 12);
+    expect(priced.rowsUsd).toBeCloseTo(rowsUsd, 12);
+    expect(priced.queueUsd).toBeCloseTo(queueUsd, 12);
   });
 });

@@ -32,6 +32,19 @@ export const PRICES = {
   queueOpsPerMessage: 3,
 };
 
+/** Counted operations (any number of tasks), priced with PRICES: what the platform bills for them. */
+export function priceOperations(ops: { doRequests: number; rowsWritten: number; queueMessages: number }): {
+  doRequestsUsd: number;
+  rowsUsd: number;
+  queueUsd: number;
+} {
+  return {
+    doRequestsUsd: ops.doRequests * PRICES.doRequestUsd,
+    rowsUsd: ops.rowsWritten * PRICES.rowWrittenUsd,
+    queueUsd: ops.queueMessages * PRICES.queueOpsPerMessage * PRICES.queueOperationUsd,
+  };
+}
+
 /**
  * Rows a task writes in its SwarmRoom (schema v18; src/durable/swarm-room-schema.test.ts holds each
  * write's count): its row (3: the row, its id's key, tasks_by_state), its grant (2: the row and its
