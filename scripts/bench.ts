@@ -18,6 +18,8 @@ import { meanLatencyMs, p95LatencyMs, parseLatency } from "../dev/mock-model/lat
 import type { FaultKind, MockModelHandle, Scenario, StatsSnapshot } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { costOfUsage, DEFAULT_PRICES } from "../src/core/pricing.ts";
+import { priceOperations } from "../src/core/capacity-model.ts";
+import { formatUsd } from "./lib/format-usd.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { formatSelfTimeRows, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
@@ -901,8 +903,29 @@ function formatBillable(status: SwarmStatusBody, taskCount: number, statusReads:
     `do_requests=${per(billable.do_requests)} (the swarm's ${per(billable.do_requests - statusReads)}, the bench's status reads ${per(statusReads)})`,
     `do_rows_written=${per(billable.do_rows_written)}`,
     `d1_rows_written=${per(billable.d1_rows_written)}`,
-    `(in all: ${billable.queue_messages_sent} + ${billable.queue_messages_received} queue msgs, ${billable.do_requests} DO requests, ${billable.do_rows_written} DO rows, ${billable.d1_rows_written} D1 rows)`,
+    `(in all: ${billable.queue_messages_sent} + ${billable.queue_messages_received} queue msgs, ${billable.do_requests} DO requests, ${billable.do_rows_written} DO rows, ${billable.d1_rows_written} D1 rows);`,
+    formatPlatformCost(billable, taskCount, statusReads),
   ].join(" ");
+}
+
+/**
+ * What the swarm's counted operations would cost on Workers Paid beyond the monthly allowances
+ * (src/core/capacity-model.ts PRICES), per 1,000 tasks, the bench's status reads left out. The lane
+ * executors' duration is not counted here: locally they are not billed objects (the capacity
+ * model prices it for production).
+ */
+function formatPlatformCost(
+  billable: { do_requests: number; do_rows_written: number; d1_rows_written: number; queue_messages_sent: number },
+  taskCount: number,
+  statusReads: number,
+): string {
+  const per1k = 1_000 / taskCount;
+  const { doRequestsUsd, rowsUsd, queueUsd } = priceOperations({
+    doRequests: (billable.do_requests - statusReads) * per1k,
+    rowsWritten: (billable.do_rows_written + billable.d1_rows_written) * per1k,
+    queueMessages: billable.queue_messages_sent * per1k,
+  });
+  return `platform ${formatUsd(doRequestsUsd + rowsUsd + queueUsd)} per 1,000 tasks (rows ${formatUsd(rowsUsd)}, DO requests ${formatUsd(doRequestsUsd)}, queue ${formatUsd(queueUsd)}; executor duration not counted)`;
 }
 
 /**

@@ -194,15 +194,19 @@ describe("toCanaryFigures", () => {
     billable: { queueMessagesSent: 10, doRequests: 500, doRowsWritten: 3_000, d1RowsWritten: 700 },
   });
 
-  it("prices the measured operations per 1,000 tasks with PRICES, the canary's reads left out, and the model's duration", () => {
+  it("prices the measured operations and rows written per 1,000 tasks with PRICES, the canary's reads left out, and the model's duration", () => {
     const f = toCanaryFigures(run);
     const capacity = toCapacity({ window: 20, ttfbMs: 50, latencyMs: 250, concurrency: 128, tasks: 100 });
     expect(f.per1kTasks).toEqual({ doRequests: 4_800, statusReadsLeftOut: 20, queueMessages: 100, doRowsWritten: 30_000, d1RowsWritten: 7_000 });
     expect(f.costPer1kTasks?.doRequestsUsd).toBeCloseTo(4_800 * PRICES.doRequestUsd, 12);
     expect(f.costPer1kTasks?.queueUsd).toBeCloseTo(100 * 3 * PRICES.queueOperationUsd, 12);
+    expect(f.costPer1kTasks?.rowsUsd).toBeCloseTo((30_000 + 7_000) * PRICES.rowWrittenUsd, 12);
     expect(f.costPer1kTasks?.durationUsdModel).toBeCloseTo(capacity.executorGbSecondsPer1kTasks * PRICES.doGbSecondUsd, 12);
     expect(f.costPer1kTasks?.totalUsd).toBeCloseTo(
-      4_800 * PRICES.doRequestUsd + 100 * 3 * PRICES.queueOperationUsd + capacity.executorGbSecondsPer1kTasks * PRICES.doGbSecondUsd,
+      4_800 * PRICES.doRequestUsd +
+        37_000 * PRICES.rowWrittenUsd +
+        100 * 3 * PRICES.queueOperationUsd +
+        capacity.executorGbSecondsPer1kTasks * PRICES.doGbSecondUsd,
       12,
     );
     expect(f.model?.capacity).toEqual(capacity);

@@ -1,7 +1,7 @@
 // The canary's figures from its samples of one swarm's status: the ramp, calls in flight and lanes
 // (peak, mean), the SwarmRoom's requests a second, and the platform cost per 1,000 tasks priced with
 // the capacity model's PRICES, next to what the capacity model predicts. Pure: samples in, figures out.
-import { type Capacity, PRICES, toCapacity } from "../../src/core/capacity-model.ts";
+import { type Capacity, PRICES, priceOperations, toCapacity } from "../../src/core/capacity-model.ts";
 
 /** One read of the swarm's status. Every read is itself a SwarmRoom request, counted in `doRequests`. */
 export interface CanarySample {
@@ -93,7 +93,7 @@ export interface CanaryFigures {
     d1RowsWritten: number;
   } | null;
   /** USD per 1,000 tasks on the platform: measured operations, the model's duration estimate. */
-  costPer1kTasks: { doRequestsUsd: number; queueUsd: number; durationUsdModel: number | null; totalUsd: number } | null;
+  costPer1kTasks: { doRequestsUsd: number; rowsUsd: number; queueUsd: number; durationUsdModel: number | null; totalUsd: number } | null;
   /** The capacity model for the measured window, ttfb and latency; null before a call was timed. */
   model: { input: { window: number; ttfbMs: number; latencyMs: number; concurrency: number; tasks: number }; capacity: Capacity } | null;
   seconds: SecondRow[];
@@ -239,11 +239,15 @@ export function toCanaryFigures(run: CanaryRun): CanaryFigures {
         };
   let costPer1kTasks: CanaryFigures["costPer1kTasks"] = null;
   if (per1kTasks !== null) {
-    const doRequestsUsd = per1kTasks.doRequests * PRICES.doRequestUsd;
-    const queueUsd = per1kTasks.queueMessages * PRICES.queueOpsPerMessage * PRICES.queueOperationUsd;
+    // The SwarmRoom's rows and D1's, as measured (the executors' few are not in the status).
+    const { doRequestsUsd, rowsUsd, queueUsd } = priceOperations({
+      doRequests: per1kTasks.doRequests,
+      rowsWritten: per1kTasks.doRowsWritten + per1kTasks.d1RowsWritten,
+      queueMessages: per1kTasks.queueMessages,
+    });
     // Executor duration is not in the status: the model's GB-s for the measured W, ttfb and latency.
     const durationUsdModel = capacity === null ? null : capacity.executorGbSecondsPer1kTasks * PRICES.doGbSecondUsd;
-    costPer1kTasks = { doRequestsUsd, queueUsd, durationUsdModel, totalUsd: doRequestsUsd + queueUsd + (durationUsdModel ?? 0) };
+    costPer1kTasks = { doRequestsUsd, rowsUsd, queueUsd, durationUsdModel, totalUsd: doRequestsUsd + rowsUsd + queueUsd + (durationUsdModel ?? 0) };
   }
   const ttfbs = nonNull(run.samples.map((s) => s.ttfbMs));
   const latencies = nonNull(run.samples.map((s) => s.latencyMs));

@@ -2,6 +2,7 @@
 // ramp, the timing, and the capacity model's figures next to the measured ones. Pure: figures in,
 // lines out.
 import type { CanaryFigures, SecondRow } from "./canary-figures.ts";
+import { formatUsd } from "./format-usd.ts";
 
 const BARS = "▁▂▃▄▅▆▇█";
 /** A sparkline or table longer than this is folded: each column or row then stands for several seconds. */
@@ -20,7 +21,7 @@ export function toSparkline(values: readonly number[], maxColumns = MAX_SPARK_CO
 const fixed = (n: number | null, digits = 0, unit = ""): string =>
   n === null ? "—" : `${n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })}${unit}`;
 const seconds = (ms: number | null): string => (ms === null ? "not reached" : ms < 10_000 ? `${ms} ms` : `${(ms / 1_000).toFixed(1)} s`);
-const usd = (n: number | null): string => (n === null ? "—" : `$${n.toPrecision(3)}`);
+const usd = formatUsd;
 const peakMean = (pm: { peak: number; mean: number } | null, digits = 1): string =>
   pm === null ? "—" : `peak ${fixed(pm.peak, 0)}, mean ${fixed(pm.mean, digits)}`;
 
@@ -65,11 +66,18 @@ export function toComparisonRows(f: CanaryFigures): string[][] {
     ["queue messages / 1,000 tasks", m(c?.queueMessagesPer1kTasks, 1), fixed(f.per1kTasks?.queueMessages ?? null, 1)],
     ["DO duration GB-s / 1,000 tasks", m(c?.executorGbSecondsPer1kTasks, 2), "not in the API (the model's, below)"],
     [
+      "rows written / 1,000 tasks",
+      c === null
+        ? "—"
+        : `SwarmRoom ${fixed(c.rowsWrittenPer1kTasks.room)}, D1 ${fixed(c.rowsWrittenPer1kTasks.d1)}, executors ${fixed(c.rowsWrittenPer1kTasks.executors)}`,
+      f.per1kTasks === null ? "—" : `SwarmRoom ${fixed(f.per1kTasks.doRowsWritten)}, D1 ${fixed(f.per1kTasks.d1RowsWritten)} (the executors' not in the API)`,
+    ],
+    [
       "platform USD / 1,000 tasks",
       usd(c?.usdPer1kTasks ?? null),
       cost === null
         ? "—"
-        : `${usd(cost.totalUsd)} = requests ${usd(cost.doRequestsUsd)} + queue ${usd(cost.queueUsd)} + duration ${usd(cost.durationUsdModel)} (model)`,
+        : `${usd(cost.totalUsd)} = requests ${usd(cost.doRequestsUsd)} + rows ${usd(cost.rowsUsd)} + queue ${usd(cost.queueUsd)} + duration ${usd(cost.durationUsdModel)} (model)`,
     ],
   ];
 }
@@ -89,11 +97,6 @@ export function formatCanaryReport(f: CanaryFigures, reads: { pollMs: number; ra
     `time to headers ${fixed(f.timing.ttfbMs, 0, " ms")}, latency ${fixed(f.timing.latencyMs, 0, " ms")} (the lanes' means); ` +
       `status p50 ${fixed(f.timing.p50Ms, 0, " ms")}, p95 ${fixed(f.timing.p95Ms, 0, " ms")}`,
   );
-  if (f.per1kTasks !== null) {
-    lines.push(
-      `rows written / 1,000 tasks: SwarmRoom ${fixed(f.per1kTasks.doRowsWritten)}, D1 ${fixed(f.per1kTasks.d1RowsWritten)} (not priced by the capacity model)`,
-    );
-  }
   const input = f.model?.input;
   lines.push(
     "",

@@ -1,7 +1,8 @@
 // The production capacity model of the dispatch: for a window W and an upstream's latency and time
 // to headers, how many lane executors a swarm runs, how many connections they hold, how many
-// requests a second the SwarmRoom takes, and what 1,000 tasks cost in Durable Object requests and
-// duration. Pure arithmetic over the rules the dispatch follows (lane-sizing.ts). No I/O.
+// requests a second the SwarmRoom takes, and what 1,000 tasks cost in Durable Object requests,
+// duration and rows written. Pure arithmetic over the rules the dispatch follows (lane-sizing.ts)
+// and the rows the schemas write. No I/O.
 import {
   HEADER_SLOTS_PER_INVOCATION,
   MAX_TICKETS_PER_SWARM,
@@ -15,10 +16,50 @@ import {
 /**
  * Workers Paid prices (developers.cloudflare.com/durable-objects/platform/pricing/): $0.15 per
  * million Durable Object requests, $12.50 per million GB-s of duration, billed at 128 MB an object
- * while it is active (awaiting a fetch included); Queues $0.40 per million operations, a message
- * costing 3 (write, read, delete: developers.cloudflare.com/queues/platform/pricing/).
+ * while it is active (awaiting a fetch included); SQLite-backed Durable Object storage "Rows written
+ * … $1.00 / million" (index entries count: "Deletes are counted as rows written", "Each setAlarm() is
+ * billed as a single row written"), as are D1's (developers.cloudflare.com/d1/platform/pricing/),
+ * each after 50 million a month included; Queues $0.40 per million operations, a message costing 3
+ * (write, read, delete: developers.cloudflare.com/queues/platform/pricing/). The monthly allowances
+ * are left out: the model prices the margin.
  */
-export const PRICES = { doRequestUsd: 0.15 / 1e6, doGbSecondUsd: 12.5 / 1e6, doGb: 0.128, queueOperationUsd: 0.4 / 1e6, queueOpsPerMessage: 3 };
+export const PRICES = {
+  doRequestUsd: 0.15 / 1e6,
+  doGbSecondUsd: 12.5 / 1e6,
+  doGb: 0.128,
+  rowWrittenUsd: 1 / 1e6,
+  queueOperationUsd: 0.4 / 1e6,
+  queueOpsPerMessage: 3,
+};
+
+/** Counted operations (any number of tasks), priced with PRICES: what the platform bills for them. */
+export function priceOperations(ops: { doRequests: number; rowsWritten: number; queueMessages: number }): {
+  doRequestsUsd: number;
+  rowsUsd: number;
+  queueUsd: number;
+} {
+  return {
+    doRequestsUsd: ops.doRequests * PRICES.doRequestUsd,
+    rowsUsd: ops.rowsWritten * PRICES.rowWrittenUsd,
+    queueUsd: ops.queueMessages * PRICES.queueOpsPerMessage * PRICES.queueOperationUsd,
+  };
+}
+
+/**
+ * Rows a task writes in its SwarmRoom (schema v18; src/durable/swarm-room-schema.test.ts holds each
+ * write's count): its row (3: the row, its id's key, tasks_by_state), its grant (2: the row and its
+ * tasks_by_state entry), its call's note before send (1) and ledger row (2: the row and its call_id
+ * key), the note's delete (1), its end (2), and its start from standby (1), which is nearly every
+ * task's once lanes hold standby. `npm run bench` measures 12.3 a task with the meters' row per
+ * request, tickets and the window's changes (1,000 × lognormal 300/1500, W = 100, both header cases).
+ */
+export const ROOM_ROWS_PER_TASK = 12;
+/** The room stores its meters (swarm-meters.ts) in one row at the end of every request it serves. */
+export const ROOM_ROWS_PER_REQUEST = 1;
+/** D1 rows a call's ledger row writes (migrations/): the row, its call_id key, ledger_by_swarm, ledger_by_tenant_time. */
+export const LEDGER_ROWS_PER_CALL = 4;
+/** An executor's storage (lane-executor.ts), at most: its ticket, its alarm, and deleteAll at its end deleting both. */
+const ROWS_PER_EXECUTOR_START = 4;
 
 /** A lane executor's lane ends this long into its alarm (AGENT_PULL_FOR_S), and a fresh ticket replaces it. */
 const EXECUTOR_LIFETIME_S = 300;
@@ -52,6 +93,8 @@ export interface Capacity {
   /** Executor duration per 1,000 tasks, GB-s (each is active for its whole lane). */
   executorGbSecondsPer1kTasks: number;
   queueMessagesPer1kTasks: number;
+  /** Rows written per 1,000 tasks (one call each): the SwarmRoom's (its tasks' and its requests' meters), D1's ledger, the executors'. */
+  rowsWrittenPer1kTasks: { room: number; d1: number; executors: number };
   usdPer1kTasks: number;
 }
 
@@ -81,9 +124,15 @@ export function toCapacity(input: CapacityInput): Capacity {
   const doRequestsPer1kTasks = roomPullsPerS * swarmSecondsPer1k + startsPer1k * REQUESTS_PER_EXECUTOR;
   const executorGbSecondsPer1kTasks = executors * swarmSecondsPer1k * PRICES.doGb;
   const queueMessagesPer1kTasks = startsPer1k;
+  const rowsWrittenPer1kTasks = {
+    room: 1_000 * ROOM_ROWS_PER_TASK + roomPullsPerS * swarmSecondsPer1k * ROOM_ROWS_PER_REQUEST,
+    d1: 1_000 * LEDGER_ROWS_PER_CALL,
+    executors: startsPer1k * ROWS_PER_EXECUTOR_START,
+  };
   const usdPer1kTasks =
     doRequestsPer1kTasks * PRICES.doRequestUsd +
     executorGbSecondsPer1kTasks * PRICES.doGbSecondUsd +
+    (rowsWrittenPer1kTasks.room + rowsWrittenPer1kTasks.d1 + rowsWrittenPer1kTasks.executors) * PRICES.rowWrittenUsd +
     queueMessagesPer1kTasks * PRICES.queueOpsPerMessage * PRICES.queueOperationUsd;
   return {
     executors,
@@ -94,6 +143,7 @@ export function toCapacity(input: CapacityInput): Capacity {
     doRequestsPer1kTasks,
     executorGbSecondsPer1kTasks,
     queueMessagesPer1kTasks,
+    rowsWrittenPer1kTasks,
     usdPer1kTasks,
   };
 }

@@ -100,4 +100,17 @@ describe("callIdRange", () => {
   ])("%s: %s → %s", (_label, id, expected) => {
     expect(inRange(id)).toBe(expected);
   });
+
+  const task = callIdRange(swarm, "t1");
+  const inTask = (id: string): boolean => id >= task.from && id < task.to;
+  it.each([
+    ["attempt 1", toCallId(swarm, "t1", 1, 1), true],
+    ["attempt 10, turn 3", toCallId(swarm, "t1", 10, 3), true],
+    ["a backup", toCallId(swarm, "t1", 2, 1, true), true],
+    ["task t10 (shares the prefix)", toCallId(swarm, "t10", 1, 1), false],
+    ["task t (a prefix of t1)", toCallId(swarm, "t", 1, 1), false],
+    ["another swarm", toCallId("sw_bbcdefghijklmnopqrst", "t1", 1, 1), false],
+  ])("every attempt of the task, %s: %s → %s", (_label, id, expected) => {
+    expect(inTask(id)).toBe(expected);
+  });
 });

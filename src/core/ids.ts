@@ -71,12 +71,14 @@ export function isHedgeCallId(callId: string): boolean {
 }
 
 /**
- * The call ids of one attempt, as a half-open range [from, to): they all start with
- * `swarm:task:attempt:`, and ';' is the character after ':'. A range of a primary key on call ids
- * finds an attempt's calls without a scan.
+ * The call ids of one attempt (or, without `attempt`, of every attempt of the task), as a half-open
+ * range [from, to): they all start with `swarm:task:attempt:` (`swarm:task:`), and ';' is the
+ * character after ':'. Task ids hold no ':' (spec-schema.ts), so no other task's ids fall inside. A
+ * range of a primary key on call ids finds a task's or an attempt's calls without a scan or an index
+ * of their own.
  */
-export function callIdRange(swarmId: string, taskId: string, attempt: number): { from: string; to: string } {
-  const stem = `${swarmId}:${taskId}:${attempt}`;
+export function callIdRange(swarmId: string, taskId: string, attempt?: number): { from: string; to: string } {
+  const stem = attempt === undefined ? `${swarmId}:${taskId}` : `${swarmId}:${taskId}:${attempt}`;
   return { from: `${stem}:`, to: `${stem};` };
 }
 

@@ -402,7 +402,7 @@ export class SwarmDispatch {
         // report of this attempt could otherwise pass for the next holder's, and its call ids clash).
         // One that made no call gives its place in max_attempts back instead; one that did resumes
         // from its checkpoint under the next number.
-        if (!this.ledger.madeCalls(report.taskId, report.attempt)) this.store.addFreeAttempt(report.taskId);
+        if (!this.ledger.madeCalls(swarm.id, report.taskId, report.attempt)) this.store.addFreeAttempt(report.taskId);
         const retryAt = now + Math.max(0, outcome.retryAfterMs);
         this.tasks.toRetryWait(task, retryAt);
         actions.push({ taskId: report.taskId, action: "retry", delaySeconds: toQueueDelaySeconds(retryAt - now) });

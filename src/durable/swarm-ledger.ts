@@ -485,8 +485,9 @@ export class SwarmLedger {
   }
 
   /** Did this attempt of the task make any call (recorded, or noted and not yet recorded)? */
-  madeCalls(taskId: string, attempt: number): boolean {
-    if (this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE task_id = ? AND attempt = ?", taskId, attempt).one().n > 0) return true;
+  madeCalls(swarmId: string, taskId: string, attempt: number): boolean {
+    const range = callIdRange(swarmId, taskId, attempt);
+    if (this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE call_id >= ? AND call_id < ?", range.from, range.to).one().n > 0) return true;
     return (
       this.openCalls() > 0 &&
       this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM open_calls WHERE task_id = ? AND attempt = ?", taskId, attempt).one().n > 0

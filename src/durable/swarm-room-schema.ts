@@ -223,6 +223,32 @@ CREATE TABLE IF NOT EXISTS batch_parts (
 );
 `;
 
+// v18: two rows fewer written a call (Durable Object SQLite bills every row written, index entries
+// included: docs/data.md). A ledger row wrote three (the row, its call_id key, calls_by_task) and a
+// noted call two (the row, its call_id key). A task's calls are found by a range of call ids
+// instead of calls_by_task (call ids are `swarm:task:attempt:turn[:h]`, task ids hold no ':':
+// src/core/ids.ts callIdRange), and `open_calls` is keyed by its call id alone (WITHOUT ROWID: the
+// table is its key's B-tree). `calls` keeps its rowid: the ledger flush walks it in rowid order.
+const SCHEMA_V18 = `
+DROP INDEX IF EXISTS calls_by_task;
+CREATE TABLE open_calls_v18 (
+  call_id       TEXT PRIMARY KEY,
+  task_id       TEXT NOT NULL,
+  attempt       INTEGER NOT NULL,
+  turn          INTEGER NOT NULL,
+  model         TEXT NOT NULL,
+  prompt_tokens INTEGER NOT NULL,
+  max_tokens    INTEGER NOT NULL,
+  started_at    INTEGER NOT NULL,
+  lane          TEXT,
+  note_until    INTEGER
+) WITHOUT ROWID;
+INSERT INTO open_calls_v18 (call_id, task_id, attempt, turn, model, prompt_tokens, max_tokens, started_at, lane, note_until)
+  SELECT call_id, task_id, attempt, turn, model, prompt_tokens, max_tokens, started_at, lane, note_until FROM open_calls;
+DROP TABLE open_calls;
+ALTER TABLE open_calls_v18 RENAME TO open_calls;
+`;
+
 const MIGRATIONS: readonly string[] = [
   SCHEMA_V1,
   SCHEMA_V2,
@@ -241,6 +267,7 @@ const MIGRATIONS: readonly string[] = [
   SCHEMA_V15,
   SCHEMA_V16,
   SCHEMA_V17,
+  SCHEMA_V18,
 ];
 
 /** Brings the room's database to the newest schema; cheap when it is already there. */

@@ -247,7 +247,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
 
   async getResults(tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null> {
     this.begin();
-    return this.store.swarmOf(tenant) === null ? null : this.views.readResults(cursor, limit);
+    const swarm = this.store.swarmOf(tenant);
+    return swarm === null ? null : this.views.readResults(swarm.id, cursor, limit);
   }
 
   // ── RPC: agent Worker (continuous pull: each pull records outcomes and fills free slots) ─────

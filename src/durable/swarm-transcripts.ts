@@ -8,6 +8,7 @@ import type { AgentCheckpoint, TaskState } from "../core/swarm-contract.ts";
 import { boundMessages, TRANSCRIPT_MAX_MCP_CALLS, type TaskTranscript, type TranscriptMcpCall, toTranscriptMessages } from "../core/task-transcript.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
 import type { LedgerRow } from "../ledger/d1-ledger.ts";
+import { callIdRange } from "../core/ids.ts";
 
 const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
@@ -96,11 +97,14 @@ export class SwarmTranscripts {
       )
       .toArray()[0];
     if (task === undefined) return null;
+    // The task's calls: a range of the calls table's key (callIdRange), not a scan.
+    const range = callIdRange(swarm.id, taskId);
     const calls = this.sql
       .exec<Omit<LedgerRow, "swarm_id" | "task_id" | "tenant">>(
         `SELECT call_id, attempt, turn, model, status, error_class, prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens,
-                total_tokens, cost_usd, latency_ms, created_at, hedge FROM calls WHERE task_id = ? ORDER BY attempt, turn, hedge`,
-        taskId,
+                total_tokens, cost_usd, latency_ms, created_at, hedge FROM calls WHERE call_id >= ? AND call_id < ? ORDER BY attempt, turn, hedge`,
+        range.from,
+        range.to,
       )
       .toArray();
     const mcpCalls = this.sql

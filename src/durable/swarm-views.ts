@@ -18,6 +18,20 @@ import type { SwarmRouting } from "./swarm-routing.ts";
 import type { SwarmStore } from "./swarm-store.ts";
 import type { SwarmTotals } from "./swarm-totals.ts";
 
+/**
+ * A page of sub-task results with each task's usage (?1 the swarm id, ?2 the cursor's seq, ?3 the page
+ * size + 1). Each task's calls are the range of its call ids in the calls table's key (callIdRange:
+ * `swarm:task:` up to `swarm:task;`), bounds SQLite computes per task row and seeks, so the join reads
+ * each call once without an index of its own (exported for the test of its plan).
+ */
+export const RESULTS_PAGE_SQL = `
+  SELECT t.seq, t.id, t.state, t.tool_calls, t.output, t.error_class, t.error_message, t.attempts,
+         COUNT(c.call_id) AS calls, SUM(c.prompt_tokens) AS prompt_tokens, SUM(c.cached_tokens) AS cached_tokens,
+         SUM(c.completion_tokens) AS completion_tokens, SUM(c.total_tokens) AS total_tokens,
+         SUM(c.cost_usd) AS cost_usd, SUM(c.latency_ms) AS latency_ms
+  FROM tasks t LEFT JOIN calls c ON c.call_id >= ?1 || ':' || t.id || ':' AND c.call_id < ?1 || ':' || t.id || ';'
+  WHERE t.seq > ?2 AND t.kind = 'task' GROUP BY t.seq ORDER BY t.seq LIMIT ?3`;
+
 const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 export class SwarmViews {
@@ -35,7 +49,7 @@ export class SwarmViews {
   ) {}
 
   /** A page of sub-task results in task order, after the cursor (the last `seq` returned). */
-  readResults(cursor: string | null, limit: number): ResultsPage {
+  readResults(swarmId: string, cursor: string | null, limit: number): ResultsPage {
     const after = cursor === null ? 0 : Number(cursor);
     const pageSize = Math.min(Math.max(1, Math.floor(limit)), 1_000);
     const rows = this.sql
@@ -55,16 +69,7 @@ export class SwarmViews {
         total_tokens: number | null;
         cost_usd: number | null;
         latency_ms: number | null;
-      }>(
-        `SELECT t.seq, t.id, t.state, t.tool_calls, t.output, t.error_class, t.error_message, t.attempts,
-                COUNT(c.call_id) AS calls, SUM(c.prompt_tokens) AS prompt_tokens, SUM(c.cached_tokens) AS cached_tokens,
-                SUM(c.completion_tokens) AS completion_tokens, SUM(c.total_tokens) AS total_tokens,
-                SUM(c.cost_usd) AS cost_usd, SUM(c.latency_ms) AS latency_ms
-         FROM tasks t LEFT JOIN calls c ON c.task_id = t.id
-         WHERE t.seq > ? AND t.kind = 'task' GROUP BY t.seq ORDER BY t.seq LIMIT ?`,
-        after,
-        pageSize + 1,
-      )
+      }>(RESULTS_PAGE_SQL, swarmId, after, pageSize + 1)
       .toArray();
     const page = rows.slice(0, pageSize);
     const results: TaskResult[] = page.map((row) => ({
