@@ -50,6 +50,7 @@ const SCRIPTS: [string, string[], RegExp][] = [
   // --ttfb 0: with its default (both) bench.ts runs itself twice, and the child checks the rest.
   ["bench.ts", ["--ttfb", "0", "--tasks", "0"], /--tasks must be an integer 1-10000, got "0"/],
   ["bench-mcp.ts", ["--era", "ancient"], /--era must be modern or legacy, got "ancient"/],
+  ["bench-trace-logs.ts", [], /error: missing required argument 'LOG'/],
   ["deploy.ts", ["--smoke-model"], /error: option '--smoke-model <model>' argument missing/],
 ];
 
