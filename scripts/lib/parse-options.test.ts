@@ -30,11 +30,11 @@ async function runScript(script: string, args: string[]): Promise<{ code: number
   }
 }
 
-/** A line of a Node stack trace ("    at main (file:///…)"). */
-const STACK_LINE = /^\s+at /m;
+/** A frame of a Node stack trace ("    at main (file:///…/start.ts:17:20)"), not a wrapped help line that starts with "at". */
+const STACK_LINE = /^ {4}at .*:\d+:\d+\)?$/m;
 
 // Each script, and one option given a bad value that the script refuses before it starts anything:
-// [script, the bad option's arguments, what stderr must say].
+// [script, the bad arguments, what stderr must say].
 const SCRIPTS: [string, string[], RegExp][] = [
   ["start.ts", ["--tasks", "0"], /--tasks must be an integer 1-10000, got "0"/],
   ["swarm.ts", ["examples/research.json", "--timeout-s", "soon"], /--timeout-s must be an integer 1-86400, got "soon"/],
