@@ -10,25 +10,30 @@
 // Figures only, no pass/fail; the machine may be shared, so they are noisy.
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { parseArgs } from "node:util";
+import { Command } from "commander";
 import OpenAI, { toFile } from "openai";
 import { readIntOption } from "./lib/int-option.ts";
-import { ROOT, generateToken, startStack, type Stack } from "./lib/local-stack.ts";
+import { ROOT, STACK_ENVIRONMENT, generateToken, startStack, type Stack } from "./lib/local-stack.ts";
+import { parseOrExit } from "./lib/parse-options.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
 import { findWorkerdInspectors, openHeapSampler, type HeapSampler } from "./lib/workerd-inspector.ts";
 import { submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
-const { values } = parseArgs({
-  options: {
-    lines: { type: "string", default: "10000" },
-    latency: { type: "string", default: "50" },
-    "upload-mb": { type: "string", default: "100" },
-  },
-});
+const program = new Command("npm run bench:batch --")
+  .description(
+    `The Batch API against a swarm of the same tasks on the local stack and the mock model: a streamed upload's memory, then both runs' walls (docs/benchmarks.md). Environment: ${STACK_ENVIRONMENT}.`,
+  )
+  .option("--lines <n>", "tasks of the swarm, and requests of the batch (1-50,000)", "10000")
+  .option("--latency <ms>", "the mock model's latency (0-10,000)", "50")
+  .option("--upload-mb <mb>", "MiB of the streamed upload to POST /v1/files (0-190; 0: no upload)", "100")
+  .showHelpAfterError()
+  .exitOverride();
+parseOrExit(program);
+const values = program.opts<{ lines: string; latency: string; uploadMb: string }>();
 const lines = readIntOption("lines", values.lines, 1, 50_000);
 const latency = readIntOption("latency", values.latency, 0, 10_000);
-const uploadMb = readIntOption("upload-mb", values["upload-mb"], 0, 190);
+const uploadMb = readIntOption("upload-mb", values.uploadMb, 0, 190);
 const MAX_TOKENS = 32;
 const prompt = (i: number) => `Say hello to request ${i + 1}`;
 

@@ -5,13 +5,25 @@
 // the list, the 10,000-task page and a failed task's transcript into docs/screenshots/.
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { parseArgs } from "node:util";
+import { Command } from "commander";
 import { createClient } from "../src/client/index.ts";
 import { launchChromium } from "../test/browser/chromium.ts";
-import { generateToken, ROOT, startStack } from "./lib/local-stack.ts";
+import { readIntOption } from "./lib/int-option.ts";
+import { generateToken, ROOT, STACK_ENVIRONMENT, startStack } from "./lib/local-stack.ts";
+import { parseOrExit } from "./lib/parse-options.ts";
 import { waitForSwarm } from "./lib/swarm-client.ts";
 
-const { values } = parseArgs({ options: { screenshots: { type: "boolean", default: false }, loads: { type: "string", default: "5" } } });
+const program = new Command("npm run bench:dashboard --")
+  .description(
+    `On the local stack: the live events a client receives from a 1,000-task swarm, and the time to render a 10,000-task swarm's page in chromium (docs/testing.md). Environment: ${STACK_ENVIRONMENT}.`,
+  )
+  .option("--screenshots", "save the list, the 10,000-task page and a failed task's transcript into docs/screenshots/")
+  .option("--loads <n>", "page loads of the 10,000-task swarm, of which the median is printed (1-100)", "5")
+  .showHelpAfterError()
+  .exitOverride();
+parseOrExit(program);
+const values = program.opts<{ screenshots?: boolean; loads: string }>();
+const loads = readIntOption("loads", values.loads, 1, 100);
 const shotsDir = path.join(ROOT, "docs", "screenshots");
 const persistTo = path.join(ROOT, ".tmp", "bench-dashboard-state");
 
@@ -55,7 +67,6 @@ try {
   const browser = await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   await page.goto(`${stack.url}/#token=${encodeURIComponent(stack.token)}`);
-  const loads = Number(values.loads);
   const times: number[] = [];
   for (let i = 0; i < loads; i += 1) {
     await page.goto(`${stack.url}/#/swarms/${big}`);

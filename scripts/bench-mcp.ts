@@ -27,6 +27,9 @@ import { scratchStateDir } from "./lib/scratch-state.ts";
 import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
 const program = new Command("npm run bench:mcp --")
+  .description(
+    "An MCP tool against a built-in one of the same latency: two swarms on the local stack (mock model, dev/mock-mcp), their walls, ratio and the MCP server's requests (docs/benchmarks.md).",
+  )
   .option("--tasks <n>", "tasks of each swarm (1-10,000)", "1000")
   .option("--concurrency <w>", "the window W (1-1,500)", "100")
   .option("--tool-ms <ms>", "latency of the tool, MCP and built-in alike", "50")
@@ -35,6 +38,7 @@ const program = new Command("npm run bench:mcp --")
   .option("--rounds <n>", "pairs of swarms (built-in, then MCP) to run (1-10)", "1")
   .option("--cpu", "CPU per task of each process of the stack, per swarm (Linux /proc)")
   .option("--workerd-cpu-prof", "profile the agent's isolate (workerd's inspector) during each measured swarm: its top functions")
+  .showHelpAfterError()
   .exitOverride();
 parseOrExit(program);
 const values = program.opts<{

@@ -1,30 +1,42 @@
 // `npm run chaos`: one swarm against a hostile mock upstream on the local stack, then the proof
 // that nothing was lost or paid twice: every task terminal, ledger rows = upstream calls, ledger
 // tokens = upstream tokens, and how retries compare with the 429s the upstream sent. Figures only.
-//   --profile mixed   20% 429, 5% 5xx, 2% hangs, 1% malformed, 1% truncated (default)
-//   --profile clean   no random faults
-//   --rpm-per-key N   on top of the profile, the mock answers 429 past N requests/min per key (0 = off)
+//   Its options: `program` below (`npm run chaos -- --help`).
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { parseArgs } from "node:util";
+import { Command } from "commander";
 import { z } from "zod";
 import type { MockModelOptions } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
-import { ROOT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
+import { ROOT, STACK_ENVIRONMENT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
+import { parseOrExit } from "./lib/parse-options.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
-const { values } = parseArgs({
-  options: {
-    profile: { type: "string", default: "mixed" },
-    tasks: { type: "string", default: "500" },
-    concurrency: { type: "string", default: "64" },
-    latency: { type: "string", default: "100" },
-    "timeout-s": { type: "string", default: "3" },
-    "max-attempts": { type: "string", default: "8" },
-    "rpm-per-key": { type: "string", default: "0" },
-    seed: { type: "string", default: "7" },
-  },
-});
+const program = new Command("npm run chaos --")
+  .description(
+    `One swarm against a hostile mock upstream on the local stack, then the proof that nothing was lost or paid twice (docs/operations.md). Environment: ${STACK_ENVIRONMENT}.`,
+  )
+  .option("--profile <profile>", "mixed (20% 429, 5% 5xx, 2% hangs, 1% malformed, 1% truncated) or clean (no random faults)", "mixed")
+  .option("--tasks <n>", "tasks (1-10,000)", "500")
+  .option("--concurrency <w>", "the window W (1-1,500)", "64")
+  .option("--latency <ms>", "the mock model's latency (0-60,000)", "100")
+  .option("--timeout-s <s>", "one call's deadline, limits.timeout_s (1-600)", "3")
+  .option("--max-attempts <n>", "attempts per task, limits.max_attempts (1-10)", "8")
+  .option("--rpm-per-key <n>", "on top of the profile, the mock answers 429 past N requests/min per key (0 = off)", "0")
+  .option("--seed <n>", "the mock's PRNG seed (0-2^31)", "7")
+  .showHelpAfterError()
+  .exitOverride();
+parseOrExit(program);
+const values = program.opts<{
+  profile: string;
+  tasks: string;
+  concurrency: string;
+  latency: string;
+  timeoutS: string;
+  maxAttempts: string;
+  rpmPerKey: string;
+  seed: string;
+}>();
 
 const profile = values.profile;
 if (profile !== "mixed" && profile !== "clean") {
@@ -34,9 +46,9 @@ if (profile !== "mixed" && profile !== "clean") {
 const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
 const latency = readIntOption("latency", values.latency, 0, 60_000);
-const timeoutS = readIntOption("timeout-s", values["timeout-s"], 1, 600);
-const maxAttempts = readIntOption("max-attempts", values["max-attempts"], 1, 10);
-const rpm = readIntOption("rpm-per-key", values["rpm-per-key"], 0, 1_000_000);
+const timeoutS = readIntOption("timeout-s", values.timeoutS, 1, 600);
+const maxAttempts = readIntOption("max-attempts", values.maxAttempts, 1, 10);
+const rpm = readIntOption("rpm-per-key", values.rpmPerKey, 0, 1_000_000);
 const seed = readIntOption("seed", values.seed, 0, 2 ** 31);
 
 const MIXED_RATES = { "429": 0.2, "500": 0.02, "502": 0.015, "503": 0.015, hang: 0.02, malformed: 0.01, truncated: 0.01 };

@@ -7,32 +7,40 @@
 // Figures and checks, no pass/fail exit code beyond "it ran".
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { parseArgs } from "node:util";
+import { Command } from "commander";
 import { z } from "zod";
 import { DEFAULT_PRICES } from "../src/core/pricing.ts";
-import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
+import { ROOT, STACK_ENVIRONMENT, generateToken, startStack } from "./lib/local-stack.ts";
+import { parseOrExit } from "./lib/parse-options.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
-const { values } = parseArgs({
-  options: {
-    tasks: { type: "string", default: "1000" },
-    rpm: { type: "string", default: "300" },
-    concurrency: { type: "string", default: "100" },
-    latency: { type: "string", default: "150" },
-    "budget-usd": { type: "string", default: "0.004" },
-  },
-});
-const tasks = Number(values.tasks);
-const rpm = Number(values.rpm);
-const concurrency = Number(values.concurrency);
-const latency = Number(values.latency);
-const budgetUsd = Number(values["budget-usd"]);
-for (const [name, n] of Object.entries({ tasks, rpm, concurrency, latency, budgetUsd })) {
+const program = new Command("npm run economics --")
+  .description(
+    `The money side end to end on the local stack: a weighted model mix through one gateway upstream of two rate-limited keys, then a swarm with a USD budget (docs/operations.md). Environment: EDGESWARM_VERBOSE (wrangler's own output), ${STACK_ENVIRONMENT}.`,
+  )
+  .option("--tasks <n>", "tasks of the mixed swarm", "1000")
+  .option("--rpm <n>", "requests per minute of each of the upstream's two keys", "300")
+  .option("--concurrency <w>", "the window W of the mixed swarm", "100")
+  .option("--latency <ms>", "the mock model's latency", "150")
+  .option("--budget-usd <usd>", "budget.max_usd of the budgeted swarm", "0.004")
+  .showHelpAfterError()
+  .exitOverride();
+parseOrExit(program);
+const values = program.opts<{ tasks: string; rpm: string; concurrency: string; latency: string; budgetUsd: string }>();
+/** A positive number, or exit 2 naming the option. */
+function readPositive(name: string, raw: string): number {
+  const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) {
-    console.error(`--${name} must be a positive number`);
+    console.error(`--${name} must be a positive number, got "${raw}"`);
     process.exit(2);
   }
+  return n;
 }
+const tasks = readPositive("tasks", values.tasks);
+const rpm = readPositive("rpm", values.rpm);
+const concurrency = readPositive("concurrency", values.concurrency);
+const latency = readPositive("latency", values.latency);
+const budgetUsd = readPositive("budget-usd", values.budgetUsd);
 
 const MIX = [
   { model: "deepseek-v3.2", weight: 60 },

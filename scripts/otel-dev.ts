@@ -1,12 +1,22 @@
 // `npm run otel-dev`: an OTLP/HTTP receiver on 127.0.0.1:4318 (protobuf and JSON) that prints each
 // swarm's trace as a tree (latency, tokens, cost) once its root span has arrived and its lanes'
 // spans have stopped coming. Point the stack at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 npm start
-import { parseArgs } from "node:util";
+import { Command } from "commander";
 import { readIntOption } from "./lib/int-option.ts";
 import { startOtlpReceiver } from "./lib/otlp-receiver.ts";
+import { parseOrExit } from "./lib/parse-options.ts";
 import { formatSpanTree, type ReceivedSpan } from "./lib/span-tree.ts";
 
-const { values } = parseArgs({ options: { port: { type: "string", default: "4318" }, quiet: { type: "string", default: "1500" } } });
+const program = new Command("npm run otel-dev --")
+  .description(
+    "An OTLP/HTTP trace receiver (protobuf and JSON) that prints each swarm's span tree when it ends. Point a stack at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 npm start.",
+  )
+  .option("--port <port>", "the port on 127.0.0.1 (0-65,535; 0: any free port)", "4318")
+  .option("--quiet <ms>", "print a trace this long after its last span arrived (0-60,000)", "1500")
+  .showHelpAfterError()
+  .exitOverride();
+parseOrExit(program);
+const values = program.opts<{ port: string; quiet: string }>();
 const port = readIntOption("port", values.port, 0, 65_535);
 /** A trace is printed this long after its last span arrived (lanes flush when they end). */
 const quietMs = readIntOption("quiet", values.quiet, 0, 60_000);

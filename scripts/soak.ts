@@ -2,26 +2,31 @@
 // with the fault mix, while a schedule fires every minute, checking after each swarm that every
 // task is terminal and its ledger rows = its upstream calls, and printing throughput and memory
 // over time, so a leak or a slow drift shows. Bounded (1–240 minutes); exits 1 if an invariant failed.
-//   --minutes N (default 5)  --tasks N per swarm (300)  --concurrency W (50)  --latency ms (100)
+//   Its options: `program` below (`npm run soak -- --help`).
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { parseArgs } from "node:util";
+import { Command } from "commander";
 import { z } from "zod";
 import { startMockModel } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
-import { DEFAULT_CRON_EVERY_MS, ROOT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
+import { DEFAULT_CRON_EVERY_MS, ROOT, STACK_ENVIRONMENT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
+import { parseOrExit } from "./lib/parse-options.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
 import { findWorkerdInspectors, readHeapUsage } from "./lib/workerd-inspector.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
-const { values } = parseArgs({
-  options: {
-    minutes: { type: "string", default: "5" },
-    tasks: { type: "string", default: "300" },
-    concurrency: { type: "string", default: "50" },
-    latency: { type: "string", default: "100" },
-  },
-});
+const program = new Command("npm run soak --")
+  .description(
+    `Swarms back to back on the local stack under the fault mix, a schedule every minute: throughput, memory and the invariants over time; exits 1 if an invariant failed. Environment: ${STACK_ENVIRONMENT}.`,
+  )
+  .option("--minutes <n>", "how long to run (1-240)", "5")
+  .option("--tasks <n>", "tasks of each swarm (1-5,000)", "300")
+  .option("--concurrency <w>", "the window W of each swarm (1-1,500)", "50")
+  .option("--latency <ms>", "the mock model's latency (0-10,000)", "100")
+  .showHelpAfterError()
+  .exitOverride();
+parseOrExit(program);
+const values = program.opts<{ minutes: string; tasks: string; concurrency: string; latency: string }>();
 const minutes = readIntOption("minutes", values.minutes, 1, 240);
 const tasks = readIntOption("tasks", values.tasks, 1, 5_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);

@@ -1,20 +1,25 @@
 // `npm start`: the whole stack on this machine — local D1 migrations, the mock model (unless
 // MODEL_BASE_URL/MODEL_API_KEY name a real endpoint), each Worker in a `wrangler dev` of its own — then a
 // 100-task demo swarm and its summary line. Stays up until Ctrl-C, which stops all it started.
-import { parseArgs } from "node:util";
+import { Command } from "commander";
 import { readIntOption } from "./lib/int-option.ts";
 import { generateToken, startStack, type Stack } from "./lib/local-stack.ts";
+import { parseOrExit } from "./lib/parse-options.ts";
 import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 import { toErrorMessage } from "../src/core/error-message.ts";
 import { startMockMcp, type MockMcpHandle } from "../dev/mock-mcp/server.ts";
 
-const { values } = parseArgs({
-  options: {
-    "no-demo": { type: "boolean", default: false },
-    tasks: { type: "string", default: "100" },
-    "exit-after-demo": { type: "boolean", default: false },
-  },
-});
+const program = new Command("npm start --")
+  .description(
+    "The whole stack on this machine, then a demo swarm; Ctrl-C stops it (`npm run dev`: --no-demo). Environment (docs/configuration.md): PORT, MODEL_BASE_URL and MODEL_API_KEY (a real upstream instead of the mock), EDGESWARM_API_TOKEN, EDGESWARM_DEMO_MODEL, EDGESWARM_VERBOSE, MOCK_MODEL_PORT, MOCK_MCP_PORT, OTEL_*, X_LOCAL_OBSERVABILITY.",
+  )
+  .option("--no-demo", "start the stack without the demo swarm")
+  .option("--tasks <n>", "tasks of the demo swarm (1-10,000)", "100")
+  .option("--exit-after-demo", "stop everything after the demo's summary line")
+  .showHelpAfterError()
+  .exitOverride();
+parseOrExit(program);
+const values = program.opts<{ demo: boolean; tasks: string; exitAfterDemo?: boolean }>();
 
 const port = Number(process.env.PORT ?? 8787);
 if (!Number.isInteger(port) || port < 1 || port > 65_535) {
@@ -90,7 +95,7 @@ tools: http_fetch and webhook tools may reach 127.0.0.1 and private addresses (A
 mcp: ${mcp?.url ?? ""}/mcp (built-in mock MCP server: answers are fake)
 `);
 
-if (!values["no-demo"]) {
+if (values.demo) {
   console.log(`running the demo swarm (${taskCount} tasks) …`);
   try {
     const { id } = await submitSwarm(stack.url, stack.token, demoSpec(taskCount));
@@ -114,6 +119,6 @@ Try it:
   (cron runs every 5 s here: due schedules start, and unfinished swarms resume after a restart)
 
 Ctrl-C stops everything.`);
-if (values["exit-after-demo"]) await shutdown(0);
+if (values.exitAfterDemo) await shutdown(0);
 // Keep running until a signal arrives.
 setInterval(() => {}, 1 << 30);

@@ -1,20 +1,26 @@
 // `npm run swarm -- <spec.json>`: submits a swarm spec to a running stack (EDGESWARM_URL, default
 // http://127.0.0.1:8787, token EDGESWARM_API_TOKEN), waits for it to end and prints the summary.
 import { readFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
+import { Command } from "commander";
 import { formatAnswer } from "./lib/format-answer.ts";
+import { readIntOption } from "./lib/int-option.ts";
+import { parseOrExit } from "./lib/parse-options.ts";
 import { ApiCallError, formatSummary, getJson, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 import { toErrorMessage } from "../src/core/error-message.ts";
 
-const { positionals, values } = parseArgs({
-  allowPositionals: true,
-  options: { "timeout-s": { type: "string", default: "1800" }, quiet: { type: "boolean", default: false } },
-});
-const specPath = positionals[0];
-if (specPath === undefined) {
-  console.error("usage: npm run swarm -- <spec.json> [--timeout-s 1800] [--quiet]");
-  process.exit(2);
-}
+const program = new Command("npm run swarm --")
+  .description(
+    "Submit a swarm spec to a running stack, wait for its end, print its summary and answer; exits 0 when every task succeeded. Environment: EDGESWARM_URL (default http://127.0.0.1:8787), EDGESWARM_API_TOKEN (required).",
+  )
+  .argument("<spec.json>", "the swarm spec (examples/*.json)")
+  .option("--timeout-s <s>", "how long to wait for the swarm's end (1-86,400)", "1800")
+  .option("--quiet", "no progress lines")
+  .showHelpAfterError()
+  .exitOverride();
+parseOrExit(program);
+const values = program.opts<{ timeoutS: string; quiet?: boolean }>();
+const specPath = program.args[0] ?? "";
+const timeoutS = readIntOption("timeout-s", values.timeoutS, 1, 86_400);
 const baseUrl = (process.env.EDGESWARM_URL ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
 const token = process.env.EDGESWARM_API_TOKEN;
 if (!token) {
@@ -35,7 +41,7 @@ try {
   console.log(`swarm ${id} started: ${baseUrl}/v1/swarms/${id}`);
   let last = "";
   const status = await waitForSwarm(baseUrl, token, id, {
-    timeoutMs: Number(values["timeout-s"]) * 1_000,
+    timeoutMs: timeoutS * 1_000,
     pollMs: 500,
     onProgress: (s) => {
       const line = `  ${s.state}: ${s.counts.succeeded + s.counts.failed}/${s.tasks} done (${s.counts.running} running, ${s.counts.failed} failed)`;

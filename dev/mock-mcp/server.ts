@@ -14,6 +14,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { parseArgs } from "node:util";
 import { createMcpHandler, inputRequired, McpServer, ProtocolError, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import { z } from "zod";
 
@@ -409,14 +410,34 @@ function toLeanAnswer(id: string | number, result: ReturnType<typeof searchCode>
   });
 }
 
-/** `node dev/mock-mcp/server.ts [--port N] [--latency MS]`. */
+const HELP = `Usage: node dev/mock-mcp/server.ts [flags]   (a MOCK MCP server: its answers are fake)
+  --port N      port on 127.0.0.1 (default 8790; 0 = ephemeral)
+  --latency MS  how long each tool call takes (default 50; a server URL's latency_ms overrides it)
+  -h, --help    this list`;
+
+/** As dev/mock-model's: a refused command line is one line on stderr and exit 2. */
+function die(message: string): never {
+  process.stderr.write(`mock-mcp: ${message}\n`);
+  process.exit(2);
+}
+
+/** `node dev/mock-mcp/server.ts [--port N] [--latency MS]`: parses its flags (an unknown one throws), then serves. */
 export async function main(argv: string[]): Promise<void> {
-  const arg = (name: string): string | undefined => {
-    const at = argv.indexOf(name);
-    return at < 0 ? undefined : argv[at + 1];
-  };
-  const handle = await startMockMcp({ port: Number(arg("--port") ?? 8790), latencyMs: Number(arg("--latency") ?? 50) });
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: { port: { type: "string", default: "8790" }, latency: { type: "string", default: "50" }, help: { type: "boolean", short: "h" } },
+  });
+  if (values.help === true) {
+    process.stdout.write(`${HELP}\n`);
+    return;
+  }
+  const port = Number(values.port);
+  if (values.port.trim() === "" || !Number.isInteger(port) || port < 0 || port > 65_535) die(`--port expects a port 0-65535, got "${values.port}"`);
+  const latencyMs = Number(values.latency);
+  if (values.latency.trim() === "" || !Number.isFinite(latencyMs) || latencyMs < 0) die(`--latency expects milliseconds >= 0, got "${values.latency}"`);
+  const handle = await startMockMcp({ port, latencyMs });
   process.stdout.write(`mock-mcp listening on ${handle.url}/mcp (this is a MOCK MCP server: its answers are fake)\n`);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await main(process.argv.slice(2));
+if (import.meta.url === `file://${process.argv[1]}`) await main(process.argv.slice(2)).catch((e: unknown) => die(e instanceof Error ? e.message : String(e)));

@@ -20,6 +20,8 @@ const AGENT_CONFIG = path.join(ROOT, "workers", "agent", "wrangler.toml");
 const SESSION_GUARD = path.join(import.meta.dirname, "session-guard.ts");
 /** How often startStack triggers the cron handler unless told otherwise (StackOptions.cronEveryMs). */
 export const DEFAULT_CRON_EVERY_MS = 5_000;
+/** For a script's --help: what every stack it starts reads from the environment (docs/configuration.md). */
+export const STACK_ENVIRONMENT = "OTEL_* (traces from both Workers) and X_LOCAL_OBSERVABILITY (wrangler dev's trace collector), as npm start";
 
 export interface StackOptions {
   /** API port; 0 picks a free one. */
