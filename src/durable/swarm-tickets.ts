@@ -304,11 +304,10 @@ export class SwarmTickets {
    * A warm-up's hold lasted RELEASE_TOP_UP_MS: its release will start every held task at once, and
    * a lane starts only its gate's slots before its first headers (then as many again a time to
    * headers later), so lanes counted for a prior's early headers would start the window over most
-   * of a call's latency (200 tasks, W = 100, headers at 150 ms: 25–31 in flight for a time to
-   * headers after the release, the window full only 0.8–1.1 s later, 1.13–1.16x the pool). Until a
-   * lane has timed its calls, each ticket, the open ones too, counts for the assumed slots; each
-   * still carries the prior's latency, so its lane grows from its first headers, and retires once
-   * others cover the window.
+   * of a call's latency (docs/benchmarks.md, the warm-up's fifth session). Until a lane has timed
+   * its calls, each ticket, the open ones too, counts for the assumed slots; each still carries the
+   * prior's latency, so its lane grows from its first headers, and retires once others cover the
+   * window.
    */
   sizeForRelease(): void {
     this.releaseSized = true;
