@@ -18,7 +18,8 @@ export const WARMUP_RELEASE_MAX_MS = 5_000;
  * prior sized for early headers would start too slowly: the release starts the whole window at
  * once, and a lane starts only its gate's slots before its first headers, as many again each time
  * to headers after. With headers within a few ms of the send (the local mock at `--ttfb 0`: the
- * release 20–40 ms after the grant) a lane fills in a few ms, and the prior's lanes carry it.
+ * release came within this in every swarm measured) a lane's gate frees at once, and the prior's
+ * lanes carry the window. An upstream whose first byte takes longer (any remote one) gets the lanes.
  */
 export const RELEASE_TOP_UP_MS = 50;
 
