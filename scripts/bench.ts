@@ -56,6 +56,11 @@ const program = new Command("npm run bench --")
   .option("--tool-turns <t>", "every task an agent of T scratchpad turns (no baseline)", "0")
   .option("--max-output-tokens <n>", "max_tokens of every call", "32")
   .option("--shared-prefix <chars>", "a system prompt of CHARS characters every task sends first (both runners); prints the prompt cache's figures", "0")
+  .option(
+    "--prefill-ms-per-1k <ms>",
+    "the mock's prefill inside its ttfb, ms per 1,000 prompt tokens: a cached prefix skips its share, so its call's headers and end come sooner (0: cached calls are as slow as cold ones)",
+    "50",
+  )
   .option("--timeout-s <s>", "one call's deadline (default: max(30, 3 x max(p95, ttfb)); 3 s with faults)")
   .option("--hedge <after>", "the swarm's limits.hedge.after: p50, p75, p90, p95, p99 or MS (the pool cannot hedge; default: off)")
   .option("--hedge-max-extra <share>", "limits.hedge.max_extra: backups per task at most (0-0.5)", "0.05")
@@ -87,6 +92,7 @@ const values = program.opts<{
   toolTurns: string;
   maxOutputTokens: string;
   sharedPrefix: string;
+  prefillMsPer1k: string;
   timeoutS?: string;
   hedge?: string;
   hedgeMaxExtra: string;
@@ -178,6 +184,7 @@ const ttfb = readIntOption("ttfb", values.ttfb, 0, 600_000);
 const maxOutputTokens = readIntOption("max-output-tokens", values.maxOutputTokens, 1, 128_000);
 const toolTurns = readIntOption("tool-turns", values.toolTurns, 0, 49);
 const sharedPrefixChars = readIntOption("shared-prefix", values.sharedPrefix, 0, 200_000);
+const prefillMsPer1k = readIntOption("prefill-ms-per-1k", values.prefillMsPer1k, 0, 10_000);
 /** --shared-prefix: the system prompt both runners send with every task (null: none). */
 const sharedSystem = sharedPrefixChars === 0 ? null : toSharedSystem(sharedPrefixChars);
 const seed = readIntOption("seed", values.seed, 0, 2 ** 31);
@@ -210,7 +217,14 @@ const runBaseline = values.baseline && toolTurns === 0 && !values.trace;
 // --pool-cpu-prof: the baseline runs under Node's --cpu-prof, and the bench prints where its CPU went.
 const poolProfileDir = values.poolCpuProf ? path.join(ROOT, ".tmp", "pool-cpu-prof") : undefined;
 
-const scenario: Scenario = { latency: latency.value, ttfb_ms: ttfb, seed, retry_after_s: 1, ...(faulty ? { rates } : {}) };
+const scenario: Scenario = {
+  latency: latency.value,
+  ttfb_ms: ttfb,
+  prefill_ms_per_1k_tokens: prefillMsPer1k,
+  seed,
+  retry_after_s: 1,
+  ...(faulty ? { rates } : {}),
+};
 const prompts = Array.from({ length: tasks }, (_, i) =>
   toolTurns > 0
     ? `[mock:tool_turns=${toolTurns}] bench task ${i + 1}: use scratchpad_put, then summarize item ${i + 1}`
@@ -224,7 +238,7 @@ const persistTo = state.dir;
 await rm(persistTo, { recursive: true, force: true });
 const gateText = values.gate ? `${HEADER_SLOTS_PER_INVOCATION} header slots/invocation` : "off";
 console.log(
-  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms) concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev: ${values.oneProcess ? "both Workers in one workerd" : "a workerd per Worker"})`,
+  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms)${sharedSystem === null ? "" : ` prefill=${prefillMsPer1k} ms/1k prompt tokens`} concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev: ${values.oneProcess ? "both Workers in one workerd" : "a workerd per Worker"})`,
 );
 // --trace: an OTLP receiver in this process (its CPU is Node's, not the Workers'), which both Workers export to.
 const traceReceiver = values.trace ? await startOtlpReceiver({ port: 0 }) : null;

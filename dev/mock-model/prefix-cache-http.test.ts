@@ -38,6 +38,23 @@ describe("prefix cache over HTTP", () => {
     expect(mock.stats().cached_tokens).toBe(cached);
   });
 
+  it("skips a cached prefix's prefill: its headers and end come prefill_ms_per_1k_tokens per 1,000 cached tokens sooner", async () => {
+    mock.setScenario({ ttfb_ms: 200, prefill_ms_per_1k_tokens: 50 });
+    const cold = await chat(mock, { body: body("task 1") });
+    expect(await cachedOf(cold)).toBe(0);
+    expect(cold.headers.get("x-mock-prefill-skipped-ms")).toBeNull();
+    const warm = await chat(mock, { body: body("task 2") });
+    const cached = await cachedOf(warm);
+    expect(cached).toBeGreaterThanOrEqual(1_024);
+    expect(warm.headers.get("x-mock-prefill-skipped-ms")).toBe(String(Math.round((50 * cached) / 1_000)));
+    // The prefill sits inside the time to first byte: with none, there is nothing to skip.
+    mock.setScenario({ ttfb_ms: 0, prefill_ms_per_1k_tokens: 50 });
+    await (await chat(mock, { body: body("task 3") })).json();
+    const early = await chat(mock, { body: body("task 4") });
+    expect(await cachedOf(early)).toBeGreaterThanOrEqual(1_024);
+    expect(early.headers.get("x-mock-prefill-skipped-ms")).toBeNull();
+  });
+
   it("is off with prefix_cache: false, and a short prompt is never cached", async () => {
     mock.setScenario({ prefix_cache: false });
     await (await chat(mock, { body: body("task 1") })).json();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PrefixCache, toCacheText, toPrefixBlocks } from "./prefix-cache.ts";
+import { PrefixCache, toCacheText, toPrefillSkippedMs, toPrefixBlocks } from "./prefix-cache.ts";
 
 /** A text of `tokens` mock tokens (4 characters each), made of `fill`. */
 const text = (tokens: number, fill = "a") => fill.repeat(tokens * 4);
@@ -71,6 +71,20 @@ describe("PrefixCache", () => {
     expect(cache.size()).toBe(2);
     expect(cache.lookup(toPrefixBlocks(text(1_024, "p")), 3)).toBe(0);
     expect(cache.lookup(toPrefixBlocks(text(1_024, "r")), 3)).toBe(1_024);
+  });
+});
+
+describe("toPrefillSkippedMs", () => {
+  it.each([
+    // cached tokens, ms per 1,000, ttfb → skipped
+    [0, 50, 498, 0],
+    [1_920, 50, 498, 96],
+    [1_920, 0, 498, 0],
+    [1_920, 50, 60, 60],
+    [1_920, 50, 0, 0],
+    [1_024, 33, 498, 34],
+  ])("%i cached tokens at %i ms per 1,000 with a ttfb of %i ms skip %i ms", (cached, msPer1k, ttfb, skipped) => {
+    expect(toPrefillSkippedMs(cached, msPer1k, ttfb)).toBe(skipped);
   });
 });
 

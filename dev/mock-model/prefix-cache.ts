@@ -68,6 +68,19 @@ export function toPrefixBlocks(text: string, options: Pick<PrefixCacheOptions, "
   return blocks;
 }
 
+/**
+ * How much sooner a call's headers and end come when the cache holds `cachedTokens` of its prompt:
+ * the providers skip a cached prefix's prefill, so the time to the first token falls with the cached
+ * share (OpenAI: "can reduce time-to-first-token latency by up to 80%", cookbook Prompt_Caching_201;
+ * Anthropic: a 100,000-token cached prompt from 11.5 s to 2.4 s, anthropic.com/news/prompt-caching;
+ * Cloudflare Workers AI: "the model skips prefill for the cached portion",
+ * developers.cloudflare.com/workers-ai/features/prompt-caching). The prefill is part of the time to
+ * first byte, so no more than `ttfbMs` is skipped: with no ttfb there is no prefill to skip.
+ */
+export function toPrefillSkippedMs(cachedTokens: number, prefillMsPer1kTokens: number, ttfbMs: number): number {
+  return Math.max(0, Math.min(ttfbMs, Math.round((prefillMsPer1kTokens * cachedTokens) / 1_000)));
+}
+
 export class PrefixCache {
   private readonly ttlMs: number;
   private readonly maxEntries: number;

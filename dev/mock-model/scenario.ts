@@ -49,6 +49,12 @@ export interface Scenario {
    * a prefix with an earlier, processed request reports it as cached, in 128-token blocks.
    */
   prefix_cache?: boolean;
+  /**
+   * The prompt's prefill inside the ttfb, in ms per 1,000 prompt tokens (default 0): the prefix
+   * cache's hit skips its tokens' share, so a call's headers and its end come that much sooner, at
+   * most its whole ttfb (prefix-cache.ts `toPrefillSkippedMs`).
+   */
+  prefill_ms_per_1k_tokens?: number;
   /** How tool calls go on the wire (default: by model name, see defaultToolDialect). */
   tool_dialect?: ToolDialect;
   /** Per-model tool dialect overriding `tool_dialect` and the model-name default. */
@@ -74,6 +80,7 @@ const SCENARIO_KEYS: ReadonlySet<string> = new Set([
   "usage_shape_by_model",
   "cached_share",
   "prefix_cache",
+  "prefill_ms_per_1k_tokens",
   "tool_dialect",
   "tool_dialect_by_model",
   "invalid_json",
@@ -177,6 +184,10 @@ export function parseScenario(input: unknown): Parsed<Scenario> {
       case "prefix_cache":
         if (typeof v !== "boolean") return { ok: false, error: "prefix_cache must be true or false" };
         out.prefix_cache = v;
+        break;
+      case "prefill_ms_per_1k_tokens":
+        if (!isNum(v) || v < 0 || v > MAX_LATENCY_MS) return { ok: false, error: `prefill_ms_per_1k_tokens must be in [0, ${MAX_LATENCY_MS}]` };
+        out.prefill_ms_per_1k_tokens = v;
         break;
       case "tool_dialect":
         if (!isToolDialect(v)) return { ok: false, error: `tool_dialect must be one of ${DIALECTS_TEXT}` };

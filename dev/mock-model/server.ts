@@ -21,7 +21,7 @@ import { Stats } from "./stats.ts";
 import type { StatsSnapshot } from "./stats.ts";
 import { streamPlan } from "./stream.ts";
 import type { StreamEvent } from "./stream.ts";
-import { PREFIX_MIN_TOKENS, PrefixCache, toCacheText, toPrefixBlocks, type PrefixBlocks } from "./prefix-cache.ts";
+import { PREFIX_MIN_TOKENS, PrefixCache, toCacheText, toPrefillSkippedMs, toPrefixBlocks, type PrefixBlocks } from "./prefix-cache.ts";
 import { countPromptTokens } from "./text.ts";
 import { TOOL_DIALECTS, defaultToolDialect, isToolDialect } from "./tool-dialect.ts";
 import type { ToolDialect } from "./tool-dialect.ts";
@@ -602,8 +602,13 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     const meta: ChunkMeta = { id: `chatcmpl-mock-${id}`, created: Math.floor(Date.now() / 1000), model: request.model };
     extraHeaders["x-request-id"] = `req_mock_${id}`;
     const modelLatency = state.scenario.latency_by_model?.[request.model];
-    const delay = latencyOverride ?? sampleLatency(modelLatency ?? state.scenario.latency, state.latencyPrng);
-    const ttfb = Math.min(ttfbOverride ?? state.scenario.ttfb_ms ?? 0, MAX_LATENCY_MS);
+    const sampledDelay = latencyOverride ?? sampleLatency(modelLatency ?? state.scenario.latency, state.latencyPrng);
+    const coldTtfb = Math.min(ttfbOverride ?? state.scenario.ttfb_ms ?? 0, MAX_LATENCY_MS);
+    // A cached prefix skips its prefill: the headers and the end both come that much sooner.
+    const skipped = toPrefillSkippedMs(cachedTokens, state.scenario.prefill_ms_per_1k_tokens ?? 0, coldTtfb);
+    const delay = Math.max(0, sampledDelay - skipped);
+    const ttfb = coldTtfb - skipped;
+    if (skipped > 0) extraHeaders["x-mock-prefill-skipped-ms"] = String(skipped);
     const after = (ms: number, fn: () => void): void => {
       timer = setTimeout(
         () => {
@@ -748,6 +753,7 @@ const HELP = `Usage: node dev/mock-model/server.ts [flags]   (a MOCK OpenAI-comp
   --usage-shape-by-model LIST  model=SHAPE,model=SHAPE
   --cached-share X         share of prompt tokens reported as cached, 0..1 (default 0)
   --no-prefix-cache        no prompt-prefix cache (default: prompts of ≥ 1,024 tokens are cached after their prefill)
+  --prefill-ms-per-1k N    the prompt's prefill inside the ttfb, ms per 1,000 prompt tokens: cached tokens skip theirs (default 0)
   --fault-rate LIST        kind=p,... e.g. 429=0.2,500=0.05
   --script LIST            fault kinds for successive requests, e.g. 429,429,ok
   --retry-after S          retry-after for injected 429s, seconds (default 1)
@@ -783,6 +789,7 @@ export async function main(argv: string[]): Promise<void> {
       "usage-shape-by-model": { type: "string" },
       "cached-share": { type: "string" },
       "no-prefix-cache": { type: "boolean" },
+      "prefill-ms-per-1k": { type: "string" },
       "fault-rate": { type: "string" },
       script: { type: "string" },
       "retry-after": { type: "string" },
@@ -842,6 +849,7 @@ export async function main(argv: string[]): Promise<void> {
     ["rpm-per-key", "rpm_per_key"],
     ["tpm-per-key", "tpm_per_key"],
     ["cached-share", "cached_share"],
+    ["prefill-ms-per-1k", "prefill_ms_per_1k_tokens"],
     ["retry-after", "retry_after_s"],
   ];
   for (const [flag, field] of numeric) {

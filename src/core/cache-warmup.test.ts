@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { startConversation } from "./agent-conversation.ts";
-import { estimateSharedPrefixTokens, needsWarmup, toCacheView } from "./cache-warmup.ts";
+import { estimateSharedPrefixTokens, needsWarmup, RELEASE_TOP_UP_MS, toCacheView, toReleaseTopUpAt, WARMUP_RELEASE_MAX_MS } from "./cache-warmup.ts";
 
 describe("estimateSharedPrefixTokens and needsWarmup", () => {
   const tools = [{ type: "function", function: { name: "lint", parameters: { type: "object" } } }];
@@ -39,5 +39,16 @@ describe("prefix stability", () => {
     while (shared < a.length && a[shared] === b[shared]) shared += 1;
     expect(a.slice(0, shared)).toContain(system);
     expect(a.slice(shared)).toBe('1.ts"}]');
+  });
+});
+
+describe("toReleaseTopUpAt", () => {
+  it.each([
+    // warmup_until → when the lanes are sized for the release
+    [null, null],
+    [0, null],
+    [10_000 + WARMUP_RELEASE_MAX_MS, 10_000 + RELEASE_TOP_UP_MS],
+  ])("a hold until %j tops its lanes up at %j", (warmupUntil, at) => {
+    expect(toReleaseTopUpAt(warmupUntil)).toBe(at);
   });
 });

@@ -13,6 +13,24 @@ export const CACHE_MIN_PREFIX_TOKENS = 1_024;
  */
 export const WARMUP_RELEASE_MAX_MS = 5_000;
 
+/**
+ * A hold that lasts this long after the warm-up task was granted is one whose release the lanes a
+ * prior sized for early headers would start too slowly: the release starts the whole window at
+ * once, and a lane starts only its gate's slots before its first headers, as many again each time
+ * to headers after. With headers within a few ms of the send (the local mock at `--ttfb 0`: the
+ * release came within this in every swarm measured) a lane's gate frees at once, and the prior's
+ * lanes carry the window. An upstream whose first byte takes longer (any remote one) gets the lanes.
+ */
+export const RELEASE_TOP_UP_MS = 50;
+
+/**
+ * When a hold calls for lanes sized for its release (null: nothing is held, or the warm-up task is
+ * not granted yet): RELEASE_TOP_UP_MS after the grant, which set `warmupUntil` WARMUP_RELEASE_MAX_MS on.
+ */
+export function toReleaseTopUpAt(warmupUntil: number | null): number | null {
+  return warmupUntil === null || warmupUntil <= 0 ? null : warmupUntil - WARMUP_RELEASE_MAX_MS + RELEASE_TOP_UP_MS;
+}
+
 /** What every task's request starts with: tools and the response format, then the system prompt. */
 export interface SharedPrefix {
   system: string | null;

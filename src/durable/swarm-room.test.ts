@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { PullRequest, StartSwarmInput, TaskCounts, TaskOutcome, TaskPool, TaskReport } from "../core/swarm-contract.ts";
 import { LimitsSchema } from "../core/spec-schema.ts";
 import { FIRST_LANES_MAX } from "../core/lane-sizing.ts";
+import { RELEASE_TOP_UP_MS, WARMUP_RELEASE_MAX_MS } from "../core/cache-warmup.ts";
 import { taskReport } from "./task-report-fixture.ts";
 
 const TENANT = "tk_test";
@@ -2017,6 +2018,29 @@ describe("SwarmRoom prompt-cache warm-up (limits.cache_warmup)", () => {
     );
     expect(sent).toBe(5);
     expect((await tickets(stub)).map((t) => t.slots)).toEqual([LANE_SLOTS, LANE_SLOTS, LANE_SLOTS, LANE_SLOTS, LANE_SLOTS]);
+  });
+
+  it("counts its lanes for the release once the hold has lasted RELEASE_TOP_UP_MS: lanes of a prior's early headers would start the window at their gates' pace", async () => {
+    // The tenant's last lanes carried 64 calls each: one such lane covers a window of 30.
+    const lanePrior = { slots: 64, latencyMs: 480 };
+    const swarm = newSwarm(40, { concurrency: 30 });
+    swarm.input.spec = { ...swarm.input.spec, system: LONG_SYSTEM };
+    const { stub } = swarm;
+    await stub.start({ ...swarm.input, lanePrior });
+    const [first] = await tickets(stub);
+    expect(first?.slots).toBe(64);
+    expect(grantedIds(await pull(stub, { ticket: first?.id ?? "", want: LANE_SLOTS }))).toEqual(["task-001"]);
+    // The warm-up call has had no headers for RELEASE_TOP_UP_MS: the release will start all 30 at
+    // once, and a lane starts its gate's 6 before its first headers. Four more lanes of 6.
+    await runInDurableObject(stub, (_i, state) => {
+      state.storage.sql.exec("UPDATE swarm SET warmup_until = ?", Date.now() + WARMUP_RELEASE_MAX_MS - RELEASE_TOP_UP_MS - 1);
+    });
+    await runAlarmNow(stub);
+    expect((await billable(stub)).queue_messages_sent).toBe(5);
+    expect((await tickets(stub)).slice(1).map((t) => t.slots)).toEqual([LANE_SLOTS, LANE_SLOTS, LANE_SLOTS, LANE_SLOTS]);
+    // Once: later alarms of the hold send no more.
+    await runAlarmNow(stub);
+    expect((await billable(stub)).queue_messages_sent).toBe(5);
   });
 
   it.each<[string, LimitsInput, string]>([

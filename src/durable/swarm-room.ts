@@ -621,6 +621,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.ledger.settleOrphanCalls(this.store.swarm() ?? swarm, now);
       this.tickets.expire(now);
       this.warmup.releaseIfDue(this.store.swarm() ?? swarm, now);
+      if (this.tickets.sizedByPrior() && this.warmup.topUpDue(this.store.swarm() ?? swarm, now)) this.tickets.sizeForRelease();
       this.afterTasksEnded();
       await this.dispatch.issueTickets(now);
       await this.batchOutput.flushIfDue(this.store.swarm() ?? swarm, now);
@@ -718,7 +719,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       this.tasks.nextAlarm({ exact: options.exactDeadline === true }),
       this.ledger.nextAlarm(swarm, now),
       this.dispatch.nextAlarm(swarm, now),
-      this.warmup.nextAlarm(swarm),
+      this.warmup.nextAlarm(swarm, this.tickets.sizedByPrior()),
       this.batchOutput.nextAlarm(swarm, now),
     ].filter((at): at is number => at !== null);
     if (times.length > 0) await this.setAlarmNoLaterThan(Math.min(...times));

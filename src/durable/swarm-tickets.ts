@@ -52,6 +52,11 @@ export class SwarmTickets {
    * header-bound lanes again, as it would with no prior.
    */
   private prior: LanePrior | null = null;
+  /**
+   * Set when a warm-up's hold lasted RELEASE_TOP_UP_MS (sizeForRelease): until a lane has timed its
+   * calls, every ticket counts for the assumed slots, never the prior's more.
+   */
+  private releaseSized = false;
   /** The most a lane of this swarm reported carrying once timed (the next swarm's prior). */
   private mostReportedSlots: number | null = null;
 
@@ -206,11 +211,12 @@ export class SwarmTickets {
 
   /** How many more tickets the swarm needs for `demand` tasks running at once. */
   toIssue(demand: number, pool: TaskPool): number {
+    const atRelease = this.releaseSized && this.reportedSlots === null;
     let covered = 0;
     let open = 0;
     for (const row of this.load().values()) {
       if (row.pool !== pool) continue;
-      covered += row.slots;
+      covered += atRelease ? Math.min(row.slots, this.times.defaultSlots) : row.slots;
       open += 1;
     }
     return toTicketsToIssue({ demand, coveredSlots: covered, openTickets: open, slotsPerTicket: this.slotsPerTicket(), measured: this.reportedSlots !== null });
@@ -286,7 +292,25 @@ export class SwarmTickets {
 
   /** Slots a new ticket is counted for (and its lane asks for until it has timed its calls). */
   slotsPerTicket(): number {
-    return Math.max(1, this.reportedSlots ?? this.prior?.slots ?? this.times.defaultSlots);
+    return Math.max(1, this.reportedSlots ?? (this.releaseSized ? null : this.prior?.slots) ?? this.times.defaultSlots);
+  }
+
+  /** Whether the tickets are counted on an earlier swarm's lanes (usePrior kept one). */
+  sizedByPrior(): boolean {
+    return this.prior !== null && !this.releaseSized && this.reportedSlots === null;
+  }
+
+  /**
+   * A warm-up's hold lasted RELEASE_TOP_UP_MS: its release will start every held task at once, and
+   * a lane starts only its gate's slots before its first headers (then as many again a time to
+   * headers later), so lanes counted for a prior's early headers would start the window over most
+   * of a call's latency (docs/benchmarks.md, the warm-up's fifth session). Until a lane has timed
+   * its calls, each ticket, the open ones too, counts for the assumed slots; each still carries the
+   * prior's latency, so its lane grows from its first headers, and retires once others cover the
+   * window.
+   */
+  sizeForRelease(): void {
+    this.releaseSized = true;
   }
 
   /**

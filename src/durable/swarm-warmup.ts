@@ -4,7 +4,7 @@
 // WARMUP_RELEASE_MAX_MS. Lanes that ask while it holds wait in their pull for the release
 // (`waitForRelease`), so none backs off past it. The rule is core/cache-warmup.ts; this keeps its
 // state in the swarm row, caps the grants, and says when the swarm wants one lane only.
-import { estimateSharedPrefixTokens, needsWarmup, WARMUP_RELEASE_MAX_MS } from "../core/cache-warmup.ts";
+import { estimateSharedPrefixTokens, needsWarmup, toReleaseTopUpAt, WARMUP_RELEASE_MAX_MS } from "../core/cache-warmup.ts";
 import type { SwarmRow } from "./swarm-room-rows.ts";
 import type { SwarmStore } from "./swarm-store.ts";
 
@@ -14,6 +14,8 @@ type ReleaseWhy = "first_headers" | "call_recorded" | "timeout";
 export class SwarmWarmup {
   /** Pulls waiting for the release (in memory: a pull dies with the object that holds it). */
   private readonly waiters = new Set<() => void>();
+  /** Whether the lanes were sized for the release (topUpDue; in memory: a restarted room asks again). */
+  private sizedForRelease = false;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -99,9 +101,29 @@ export class SwarmWarmup {
     });
   }
 
-  /** When the alarm must release a hold nobody pulls for. */
-  nextAlarm(swarm: SwarmRow): number | null {
-    return swarm.warmup_until !== null && swarm.warmup_until > 0 ? swarm.warmup_until : null;
+  /**
+   * Whether the hold has lasted RELEASE_TOP_UP_MS since the warm-up task was granted, once: the
+   * room then counts its lanes for the release (SwarmTickets.sizeForRelease) and sends the rest.
+   */
+  topUpDue(swarm: SwarmRow, now: number): boolean {
+    const at = this.topUpAt(swarm);
+    if (at === null || now < at) return false;
+    this.sizedForRelease = true;
+    return true;
+  }
+
+  /**
+   * When the alarm must act for the hold: release it if nobody pulls for it, and, when the lanes
+   * were counted on a prior of early headers (`priorLanes`), size them for the release.
+   */
+  nextAlarm(swarm: SwarmRow, priorLanes: boolean): number | null {
+    if (swarm.warmup_until === null || swarm.warmup_until <= 0) return null;
+    const topUp = priorLanes ? this.topUpAt(swarm) : null;
+    return topUp === null ? swarm.warmup_until : Math.min(topUp, swarm.warmup_until);
+  }
+
+  private topUpAt(swarm: SwarmRow): number | null {
+    return this.sizedForRelease ? null : toReleaseTopUpAt(swarm.warmup_until);
   }
 
   private release(swarm: SwarmRow, why: ReleaseWhy): void {
