@@ -51,6 +51,7 @@ const SCRIPTS: [string, string[], RegExp][] = [
   ["bench.ts", ["--ttfb", "0", "--tasks", "0"], /--tasks must be an integer 1-10000, got "0"/],
   ["bench-mcp.ts", ["--era", "ancient"], /--era must be modern or legacy, got "ancient"/],
   ["bench-trace-logs.ts", [], /error: missing required argument 'LOG'/],
+  ["bench-trace-path.ts", ["--tasks", "10"], /--tasks must be an integer 100-100000, got "10"/],
   ["types.ts", ["workers/agent"], /error: too many arguments/],
   ["deploy.ts", ["--smoke-model"], /error: option '--smoke-model <model>' argument missing/],
 ];
