@@ -129,11 +129,12 @@ export function toCapacity(input: CapacityInput): Capacity {
     d1: 1_000 * LEDGER_ROWS_PER_CALL,
     executors: startsPer1k * ROWS_PER_EXECUTOR_START,
   };
-  const usdPer1kTasks =
-    doRequestsPer1kTasks * PRICES.doRequestUsd +
-    executorGbSecondsPer1kTasks * PRICES.doGbSecondUsd +
-    (rowsWrittenPer1kTasks.room + rowsWrittenPer1kTasks.d1 + rowsWrittenPer1kTasks.executors) * PRICES.rowWrittenUsd +
-    queueMessagesPer1kTasks * PRICES.queueOpsPerMessage * PRICES.queueOperationUsd;
+  const operations = priceOperations({
+    doRequests: doRequestsPer1kTasks,
+    rowsWritten: rowsWrittenPer1kTasks.room + rowsWrittenPer1kTasks.d1 + rowsWrittenPer1kTasks.executors,
+    queueMessages: queueMessagesPer1kTasks,
+  });
+  const usdPer1kTasks = operations.doRequestsUsd + operations.rowsUsd + operations.queueUsd + executorGbSecondsPer1kTasks * PRICES.doGbSecondUsd;
   return {
     executors,
     inFlight,
