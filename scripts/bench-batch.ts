@@ -10,25 +10,22 @@
 // Figures only, no pass/fail; the machine may be shared, so they are noisy.
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
 import OpenAI, { toFile } from "openai";
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, STACK_ENVIRONMENT, generateToken, startStack, type Stack } from "./lib/local-stack.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
 import { findWorkerdInspectors, openHeapSampler, type HeapSampler } from "./lib/workerd-inspector.ts";
 import { submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
-const program = new Command("npm run bench:batch --")
+const program = newProgram("npm run bench:batch --")
   .description(
     `The Batch API against a swarm of the same tasks on the local stack and the mock model: a streamed upload's memory, then both runs' walls (docs/benchmarks.md). Environment: ${STACK_ENVIRONMENT}.`,
   )
   .option("--lines <n>", "tasks of the swarm, and requests of the batch (1-50,000)", "10000")
   .option("--latency <ms>", "the mock model's latency (0-10,000)", "50")
-  .option("--upload-mb <mb>", "MiB of the streamed upload to POST /v1/files (0-190; 0: no upload)", "100")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--upload-mb <mb>", "MiB of the streamed upload to POST /v1/files (0-190; 0: no upload)", "100");
 parseOrExit(program);
 const values = program.opts<{ lines: string; latency: string; uploadMb: string }>();
 const lines = readIntOption("lines", values.lines, 1, 50_000);

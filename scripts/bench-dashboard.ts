@@ -5,22 +5,19 @@
 // the list, the 10,000-task page and a failed task's transcript into docs/screenshots/.
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
 import { createClient } from "../src/client/index.ts";
 import { launchChromium } from "../test/browser/chromium.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { generateToken, ROOT, STACK_ENVIRONMENT, startStack } from "./lib/local-stack.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { waitForSwarm } from "./lib/swarm-client.ts";
 
-const program = new Command("npm run bench:dashboard --")
+const program = newProgram("npm run bench:dashboard --")
   .description(
     `On the local stack: the live events a client receives from a 1,000-task swarm, and the time to render a 10,000-task swarm's page in chromium (docs/testing.md). Environment: ${STACK_ENVIRONMENT}.`,
   )
   .option("--screenshots", "save the list, the 10,000-task page and a failed task's transcript into docs/screenshots/")
-  .option("--loads <n>", "page loads of the 10,000-task swarm, of which the median is printed (1-100)", "5")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--loads <n>", "page loads of the 10,000-task swarm, of which the median is printed (1-100)", "5");
 parseOrExit(program);
 const values = program.opts<{ screenshots?: boolean; loads: string }>();
 const loads = readIntOption("loads", values.loads, 1, 100);

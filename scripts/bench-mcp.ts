@@ -13,12 +13,11 @@
 // and prints its top functions; the profiles are kept under .tmp/bench-mcp-cpu-prof/.
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
 import { startMockMcp } from "../dev/mock-mcp/server.ts";
 import { parseLatency } from "../dev/mock-model/latency.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
 import { formatSelfTimeRows, selfTimeByFunction } from "./lib/cpu-profile-summary.ts";
 import { findWorkerdInspectors, startWorkerdProfiles, writeProfiles } from "./lib/workerd-inspector.ts";
@@ -26,7 +25,7 @@ import { mkdirSync } from "node:fs";
 import { scratchStateDir } from "./lib/scratch-state.ts";
 import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
-const program = new Command("npm run bench:mcp --")
+const program = newProgram("npm run bench:mcp --")
   .description(
     "An MCP tool against a built-in one of the same latency: two swarms on the local stack (mock model, dev/mock-mcp), their walls, ratio and the MCP server's requests (docs/benchmarks.md).",
   )
@@ -37,9 +36,7 @@ const program = new Command("npm run bench:mcp --")
   .option("--era <era>", "the MCP server's protocol era: modern (2026-07-28) or legacy (session-based)", "modern")
   .option("--rounds <n>", "pairs of swarms (built-in, then MCP) to run (1-10)", "1")
   .option("--cpu", "CPU per task of each process of the stack, per swarm (Linux /proc)")
-  .option("--workerd-cpu-prof", "profile the agent's isolate (workerd's inspector) during each measured swarm: its top functions")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--workerd-cpu-prof", "profile the agent's isolate (workerd's inspector) during each measured swarm: its top functions");
 parseOrExit(program);
 const values = program.opts<{
   tasks: string;

@@ -8,23 +8,20 @@
 // miniflare's outbound interceptor (docs/benchmarks.md), so each figure holds that hop too.
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
 import { z } from "zod";
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, STACK_ENVIRONMENT, generateToken, startStack } from "./lib/local-stack.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
 
-const program = new Command("npm run bench:model-call --")
+const program = newProgram("npm run bench:model-call --")
   .description(
     `What one streamed model call costs in workerd, by path (the model client, a bare fetch read by the same stream reader, a bare fetch read whole), against the mock model (docs/benchmarks.md). Environment: ${STACK_ENVIRONMENT}.`,
   )
   .option("--calls <n>", "calls of each path in each round (1-100,000)", "3000")
   .option("--concurrency <n>", "calls at a time (1-1,000)", "50")
   .option("--latency <ms>", "the mock model's latency (0-10,000)", "20")
-  .option("--rounds <n>", "rounds, each path once in each (1-20)", "3")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--rounds <n>", "rounds, each path once in each (1-20)", "3");
 parseOrExit(program);
 const values = program.opts<{ calls: string; concurrency: string; latency: string; rounds: string }>();
 const calls = readIntOption("calls", values.calls, 1, 100_000);

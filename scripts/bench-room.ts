@@ -6,24 +6,21 @@
 // Figures only, no pass/fail.
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
 import { z } from "zod";
 import { LimitsSchema } from "../src/core/spec-schema.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, STACK_ENVIRONMENT, generateToken, startStack } from "./lib/local-stack.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
 
-const program = new Command("npm run bench:room --")
+const program = newProgram("npm run bench:room --")
   .description(
     `What the SwarmRoom alone costs per task (workerd CPU), without a model or an agent loop: a driver Worker plays the lanes (docs/benchmarks.md). Environment: ${STACK_ENVIRONMENT}.`,
   )
   .option("--tasks <sizes>", "the swarms' sizes, comma-separated, one swarm each (each 1-10,000)", "1000,10000")
   .option("--window <w>", "the window W (1-1,500)", "100")
-  .option("--lanes <n>", "lanes the driver plays, each with W/lanes slots (1-100)", "1")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--lanes <n>", "lanes the driver plays, each with W/lanes slots (1-100)", "1");
 parseOrExit(program);
 const values = program.opts<{ tasks: string; window: string; lanes: string }>();
 const sizes = values.tasks.split(",").map((text) => readIntOption("tasks", text.trim(), 1, 10_000));

@@ -3,19 +3,16 @@
 // run's pairs kept to itself. Several benches of one commit on a noisy machine settle what one
 // cannot. No stack: it only reads the files.
 import { readFileSync } from "node:fs";
-import { Command } from "commander";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { toErrorMessage } from "../src/core/error-message.ts";
 import { compareTracedRuns, formatTraceComparison, parseTracedRounds } from "./lib/trace-comparison.ts";
 
 /** Issue "Traces where teams already look": CPU a task traced ≤ 1.05× untraced. */
 const TARGET = 1.05;
 
-const program = new Command("npm run bench:trace-logs --")
+const program = newProgram("npm run bench:trace-logs --")
   .description("Saved outputs of `npm run bench -- --trace`, read back: each run's comparison, then all runs' swarms together. No stack.")
-  .argument("<LOG...>", "saved outputs of npm run bench -- --trace")
-  .showHelpAfterError()
-  .exitOverride();
+  .argument("<LOG...>", "saved outputs of npm run bench -- --trace");
 parseOrExit(program);
 const files = program.args;
 

@@ -13,21 +13,18 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
 import { z } from "zod";
 import { readIntOption } from "./lib/int-option.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
 
-const program = new Command("npm run bench:trace-path --")
+const program = newProgram("npm run bench:trace-path --")
   .description(
     "The agent's per-task tracing alone in workerd: plain, spans (no I/O) and export (POSTed to a receiver), taking turns; workerd's CPU a task of each",
   )
   .option("--tasks <n>", "one-call tasks per run (100-100,000)", "20000")
-  .option("--rounds <n>", "rounds of the three modes (1-20)", "5")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--rounds <n>", "rounds of the three modes (1-20)", "5");
 parseOrExit(program);
 const values = program.opts<{ tasks: string; rounds: string }>();
 const tasks = readIntOption("tasks", values.tasks, 100, 100_000);

@@ -9,8 +9,7 @@ import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { formatHedges } from "./lib/bench-hedges.ts";
 import { HedgeSpecSchema, type HedgeSpec } from "../src/core/hedge-policy.ts";
 import { z } from "zod";
@@ -37,7 +36,7 @@ import { formatInFlightBySteps, formatRamp, inFlightBySteps, rampOf } from "./li
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
 // The options, their defaults and `--help` are commander's (as the CLI's): one declaration each.
-const program = new Command("npm run bench --")
+const program = newProgram("npm run bench --")
   .description(
     "The baseline (a promise pool over the openai SDK) and edgeswarm, side by side, against one mock model. docs/benchmarks.md explains every option and figure.",
   )
@@ -76,9 +75,7 @@ const program = new Command("npm run bench --")
   .option(
     "--trace",
     "tracing on and off in one stack: both Workers export OpenTelemetry traces (protobuf) to a receiver in this process, the room traces half the swarms (OTEL_TRACES_SAMPLER_ARG=0.5), and swarms run until --rounds of each side have (default 8); prints each one's cpu/task, each side's median, their ratio and its interval (edgeswarm only)",
-  )
-  .showHelpAfterError()
-  .exitOverride();
+  );
 parseOrExit(program);
 const values = program.opts<{
   tasks: string;

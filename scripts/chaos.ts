@@ -4,15 +4,14 @@
 //   Its options: `program` below (`npm run chaos -- --help`).
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
 import { z } from "zod";
 import type { MockModelOptions } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { ROOT, STACK_ENVIRONMENT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
-const program = new Command("npm run chaos --")
+const program = newProgram("npm run chaos --")
   .description(
     `One swarm against a hostile mock upstream on the local stack, then the proof that nothing was lost or paid twice (docs/operations.md). Environment: ${STACK_ENVIRONMENT}.`,
   )
@@ -23,9 +22,7 @@ const program = new Command("npm run chaos --")
   .option("--timeout-s <s>", "one call's deadline, limits.timeout_s (1-600)", "3")
   .option("--max-attempts <n>", "attempts per task, limits.max_attempts (1-10)", "8")
   .option("--rpm-per-key <n>", "on top of the profile, the mock answers 429 past N requests/min per key (0 = off)", "0")
-  .option("--seed <n>", "the mock's PRNG seed (0-2^31)", "7")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--seed <n>", "the mock's PRNG seed (0-2^31)", "7");
 parseOrExit(program);
 const values = program.opts<{
   profile: string;

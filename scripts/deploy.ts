@@ -6,8 +6,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Command } from "commander";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { z } from "zod";
 import { toDeployConfig } from "./lib/deploy-config.ts";
 import { reportLimits, type WorkerMeasurement } from "./lib/deploy-limits.ts";
@@ -50,7 +49,7 @@ const RecordSchema = z.object({
 });
 type DeployRecord = z.infer<typeof RecordSchema>;
 
-const program = new Command("npm run deploy --")
+const program = newProgram("npm run deploy --")
   .description("Deploy both Workers (docs/deploy.md). --dry-run checks and plans offline, with no account.")
   .option("--dry-run", "offline, no account: validate the configs, bundle and profile both Workers, list resources, secrets and commands")
   .option("--secrets-file <path>", "a .env or JSON file of secret values, uploaded with each Worker that requires them (wrangler deploy --secrets-file)")
@@ -58,9 +57,7 @@ const program = new Command("npm run deploy --")
   .option("--url <url>", "the orchestrator's API URL for the smoke swarm (default: its workers.dev URL)")
   .option("--smoke-token <token>", "a bearer token for the smoke swarm (default: EDGESWARM_API_TOKEN, or the API_TOKENS given)")
   .option("--smoke-model <model>", "the model of the smoke swarm's 3 tasks", "gpt-4o-mini")
-  .option("--no-smoke", "skip the smoke swarm")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--no-smoke", "skip the smoke swarm");
 parseOrExit(program);
 const options = program.opts<{
   dryRun?: boolean;

@@ -7,14 +7,13 @@
 // Figures and checks, no pass/fail exit code beyond "it ran".
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
 import { z } from "zod";
 import { DEFAULT_PRICES } from "../src/core/pricing.ts";
 import { ROOT, STACK_ENVIRONMENT, generateToken, startStack } from "./lib/local-stack.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
-const program = new Command("npm run economics --")
+const program = newProgram("npm run economics --")
   .description(
     `The money side end to end on the local stack: a weighted model mix through one gateway upstream of two rate-limited keys, then a swarm with a USD budget (docs/operations.md). Environment: EDGESWARM_VERBOSE (wrangler's own output), ${STACK_ENVIRONMENT}.`,
   )
@@ -22,9 +21,7 @@ const program = new Command("npm run economics --")
   .option("--rpm <n>", "requests per minute of each of the upstream's two keys", "300")
   .option("--concurrency <w>", "the window W of the mixed swarm", "100")
   .option("--latency <ms>", "the mock model's latency", "150")
-  .option("--budget-usd <usd>", "budget.max_usd of the budgeted swarm", "0.004")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--budget-usd <usd>", "budget.max_usd of the budgeted swarm", "0.004");
 parseOrExit(program);
 const values = program.opts<{ tasks: string; rpm: string; concurrency: string; latency: string; budgetUsd: string }>();
 /** A positive number, or exit 2 naming the option. */

@@ -8,11 +8,10 @@
 // D1 or a queue send failing, a tool timing out) are proved by `npm test`; the list is printed last.
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
 import { z } from "zod";
 import { startMockModel, type MockModelHandle } from "../dev/mock-model/server.ts";
 import { ROOT, STACK_ENVIRONMENT, generateToken, queryLocalD1, startStack, type Stack } from "./lib/local-stack.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { getAllResults, getSwarm, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 import { toErrorMessage } from "../src/core/error-message.ts";
 import { SMALL_LANE_COALESCE_MAX_MS } from "../src/core/lane-sizing.ts";
@@ -20,13 +19,11 @@ import { SMALL_LANE_COALESCE_MAX_MS } from "../src/core/lane-sizing.ts";
 const CASES = ["hostile", "kill", "kill-tools", "kill-cancel", "planner"] as const;
 type CaseName = (typeof CASES)[number];
 
-const program = new Command("npm run faults --")
+const program = newProgram("npm run faults --")
   .description(
     `The local stack under a production swarm's faults (docs/operations.md), each case with its figures and invariants; exits 1 if an invariant failed. Environment: ${STACK_ENVIRONMENT}.`,
   )
-  .option("--case <name>", `one case: ${CASES.join(", ")} (default: every case)`)
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--case <name>", `one case: ${CASES.join(", ")} (default: every case)`);
 parseOrExit(program);
 const chosen = program.opts<{ case?: string }>().case;
 if (chosen !== undefined && !(CASES as readonly string[]).includes(chosen)) {

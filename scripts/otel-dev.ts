@@ -1,20 +1,17 @@
 // `npm run otel-dev`: an OTLP/HTTP receiver on 127.0.0.1:4318 (protobuf and JSON) that prints each
 // swarm's trace as a tree (latency, tokens, cost) once its root span has arrived and its lanes'
 // spans have stopped coming. Point the stack at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 npm start
-import { Command } from "commander";
 import { readIntOption } from "./lib/int-option.ts";
 import { startOtlpReceiver } from "./lib/otlp-receiver.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { formatSpanTree, type ReceivedSpan } from "./lib/span-tree.ts";
 
-const program = new Command("npm run otel-dev --")
+const program = newProgram("npm run otel-dev --")
   .description(
     "An OTLP/HTTP trace receiver (protobuf and JSON) that prints each swarm's span tree when it ends. Point a stack at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 npm start.",
   )
   .option("--port <port>", "the port on 127.0.0.1 (0-65,535; 0: any free port)", "4318")
-  .option("--quiet <ms>", "print a trace this long after its last span arrived (0-60,000)", "1500")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--quiet <ms>", "print a trace this long after its last span arrived (0-60,000)", "1500");
 parseOrExit(program);
 const values = program.opts<{ port: string; quiet: string }>();
 const port = readIntOption("port", values.port, 0, 65_535);

@@ -5,26 +5,23 @@
 //   Its options: `program` below (`npm run soak -- --help`).
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
 import { z } from "zod";
 import { startMockModel } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
 import { DEFAULT_CRON_EVERY_MS, ROOT, STACK_ENVIRONMENT, generateToken, queryLocalD1, startStack } from "./lib/local-stack.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
 import { findWorkerdInspectors, readHeapUsage } from "./lib/workerd-inspector.ts";
 import { getAllResults, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 
-const program = new Command("npm run soak --")
+const program = newProgram("npm run soak --")
   .description(
     `Swarms back to back on the local stack under the fault mix, a schedule every minute: throughput, memory and the invariants over time; exits 1 if an invariant failed. Environment: ${STACK_ENVIRONMENT}.`,
   )
   .option("--minutes <n>", "how long to run (1-240)", "5")
   .option("--tasks <n>", "tasks of each swarm (1-5,000)", "300")
   .option("--concurrency <w>", "the window W of each swarm (1-1,500)", "50")
-  .option("--latency <ms>", "the mock model's latency (0-10,000)", "100")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--latency <ms>", "the mock model's latency (0-10,000)", "100");
 parseOrExit(program);
 const values = program.opts<{ minutes: string; tasks: string; concurrency: string; latency: string }>();
 const minutes = readIntOption("minutes", values.minutes, 1, 240);

@@ -1,23 +1,20 @@
 // `npm start`: the whole stack on this machine — local D1 migrations, the mock model (unless
 // MODEL_BASE_URL/MODEL_API_KEY name a real endpoint), each Worker in a `wrangler dev` of its own — then a
 // 100-task demo swarm and its summary line. Stays up until Ctrl-C, which stops all it started.
-import { Command } from "commander";
 import { readIntOption } from "./lib/int-option.ts";
 import { generateToken, startStack, type Stack } from "./lib/local-stack.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { formatSummary, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 import { toErrorMessage } from "../src/core/error-message.ts";
 import { startMockMcp, type MockMcpHandle } from "../dev/mock-mcp/server.ts";
 
-const program = new Command("npm start --")
+const program = newProgram("npm start --")
   .description(
     "The whole stack on this machine, then a demo swarm; Ctrl-C stops it (`npm run dev`: --no-demo). Environment (docs/configuration.md): PORT, MODEL_BASE_URL and MODEL_API_KEY (a real upstream instead of the mock), EDGESWARM_API_TOKEN, EDGESWARM_DEMO_MODEL, EDGESWARM_VERBOSE, MOCK_MODEL_PORT, MOCK_MCP_PORT, OTEL_*, X_LOCAL_OBSERVABILITY.",
   )
   .option("--no-demo", "start the stack without the demo swarm")
   .option("--tasks <n>", "tasks of the demo swarm (1-10,000)", "100")
-  .option("--exit-after-demo", "stop everything after the demo's summary line")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--exit-after-demo", "stop everything after the demo's summary line");
 parseOrExit(program);
 const values = program.opts<{ demo: boolean; tasks: string; exitAfterDemo?: boolean }>();
 

@@ -1,22 +1,19 @@
 // `npm run swarm -- <spec.json>`: submits a swarm spec to a running stack (EDGESWARM_URL, default
 // http://127.0.0.1:8787, token EDGESWARM_API_TOKEN), waits for it to end and prints the summary.
 import { readFile } from "node:fs/promises";
-import { Command } from "commander";
 import { formatAnswer } from "./lib/format-answer.ts";
 import { readIntOption } from "./lib/int-option.ts";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { ApiCallError, formatSummary, getJson, submitSwarm, waitForSwarm } from "./lib/swarm-client.ts";
 import { toErrorMessage } from "../src/core/error-message.ts";
 
-const program = new Command("npm run swarm --")
+const program = newProgram("npm run swarm --")
   .description(
     "Submit a swarm spec to a running stack, wait for its end, print its summary and answer; exits 0 when every task succeeded. Environment: EDGESWARM_URL (default http://127.0.0.1:8787), EDGESWARM_API_TOKEN (required).",
   )
   .argument("<spec.json>", "the swarm spec (examples/*.json)")
   .option("--timeout-s <s>", "how long to wait for the swarm's end (1-86,400)", "1800")
-  .option("--quiet", "no progress lines")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--quiet", "no progress lines");
 parseOrExit(program);
 const values = program.opts<{ timeoutS: string; quiet?: boolean }>();
 const specPath = program.args[0] ?? "";

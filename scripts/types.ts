@@ -3,16 +3,13 @@
 // secondary, so its cross-script SwarmRoom binding is typed with the real class.
 import { spawnSync } from "node:child_process";
 import path from "node:path";
-import { Command } from "commander";
-import { parseOrExit } from "./lib/parse-options.ts";
+import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { WRANGLER_OFFLINE_ENV } from "./lib/wrangler-env.ts";
 
 const root = path.resolve(import.meta.dirname, "..");
-const program = new Command("npm run types --")
+const program = newProgram("npm run types --")
   .description("Write both Workers' binding types (worker-configuration.d.ts) from their wrangler configs, with wrangler types.")
-  .option("--check", "write nothing: exit 1 if the committed types are out of date (npm run types:check)")
-  .showHelpAfterError()
-  .exitOverride();
+  .option("--check", "write nothing: exit 1 if the committed types are out of date (npm run types:check)");
 parseOrExit(program);
 const check = program.opts<{ check?: boolean }>().check === true;
 const targets: { out: string; configs: string[] }[] = [
