@@ -157,27 +157,11 @@ const QUIET_MAX_MS = 10_000;
 // The swarm status's calls less those the room estimated: the chat spans a traced swarm must have.
 const LedgerCallsSchema = z.looseObject({ usage: z.looseObject({ calls: z.number(), estimated_calls: z.number().optional() }) });
 
-// Every workload twice by default: the same swarm costs very different connection budgets when the
-// upstream sends its headers at once (streaming, a short first token) and when they come with the
-// answer (non-streaming proxies, short answers, slow reasoning): each half is a bench of its own.
-if (values.ttfb === "both") {
-  const parsed = parseLatency(values.latency);
-  const headerBound = parsed.ok ? Math.round(meanLatencyMs(parsed.value, 0)) : 0;
-  const rest = process.argv.slice(2).filter((arg, i, all) => arg !== "--ttfb" && all[i - 1] !== "--ttfb" && !arg.startsWith("--ttfb="));
-  for (const [label, ms] of [
-    ["early headers", 0],
-    ["header-bound: headers with the answer", headerBound],
-  ] as const) {
-    console.log(`\n=== ${label} (--ttfb ${ms}) ===`);
-    const run = spawnSync(process.execPath, [process.argv[1] ?? "scripts/bench.ts", ...rest, "--ttfb", String(ms)], { stdio: "inherit" });
-    if (run.status !== 0) process.exit(run.status ?? 1);
-  }
-  process.exit(0);
-}
-
 const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
-const ttfb = readIntOption("ttfb", values.ttfb, 0, 600_000);
+// --ttfb both: every other option is checked here, before the first of the two runs prints a line.
+const ttfbBoth = values.ttfb === "both";
+const ttfb = ttfbBoth ? 0 : readIntOption("ttfb", values.ttfb, 0, 600_000);
 const maxOutputTokens = readIntOption("max-output-tokens", values.maxOutputTokens, 1, 128_000);
 const toolTurns = readIntOption("tool-turns", values.toolTurns, 0, 49);
 const sharedPrefixChars = readIntOption("shared-prefix", values.sharedPrefix, 0, 200_000);
@@ -205,6 +189,24 @@ const timeoutS =
   values.timeoutS === undefined
     ? Math.min(600, Math.max(faulty ? 3 : 30, Math.ceil((3 * Math.max(p95LatencyMs(latency.value), ttfb)) / 1000)))
     : readIntOption("timeout-s", values.timeoutS, 1, 600);
+
+// Every workload twice by default: the same swarm costs very different connection budgets when the
+// upstream sends its headers at once (streaming, a short first token) and when they come with the
+// answer (non-streaming proxies, short answers, slow reasoning): each half is a bench of its own.
+if (ttfbBoth) {
+  const headerBound = Math.round(meanLatencyMs(latency.value, 0));
+  const rest = process.argv.slice(2).filter((arg, i, all) => arg !== "--ttfb" && all[i - 1] !== "--ttfb" && !arg.startsWith("--ttfb="));
+  for (const [label, ms] of [
+    ["early headers", 0],
+    ["header-bound: headers with the answer", headerBound],
+  ] as const) {
+    console.log(`\n=== ${label} (--ttfb ${ms}) ===`);
+    const run = spawnSync(process.execPath, [process.argv[1] ?? "scripts/bench.ts", ...rest, "--ttfb", String(ms)], { stdio: "inherit" });
+    if (run.status !== 0) process.exit(run.status ?? 1);
+  }
+  process.exit(0);
+}
+
 const callsPerTask = toolTurns + 1;
 // A streamed call lasts max(latency, ttfb): the mock ends it right after the headers when the latency is shorter.
 const meanMs = meanLatencyMs(latency.value, ttfb);
