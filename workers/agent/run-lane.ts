@@ -369,13 +369,6 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   /** A task of this lane ended for good: the next standby task takes its slot, unless the room said not to. */
   const promoteNext = (): void => {
     if (stopping || !transfer || runFailures.size > 0 || ctx.allowance.tasks <= 0 || ctx.now() >= ctx.pullUntil) return;
-    // Calls queue for a header slot: a task started now would wait there too, holding a place in
-    // the window (the room counts it as running) that a lane whose gate has slots could run. Held
-    // instead, it starts when the gate has room (the next pull's `run`, or the next task to end),
-    // and the lane's running tasks shrink to what its gate carries, so the room sends lanes that
-    // are granted tasks rather than lanes that find the window held (docs/benchmarks.md, "Lanes
-    // that get nothing").
-    if (gate.waiting() > 0) return;
     const next = standby.shift();
     if (next === undefined) return;
     promoted.set(next.task.taskId, { taskId: next.task.taskId, attempt: next.task.attempt });

@@ -521,34 +521,6 @@ describe("standby tasks when the window moves (fake room)", () => {
     expect(room.grants).toHaveLength(10);
   });
 
-  it("a lane whose calls queue at its header gate starts no standby task in an ended one's place: it runs what the gate carries", async () => {
-    // One header slot, held for each whole call (headers with the answer), and a window of 3: of the
-    // first grant, one call is in flight and two wait at the gate.
-    const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 12 }, (_, i) => `t${i + 1}`), window: 3 });
-    const model = fakeModel(20);
-    // The headers come with the answer: the slot frees when the call ends (as the model client frees it).
-    const client: ModelClient = {
-      async complete(request) {
-        try {
-          return await model.client.complete(request);
-        } finally {
-          request.headerSlot?.release();
-        }
-      },
-    };
-
-    await run([ticketMessage("m1", "sw_a")], { ...BASE, concurrency: 4, headerSlots: 1, rooms: roomsOf(room), gateway: directGateway(client) });
-
-    expect(room.count("succeeded")).toBe(12);
-    expect(model.maxInFlight()).toBe(1);
-    expect(room.answers.some((answer) => answer.granted.some((task) => task.standby === true))).toBe(true);
-    // Once the first call has ended, the lane reports at most the one call its gate carries and the
-    // one waiting for it: a standby task waits in its hands, not at the gate in the window's place.
-    const firstEnd = room.pulls.findIndex((pull) => pull.reports.length > 0);
-    expect(firstEnd).toBeGreaterThan(0);
-    expect(Math.max(...room.pulls.slice(firstEnd).map((pull) => pull.running ?? 0))).toBeLessThanOrEqual(2);
-  });
-
   it.each<[string, ModelCallResult | null, boolean]>([
     [
       "a failure that may stop the swarm (bad_request, never retried)",
