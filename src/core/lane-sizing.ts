@@ -86,8 +86,8 @@ export function toTicketsToIssue(input: { demand: number; coveredSlots: number; 
  * measured time to headers swells after it filled (a busy machine sees headers late) reports fewer
  * slots than it runs, and its tasks wait at its gate; a lane sent for the difference is granted
  * nothing while those tasks hold the window, and only adds pulls. On this 2-core machine, 10,000 ×
- * 200 ms at W = 1,000 with early headers opened 65–229 lanes where 14 carried the swarm, most of
- * them pulling for a few seconds with nothing granted (docs/benchmarks.md, "Lanes that get
+ * 200 ms at W = 1,000 with early headers opened up to 299 lanes where 8–24 carried the swarm, up to
+ * 258 of them pulling for seconds with nothing granted (docs/benchmarks.md, "Lanes that get
  * nothing"). (A draining or retired lane reports what it runs and holds: its slots are that already.)
  */
 export function toCoveredSlots(lane: { slots: number; running: number | null }): number {
