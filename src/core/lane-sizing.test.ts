@@ -3,6 +3,7 @@ import {
   FIRST_LANES_MAX,
   isSurplusLane,
   MAX_TICKETS_PER_SWARM,
+  toCoveredSlots,
   toExecutorCount,
   toLaneSlots,
   toPullPaceMs,
@@ -68,6 +69,20 @@ describe("tickets to issue", () => {
     ],
   ])("%s", (_label, input, expected) => {
     expect(toTicketsToIssue(input)).toBe(expected);
+  });
+});
+
+describe("slots an open lane covers", () => {
+  it.each([
+    ["not pulled yet (running unknown): its slots", { slots: 6, running: null }, 6],
+    ["runs within its slots: its slots", { slots: 128, running: 90 }, 128],
+    ["a header-bound lane that runs its 6: 6", { slots: 6, running: 6 }, 6],
+    ["runs more than its swollen timing reports (tasks wait at its gate): what it runs", { slots: 19, running: 90 }, 90],
+    ["runs nothing: its slots", { slots: 24, running: 0 }, 24],
+    ["fractions count whole", { slots: 6.9, running: 7.5 }, 7],
+    ["never negative", { slots: -1, running: null }, 0],
+  ])("%s", (_label, lane, expected) => {
+    expect(toCoveredSlots(lane)).toBe(expected);
   });
 });
 

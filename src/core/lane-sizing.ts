@@ -81,6 +81,21 @@ export function toTicketsToIssue(input: { demand: number; coveredSlots: number; 
 }
 
 /**
+ * What an open lane counts for when the room sizes its tickets: the slots it reports, or the tasks
+ * it runs (`running`, its last pull's; null: not known yet) when those are more. A lane whose
+ * measured time to headers swells after it filled (a busy machine sees headers late) reports fewer
+ * slots than it runs, and its tasks wait at its gate; a lane sent for the difference is granted
+ * nothing while those tasks hold the window, and only adds pulls. On this 2-core machine, 10,000 ×
+ * 200 ms at W = 1,000 with early headers opened up to 299 lanes where 8–24 carried the swarm, up to
+ * 258 of them pulling for seconds with nothing granted (docs/benchmarks.md, "Lanes that get
+ * nothing"). (A draining or retired lane reports what it runs and holds: its slots are that already.)
+ */
+export function toCoveredSlots(lane: { slots: number; running: number | null }): number {
+  const slots = Math.max(0, Math.floor(lane.slots));
+  return lane.running === null ? slots : Math.max(slots, Math.floor(lane.running));
+}
+
+/**
  * Pulls a second the room spreads over its open lanes. A Durable Object has a soft limit of about
  * 1,000 requests a second ("If a Durable Object ... receives more than about 1,000 requests per
  * second, it may return overloaded errors": developers.cloudflare.com/durable-objects/platform/limits/);

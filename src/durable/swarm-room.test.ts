@@ -1255,6 +1255,33 @@ describe("SwarmRoom tickets", () => {
     expect((await tickets(stub)).map((t) => t.slots).sort()).toEqual([2, 2, 6]);
   });
 
+  it("sends no lane for a lane's shrunken slots while that lane runs the tasks: it covers what it runs", async () => {
+    const { input, stub } = newSwarm(12, { concurrency: 20 });
+    await stub.start(input);
+    // 12 tasks, LANE_SLOTS 6: two lanes, assumed header-bound.
+    const [ticket] = await tickets(stub);
+    if (ticket === undefined) throw new Error("no ticket");
+    // The lane times early headers and takes 10 of the 12 tasks.
+    const first = await pull(stub, { ticket: ticket.id, lane: "lane-a", seq: 1, slots: 128, want: 10, timing: { ttfbMs: 4, latencyMs: 200 } });
+    expect(first.granted).toHaveLength(10);
+    // A busy machine then sees its headers late: it reports 2 slots while its 10 tasks run (they wait
+    // at its gate). Counted for its 2, the open slots (2 + the other lane's 6) would fall short of
+    // the 12 the swarm can run, and the room would send lanes for the 10 tasks this one holds.
+    await pull(stub, { ticket: ticket.id, lane: "lane-a", seq: 2, slots: 2, want: 0, running: 10, timing: { ttfbMs: 150, latencyMs: 200 } });
+    await runAlarmNow(stub);
+    expect((await billable(stub)).queue_messages_sent).toBe(2);
+    // Once it runs only what its slots carry, the shortfall is real: lanes come for it.
+    await pull(stub, { ticket: ticket.id, lane: "lane-a", seq: 3, slots: 2, want: 0, running: 2, timing: { ttfbMs: 150, latencyMs: 200 } });
+    const sent = await waitFor(
+      async () => {
+        await runAlarmNow(stub);
+        return (await billable(stub)).queue_messages_sent;
+      },
+      (n) => n > 2,
+    );
+    expect(sent).toBe(4);
+  });
+
   it("closes a ticket nobody pulled by its deadline and issues another", async () => {
     const { input, stub } = newSwarm(2);
     await stub.start(input);

@@ -1,7 +1,7 @@
 // The SwarmRoom's tickets: the queue messages that bring consumer lanes to the swarm. Owns the
 // `tickets` table; says how many slots the open tickets cover and when it next needs the alarm
 // (a ticket nobody pulled, or a lane that went silent, is closed so its capacity is issued again).
-import { HEADER_SLOTS_PER_INVOCATION, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
+import { HEADER_SLOTS_PER_INVOCATION, toCoveredSlots, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
 import type { ClaimedTask, DispatchView, LanePrior, TaskPool } from "../core/swarm-contract.ts";
 import type { Ticket } from "../core/ticket.ts";
 
@@ -216,7 +216,9 @@ export class SwarmTickets {
     let open = 0;
     for (const row of this.load().values()) {
       if (row.pool !== pool) continue;
-      covered += atRelease ? Math.min(row.slots, this.times.defaultSlots) : row.slots;
+      // A lane that runs more than it reports (its tasks wait at its gate) covers what it runs.
+      const slots = toCoveredSlots({ slots: row.slots, running: this.runningOf.get(row.id) ?? null });
+      covered += atRelease ? Math.min(slots, this.times.defaultSlots) : slots;
       open += 1;
     }
     return toTicketsToIssue({ demand, coveredSlots: covered, openTickets: open, slotsPerTicket: this.slotsPerTicket(), measured: this.reportedSlots !== null });
