@@ -53,6 +53,40 @@ export function selfTimeByFunction(profile: CpuProfile): { name: string; ms: num
   return selfTime(profile, nameOf, ["(idle)", "(root)"]);
 }
 
+/**
+ * Self time in ms by the source module of each sample's function, for a profile of an isolate
+ * running `bundle` (the Worker's script as wrangler bundled it: esbuild opens each module's code
+ * with a `// path` line); largest first, `(idle)` and `(root)` left out. A frame outside the bundle
+ * is its function's name (`(program)`, `(garbage collector)`, a runtime API's).
+ */
+export function selfTimeByModule(profile: CpuProfile, bundle: string): { name: string; ms: number }[] {
+  const starts: number[] = [];
+  const modules: string[] = [];
+  bundle.split("\n").forEach((line, i) => {
+    const module = /^\/\/ (\S+\.[cm]?[jt]sx?)$/.exec(line)?.[1];
+    if (module === undefined) return;
+    starts.push(i);
+    modules.push(module);
+  });
+  const moduleAt = (line: number): string => {
+    // The last module that opens at or before `line` (0-based, as V8's lineNumber).
+    let low = 0;
+    let high = starts.length - 1;
+    let found = -1;
+    while (low <= high) {
+      const mid = (low + high) >> 1;
+      if ((starts[mid] ?? 0) <= line) {
+        found = mid;
+        low = mid + 1;
+      } else high = mid - 1;
+    }
+    return modules[found] ?? "(the bundle's own code)";
+  };
+  const keyOf = ({ functionName, url, lineNumber }: CallFrame): string =>
+    url === "" || url.startsWith("node-internal:") || lineNumber < 0 ? (functionName === "" ? "(native)" : functionName) : moduleAt(lineNumber);
+  return selfTime(profile, keyOf, ["(idle)", "(root)"]);
+}
+
 /** The `limit` largest rows, each as self time per task and share of the total. */
 export function formatSelfTimeRows(rows: readonly { name: string; ms: number }[], taskCount: number, limit: number): string[] {
   const total = rows.reduce((sum, row) => sum + row.ms, 0);
