@@ -22,7 +22,7 @@ import { priceOperations } from "../src/core/capacity-model.ts";
 import { formatUsd } from "./lib/format-usd.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
-import { formatSelfTimeRows, selfTimeByFunction, selfTimeByModule, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
+import { formatSelfTimeRows, samplesByModule, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild } from "./lib/promise-pool-baseline.ts";
 import { findWorkerdInspectors, SAMPLING_INTERVAL_US, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
 import { breakdownPerfScript, comparePerfSides, formatPerfBreakdown, formatPerfSides, splitPerfScriptByPid, type PerfKindCost } from "./lib/perf-breakdown.ts";
@@ -986,8 +986,11 @@ function printWorkerdProfiles(profiles: Array<{ target: string; profile: CpuProf
     for (const line of formatSelfTimeRows(functions, taskCount, 15)) console.log(line);
     const bundle = readDevBundle(target);
     if (bundle === null) continue;
-    console.log(`  by source module (the bundle's \`// path\` lines; shares are of this profile's samples):`);
-    for (const line of formatSelfTimeRows(selfTimeByModule(profile, bundle), taskCount, 20)) console.log(`  ${line}`);
+    const modules = samplesByModule(profile, bundle);
+    const samples = modules.reduce((sum, m) => sum + m.samples, 0);
+    console.log(`  its ${samples} samples (idle left out) by source module (the bundle's \`// path\` lines):`);
+    for (const { name, samples: n } of modules.slice(0, 20))
+      console.log(`  ${String(n).padStart(7)}  ${((100 * n) / samples).toFixed(1).padStart(5)}%  ${name}`);
   }
   // Observed: every busy isolate's profile adds up to about the whole swarm, far over workerd's CPU.
   console.log(
