@@ -5,7 +5,7 @@
 // (docs/architecture.md §4). Figures only, no pass/fail. docs/benchmarks.md explains every figure.
 //   Its options: `program` below (`npm run bench -- --help`).
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -21,9 +21,9 @@ import { priceOperations } from "../src/core/capacity-model.ts";
 import { formatUsd } from "./lib/format-usd.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
-import { formatSelfTimeRows, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
+import { formatSelfTimeRows, samplesByModule, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild } from "./lib/promise-pool-baseline.ts";
-import { findWorkerdInspectors, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
+import { findWorkerdInspectors, SAMPLING_INTERVAL_US, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
 import { breakdownPerfScript, comparePerfSides, formatPerfBreakdown, formatPerfSides, splitPerfScriptByPid, type PerfKindCost } from "./lib/perf-breakdown.ts";
 import { startPerfRecord } from "./lib/perf-record.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./lib/otlp-receiver.ts";
@@ -71,6 +71,7 @@ const program = newProgram("npm run bench --")
   .option("--ramp", "sample in flight every 10 ms and print each run's ramp to its peak, and its mean in flight every 500 ms to its end")
   .option("--pool-cpu-prof", "profile the baseline (Node --cpu-prof)")
   .option("--workerd-cpu-prof", "profile each isolate through workerd's inspector")
+  .option("--workerd-cpu-prof-interval <us>", "with --workerd-cpu-prof: µs between samples (50-10,000)", String(SAMPLING_INTERVAL_US))
   .option("--workerd-perf", "Linux perf over workerd's native stacks")
   .option(
     "--trace",
@@ -101,6 +102,7 @@ const values = program.opts<{
   ramp?: boolean;
   poolCpuProf?: boolean;
   workerdCpuProf?: boolean;
+  workerdCpuProfInterval: string;
   workerdPerf?: boolean;
   trace?: boolean;
 }>();
@@ -158,6 +160,7 @@ const QUIET_MAX_MS = 10_000;
 const LedgerCallsSchema = z.looseObject({ usage: z.looseObject({ calls: z.number(), estimated_calls: z.number().optional() }) });
 
 const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
+const profileIntervalUs = readIntOption("workerd-cpu-prof-interval", values.workerdCpuProfInterval, 50, 10_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
 // --ttfb both: every other option is checked here, before the first of the two runs prints a line.
 const ttfbBoth = values.ttfb === "both";
@@ -951,9 +954,22 @@ async function startAllProfiles(sessionPids: readonly number[], wranglerInspecto
   const ports = await findWorkerdInspectors(sessionPids);
   if (ports.length === 0) {
     console.log("note: workerd's own inspector was not found; profiling the orchestrator's isolate only (wrangler's inspector)");
-    return startWorkerdProfiles([wranglerInspectorPort]);
+    return startWorkerdProfiles([wranglerInspectorPort], () => true, profileIntervalUs);
   }
-  return startWorkerdProfiles(ports, (id) => id.startsWith("core:user:edgeswarm-") || id.startsWith("outbound:"));
+  return startWorkerdProfiles(ports, (id) => id.startsWith("core:user:edgeswarm-") || id.startsWith("outbound:"), profileIntervalUs);
+}
+
+/** The script `wrangler dev` bundled for a Worker's isolate (the newest under its config's `.wrangler/tmp`), or null. */
+function readDevBundle(target: string): string | null {
+  const configDir = target === `core:user:${AGENT_SESSION}` ? path.join(ROOT, "workers", "agent") : target === "core:user:edgeswarm-orchestrator" ? ROOT : null;
+  if (configDir === null) return null;
+  const tmp = path.join(configDir, ".wrangler", "tmp");
+  if (!existsSync(tmp)) return null;
+  const bundles = readdirSync(tmp)
+    .map((dir) => path.join(tmp, dir, "index.js"))
+    .filter((file) => existsSync(file))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+  return bundles[0] === undefined ? null : readFileSync(bundles[0], "utf8");
 }
 
 /** Where workerd's CPU went: each isolate's sampled self time per task and its top functions. */
@@ -967,6 +983,13 @@ function printWorkerdProfiles(profiles: Array<{ target: string; profile: CpuProf
     if (total === 0) continue;
     console.log(`workerd CPU profile of ${target} (${files[i]}): ${(total / taskCount).toFixed(3)} ms/task sampled, top functions (self time per task):`);
     for (const line of formatSelfTimeRows(functions, taskCount, 15)) console.log(line);
+    const bundle = readDevBundle(target);
+    if (bundle === null) continue;
+    const modules = samplesByModule(profile, bundle);
+    const samples = modules.reduce((sum, m) => sum + m.samples, 0);
+    console.log(`  its ${samples} samples (idle left out) by source module (the bundle's \`// path\` lines):`);
+    for (const { name, samples: n } of modules.slice(0, 20))
+      console.log(`  ${String(n).padStart(7)}  ${((100 * n) / samples).toFixed(1).padStart(5)}%  ${name}`);
   }
   // Observed: every busy isolate's profile adds up to about the whole swarm, far over workerd's CPU.
   console.log(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatSelfTimeRows, selfTimeByFunction, type CpuProfile } from "./cpu-profile-summary.ts";
+import { formatSelfTimeRows, selfTimeByFunction, samplesByModule, type CpuProfile } from "./cpu-profile-summary.ts";
 
 /** A profile whose samples hit the given nodes, each sample `deltaUs` after the last. */
 function profileOf(frames: Array<[name: string, line: number]>, samples: number[], deltaUs = 1_000): CpuProfile {
@@ -34,6 +34,52 @@ describe("self time by function", () => {
     ["no samples: nothing", [], []],
   ])("%s", (_label, samples, expected) => {
     expect(selfTimeByFunction(profileOf(frames, samples))).toEqual(expected);
+  });
+});
+
+describe("samples by source module", () => {
+  // Lines 0-1 come before any module; each `// path` line opens the module the lines after it belong to.
+  const bundle = [
+    "var __defProp = Object.defineProperty;",
+    "",
+    "// ../../src/core/hash32.ts",
+    "function hash32() {}",
+    "// task-trace.ts",
+    "class AttemptTrace {}",
+    "// ../../node_modules/eventsource-parser/dist/parse.js",
+    "function parse() {}",
+  ].join("\n");
+  const frames: Array<[string, number]> = [
+    ["(idle)", -1],
+    ["(program)", -1],
+    ["hash32", 3],
+    ["AttemptTrace", 5],
+    ["", 4],
+    ["parse", 7],
+    ["__defProp", 0],
+    ["(garbage collector)", -1],
+  ];
+  it.each([
+    [
+      "a function's samples go to the module it is in, its opening line included",
+      [3, 5, 4, 4],
+      [
+        { name: "task-trace.ts", samples: 3 },
+        { name: "../../src/core/hash32.ts", samples: 1 },
+      ],
+    ],
+    ["a package's module is named as the bundle names it", [6], [{ name: "../../node_modules/eventsource-parser/dist/parse.js", samples: 1 }]],
+    ["code before the first module is the bundle's own", [7], [{ name: "(the bundle's own code)", samples: 1 }]],
+    [
+      "idle is left out; native time and the garbage collector keep their names",
+      [1, 2, 8, 8],
+      [
+        { name: "(garbage collector)", samples: 2 },
+        { name: "(program)", samples: 1 },
+      ],
+    ],
+  ])("%s", (_label, samples, expected) => {
+    expect(samplesByModule(profileOf(frames, samples, 250), bundle)).toEqual(expected);
   });
 });
 

@@ -15,13 +15,16 @@ export const CpuProfileSchema = z.looseObject({
 export type CpuProfile = z.infer<typeof CpuProfileSchema>;
 type CallFrame = CpuProfile["nodes"][number]["callFrame"];
 
-/** Self time in ms by `keyOf` each sample's frame, largest first, without the keys in `leaveOut`. */
-function selfTime(profile: CpuProfile, keyOf: (frame: CallFrame) => string, leaveOut: readonly string[]): { name: string; ms: number }[] {
+/**
+ * Self time in ms by `keyOf` each sample's frame, largest first, without the keys in `leaveOut`;
+ * `bySamples`: each sample counts 1, whatever time passed since the one before.
+ */
+function selfTime(profile: CpuProfile, keyOf: (frame: CallFrame) => string, leaveOut: readonly string[], bySamples = false): { name: string; ms: number }[] {
   const keys = new Map(profile.nodes.map((node) => [node.id, keyOf(node.callFrame)]));
   const byKey = new Map<string, number>();
   profile.samples.forEach((id, i) => {
     const key = keys.get(id) ?? "(unknown)";
-    byKey.set(key, (byKey.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1_000);
+    byKey.set(key, (byKey.get(key) ?? 0) + (bySamples ? 1 : (profile.timeDeltas[i] ?? 0) / 1_000));
   });
   for (const key of leaveOut) byKey.delete(key);
   return [...byKey.entries()].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms);
@@ -51,6 +54,42 @@ export function selfTimeByFunction(profile: CpuProfile): { name: string; ms: num
   const nameOf = ({ functionName, lineNumber }: CallFrame): string =>
     functionName === "" ? `(anonymous):${lineNumber + 1}` : functionName.startsWith("(") ? functionName : `${functionName}:${lineNumber + 1}`;
   return selfTime(profile, nameOf, ["(idle)", "(root)"]);
+}
+
+/**
+ * Samples by the source module of their function, for a profile of an isolate running `bundle` (the
+ * Worker's script as wrangler bundled it: esbuild opens each module's code with a `// path` line);
+ * largest first, `(idle)` and `(root)` left out. A frame outside the bundle is its function's name
+ * (`(program)`, `(garbage collector)`, a runtime API's). Counted, not timed: the time V8 puts on a
+ * sample includes any while another isolate of the workerd ran (printWorkerdProfiles' note), which
+ * went mostly to `(program)` in a traced swarm's profile (over half its time, an eighth of its samples).
+ */
+export function samplesByModule(profile: CpuProfile, bundle: string): { name: string; samples: number }[] {
+  const starts: number[] = [];
+  const modules: string[] = [];
+  bundle.split("\n").forEach((line, i) => {
+    const module = /^\/\/ (\S+\.[cm]?[jt]sx?)$/.exec(line)?.[1];
+    if (module === undefined) return;
+    starts.push(i);
+    modules.push(module);
+  });
+  const moduleAt = (line: number): string => {
+    // The last module that opens at or before `line` (0-based, as V8's lineNumber).
+    let low = 0;
+    let high = starts.length - 1;
+    let found = -1;
+    while (low <= high) {
+      const mid = (low + high) >> 1;
+      if ((starts[mid] ?? 0) <= line) {
+        found = mid;
+        low = mid + 1;
+      } else high = mid - 1;
+    }
+    return modules[found] ?? "(the bundle's own code)";
+  };
+  const keyOf = ({ functionName, url, lineNumber }: CallFrame): string =>
+    url === "" || url.startsWith("node-internal:") || lineNumber < 0 ? (functionName === "" ? "(native)" : functionName) : moduleAt(lineNumber);
+  return selfTime(profile, keyOf, ["(idle)", "(root)"], true).map(({ name, ms }) => ({ name, samples: ms }));
 }
 
 /** The `limit` largest rows, each as self time per task and share of the total. */

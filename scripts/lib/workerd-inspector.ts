@@ -21,7 +21,7 @@ export interface WorkerdProfiles {
 }
 
 /** Sampling interval, µs: V8's default; finer sampling costs the profiled isolate noticeably more CPU. */
-const SAMPLING_INTERVAL_US = 1_000;
+export const SAMPLING_INTERVAL_US = 1_000;
 
 async function listTargets(inspectorPort: number, signal?: AbortSignal): Promise<z.infer<typeof TargetsSchema>> {
   const response = await fetch(`http://127.0.0.1:${inspectorPort}/json`, signal === undefined ? {} : { signal });
@@ -130,13 +130,20 @@ export async function openHeapSampler(inspectorPorts: readonly number[], targetI
   };
 }
 
-/** Profiles the targets the inspectors at `inspectorPorts` list whose id `include` accepts (all by default). */
-export async function startWorkerdProfiles(inspectorPorts: readonly number[], include: (id: string) => boolean = () => true): Promise<WorkerdProfiles> {
+/**
+ * Profiles the targets the inspectors at `inspectorPorts` list whose id `include` accepts (all by
+ * default), a sample every `intervalUs`.
+ */
+export async function startWorkerdProfiles(
+  inspectorPorts: readonly number[],
+  include: (id: string) => boolean = () => true,
+  intervalUs = SAMPLING_INTERVAL_US,
+): Promise<WorkerdProfiles> {
   const targets = (await listAllTargets(inspectorPorts)).filter((t) => include(t.id));
   const sessions = await Promise.all(targets.map(async (target) => ({ target: target.id, session: await openProbedSession(target.webSocketDebuggerUrl) })));
   for (const { session } of sessions) {
     await session.send("Profiler.enable");
-    await session.send("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
+    await session.send("Profiler.setSamplingInterval", { interval: intervalUs });
     await session.send("Profiler.start");
   }
   return {

@@ -77,21 +77,65 @@ function writeStatusAndFlags(writer: ProtoWriter, errorType: string | null): voi
   writer.fixed32(FLAGS, SAMPLED_FLAGS);
 }
 
+/**
+ * The runs of a chat span's fields that are the same for every call of a lane's swarm and route:
+ * its name and kind, and its first six attributes (swarm, operation, provider, models, max tokens).
+ * Written once and copied into each span, not written value by value per call.
+ */
+interface ChatBlocks {
+  swarmId: string;
+  model: string;
+  provider: string;
+  upstreamModel: string;
+  maxOutputTokens: number;
+  nameAndKind: Uint8Array;
+  routeAttributes: Uint8Array;
+}
+
+/** A lane calls one swarm's few routes: a handful of entries, the newest first, looked up by identity. */
+const CHAT_BLOCKS_KEPT = 8;
+const chatBlocks: ChatBlocks[] = [];
+
+function chatBlocksOf(input: ChatSpanInput<Uint8Array>): ChatBlocks {
+  const { swarmId, provider, upstreamModel, maxOutputTokens } = input;
+  const model = input.call.model;
+  for (const blocks of chatBlocks) {
+    if (
+      blocks.swarmId === swarmId &&
+      blocks.model === model &&
+      blocks.provider === provider &&
+      blocks.upstreamModel === upstreamModel &&
+      blocks.maxOutputTokens === maxOutputTokens
+    ) {
+      return blocks;
+    }
+  }
+  const head = new ProtoWriter(128);
+  head.string(NAME, `chat ${model}`);
+  head.uint(KIND, SPAN_KIND.client);
+  const route = new ProtoWriter(256);
+  route.plainAttribute(ATTRIBUTES, SWARM_ID, swarmId);
+  route.raw(CHAT_OPERATION);
+  route.plainAttribute(ATTRIBUTES, PROVIDER, provider);
+  route.plainAttribute(ATTRIBUTES, REQUEST_MODEL, model);
+  route.plainAttribute(ATTRIBUTES, RESPONSE_MODEL, upstreamModel);
+  writeAttribute(route, ATTRIBUTES, MAX_TOKENS, maxOutputTokens);
+  const blocks: ChatBlocks = { swarmId, model, provider, upstreamModel, maxOutputTokens, nameAndKind: head.finish(), routeAttributes: route.finish() };
+  if (chatBlocks.length === CHAT_BLOCKS_KEPT) chatBlocks.pop();
+  chatBlocks.unshift(blocks);
+  return blocks;
+}
+
 /** toChatSpan's span, as Span's fields. */
 export function writeChatSpan(writer: ProtoWriter, input: ChatSpanInput<Uint8Array>): void {
   const { call } = input;
   const errorType = call.status !== "ok" ? (call.errorClass ?? "_OTHER") : null;
+  const blocks = chatBlocksOf(input);
   writeIds(writer, input.place);
-  writer.string(NAME, `chat ${call.model}`);
-  writer.uint(KIND, SPAN_KIND.client);
+  writer.raw(blocks.nameAndKind);
   writer.nanos(START, call.startedAt);
   writer.nanos(END, call.startedAt + call.latencyMs);
-  writer.plainAttribute(ATTRIBUTES, SWARM_ID, input.swarmId);
-  writer.raw(CHAT_OPERATION);
-  writer.plainAttribute(ATTRIBUTES, PROVIDER, input.provider);
-  writer.plainAttribute(ATTRIBUTES, REQUEST_MODEL, call.model);
-  writer.plainAttribute(ATTRIBUTES, RESPONSE_MODEL, input.upstreamModel);
-  writeAttribute(writer, ATTRIBUTES, MAX_TOKENS, input.maxOutputTokens);
+  writer.raw(blocks.routeAttributes);
   writer.plainAttribute(ATTRIBUTES, TASK_ID, input.taskId);
   writeAttribute(writer, ATTRIBUTES, ATTEMPT, input.attempt);
   writeAttribute(writer, ATTRIBUTES, TURN, call.turn);
@@ -130,6 +174,18 @@ function writeOneStringArray(writer: ProtoWriter, key: Uint8Array, item: string)
   writer.endMessage(keyValue);
 }
 
+/** An attempt span's first two attributes (swarm, operation), written once for the lane's swarm. */
+let attemptBlock: { swarmId: string; bytes: Uint8Array } | null = null;
+function attemptBlockOf(swarmId: string): Uint8Array {
+  if (attemptBlock === null || attemptBlock.swarmId !== swarmId) {
+    const writer = new ProtoWriter(128);
+    writer.plainAttribute(ATTRIBUTES, SWARM_ID, swarmId);
+    writer.raw(INVOKE_AGENT_OPERATION);
+    attemptBlock = { swarmId, bytes: writer.finish() };
+  }
+  return attemptBlock.bytes;
+}
+
 /** toAttemptSpan's span, as Span's fields. */
 export function writeAttemptSpan(writer: ProtoWriter, input: AttemptSpanInput<Uint8Array>): void {
   writeIds(writer, input.place);
@@ -137,8 +193,7 @@ export function writeAttemptSpan(writer: ProtoWriter, input: AttemptSpanInput<Ui
   writer.uint(KIND, SPAN_KIND.internal);
   writer.nanos(START, input.startMs);
   writer.nanos(END, input.endMs);
-  writer.plainAttribute(ATTRIBUTES, SWARM_ID, input.swarmId);
-  writer.raw(INVOKE_AGENT_OPERATION);
+  writer.raw(attemptBlockOf(input.swarmId));
   writer.plainAttribute(ATTRIBUTES, AGENT_NAME, input.taskId);
   writer.plainAttribute(ATTRIBUTES, AGENT_ID, `${input.swarmId}:${input.taskId}`);
   writer.plainAttribute(ATTRIBUTES, TASK_ID, input.taskId);

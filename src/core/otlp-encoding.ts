@@ -346,7 +346,8 @@ export class ProtobufSpanBuffer {
     writeResourceSpans(request, this.resource, this.scope, (scopeSpans) => scopeSpans.raw(spans));
     this.spans?.truncate(0);
     this.added = 0;
-    return request.finish();
+    // The request's writer is this body's alone: its bytes as they are, not copied once more (about 1 MB a lane).
+    return request.written();
   }
 }
 

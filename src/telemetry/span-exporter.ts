@@ -1,6 +1,6 @@
 // Sends a Worker's spans to an OTLP/HTTP collector: one buffer per invocation (a lane executor's
-// alarm, a queue batch, a SwarmRoom request), encoded span by span, posted when it fills and at the
-// invocation's end.
+// alarm, a queue batch, a SwarmRoom request), encoded span by span (a lane's task spans all at
+// once, when it posts: recordLater), posted when it fills and at the invocation's end.
 // Each post is bounded by the settings' timeout; a failed one is dropped and counted, never retried
 // (the spans are observability, not the ledger: a dead collector must cost a swarm nothing).
 import { toHexAttemptInput, toHexChatInput, writeAttemptSpan, writeChatSpan } from "../core/genai-span-encoding.ts";
@@ -28,7 +28,8 @@ export interface ExportTally {
   failedPosts: number;
 }
 
-export interface SpanRecorder {
+/** Writes spans into the body being buffered, at once. */
+export interface SpanWriter {
   record(span: TraceSpan): void;
   /**
    * toChatSpan's and toAttemptSpan's spans, from their inputs (ids as bytes): written straight into
@@ -36,6 +37,23 @@ export interface SpanRecorder {
    */
   recordChat(input: ChatSpanInput<Uint8Array>): void;
   recordAttempt(input: AttemptSpanInput<Uint8Array>): void;
+}
+
+/**
+ * A span recorded now and written later, when its recorder posts: `write` writes its one span then
+ * (so it must hold only what cannot change: the write may be seconds later).
+ */
+export interface DeferredSpan {
+  write(spans: SpanWriter): void;
+}
+
+export interface SpanRecorder extends SpanWriter {
+  /**
+   * A span whose input is built and written when the recorder posts, all of them in one loop: a
+   * task's spans made at each call's end, between a lane's other events, cost several times what
+   * the same work costs in a loop (docs/benchmarks.md, "Tracing").
+   */
+  recordLater(span: DeferredSpan): void;
   /** Posts what is buffered and waits for every post of this recorder; never throws, never waits past the timeout. */
   flush(): Promise<void>;
   readonly tally: ExportTally;
@@ -57,7 +75,8 @@ export function createSpanRecorder(options: SpanExporterOptions): SpanRecorder {
   // (ProtobufSpanBuffer says why). JSON (opted in) keeps the spans until the post.
   const protobuf = json ? null : new ProtobufSpanBuffer(resource, TRACE_SCOPE);
   let jsonSpans: TraceSpan[] = [];
-  const waiting = (): number => protobuf?.count ?? jsonSpans.length;
+  let deferred: DeferredSpan[] = [];
+  const waiting = (): number => (protobuf?.count ?? jsonSpans.length) + deferred.length;
 
   const failed = (spans: number, failure: string): void => {
     tally.dropped += spans;
@@ -67,7 +86,10 @@ export function createSpanRecorder(options: SpanExporterOptions): SpanRecorder {
   };
 
   const post = (): void => {
+    writeDeferred();
     const spans = waiting();
+    // Every deferred span was dropped: nothing to send.
+    if (spans === 0) return;
     let body: Uint8Array | string;
     try {
       body = protobuf !== null ? protobuf.take() : toOtlpJson([{ resource, scope: TRACE_SCOPE, spans: jsonSpans }]);
@@ -86,31 +108,64 @@ export function createSpanRecorder(options: SpanExporterOptions): SpanRecorder {
     void sent.finally(() => pending.delete(sent));
   };
 
-  /** Adds a span, written by `write` (protobuf) or made by `toSpan` (JSON); one that cannot be is dropped and counted. */
-  const add = <T>(write: (writer: ProtoWriter, input: T) => void, toSpan: (input: T) => TraceSpan, input: T): void => {
-    tally.recorded += 1;
+  const dropped = (error: unknown): void => {
+    // Tracing never stops a swarm: a span that cannot be encoded is dropped and counted.
+    tally.dropped += 1;
+    console.warn(JSON.stringify({ event: "trace_span_dropped", error: toErrorMessage(error) }));
+  };
+
+  /** Writes a span by `write` (protobuf) or makes it by `toSpan` (JSON); one that cannot be is dropped and counted. */
+  const put = <T>(write: (writer: ProtoWriter, input: T) => void, toSpan: (input: T) => TraceSpan, input: T): void => {
     try {
       if (protobuf === null) jsonSpans.push(toSpan(input));
       else protobuf.addWritten(write, input);
     } catch (error) {
-      // Tracing never stops a swarm: a span that cannot be encoded is dropped and counted.
-      tally.dropped += 1;
-      console.warn(JSON.stringify({ event: "trace_span_dropped", error: toErrorMessage(error) }));
-      return;
+      dropped(error);
     }
+  };
+
+  /** What a deferred span writes into: the spans are counted when they were recorded. */
+  const writer: SpanWriter = {
+    record: (span) => put(writeSpan, asIs, span),
+    recordChat: (input) => put(writeChatSpan, toJsonChatSpan, input),
+    recordAttempt: (input) => put(writeAttemptSpan, toJsonAttemptSpan, input),
+  };
+
+  const writeDeferred = (): void => {
+    if (deferred.length === 0) return;
+    const spans = deferred;
+    deferred = [];
+    for (const span of spans) {
+      try {
+        span.write(writer);
+      } catch (error) {
+        dropped(error);
+      }
+    }
+  };
+
+  const counted = (): void => {
+    tally.recorded += 1;
     if (waiting() >= SPANS_PER_POST) post();
   };
 
   return {
     tally,
     record(span) {
-      add(writeSpan, asIs, span);
+      writer.record(span);
+      counted();
     },
     recordChat(input) {
-      add(writeChatSpan, toJsonChatSpan, input);
+      writer.recordChat(input);
+      counted();
     },
     recordAttempt(input) {
-      add(writeAttemptSpan, toJsonAttemptSpan, input);
+      writer.recordAttempt(input);
+      counted();
+    },
+    recordLater(span) {
+      deferred.push(span);
+      counted();
     },
     async flush() {
       if (waiting() > 0) post();

@@ -4,13 +4,13 @@
 // the swarm's trace is sampled: with tracing off no lane makes one (zero spans, zero cost).
 import type { ChatMessage } from "../../src/core/agent-conversation.ts";
 import type { ModelRoute } from "../../src/core/gateway-config.ts";
-import { toProviderName, toToolSpan, type ToolSpanMcp } from "../../src/core/genai-spans.ts";
+import { toProviderName, toToolSpan, type ChatSpanInput, type ToolSpanMcp } from "../../src/core/genai-spans.ts";
 import { costOfUsage, resolvePrice, type PriceTable } from "../../src/core/pricing.ts";
 import type { CallRecord, ClaimedTask, TaskReport } from "../../src/core/swarm-contract.ts";
 import type { ToolCall } from "../../src/core/tool-calls.ts";
 import { newSpanId, newSpanIdBytes, toAttemptSpanIdBytes, toHexId, toIdBytes, type SpanContext } from "../../src/core/trace-context.ts";
 import type { ModelCallResult } from "../../src/model/model-client.ts";
-import type { SpanRecorder } from "../../src/telemetry/span-exporter.ts";
+import type { DeferredSpan, SpanRecorder, SpanWriter } from "../../src/telemetry/span-exporter.ts";
 
 /** An invocation's tracing: where its spans go, whether content goes with them, and the ledger's prices. */
 export interface LaneTracing {
@@ -72,57 +72,159 @@ function toParentBytes(parent: SpanContext): { traceIdBytes: Uint8Array; spanIdB
 
 /** Starts the spans of an attempt, under `parent` (the swarm's root). */
 export function startTaskTrace(tracing: LaneTracing, parent: SpanContext, swarmId: string, task: ClaimedTask, startMs: number): TaskTrace {
-  const traceId = parent.traceId;
-  const { traceIdBytes, spanIdBytes: parentSpanId } = toParentBytes(parent);
-  // Derived, not random: the next attempt links to this one without anyone storing its id.
-  const spanId = toAttemptSpanIdBytes(traceId, task.taskId, task.attempt);
-  return {
-    chat(call, result, route, request) {
-      const price = call.usage === null ? null : resolvePrice(tracing.prices, call.model);
-      // chat and invoke_agent, a task's own spans, go into the body without a span object (genai-span-encoding.ts).
-      tracing.spans.recordChat({
-        place: { traceId: traceIdBytes, spanId: newSpanIdBytes(randomBytes), parentSpanId: spanId },
-        swarmId,
+  return new AttemptTrace(tracing, parent, swarmId, task, startMs);
+}
+
+/**
+ * An attempt's spans. Its chat and invoke_agent spans are recorded as they end but built and written
+ * when the lane's recorder posts (recordLater), all in one loop: the same work done at each call's
+ * end, between the lane's stream reads and pulls, cost several times as much (docs/benchmarks.md,
+ * "Tracing"). What they are built from is what the call and the attempt ended with, none of which
+ * changes after. With content capture on, a chat span is written at once: the conversation it
+ * records grows after the call.
+ */
+class AttemptTrace implements TaskTrace {
+  readonly tracing: LaneTracing;
+  readonly parent: SpanContext;
+  readonly swarmId: string;
+  readonly task: ClaimedTask;
+  readonly startMs: number;
+  /** The attempt's span id, made by the first span written (derived: attemptSpanId). */
+  private spanIdBytes: Uint8Array | null = null;
+
+  constructor(tracing: LaneTracing, parent: SpanContext, swarmId: string, task: ClaimedTask, startMs: number) {
+    this.tracing = tracing;
+    this.parent = parent;
+    this.swarmId = swarmId;
+    this.task = task;
+    this.startMs = startMs;
+  }
+
+  /** Derived, not random: the next attempt links to this one without anyone storing its id. */
+  spanId(): Uint8Array {
+    this.spanIdBytes ??= toAttemptSpanIdBytes(this.parent.traceId, this.task.taskId, this.task.attempt);
+    return this.spanIdBytes;
+  }
+
+  chat(
+    call: CallRecord,
+    result: ModelCallResult,
+    route: Pick<ModelRoute, "baseUrl" | "upstreamModel">,
+    request: { messages: readonly ChatMessage[]; maxOutputTokens: number },
+  ): void {
+    const finishReason = result.ok ? result.finishReason : null;
+    if (!this.tracing.captureContent) {
+      this.tracing.spans.recordLater(new DeferredChat(this, call, route, finishReason, request.maxOutputTokens));
+      return;
+    }
+    this.tracing.spans.recordChat(
+      toChatInput(this, call, route, finishReason, request.maxOutputTokens, { input: request.messages, output: result.ok ? result.text : null }),
+    );
+  }
+
+  tool(call: ToolCall, toolStartMs: number, endMs: number, outcome: { ok: boolean; content: string; mcp?: ToolSpanMcp }): void {
+    const { tracing, task } = this;
+    tracing.spans.record(
+      toToolSpan({
+        place: { traceId: this.parent.traceId, spanId: newSpanId(randomBytes), parentSpanId: toHexId(this.spanId()) },
+        swarmId: this.swarmId,
         taskId: task.taskId,
-        attempt: task.attempt,
-        call,
-        provider: providerOf(route.baseUrl),
-        upstreamModel: route.upstreamModel,
-        finishReason: result.ok ? result.finishReason : null,
-        costUsd: call.usage !== null && price !== null ? costOfUsage(call.usage, price) : null,
-        maxOutputTokens: request.maxOutputTokens,
-        content: tracing.captureContent ? { input: request.messages, output: result.ok ? result.text : null } : null,
-      });
-    },
-    tool(call, toolStartMs, endMs, outcome) {
-      tracing.spans.record(
-        toToolSpan({
-          place: { traceId, spanId: newSpanId(randomBytes), parentSpanId: toHexId(spanId) },
-          swarmId,
-          taskId: task.taskId,
-          tool: call.name,
-          callId: call.id,
-          startMs: toolStartMs,
-          endMs,
-          failed: !outcome.ok,
-          content: tracing.captureContent ? { arguments: call.rawArguments, result: outcome.content } : null,
-          mcp: outcome.mcp ?? null,
-        }),
-      );
-    },
-    end(report, endMs) {
-      const { outcome } = report;
-      tracing.spans.recordAttempt({
-        place: { traceId: traceIdBytes, spanId, parentSpanId },
-        swarmId,
-        taskId: task.taskId,
-        attempt: task.attempt,
-        startMs,
+        tool: call.name,
+        callId: call.id,
+        startMs: toolStartMs,
         endMs,
-        outcome: outcome.kind,
-        errorType: outcome.kind === "failed" ? outcome.class : null,
-        previous: task.attempt > 1 ? { traceId: traceIdBytes, spanId: toAttemptSpanIdBytes(traceId, task.taskId, task.attempt - 1) } : null,
-      });
-    },
+        failed: !outcome.ok,
+        content: tracing.captureContent ? { arguments: call.rawArguments, result: outcome.content } : null,
+        mcp: outcome.mcp ?? null,
+      }),
+    );
+  }
+
+  end(report: TaskReport, endMs: number): void {
+    const { outcome } = report;
+    this.tracing.spans.recordLater(new DeferredAttempt(this, endMs, outcome.kind, outcome.kind === "failed" ? outcome.class : null));
+  }
+}
+
+/** A chat span's input, from what its call ended with. */
+function toChatInput(
+  attempt: AttemptTrace,
+  call: CallRecord,
+  route: Pick<ModelRoute, "baseUrl" | "upstreamModel">,
+  finishReason: string | null,
+  maxOutputTokens: number,
+  content: ChatSpanInput["content"],
+): ChatSpanInput<Uint8Array> {
+  const { tracing, task } = attempt;
+  const price = call.usage === null ? null : resolvePrice(tracing.prices, call.model);
+  return {
+    place: { traceId: toParentBytes(attempt.parent).traceIdBytes, spanId: newSpanIdBytes(randomBytes), parentSpanId: attempt.spanId() },
+    swarmId: attempt.swarmId,
+    taskId: task.taskId,
+    attempt: task.attempt,
+    call,
+    provider: providerOf(route.baseUrl),
+    upstreamModel: route.upstreamModel,
+    finishReason,
+    costUsd: call.usage !== null && price !== null ? costOfUsage(call.usage, price) : null,
+    maxOutputTokens,
+    content,
   };
+}
+
+class DeferredChat implements DeferredSpan {
+  private readonly attempt: AttemptTrace;
+  private readonly call: CallRecord;
+  private readonly route: Pick<ModelRoute, "baseUrl" | "upstreamModel">;
+  private readonly finishReason: string | null;
+  private readonly maxOutputTokens: number;
+
+  constructor(
+    attempt: AttemptTrace,
+    call: CallRecord,
+    route: Pick<ModelRoute, "baseUrl" | "upstreamModel">,
+    finishReason: string | null,
+    maxOutputTokens: number,
+  ) {
+    this.attempt = attempt;
+    this.call = call;
+    this.route = route;
+    this.finishReason = finishReason;
+    this.maxOutputTokens = maxOutputTokens;
+  }
+
+  write(spans: SpanWriter): void {
+    spans.recordChat(toChatInput(this.attempt, this.call, this.route, this.finishReason, this.maxOutputTokens, null));
+  }
+}
+
+class DeferredAttempt implements DeferredSpan {
+  private readonly attempt: AttemptTrace;
+  private readonly endMs: number;
+  private readonly outcome: string;
+  private readonly errorType: string | null;
+
+  constructor(attempt: AttemptTrace, endMs: number, outcome: string, errorType: string | null) {
+    this.attempt = attempt;
+    this.endMs = endMs;
+    this.outcome = outcome;
+    this.errorType = errorType;
+  }
+
+  write(spans: SpanWriter): void {
+    const { attempt } = this;
+    const { task } = attempt;
+    const { traceIdBytes, spanIdBytes } = toParentBytes(attempt.parent);
+    spans.recordAttempt({
+      place: { traceId: traceIdBytes, spanId: attempt.spanId(), parentSpanId: spanIdBytes },
+      swarmId: attempt.swarmId,
+      taskId: task.taskId,
+      attempt: task.attempt,
+      startMs: attempt.startMs,
+      endMs: this.endMs,
+      outcome: this.outcome,
+      errorType: this.errorType,
+      previous: task.attempt > 1 ? { traceId: traceIdBytes, spanId: toAttemptSpanIdBytes(attempt.parent.traceId, task.taskId, task.attempt - 1) } : null,
+    });
+  }
 }

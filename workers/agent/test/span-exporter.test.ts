@@ -1,11 +1,12 @@
-// The span recorder's failure paths that no collector can cause: a span or a body that cannot be
-// written is dropped and counted, and nothing is posted or thrown (tracing never stops a swarm).
+// The span recorder's own paths that no collector can cause: a span or a body that cannot be
+// written is dropped and counted, and nothing is posted or thrown (tracing never stops a swarm);
+// deferred spans are counted when recorded and written at the post.
 import { describe, expect, it } from "vitest";
 import { toAttemptSpan, toChatSpan, type AttemptSpanInput, type ChatSpanInput } from "../../../src/core/genai-spans.ts";
 import { toHexAttemptInput, toHexChatInput } from "../../../src/core/genai-span-encoding.ts";
 import { fromOtlpJson, fromOtlpProtobuf } from "../../../src/core/otlp-decoding.ts";
 import { toIdBytes } from "../../../src/core/trace-context.ts";
-import { createSpanRecorder, TRACE_SCOPE } from "../../../src/telemetry/span-exporter.ts";
+import { createSpanRecorder, SPANS_PER_POST, TRACE_SCOPE } from "../../../src/telemetry/span-exporter.ts";
 import type { TraceSettings } from "../../../src/core/otel-settings.ts";
 import { SPAN_KIND, type TraceSpan } from "../../../src/core/trace-span.ts";
 
@@ -125,6 +126,93 @@ describe("span recorder", () => {
     const read = fromOtlpProtobuf(bodies[0] ?? new Uint8Array(0));
     expect(read.ok && read.value[0]?.spans).toEqual([toChatSpan(toHexChatInput(CHAT))]);
     expect(recorder.tally).toEqual({ recorded: 2, exported: 1, dropped: 1, failedPosts: 0 });
+  });
+
+  for (const protocol of ["http/protobuf", "http/json"] as const) {
+    it(`${protocol}: a deferred span is counted when recorded and written at the post, in the order recorded`, async () => {
+      const bodies: Array<Uint8Array | string> = [];
+      const recorder = createSpanRecorder({
+        settings: settings(protocol),
+        fetch: async (_input, init) => {
+          bodies.push(init?.body as Uint8Array | string);
+          return new Response(null, { status: 200 });
+        },
+      });
+      const writes: string[] = [];
+      recorder.recordLater({
+        write(spans) {
+          writes.push("chat");
+          spans.recordChat(CHAT);
+        },
+      });
+      recorder.recordAttempt(ATTEMPT);
+      recorder.recordLater({
+        write(spans) {
+          writes.push("tool");
+          spans.record(SPAN);
+        },
+      });
+      // Nothing is built until the recorder posts.
+      expect(writes).toEqual([]);
+      expect(recorder.tally).toEqual({ recorded: 3, exported: 0, dropped: 0, failedPosts: 0 });
+      await recorder.flush();
+      expect(writes).toEqual(["chat", "tool"]);
+      const [body] = bodies;
+      const read = typeof body === "string" ? fromOtlpJson(body) : fromOtlpProtobuf(body ?? new Uint8Array(0));
+      expect(bodies).toHaveLength(1);
+      // Spans written at once come first, then the deferred ones as they were recorded.
+      expect(read.ok && read.value[0]?.spans).toEqual([toAttemptSpan(toHexAttemptInput(ATTEMPT)), toChatSpan(toHexChatInput(CHAT)), SPAN]);
+      expect(recorder.tally).toEqual({ recorded: 3, exported: 3, dropped: 0, failedPosts: 0 });
+    });
+  }
+
+  it("protobuf: a deferred span that throws, or cannot be written, is dropped and counted; one body of nothing but those is not posted", async () => {
+    const bodies: Uint8Array[] = [];
+    const recorder = createSpanRecorder({
+      settings: settings("http/protobuf"),
+      fetch: async (_input, init) => {
+        bodies.push(init?.body as Uint8Array);
+        return new Response(null, { status: 200 });
+      },
+    });
+    recorder.recordLater({
+      write() {
+        throw new Error("no input");
+      },
+    });
+    recorder.recordLater({
+      write: (spans) => spans.recordAttempt({ ...ATTEMPT, previous: { traceId: PLACE.traceId, spanId: null as unknown as Uint8Array } }),
+    });
+    await recorder.flush();
+    expect(bodies).toEqual([]);
+    expect(recorder.tally).toEqual({ recorded: 2, exported: 0, dropped: 2, failedPosts: 0 });
+    recorder.recordLater({ write: (spans) => spans.recordChat(CHAT) });
+    await recorder.flush();
+    const read = fromOtlpProtobuf(bodies[0] ?? new Uint8Array(0));
+    expect(read.ok && read.value[0]?.spans).toEqual([toChatSpan(toHexChatInput(CHAT))]);
+    expect(recorder.tally).toEqual({ recorded: 3, exported: 1, dropped: 2, failedPosts: 0 });
+  });
+
+  it("protobuf: deferred spans count toward the bound on a body (SPANS_PER_POST), and are written when it is reached", async () => {
+    const bodies: Uint8Array[] = [];
+    const recorder = createSpanRecorder({
+      settings: settings("http/protobuf"),
+      fetch: async (_input, init) => {
+        bodies.push(init?.body as Uint8Array);
+        return new Response(null, { status: 200 });
+      },
+    });
+    for (let i = 0; i < SPANS_PER_POST; i += 1) recorder.recordLater({ write: (spans) => spans.recordChat(CHAT) });
+    // The bound was reached by the last one: its post is on its way before any flush.
+    expect(bodies).toHaveLength(1);
+    recorder.recordLater({ write: (spans) => spans.recordChat(CHAT) });
+    await recorder.flush();
+    const counts = bodies.map((body) => {
+      const read = fromOtlpProtobuf(body);
+      return read.ok ? read.value[0]?.spans.length : -1;
+    });
+    expect(counts).toEqual([SPANS_PER_POST, 1]);
+    expect(recorder.tally).toEqual({ recorded: SPANS_PER_POST + 1, exported: SPANS_PER_POST + 1, dropped: 0, failedPosts: 0 });
   });
 
   it("protobuf: an unsampled invocation that records nothing posts nothing", async () => {
