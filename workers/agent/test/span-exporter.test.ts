@@ -60,6 +60,24 @@ function settings(protocol: TraceSettings["protocol"]): TraceSettings {
   };
 }
 
+/** A recorder whose posts answer 200 at once, and the bodies it posted, in order. */
+function recorderKeepingBodies(protocol: TraceSettings["protocol"]): { recorder: ReturnType<typeof createSpanRecorder>; bodies: Array<Uint8Array | string> } {
+  const bodies: Array<Uint8Array | string> = [];
+  const recorder = createSpanRecorder({
+    settings: settings(protocol),
+    fetch: async (_input, init) => {
+      bodies.push(init?.body as Uint8Array | string);
+      return new Response(null, { status: 200 });
+    },
+  });
+  return { recorder, bodies };
+}
+
+/** The spans of a posted body, protobuf or JSON. */
+function readBody(body: Uint8Array | string | undefined): ReturnType<typeof fromOtlpProtobuf> {
+  return typeof body === "string" ? fromOtlpJson(body) : fromOtlpProtobuf(body ?? new Uint8Array(0));
+}
+
 describe("span recorder", () => {
   it("http/json: a body that cannot be written (a time that is not a number) is dropped and counted, and nothing is posted", async () => {
     const posts: unknown[] = [];
@@ -83,19 +101,12 @@ describe("span recorder", () => {
 
   for (const protocol of ["http/protobuf", "http/json"] as const) {
     it(`${protocol}: recordChat and recordAttempt post toChatSpan's and toAttemptSpan's spans`, async () => {
-      const bodies: Array<Uint8Array | string> = [];
-      const recorder = createSpanRecorder({
-        settings: settings(protocol),
-        fetch: async (_input, init) => {
-          bodies.push(init?.body as Uint8Array | string);
-          return new Response(null, { status: 200 });
-        },
-      });
+      const { recorder, bodies } = recorderKeepingBodies(protocol);
       recorder.recordChat(CHAT);
       recorder.recordAttempt(ATTEMPT);
       await recorder.flush();
       const [body] = bodies;
-      const read = typeof body === "string" ? fromOtlpJson(body) : fromOtlpProtobuf(body ?? new Uint8Array(0));
+      const read = readBody(body);
       expect(bodies).toHaveLength(1);
       expect(read).toEqual({
         ok: true,
@@ -112,32 +123,18 @@ describe("span recorder", () => {
   }
 
   it("protobuf: a span that cannot be written (an id that is not bytes) is dropped and counted, and the others go out", async () => {
-    const bodies: Uint8Array[] = [];
-    const recorder = createSpanRecorder({
-      settings: settings("http/protobuf"),
-      fetch: async (_input, init) => {
-        bodies.push(init?.body as Uint8Array);
-        return new Response(null, { status: 200 });
-      },
-    });
+    const { recorder, bodies } = recorderKeepingBodies("http/protobuf");
     recorder.recordAttempt({ ...ATTEMPT, previous: { traceId: PLACE.traceId, spanId: null as unknown as Uint8Array } });
     recorder.recordChat(CHAT);
     await recorder.flush();
-    const read = fromOtlpProtobuf(bodies[0] ?? new Uint8Array(0));
+    const read = readBody(bodies[0]);
     expect(read.ok && read.value[0]?.spans).toEqual([toChatSpan(toHexChatInput(CHAT))]);
     expect(recorder.tally).toEqual({ recorded: 2, exported: 1, dropped: 1, failedPosts: 0 });
   });
 
   for (const protocol of ["http/protobuf", "http/json"] as const) {
     it(`${protocol}: a deferred span is counted when recorded and written at the post, in the order recorded`, async () => {
-      const bodies: Array<Uint8Array | string> = [];
-      const recorder = createSpanRecorder({
-        settings: settings(protocol),
-        fetch: async (_input, init) => {
-          bodies.push(init?.body as Uint8Array | string);
-          return new Response(null, { status: 200 });
-        },
-      });
+      const { recorder, bodies } = recorderKeepingBodies(protocol);
       const writes: string[] = [];
       recorder.recordLater({
         write(spans) {
@@ -158,7 +155,7 @@ describe("span recorder", () => {
       await recorder.flush();
       expect(writes).toEqual(["chat", "tool"]);
       const [body] = bodies;
-      const read = typeof body === "string" ? fromOtlpJson(body) : fromOtlpProtobuf(body ?? new Uint8Array(0));
+      const read = readBody(body);
       expect(bodies).toHaveLength(1);
       // Spans written at once come first, then the deferred ones as they were recorded.
       expect(read.ok && read.value[0]?.spans).toEqual([toAttemptSpan(toHexAttemptInput(ATTEMPT)), toChatSpan(toHexChatInput(CHAT)), SPAN]);
@@ -167,14 +164,7 @@ describe("span recorder", () => {
   }
 
   it("protobuf: a deferred span that throws, or cannot be written, is dropped and counted; one body of nothing but those is not posted", async () => {
-    const bodies: Uint8Array[] = [];
-    const recorder = createSpanRecorder({
-      settings: settings("http/protobuf"),
-      fetch: async (_input, init) => {
-        bodies.push(init?.body as Uint8Array);
-        return new Response(null, { status: 200 });
-      },
-    });
+    const { recorder, bodies } = recorderKeepingBodies("http/protobuf");
     recorder.recordLater({
       write() {
         throw new Error("no input");
@@ -188,27 +178,20 @@ describe("span recorder", () => {
     expect(recorder.tally).toEqual({ recorded: 2, exported: 0, dropped: 2, failedPosts: 0 });
     recorder.recordLater({ write: (spans) => spans.recordChat(CHAT) });
     await recorder.flush();
-    const read = fromOtlpProtobuf(bodies[0] ?? new Uint8Array(0));
+    const read = readBody(bodies[0]);
     expect(read.ok && read.value[0]?.spans).toEqual([toChatSpan(toHexChatInput(CHAT))]);
     expect(recorder.tally).toEqual({ recorded: 3, exported: 1, dropped: 2, failedPosts: 0 });
   });
 
   it("protobuf: deferred spans count toward the bound on a body (SPANS_PER_POST), and are written when it is reached", async () => {
-    const bodies: Uint8Array[] = [];
-    const recorder = createSpanRecorder({
-      settings: settings("http/protobuf"),
-      fetch: async (_input, init) => {
-        bodies.push(init?.body as Uint8Array);
-        return new Response(null, { status: 200 });
-      },
-    });
+    const { recorder, bodies } = recorderKeepingBodies("http/protobuf");
     for (let i = 0; i < SPANS_PER_POST; i += 1) recorder.recordLater({ write: (spans) => spans.recordChat(CHAT) });
     // The bound was reached by the last one: its post is on its way before any flush.
     expect(bodies).toHaveLength(1);
     recorder.recordLater({ write: (spans) => spans.recordChat(CHAT) });
     await recorder.flush();
     const counts = bodies.map((body) => {
-      const read = fromOtlpProtobuf(body);
+      const read = readBody(body);
       return read.ok ? read.value[0]?.spans.length : -1;
     });
     expect(counts).toEqual([SPANS_PER_POST, 1]);
