@@ -490,7 +490,7 @@ export class SwarmLedger {
     if (this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE call_id >= ? AND call_id < ?", range.from, range.to).one().n > 0) return true;
     return (
       this.openCalls() > 0 &&
-      this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM open_calls WHERE task_id = ? AND attempt = ?", taskId, attempt).one().n > 0
+      this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM open_calls WHERE call_id >= ? AND call_id < ?", range.from, range.to).one().n > 0
     );
   }
 
