@@ -14,8 +14,6 @@ type ReleaseWhy = "first_headers" | "call_recorded" | "timeout";
 export class SwarmWarmup {
   /** Pulls waiting for the release (in memory: a pull dies with the object that holds it). */
   private readonly waiters = new Set<() => void>();
-  /** Whether the lanes were sized for the release (topUpDue; in memory: a restarted room asks again). */
-  private sizedForRelease = false;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -102,28 +100,23 @@ export class SwarmWarmup {
   }
 
   /**
-   * Whether the hold has lasted RELEASE_TOP_UP_MS since the warm-up task was granted, once: the
-   * room then counts its lanes for the release (SwarmTickets.sizeForRelease) and sends the rest.
+   * Whether the hold has lasted RELEASE_TOP_UP_MS since the warm-up task was granted: the room then
+   * counts its lanes for the release (SwarmTickets.sizeForRelease, once: its tickets are no longer
+   * sized by the prior after) and sends the rest.
    */
   topUpDue(swarm: SwarmRow, now: number): boolean {
-    const at = this.topUpAt(swarm);
-    if (at === null || now < at) return false;
-    this.sizedForRelease = true;
-    return true;
+    const at = toReleaseTopUpAt(swarm.warmup_until);
+    return at !== null && now >= at;
   }
 
   /**
-   * When the alarm must act for the hold: release it if nobody pulls for it, and, when the lanes
-   * were counted on a prior of early headers (`priorLanes`), size them for the release.
+   * When the alarm must act for the hold: release it if nobody pulls for it, and, while the lanes
+   * are counted on a prior of early headers (`priorLanes`), size them for the release.
    */
   nextAlarm(swarm: SwarmRow, priorLanes: boolean): number | null {
     if (swarm.warmup_until === null || swarm.warmup_until <= 0) return null;
-    const topUp = priorLanes ? this.topUpAt(swarm) : null;
+    const topUp = priorLanes ? toReleaseTopUpAt(swarm.warmup_until) : null;
     return topUp === null ? swarm.warmup_until : Math.min(topUp, swarm.warmup_until);
-  }
-
-  private topUpAt(swarm: SwarmRow): number | null {
-    return this.sizedForRelease ? null : toReleaseTopUpAt(swarm.warmup_until);
   }
 
   private release(swarm: SwarmRow, why: ReleaseWhy): void {
