@@ -19,7 +19,8 @@ import { readIntOption } from "./lib/int-option.ts";
 import { costOfUsage, DEFAULT_PRICES } from "../src/core/pricing.ts";
 import { priceOperations } from "../src/core/capacity-model.ts";
 import { formatUsd } from "./lib/format-usd.ts";
-import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
+import { DEFAULT_AGENT_PROCESSES, ROOT, generateToken, startStack } from "./lib/local-stack.ts";
+import { MAX_AGENT_PROCESSES } from "./lib/agent-configs.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { formatSelfTimeRows, samplesByModule, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild } from "./lib/promise-pool-baseline.ts";
@@ -67,6 +68,7 @@ const program = newProgram("npm run bench --")
   .option("--rounds <n>", "the pair N times, then medians and ranges (1-20)", "1")
   .option("--state-dir <dir>", "where the stack keeps its wiped state (default: a tmpfs)")
   .option("--one-process", "both Workers in one wrangler dev session, to compare")
+  .option("--agent-processes <n>", `workerd processes that run the agent's lane executors (1-${MAX_AGENT_PROCESSES})`, String(DEFAULT_AGENT_PROCESSES))
   .option("--stack-log <file>", "write both Workers' log lines (wrangler dev's output) to FILE at the end")
   .option("--ramp", "sample in flight every 10 ms and print each run's ramp to its peak, and its mean in flight every 500 ms to its end")
   .option("--pool-cpu-prof", "profile the baseline (Node --cpu-prof)")
@@ -99,6 +101,7 @@ const values = program.opts<{
   stateDir?: string;
   stackLog?: string;
   oneProcess?: boolean;
+  agentProcesses: string;
   ramp?: boolean;
   poolCpuProf?: boolean;
   workerdCpuProf?: boolean;
@@ -173,6 +176,7 @@ const prefillMsPer1k = readIntOption("prefill-ms-per-1k", values.prefillMsPer1k,
 const sharedSystem = sharedPrefixChars === 0 ? null : toSharedSystem(sharedPrefixChars);
 const seed = readIntOption("seed", values.seed, 0, 2 ** 31);
 // --trace: a side's rounds are 8 unless --rounds says otherwise (a 5% difference needs several).
+const agentProcesses = readIntOption("agent-processes", values.agentProcesses, 1, MAX_AGENT_PROCESSES);
 const rounds = values.trace && program.getOptionValueSource("rounds") === "default" ? TRACE_ROUNDS : readIntOption("rounds", values.rounds, 1, 20);
 const latency = parseLatency(values.latency);
 if (!latency.ok) {
@@ -240,7 +244,7 @@ const persistTo = state.dir;
 await rm(persistTo, { recursive: true, force: true });
 const gateText = values.gate ? `${HEADER_SLOTS_PER_INVOCATION} header slots/invocation` : "off";
 console.log(
-  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms)${sharedSystem === null ? "" : ` prefill=${prefillMsPer1k} ms/1k prompt tokens`} concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev: ${values.oneProcess ? "both Workers in one workerd" : "a workerd per Worker"})`,
+  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms)${sharedSystem === null ? "" : ` prefill=${prefillMsPer1k} ms/1k prompt tokens`} concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev: ${values.oneProcess ? "both Workers in one workerd" : `a workerd per Worker, the agent's executors in ${agentProcesses}`})`,
 );
 // --trace: an OTLP receiver in this process (its CPU is Node's, not the Workers'), which both Workers export to.
 const traceReceiver = values.trace ? await startOtlpReceiver({ port: 0 }) : null;
@@ -253,7 +257,7 @@ const stack = await startStack({
   agentVars: { UPSTREAM_HEADER_SLOTS: values.gate ? String(HEADER_SLOTS_PER_INVOCATION) : "0" },
   // --one-process: both Workers in one wrangler dev, so on one workerd thread (the stack before
   // each Worker had a process of its own), to compare.
-  ...(values.oneProcess ? { configs: ["wrangler.toml", "workers/agent/wrangler.toml"] } : {}),
+  ...(values.oneProcess ? { configs: ["wrangler.toml", "workers/agent/wrangler.toml"] } : { agentProcesses }),
   log: "capture",
 });
 for (const name of stack.droppedAgentVars) {
@@ -959,9 +963,12 @@ async function startAllProfiles(sessionPids: readonly number[], wranglerInspecto
   return startWorkerdProfiles(ports, (id) => id.startsWith("core:user:edgeswarm-") || id.startsWith("outbound:"), profileIntervalUs);
 }
 
-/** The script `wrangler dev` bundled for a Worker's isolate (the newest under its config's `.wrangler/tmp`), or null. */
+/** The script `wrangler dev` bundled for a Worker's isolate (the newest under its session's config's `.wrangler/tmp`), or null. */
 function readDevBundle(target: string): string | null {
-  const configDir = target === `core:user:${AGENT_SESSION}` ? path.join(ROOT, "workers", "agent") : target === "core:user:edgeswarm-orchestrator" ? ROOT : null;
+  // A session of one Worker names the directory; with --one-process, each config's own directory.
+  const configDir =
+    stack.sessions.find((session) => target === `core:user:${session.name}`)?.configDir ??
+    (target === `core:user:${AGENT_SESSION}` ? path.join(ROOT, "workers", "agent") : target === "core:user:edgeswarm-orchestrator" ? ROOT : null);
   if (configDir === null) return null;
   const tmp = path.join(configDir, ".wrangler", "tmp");
   if (!existsSync(tmp)) return null;

@@ -1,9 +1,10 @@
 // Starts and stops the local edgeswarm stack: D1 migrations, the mock model (unless a real
-// upstream is configured) and the two Workers, each in a `wrangler dev` session of its own that
-// finds the other through a dev registry private to the stack. Used by npm start, bench and e2e.
+// upstream is configured) and the two Workers, each in a `wrangler dev` session of its own (the
+// agent's lane executors in two by default), that find each other through a dev registry private
+// to the stack. Used by npm start, bench and e2e.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -12,6 +13,7 @@ import { startMockModel, type MockModelHandle, type MockModelOptions } from "../
 import { deriveWebhookKey } from "../../src/core/webhook-signature.ts";
 import { DEFAULT_TENANT_ID } from "../../src/core/ids.ts";
 import { WRANGLER_OFFLINE_ENV } from "./wrangler-env.ts";
+import { MAX_AGENT_PROCESSES, toAgentConfigs } from "./agent-configs.ts";
 import { OTEL_SETTING_NAMES, type OtelSettingName } from "../../src/core/otel-settings.ts";
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
@@ -20,6 +22,13 @@ const AGENT_CONFIG = path.join(ROOT, "workers", "agent", "wrangler.toml");
 const SESSION_GUARD = path.join(import.meta.dirname, "session-guard.ts");
 /** How often startStack triggers the cron handler unless told otherwise (StackOptions.cronEveryMs). */
 export const DEFAULT_CRON_EVERY_MS = 5_000;
+/**
+ * The agent's lane executors run in two workerd processes by default: at 10,000 × 200 ms,
+ * W = 1,000 one process was busy the whole wall while the other core had room, and two took the
+ * wall from 6.2–6.5 s to 5.0–5.5 s and the peak in flight from 569–583 to 633 (docs/benchmarks.md,
+ * "Lane executors in two agent processes"). Production gives every executor a CPU of its own.
+ */
+export const DEFAULT_AGENT_PROCESSES = 2;
 /** For a script's --help: what every stack it starts reads from the environment (docs/configuration.md). */
 export const STACK_ENVIRONMENT = "OTEL_* (traces from both Workers) and X_LOCAL_OBSERVABILITY (wrangler dev's trace collector), as npm start";
 
@@ -85,6 +94,12 @@ export interface StackOptions {
    * process) of its own.
    */
   configs?: readonly string[];
+  /**
+   * workerd processes (each a `wrangler dev` session) that run the agent's lane executors, 1 to
+   * MAX_AGENT_PROCESSES; default DEFAULT_AGENT_PROCESSES. The first consumes the queues and hands
+   * each ticket's executor to one of them (scripts/lib/agent-configs.ts). Ignored with `configs`.
+   */
+  agentProcesses?: number;
   /** Pass wrangler's output through (npm start) or keep it for error reports (tests, bench). */
   log: "inherit" | "capture";
 }
@@ -98,9 +113,10 @@ export interface Stack {
   /**
    * The `wrangler dev` sessions, the primary (the API's) first: the Workers each runs (`name`, its
    * configs' Worker names) and the pid of the session's guard (lib/session-guard.ts), below which
-   * its wrangler and workerd run (the process trees, for CPU figures and workerd's inspectors).
+   * its wrangler and workerd run (the process trees, for CPU figures and workerd's inspectors), and
+   * the directory of its first config, under whose `.wrangler/tmp` wrangler writes its bundle.
    */
-  sessions: ReadonlyArray<{ name: string; pid: number }>;
+  sessions: ReadonlyArray<{ name: string; pid: number; configDir: string }>;
   /** The sessions' pids, the primary first. */
   sessionPids: readonly number[];
   /** Names of `agentVars` the agent's config does not declare: wrangler dev did not pass them. */
@@ -299,7 +315,22 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   // consumes the queue (miniflare's queue broker `#tryRemoteConsumer`, which drops a message when
   // no consumer is registered: hence the agent starts first).
   const split = options.configs === undefined;
+  const agentProcesses = split ? (options.agentProcesses ?? DEFAULT_AGENT_PROCESSES) : 1;
+  if (!Number.isInteger(agentProcesses) || agentProcesses < 1 || agentProcesses > MAX_AGENT_PROCESSES) {
+    throw new Error(`agentProcesses must be an integer from 1 to ${MAX_AGENT_PROCESSES} (got ${agentProcesses})`);
+  }
   const registry = split ? mkdtempSync(path.join(tmpdir(), "edgeswarm-registry-")) : null;
+  // With more than one agent process, the agent's configs are written for this stack (its consumer
+  // binds the others' executors): in a directory of their own, removed with the stack.
+  const agentConfigDir = agentProcesses > 1 ? mkdtempSync(path.join(tmpdir(), "edgeswarm-agent-configs-")) : null;
+  const agentConfigs =
+    agentConfigDir === null
+      ? [{ name: workerName(AGENT_CONFIG), file: AGENT_CONFIG }]
+      : toAgentConfigs(readFileSync(AGENT_CONFIG, "utf8"), path.join(path.dirname(AGENT_CONFIG), "index.ts"), agentProcesses).map(({ name, text }) => {
+          const file = path.join(agentConfigDir, `${name}.toml`);
+          writeFileSync(file, text);
+          return { name, file };
+        });
   const persistRoot = options.persistTo ?? path.join(ROOT, ".wrangler", "state");
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -327,7 +358,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   const keep = (chunk: Buffer) => {
     captured = (captured + chunk.toString()).slice(-200_000);
   };
-  const sessions: Array<{ child: ChildProcess; name: string }> = [];
+  const sessions: Array<{ child: ChildProcess; name: string; configDir: string }> = [];
   /** One `wrangler dev` session of `configs`, its process group of its own (signalled whole). */
   const startSession = (configs: readonly string[], sessionPort: number, sessionInspectorPort: number, persistTo: string | undefined, extra: string[]) => {
     const args = wranglerArgs(
@@ -357,7 +388,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     });
     child.stdout?.on("data", keep);
     child.stderr?.on("data", keep);
-    const session = { child, name: configs.map(workerName).join("+") };
+    const session = { child, name: configs.map(workerName).join("+"), configDir: path.dirname(path.resolve(ROOT, configs[0] ?? "wrangler.toml")) };
     sessions.push(session);
     return session;
   };
@@ -388,6 +419,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       }),
     );
     if (registry !== null) rmSync(registry, { recursive: true, force: true });
+    if (agentConfigDir !== null) rmSync(agentConfigDir, { recursive: true, force: true });
   };
   const stop = async (): Promise<void> => {
     if (stopped) return;
@@ -406,13 +438,18 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     if (registry !== null) {
       // The agent keeps no state of its own (its Durable Object bindings are the orchestrator's);
       // its local queue brokers get a directory apart from the orchestrator's SQLite files.
-      const agentPersist = path.join(persistRoot, "agent");
-      shareFilesBucket(persistRoot, agentPersist);
-      const agent = startSession([AGENT_CONFIG], await findFreePort(), await findFreePort(), agentPersist, otelArgs);
+      // Each agent process (the consumer, then the executors' other hosts) starts at once; the
+      // consumer's bindings to the others' executors find them through the registry when used.
+      const agents: Array<{ name: string }> = [];
+      for (const [i, config] of agentConfigs.entries()) {
+        const agentPersist = path.join(persistRoot, i === 0 ? "agent" : `agent-${i + 1}`);
+        shareFilesBucket(persistRoot, agentPersist);
+        agents.push(startSession([config.file], await findFreePort(), await findFreePort(), agentPersist, otelArgs));
+      }
       await waitUntil(
         "the agent's wrangler dev did not register",
         sessions.map(({ child }) => child),
-        () => registered(registry, agent.name),
+        () => agents.every((agent) => registered(registry, agent.name)),
         () => captured,
         90_000,
       );
@@ -441,14 +478,14 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     }, cronEveryMs);
     cronTimer.unref();
   }
-  // Started agent first; listed primary (the API's session) first.
-  const primaryFirst = [...sessions].reverse();
+  // Started the agents first; listed primary (the API's session) first, then the agents in order.
+  const primaryFirst = [...sessions.slice(-1), ...sessions.slice(0, -1)];
   return {
     url,
     token: options.apiToken,
     modelBaseUrl,
     mock,
-    sessions: primaryFirst.map(({ child, name }) => ({ name, pid: child.pid ?? -1 })),
+    sessions: primaryFirst.map(({ child, name, configDir }) => ({ name, pid: child.pid ?? -1, configDir })),
     sessionPids: primaryFirst.map(({ child }) => child.pid ?? -1),
     inspectorPort,
     droppedAgentVars,

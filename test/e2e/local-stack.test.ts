@@ -1,6 +1,6 @@
 // End to end across both Workers, as `npm start` runs them: real `wrangler dev` (the orchestrator
-// and the agent each in a session of its own, through a private dev registry; local Queue,
-// Durable Objects and D1) against the mock model over HTTP.
+// and the agent each in a session of its own, the agent's lane executors in two, through a private
+// dev registry; local Queue, Durable Objects and D1) against the mock model over HTTP.
 import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -52,12 +52,38 @@ describe("the local stack", () => {
     expect(body.error.details.map((d) => d.path)).toEqual(expect.arrayContaining(["tasks.0.prompt", "limits.concurrency"]));
   });
 
-  it("runs each Worker in a workerd process of its own, the orchestrator's first", () => {
-    expect(stack.sessions.map((session) => session.name)).toEqual(["edgeswarm-orchestrator", "edgeswarm-agent"]);
+  it("runs each Worker in a workerd process of its own, the orchestrator's first, and the agent's executors in two", () => {
+    expect(stack.sessions.map((session) => session.name)).toEqual(["edgeswarm-orchestrator", "edgeswarm-agent", "edgeswarm-agent-2"]);
     const workerds = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd").map((p) => p.pid));
     for (const pids of workerds) expect(pids.length).toBeGreaterThan(0);
     // Disjoint trees: the tickets and pulls of the swarm below cross from one process to the other.
-    expect(workerds[0]?.filter((pid) => workerds[1]?.includes(pid))).toEqual([]);
+    expect(new Set(workerds.flat()).size).toBe(workerds.flat().length);
+  });
+
+  it("spreads a header-bound swarm's lane executors over both agent processes: each runs some of its calls", async () => {
+    const cpuOf = (name: string): number =>
+      usageOfDescendants([stack.sessions.find((session) => session.name === name)?.pid ?? -1], "workerd").reduce((sum, p) => sum + p.cpuMs, 0);
+    const before = { first: cpuOf("edgeswarm-agent"), second: cpuOf("edgeswarm-agent-2") };
+    // Headers with the answer: 6 calls a lane, so W = 150 takes about 25 lanes, each placed by its
+    // ticket's name (all 25 in one process: a chance of 2^-24).
+    stack.mock?.setScenario({ latency: 60, ttfb_ms: 60 });
+    try {
+      const { id } = await submitSwarm(stack.url, stack.token, {
+        name: "e2e-spread",
+        model: "mock-1",
+        tasks: Array.from({ length: 450 }, (_, i) => ({ id: `t${i}`, prompt: `Task ${i}` })),
+        limits: { concurrency: 150, max_output_tokens: 16, timeout_s: 20, max_attempts: 3 },
+      });
+      const status = await waitForSwarm(stack.url, stack.token, id, { timeoutMs: 120_000 });
+      expect(status.counts).toMatchObject({ succeeded: 450, failed: 0 });
+    } finally {
+      stack.mock?.setScenario({ latency: 30 });
+      // The mock's peak in flight counts from here for the tests after this one.
+      stack.mock?.resetStats();
+    }
+    // An idle workerd spends a tick or two in this time; 450 calls cost each process ~0.5 ms apiece.
+    expect(cpuOf("edgeswarm-agent") - before.first).toBeGreaterThanOrEqual(30);
+    expect(cpuOf("edgeswarm-agent-2") - before.second).toBeGreaterThanOrEqual(30);
   });
 
   it("runs a 24-task swarm across both Workers: every task terminal, ledger rows = model calls = upstream calls", async () => {

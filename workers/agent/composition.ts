@@ -22,6 +22,8 @@ import type { ConsumeTasksDeps } from "./consume-tasks.ts";
 import { toKeyPools } from "./key-pools.ts";
 import type { LaneHostDeps, TracingSetup } from "./lane-invocation.ts";
 import { toLaneExecutors } from "./lane-executors.ts";
+import type { LaneExecutor } from "./lane-executor.ts";
+import { MAX_EXECUTOR_HOSTS } from "../../src/core/executor-hosts.ts";
 import { toSwarmRooms } from "./swarm-rooms.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { toToolEnvironment } from "./tools/swarm-tools.ts";
@@ -161,6 +163,23 @@ export function createLaneHostDeps(env: Env): LaneHostDeps {
   return deps;
 }
 
+/**
+ * The lane executors of the local stack's other agent processes: LANE_EXECUTOR_2, _3, … (the agent
+ * config the stack writes for its consuming session binds them; workers/agent/wrangler.toml does
+ * not, so they are not in the generated Env). Production binds none: there every Durable Object
+ * has a CPU of its own, while locally every executor of a workerd process shares its one thread.
+ */
+export function toSpreadExecutors(env: object): DurableObjectNamespace<LaneExecutor>[] {
+  const bindings = env as Partial<Record<string, DurableObjectNamespace<LaneExecutor>>>;
+  const spread: DurableObjectNamespace<LaneExecutor>[] = [];
+  for (let process = 2; process <= MAX_EXECUTOR_HOSTS; process += 1) {
+    const namespace = bindings[`LANE_EXECUTOR_${process}`];
+    if (namespace === undefined) break;
+    spread.push(namespace);
+  }
+  return spread;
+}
+
 export function createTaskDeps(env: Env): ConsumeTasksDeps {
   const settings = readAgentSettings(env);
   const tools = readToolSettings(env);
@@ -178,7 +197,7 @@ export function createTaskDeps(env: Env): ConsumeTasksDeps {
   };
   return {
     host: settings.laneHost,
-    executors: toLaneExecutors(env.LANE_EXECUTOR),
+    executors: toLaneExecutors(env.LANE_EXECUTOR, toSpreadExecutors(env)),
     rooms: toSwarmRooms(env.SWARM_ROOM),
     gateway,
     concurrency: settings.concurrency,

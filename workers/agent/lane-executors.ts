@@ -3,6 +3,7 @@
 import type { LaneExecutor } from "./lane-executor.ts";
 import type { TaskPool } from "../../src/core/swarm-contract.ts";
 import type { Ticket } from "../../src/core/ticket.ts";
+import { toExecutorHost } from "../../src/core/executor-hosts.ts";
 
 export interface LaneExecutors {
   /** Hands `ticket` to its executor, which runs its lane from its own alarm; `started` false: it already had it. */
@@ -14,8 +15,17 @@ export function toExecutorName(ticket: Pick<Ticket, "swarm_id" | "ticket">): str
   return `${ticket.swarm_id}/${ticket.ticket}`;
 }
 
-export function toLaneExecutors(namespace: DurableObjectNamespace<LaneExecutor>): LaneExecutors {
+/**
+ * Executors in `namespace`, or spread by name over it and `more` (the local stack's other agent
+ * processes: composition.ts, toSpreadExecutors), each name always in the same one.
+ */
+export function toLaneExecutors(namespace: DurableObjectNamespace<LaneExecutor>, more: readonly DurableObjectNamespace<LaneExecutor>[] = []): LaneExecutors {
+  const hosts = [namespace, ...more];
   return {
-    start: (ticket, pool) => namespace.get(namespace.idFromName(toExecutorName(ticket))).start(ticket, pool),
+    start: (ticket, pool) => {
+      const name = toExecutorName(ticket);
+      const host = hosts[toExecutorHost(name, hosts.length)] ?? namespace;
+      return host.get(host.idFromName(name)).start(ticket, pool);
+    },
   };
 }

@@ -4,7 +4,7 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { CALLS_WITHIN_MS, createTaskDeps, readAgentSettings, readGateway } from "../composition.ts";
+import { CALLS_WITHIN_MS, createTaskDeps, readAgentSettings, readGateway, toSpreadExecutors } from "../composition.ts";
 import worker from "../index.ts";
 
 const settings = { AGENT_CONCURRENCY: "128", INLINE_RETRY_MAX_S: "2", PERMIT_WAIT_MAX_S: "20" };
@@ -172,5 +172,18 @@ describe("a misconfigured agent Worker", () => {
     const result = await getQueueResult(batch, ctx);
     expect(result.explicitAcks).toEqual([]);
     expect(result.ackAll).toBe(false);
+  });
+});
+
+describe("the lane executors of the local stack's other agent processes", () => {
+  const other = env.LANE_EXECUTOR;
+  it.each([
+    ["production binds none", {}, 0],
+    ["one other process", { LANE_EXECUTOR_2: other }, 1],
+    ["three others, in order", { LANE_EXECUTOR_2: other, LANE_EXECUTOR_3: other, LANE_EXECUTOR_4: other }, 3],
+    ["a gap ends the list (LANE_EXECUTOR_3 without _2)", { LANE_EXECUTOR_3: other }, 0],
+    ["a fifth past the most the stack runs is not read", { LANE_EXECUTOR_2: other, LANE_EXECUTOR_3: other, LANE_EXECUTOR_4: other, LANE_EXECUTOR_5: other }, 3],
+  ])("%s", (_label, bindings, expected) => {
+    expect(toSpreadExecutors({ ...env, ...bindings })).toHaveLength(expected);
   });
 });
