@@ -81,9 +81,9 @@ describe("the local stack", () => {
       // The mock's peak in flight counts from here for the tests after this one.
       stack.mock?.resetStats();
     }
-    // An idle workerd spends a tick or two in this time; 450 calls cost each process ~0.5 ms apiece.
-    expect(cpuOf("edgeswarm-agent") - before.first).toBeGreaterThanOrEqual(30);
-    expect(cpuOf("edgeswarm-agent-2") - before.second).toBeGreaterThanOrEqual(30);
+    // An idle workerd spends a tick or two (10 ms each) in this time; each lane's calls cost ~0.5 ms apiece.
+    expect(cpuOf("edgeswarm-agent") - before.first).toBeGreaterThanOrEqual(20);
+    expect(cpuOf("edgeswarm-agent-2") - before.second).toBeGreaterThanOrEqual(20);
   });
 
   it("runs a 24-task swarm across both Workers: every task terminal, ledger rows = model calls = upstream calls", async () => {
