@@ -436,8 +436,8 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   migrated.catch(() => {});
   try {
     if (registry !== null) {
-      // The agent keeps no state of its own (its Durable Object bindings are the orchestrator's);
-      // its local queue brokers get a directory apart from the orchestrator's SQLite files.
+      // Each agent session's state (its lane executors' storage, its local queue brokers) gets a
+      // directory apart from the orchestrator's SQLite files, and from the other agent's.
       // Each agent process (the consumer, then the executors' other hosts) starts at once; the
       // consumer's bindings to the others' executors find them through the registry when used.
       const agents: Array<{ name: string }> = [];
