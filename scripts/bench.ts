@@ -175,8 +175,8 @@ const prefillMsPer1k = readIntOption("prefill-ms-per-1k", values.prefillMsPer1k,
 /** --shared-prefix: the system prompt both runners send with every task (null: none). */
 const sharedSystem = sharedPrefixChars === 0 ? null : toSharedSystem(sharedPrefixChars);
 const seed = readIntOption("seed", values.seed, 0, 2 ** 31);
-// --trace: a side's rounds are 8 unless --rounds says otherwise (a 5% difference needs several).
 const agentProcesses = readIntOption("agent-processes", values.agentProcesses, 1, MAX_AGENT_PROCESSES);
+// --trace: a side's rounds are 8 unless --rounds says otherwise (a 5% difference needs several).
 const rounds = values.trace && program.getOptionValueSource("rounds") === "default" ? TRACE_ROUNDS : readIntOption("rounds", values.rounds, 1, 20);
 const latency = parseLatency(values.latency);
 if (!latency.ok) {

@@ -172,8 +172,8 @@ export function createLaneHostDeps(env: Env): LaneHostDeps {
 export function toSpreadExecutors(env: object): DurableObjectNamespace<LaneExecutor>[] {
   const bindings = env as Partial<Record<string, DurableObjectNamespace<LaneExecutor>>>;
   const spread: DurableObjectNamespace<LaneExecutor>[] = [];
-  for (let process = 2; process <= MAX_EXECUTOR_HOSTS; process += 1) {
-    const namespace = bindings[`LANE_EXECUTOR_${process}`];
+  for (let host = 2; host <= MAX_EXECUTOR_HOSTS; host += 1) {
+    const namespace = bindings[`LANE_EXECUTOR_${host}`];
     if (namespace === undefined) break;
     spread.push(namespace);
   }
