@@ -8,6 +8,7 @@
 import { parse, stringify } from "smol-toml";
 import { z } from "zod";
 import { MAX_EXECUTOR_HOSTS } from "../../src/core/executor-hosts.ts";
+import { toDeployConfig } from "./deploy-config.ts";
 
 /** The most agent processes the local stack runs (workers/agent/composition.ts reads this many bindings). */
 export const MAX_AGENT_PROCESSES = MAX_EXECUTOR_HOSTS;
@@ -27,22 +28,23 @@ const AgentConfigSchema = z.looseObject({
 });
 
 /**
- * `processes` (2 … MAX_AGENT_PROCESSES) configs made from the agent's wrangler.toml (`toml`), with
- * `main` made absolute (`mainPath`: the written files live elsewhere). The first is the consuming
- * session's: the same Worker, which also binds LANE_EXECUTOR_2 … LANE_EXECUTOR_n to the
- * LaneExecutor class of the others. Each other is `<name>-<k>` without queue consumers.
+ * `processes` (2 … MAX_AGENT_PROCESSES) configs made from the agent's wrangler.toml (`toml`, in
+ * `configDir`), to be written to `outDir`: its relative paths (`main`…) rebased onto `outDir` as the
+ * deploy's copies are (toDeployConfig; wrangler resolves them against the config file). The first is
+ * the consuming session's: the same Worker, which also binds LANE_EXECUTOR_2 … LANE_EXECUTOR_n to
+ * the LaneExecutor class of the others. Each other is `<name>-<k>` without queue consumers.
  */
-export function toAgentConfigs(toml: string, mainPath: string, processes: number): AgentSessionConfig[] {
+export function toAgentConfigs(toml: string, configDir: string, outDir: string, processes: number): AgentSessionConfig[] {
   if (!Number.isInteger(processes) || processes < 2 || processes > MAX_AGENT_PROCESSES) {
     throw new Error(`agent processes must be an integer from 2 to ${MAX_AGENT_PROCESSES} (got ${processes})`);
   }
-  const source = AgentConfigSchema.parse(parse(toml));
+  // The agent binds no D1 database: no ids to put in.
+  const source = AgentConfigSchema.parse(toDeployConfig(parse(toml), configDir, outDir, new Map()));
   const executor = source.durable_objects.bindings.find((binding) => binding.name === "LANE_EXECUTOR");
   if (executor === undefined) throw new Error("the agent's wrangler.toml binds no LANE_EXECUTOR");
   const names = Array.from({ length: processes - 1 }, (_, i) => `${source.name}-${i + 2}`);
   const consumer = {
     ...source,
-    main: mainPath,
     durable_objects: {
       ...source.durable_objects,
       bindings: [
@@ -55,7 +57,7 @@ export function toAgentConfigs(toml: string, mainPath: string, processes: number
   const { consumers: _consumers, ...otherQueues } = queues ?? {};
   const helpers = names.map((name) => ({
     name,
-    text: stringify({ ...withoutQueues, ...(Object.keys(otherQueues).length > 0 ? { queues: otherQueues } : {}), name, main: mainPath }),
+    text: stringify({ ...withoutQueues, ...(Object.keys(otherQueues).length > 0 ? { queues: otherQueues } : {}), name }),
   }));
   return [{ name: source.name, text: stringify(consumer) }, ...helpers];
 }

@@ -1,7 +1,8 @@
 // The deploy's own copy of a Worker's wrangler config: the committed config as parsed, with the
 // account's D1 ids in place of the local one and its relative paths rebased onto the folder the copy
 // is written to (wrangler resolves them against the config file). No I/O; the committed
-// wrangler.toml is never rewritten.
+// wrangler.toml is never rewritten. The local stack's agent configs are copies made the same way
+// (scripts/lib/agent-configs.ts).
 import path from "node:path";
 
 /** The path keys of a wrangler config that this repository's configs use, or might. */

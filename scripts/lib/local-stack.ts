@@ -326,7 +326,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   const agentConfigs =
     agentConfigDir === null
       ? [{ name: workerName(AGENT_CONFIG), file: AGENT_CONFIG }]
-      : toAgentConfigs(readFileSync(AGENT_CONFIG, "utf8"), path.join(path.dirname(AGENT_CONFIG), "index.ts"), agentProcesses).map(({ name, text }) => {
+      : toAgentConfigs(readFileSync(AGENT_CONFIG, "utf8"), path.dirname(AGENT_CONFIG), agentConfigDir, agentProcesses).map(({ name, text }) => {
           const file = path.join(agentConfigDir, `${name}.toml`);
           writeFileSync(file, text);
           return { name, file };
