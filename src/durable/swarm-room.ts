@@ -298,6 +298,9 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         ended = true;
       }
       const pool: TaskPool = request.pool ?? "short";
+      // Whether the swarm still has tasks to hand out as this lane reports: what its lanes measure
+      // then is the next swarm's prior (SwarmTickets.measuredLanes); in its tail only slow calls end.
+      const handingOut = this.totals.waiting() > 0;
       // A pull sent again after its answer was lost gets that answer's tasks again, as far as
       // they are still leased to it under the same attempt; nothing new (it asked for these slots).
       const repeated = this.tickets.repeatedGrants(request.ticket, request.lane, request.seq);
@@ -338,7 +341,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const after = this.store.swarm() ?? current;
       const leaseUntil = grant.granted.reduce((max, t) => Math.max(max, t.leaseUntil), 0);
       const finished = after.finished_at !== null || after.state === "cancelled";
-      if (request.timing !== undefined) this.tickets.noteTiming(request.timing);
+      if (request.timing !== undefined) this.tickets.noteTiming(request.timing, handingOut);
       if (
         this.tickets.pulled(
           request.ticket,
@@ -349,6 +352,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           pool,
           request.draining === true,
           request.timing !== undefined,
+          handingOut,
         ).delivered
       ) {
         this.meters.add("queue_received");

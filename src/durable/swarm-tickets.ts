@@ -57,8 +57,22 @@ export class SwarmTickets {
    * calls, every ticket counts for the assumed slots, never the prior's more.
    */
   private releaseSized = false;
-  /** The most a lane of this swarm reported carrying once timed (the next swarm's prior). */
-  private mostReportedSlots: number | null = null;
+  /**
+   * The most a lane of this swarm reported carrying once timed (the next swarm's prior), and the
+   * mean of the timings its lanes reported, both while the swarm still had tasks to hand out (when
+   * every report came in its tail, of all of them). In a long-tailed swarm's tail only the slow
+   * calls are left to end: the swarm's moving average of 1,000 × lognormal 300/1500 with headers
+   * at 484 ms ended at latencies that make a lane carry 12–18 (each call holds a header slot for its
+   * time to headers only), where over the swarm it carries 8. The next swarm, counted for 18 a lane
+   * (it passed usePrior's bar), opened 15 lanes where 17 carry the window, and up to 17 of its 100
+   * tasks waited at the lanes' header gates: 1.05–1.07× the pool's wall, against 1.00× for the
+   * first swarm on the same stack (`npm run bench -- … --ttfb 484 --rounds 3`).
+   */
+  private mostReportedSlots: { handingOut: number | null; any: number | null } = { handingOut: null, any: null };
+  private reportedTimings: Record<"handingOut" | "any", { reports: number; ttfbMs: number; latencyMs: number }> = {
+    handingOut: { reports: 0, ttfbMs: 0, latencyMs: 0 },
+    any: { reports: 0, ttfbMs: 0, latencyMs: 0 },
+  };
 
   constructor(
     private readonly sql: SqlStorage,
@@ -91,6 +105,7 @@ export class SwarmTickets {
     pool: TaskPool,
     draining = false,
     measured = true,
+    handingOut = true,
   ): { delivered: boolean } {
     const open = this.load();
     const row = open.get(id);
@@ -98,7 +113,9 @@ export class SwarmTickets {
     // one repeats the room's own assumption), never a draining lane's (what it still runs).
     if (slots > 0 && !draining && measured) {
       this.reportedSlots = slots;
-      this.mostReportedSlots = Math.max(this.mostReportedSlots ?? 0, slots);
+      const most = this.mostReportedSlots;
+      most.any = Math.max(most.any ?? 0, slots);
+      if (handingOut) most.handingOut = Math.max(most.handingOut ?? 0, slots);
     }
     if (final) return { delivered: this.forget(id) };
     this.heardAt.set(id, now);
@@ -260,8 +277,17 @@ export class SwarmTickets {
     this.sql.exec("UPDATE tickets SET slots = ? WHERE id = ?", slots, id);
   }
 
-  /** A lane's measured timing, folded into the swarm's (for its status). */
-  noteTiming(timing: { ttfbMs: number; latencyMs: number }): void {
+  /**
+   * A lane's measured timing, folded into the swarm's (for its status), and into the mean its next
+   * swarm's prior is measured on (`handingOut`: the swarm still had tasks to hand out).
+   */
+  noteTiming(timing: { ttfbMs: number; latencyMs: number }, handingOut = true): void {
+    for (const [kind, sums] of Object.entries(this.reportedTimings)) {
+      if (kind === "handingOut" && !handingOut) continue;
+      sums.reports += 1;
+      sums.ttfbMs += timing.ttfbMs;
+      sums.latencyMs += timing.latencyMs;
+    }
     const weight = 0.2;
     this.timing =
       this.timing === null
@@ -346,9 +372,13 @@ export class SwarmTickets {
    * window's 17, and 45 of 100 tasks waited a call's time for the rest (warm-up bench, 1.25× the pool).
    */
   measuredLanes(): LanePrior | null {
-    if (this.mostReportedSlots === null || this.timing === null) return null;
-    const atMeanTiming = toLaneSlots(this.mostReportedSlots, HEADER_SLOTS_PER_INVOCATION, this.timing);
-    return { slots: Math.min(this.mostReportedSlots, atMeanTiming), latencyMs: Math.round(this.timing.latencyMs * 10) / 10 };
+    const body = this.reportedTimings.handingOut.reports > 0 && this.mostReportedSlots.handingOut !== null;
+    const most = body ? this.mostReportedSlots.handingOut : this.mostReportedSlots.any;
+    const sums = this.reportedTimings[body ? "handingOut" : "any"];
+    if (most === null || sums.reports === 0) return null;
+    const timing = { ttfbMs: sums.ttfbMs / sums.reports, latencyMs: sums.latencyMs / sums.reports };
+    const atMeanTiming = toLaneSlots(most, HEADER_SLOTS_PER_INVOCATION, timing);
+    return { slots: Math.min(most, atMeanTiming), latencyMs: Math.round(timing.latencyMs * 10) / 10 };
   }
 
   private load(): Map<string, TicketRow> {

@@ -41,6 +41,9 @@ async function runTimedLane(swarmId: string, tasks: number, timing: { ttfbMs: nu
   await room(swarmId).pull({ ...lane, reports, want: 0, final: true });
 }
 
+const succeeded = (tasks: readonly { taskId: string; attempt: number }[]): TaskReport[] =>
+  tasks.map((task) => ({ taskId: task.taskId, attempt: task.attempt, outcome: { kind: "succeeded", output: "done", finishReason: "stop" }, calls: [] }));
+
 async function indexedLanes(swarmId: string): Promise<{ lane_slots: number | null; lane_latency_ms: number | null } | null> {
   return env.LEDGER_DB.prepare("SELECT lane_slots, lane_latency_ms FROM swarms WHERE id = ?1").bind(swarmId).first();
 }
@@ -80,6 +83,28 @@ describe("a swarm's first lanes, sized on the tenant's last swarm of the model",
     const other = await createTenantKey({ name: "lane-prior-other", scopes: ["run"] });
     const unrelated = await startSwarm(other.key, 200, 100);
     expect(await dispatchOf(unrelated, other.key)).toMatchObject({ lanes: 17, slots: 102 });
+  });
+
+  it("measures the prior while the swarm still hands tasks out: the slow calls that end its tail do not make the next swarm's lanes look early", async () => {
+    const { key } = await createTenantKey({ name: "lane-prior-long-tail", scopes: ["run"] });
+    const swarmId = await startSwarm(key, 20, 10);
+    const lane = { ticket: "tailed-lane", final: false };
+    // The body: 8 slots at the swarm's timing (headers with the answer at 484 ms, calls of 666 ms
+    // on average), reported while tasks wait to be handed out.
+    const body = { slots: 8, timing: { ttfbMs: 484, latencyMs: 666 } };
+    const first = await room(swarmId).pull({ ...lane, ...body, reports: [], want: 10 });
+    expect(first.granted).toHaveLength(10);
+    const second = await room(swarmId).pull({ ...lane, ...body, reports: succeeded(first.granted), want: 10 });
+    expect(second.granted).toHaveLength(10);
+    // The tail: nothing waits, and the calls that end last are the slow ones. The lane's moving
+    // average says 1.5 s calls, 18 slots; the swarm's moving average ends near it too.
+    const tail = { slots: 18, timing: { ttfbMs: 484, latencyMs: 1_500 } };
+    for (const task of second.granted) await room(swarmId).pull({ ...lane, ...tail, reports: succeeded([task]), want: 0 });
+    await room(swarmId).pull({ ...lane, ...tail, reports: [], want: 0, final: true });
+    for (let i = 0; i < 50 && (await indexedLanes(swarmId))?.lane_slots == null; i += 1) await runDurableObjectAlarm(room(swarmId));
+    expect(await indexedLanes(swarmId)).toEqual({ lane_slots: 8, lane_latency_ms: 666 });
+    // So the next swarm opens the 17 header-bound lanes its window needs, not 6 counted for 17.
+    expect(await dispatchOf(await startSwarm(key, 200, 100), key)).toMatchObject({ lanes: 17, slots: 102 });
   });
 });
 
