@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { freesSlot, STANDBY_MAX, standbyShare, standbyTarget } from "./standby.ts";
+import { areCallsEven, EVEN_CALLS_MIN_SAMPLES, freesSlot, STANDBY_MAX, standbyShare, standbyTarget, tailStandbyRoom } from "./standby.ts";
 import type { TaskOutcome } from "./swarm-contract.ts";
 
 describe("standby target", () => {
@@ -44,6 +44,61 @@ describe("a lane's share of standby tasks", () => {
     ["no open lane counted (a lane the room has not heard of yet): all of it", { waiting: 40, openLanes: 0 }, 40],
   ])("%s", (_label, input, expected) => {
     expect(standbyShare(input)).toBe(expected);
+  });
+});
+
+/** `n` latencies: the first `slow` at `slowMs`, the rest at `ms`. */
+const latencies = (n: number, ms: number, slow = 0, slowMs = ms): number[] => Array.from({ length: n }, (_, i) => (i < slow ? slowMs : ms));
+
+describe("whether a swarm's calls are even", () => {
+  it.each([
+    ["a fixed latency", latencies(200, 200), true],
+    ["a fixed latency, a few calls slowed by a busy machine (p90 still the median)", latencies(200, 200, 15, 900), true],
+    ["p90 at 1.5 times the median: even", latencies(200, 200, 30, 300), true],
+    ["p90 just past 1.5 times the median: not even", latencies(200, 200, 30, 301), false],
+    ["a long tail: a fifth of the calls 5 times the median", latencies(200, 300, 40, 1_500), false],
+    [`fewer than ${EVEN_CALLS_MIN_SAMPLES} finished calls: not known, so not even`, latencies(EVEN_CALLS_MIN_SAMPLES - 1, 200), false],
+    ["no calls", [], false],
+    ["calls that took no time: no median to compare with", latencies(50, 0), false],
+  ])("%s", (_label, sample, expected) => {
+    expect(areCallsEven(sample)).toBe(expected);
+  });
+
+  it("reads lognormal 300/1500 latencies as uneven, with or without headers that come at 484 ms", () => {
+    // Quantiles of lognormal(median 300 ms, p95 1,500 ms), sigma = ln 5 / 1.645.
+    const sigma = Math.log(5) / 1.645;
+    const quantile = (p: number): number => 300 * Math.exp(sigma * inverseNormal(p));
+    const draws = Array.from({ length: 199 }, (_, i) => quantile((i + 1) / 200));
+    expect(areCallsEven(draws)).toBe(false);
+    expect(areCallsEven(draws.map((ms) => Math.max(484, ms)))).toBe(false);
+  });
+});
+
+/** The standard normal's inverse CDF (Acklam's rational approximation, |error| < 1.2e-9). */
+function inverseNormal(p: number): number {
+  const a = [-39.69683028665376, 220.9460984245205, -275.9285104469687, 138.357751867269, -30.66479806614716, 2.506628277459239];
+  const b = [-54.47609879822406, 161.5858368580409, -155.6989798598866, 66.80131188771972, -13.28068155288572];
+  const c = [-0.007784894002430293, -0.3223964580411365, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
+  const d = [0.007784695709041462, 0.3224671290700398, 2.445134137142996, 3.754408661907416];
+  const poly = (k: number[], x: number): number => k.reduce((sum, coefficient) => sum * x + coefficient, 0);
+  if (p < 0.02425) {
+    const q = Math.sqrt(-2 * Math.log(p));
+    return poly(c, q) / (poly(d, q) * q + 1);
+  }
+  if (p > 1 - 0.02425) return -inverseNormal(1 - p);
+  const q = p - 0.5;
+  const r = q * q;
+  return (poly(a, r) * q) / (poly(b, r) * r + 1);
+}
+
+describe("the standby tasks the room may still hand out near a swarm's end", () => {
+  it.each([
+    ["even calls, 300 waiting, W = 100: all but the last window", { waiting: 300, window: 100, evenCalls: true }, 200],
+    ["even calls, the last window waiting: none (each goes to a lane as its slots free)", { waiting: 100, window: 100, evenCalls: true }, 0],
+    ["even calls, fewer than a window waiting: none", { waiting: 40, window: 100, evenCalls: true }, 0],
+    ["uneven calls: no bound of its own", { waiting: 40, window: 100, evenCalls: false }, Number.POSITIVE_INFINITY],
+  ])("%s", (_label, input, expected) => {
+    expect(tailStandbyRoom(input)).toBe(expected);
   });
 });
 

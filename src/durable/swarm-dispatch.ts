@@ -8,7 +8,7 @@ import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
 import { estimatePromptTokens } from "../core/estimate-swarm.ts";
 import { isSurplusLane } from "../core/lane-sizing.ts";
-import { STANDBY_MAX, STANDBY_SLOTS_SHARE, standbyShare } from "../core/standby.ts";
+import { areCallsEven, STANDBY_MAX, STANDBY_SLOTS_SHARE, standbyShare, tailStandbyRoom } from "../core/standby.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import type { Limits } from "../core/spec-schema.ts";
 import { IN_FLIGHT_TASK_STATES, type CallStart, type ClaimedTask, type TaskAction, type TaskPool, type TaskReport } from "../core/swarm-contract.ts";
@@ -28,6 +28,10 @@ import type { SwarmTickets } from "./swarm-tickets.ts";
 import type { SwarmTotals } from "./swarm-totals.ts";
 import { toErrorMessage } from "../core/error-message.ts";
 import { toCallId } from "../core/ids.ts";
+
+/** The newest finished calls the room judges evenness on (tailStandbyRoom), and how often it looks again. */
+const EVEN_CALLS_SAMPLE = 200;
+const EVEN_CALLS_REFRESH_MS = 500;
 
 /**
  * A pull's answer crosses an RPC boundary (32 MiB limit): past this many characters of prompts and checkpoints the
@@ -101,6 +105,20 @@ export class SwarmDispatch {
     this.trace = parts.trace;
   }
 
+  /** Whether the swarm's newest finished calls are even (areCallsEven), read again at most every EVEN_CALLS_REFRESH_MS. */
+  private evenCalls: { at: number; even: boolean } | null = null;
+  private callsEven(now: number): boolean {
+    const cached = this.evenCalls;
+    if (cached !== null && now >= cached.at && now - cached.at < EVEN_CALLS_REFRESH_MS) return cached.even;
+    const latencies = this.sql
+      .exec<{ ms: number }>("SELECT latency_ms AS ms FROM calls WHERE status != 'unknown' AND hedge = 0 ORDER BY rowid DESC LIMIT ?", EVEN_CALLS_SAMPLE)
+      .toArray()
+      .map((row) => row.ms);
+    const even = areCallsEven(latencies);
+    this.evenCalls = { at: now, even };
+    return even;
+  }
+
   /**
    * Up to `want` tasks of the pool, due retries first (they hold their place in the window), then
    * pending tasks while the window has room, then — once the window is full — up to `standby`
@@ -127,10 +145,8 @@ export class SwarmDispatch {
     const limit = Math.min(want, 1_000);
     // Standby tasks go to a lane that names itself (it reports what it starts in their place), and
     // no lane holds more than its share of what is left (standbyShare).
-    const standbyLimit =
-      lane === undefined
-        ? 0
-        : Math.max(0, Math.min(standby, STANDBY_MAX, standbyShare({ waiting: this.totals.waiting(), openLanes: this.tickets.openCount() })));
+    const waiting = this.totals.waiting();
+    const standbyLimit = lane === undefined ? 0 : Math.max(0, Math.min(standby, STANDBY_MAX, standbyShare({ waiting, openLanes: this.tickets.openCount() })));
     const candidates = this.sql
       .exec<TaskRow & { size: number }>(
         `SELECT ${TASK_COLUMNS}, LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS size FROM tasks
@@ -158,7 +174,14 @@ export class SwarmDispatch {
     // run had it got its `want`: a lane of 128 slots running 6 of a full window asked for 64 and
     // ran them 6 at a time, the swarm's last tasks among them.
     const laneRuns = laneRunning + retries + windowed;
-    const standbyRoom = cap !== null || (windowed < room && !wantMet) || room < 0 || laneRuns <= 0 ? 0 : Math.min(standbyLimit, STANDBY_SLOTS_SHARE * laneRuns);
+    const shareRoom = cap !== null || (windowed < room && !wantMet) || room < 0 || laneRuns <= 0 ? 0 : Math.min(standbyLimit, STANDBY_SLOTS_SHARE * laneRuns);
+    // With even calls, the last window stays in the room, for the lanes whose slots free first
+    // (tailStandbyRoom over what waits once this grant's own tasks are out).
+    const left = waiting - retries - windowed;
+    const standbyRoom =
+      shareRoom === 0 || left - swarm.window >= shareRoom
+        ? shareRoom
+        : Math.min(shareRoom, tailStandbyRoom({ waiting: left, window: swarm.window, evenCalls: this.callsEven(now) }));
     if (windowed + standbyRoom > 0) {
       candidates.push(
         ...this.sql

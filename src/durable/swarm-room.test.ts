@@ -279,6 +279,28 @@ describe("SwarmRoom pull", () => {
     expect(thin.granted.filter((task) => task.standby === true)).toHaveLength(18);
   });
 
+  it.each([
+    ["even calls (all 200 ms): the last window stays in the room, for the lanes whose slots free first", [200], 0],
+    ["uneven calls (one in five 1.5 s, the rest 300 ms): its share goes out as standby", [300, 300, 300, 300, 1_500], 10],
+  ])("near a swarm's end, with %s", async (_label, latencies, expectedStandby) => {
+    const { input, stub } = newSwarm(80, { concurrency: 30 });
+    await stub.start(input);
+    const sent = await tickets(stub);
+    expect(sent).toHaveLength(5);
+    const lane = { ticket: sent[0]?.id ?? "", lane: "lane-a" };
+    const first = await pull(stub, { ...lane, seq: 1, want: 30 });
+    expect(first.granted).toHaveLength(30);
+    // 24 of the window's tasks end; their places go to 24 of the 50 waiting, and 26 are left: less
+    // than a window.
+    const reports = first.granted
+      .slice(0, 24)
+      .map((g, i) => taskReport(g.taskId, g.attempt, ok(`done ${i}`), { latencyMs: latencies[i % latencies.length] ?? 0 }));
+    const second = await pull(stub, { ...lane, seq: 2, reports, want: 24, standby: 18, running: 6 });
+    expect(second.granted.filter((task) => task.standby !== true)).toHaveLength(24);
+    // Uneven: 50 waiting over 5 lanes, 10 (its share).
+    expect(second.granted.filter((task) => task.standby === true)).toHaveLength(expectedStandby);
+  });
+
   it("leases for every turn of a task's agent loop (turns × (timeout_s + tool time) + grace)", async () => {
     const plain = newSwarm(1, { timeout_s: 10 });
     await plain.stub.start(plain.input);
