@@ -30,7 +30,10 @@ export interface AgentContext {
   permits: PermitContext;
   /** The swarm's tools; only sub-tasks (kind "task") are offered them. */
   tools: SwarmTools;
-  /** A call ended: journal it at once (it reaches the ledger even if this invocation dies). */
+  /**
+   * A turn's call ended: journal it (it reaches the ledger even if this invocation dies). Called
+   * once the turn's call is over, in the same synchronous step as the checkpoint that follows it.
+   */
   onCall(record: CallRecord): void;
   /** A turn finished: its checkpoint goes to the SwarmRoom with the journal's next flush. */
   onCheckpoint(state: AgentState): void;
@@ -133,21 +136,44 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
       // No room for another call in this invocation: hand the task back; it resumes at this turn.
       return report({ kind: "deferred", retryAfterMs: 0, reason: `no time left in this consumer invocation for turn ${next.turn}` });
     }
-    const run = await callWithPermit(
-      config,
-      task,
-      { turn: next.turn, messages: state.messages, tools: next.offerTools ? tools : null, maxOutputTokens, responseFormat },
-      ctx.permits,
-      (result, route, hedge) => {
-        const record = toCallRecord(task.model, next.turn, result, hedge);
-        calls.push(record);
-        ctx.onCall(record);
-        ctx.trace?.chat(record, result, route, { messages: state.messages, maxOutputTokens });
-      },
-    );
-    if (run.kind === "not_called") return report(run.outcome);
+    // The turn's calls go to the journal in the same synchronous step as the checkpoint that
+    // follows them, never before it: between a call's end and its turn's checkpoint the lane still
+    // hands back its key's permit (a KeyPool RPC), and a journal flush that fell in between sent the
+    // call without the checkpoint. A machine that died right after that flush left the call paid
+    // and the turn not done, and the retry paid for it again (`npm run faults -- --case kill-tools`:
+    // 9–17 turns of about 600 paid twice). Until then each call is noted in the room (its
+    // estimate is billed if the lane dies), and if the turn throws they are journaled all the same.
+    const ended: CallRecord[] = [];
+    const journal = (): void => {
+      for (const record of ended.splice(0)) ctx.onCall(record);
+    };
+    let run: Awaited<ReturnType<typeof callWithPermit>>;
+    try {
+      run = await callWithPermit(
+        config,
+        task,
+        { turn: next.turn, messages: state.messages, tools: next.offerTools ? tools : null, maxOutputTokens, responseFormat },
+        ctx.permits,
+        (result, route, hedge) => {
+          const record = toCallRecord(task.model, next.turn, result, hedge);
+          calls.push(record);
+          ended.push(record);
+          ctx.trace?.chat(record, result, route, { messages: state.messages, maxOutputTokens });
+        },
+      );
+    } catch (error) {
+      journal();
+      throw error;
+    }
+    if (run.kind === "not_called") {
+      journal();
+      return report(run.outcome);
+    }
     const result = run.result;
-    if (!result.ok) return report({ kind: "failed", ...result.error });
+    if (!result.ok) {
+      journal();
+      return report({ kind: "failed", ...result.error });
+    }
     state.turns = next.turn;
 
     if (result.toolCalls.length > 0 && next.offerTools) {
@@ -155,9 +181,11 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
       state.messages.push(toAssistantToolMessage(result.text, toolCalls));
       // Checkpointed before the tools run: the model call, the expensive part, is never paid twice.
       ctx.onCheckpoint(state);
+      journal();
       await runTools(toolCalls);
       continue;
     }
+    journal();
 
     // A final answer. Tool calls the model sent although none were offered are not run; if they
     // were all it sent, it gave no answer.

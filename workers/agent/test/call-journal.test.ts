@@ -6,7 +6,8 @@ import { LimitsSchema } from "../../../src/core/spec-schema.ts";
 import type { ModelCallResult, ModelRequest } from "../../../src/model/model-client.ts";
 import { CALL_FLUSH_MS, createCallJournal } from "../call-journal.ts";
 import type { CallReport } from "../call-journal.ts";
-import { directGateway } from "./fake-gateway.ts";
+import type { ReleaseRequest } from "../../../src/core/key-pool-contract.ts";
+import { directGateway, FakeKeyPool, fakeKeyPools, toGatewayConfig } from "./fake-gateway.ts";
 import { BASE, FakeRoom, fakeModel, fakeTimers, okResult, promptOf, roomsOf, run, ticketMessage, USAGE } from "./fake-room.ts";
 
 /** A model whose every call takes `callMs` of fake time; `throwFor` prompts throw (a bug) after theirs. */
@@ -106,6 +107,51 @@ describe("call journal in consumeTasks", () => {
     }
     // Nothing left armed once the batch returned.
     expect(timers.armed()).toBe(0);
+  });
+
+  it("sends a tool turn's call with its turn's checkpoint, never ahead of it: a flush while the key's permit is handed back carries neither", async () => {
+    const timers = fakeTimers();
+    const room = agentRoom("sw_a", ["t1"], timers);
+    // The key's KeyPool answers the permit's release a flush interval later (a slow RPC): the
+    // journal's timer fires between the call's end and the turn's checkpoint.
+    class SlowRelease extends FakeKeyPool {
+      override async release(request: ReleaseRequest): Promise<void> {
+        timers.advance(CALL_FLUSH_MS);
+        return super.release(request);
+      }
+    }
+    const model = agentModel(timers, 100, 3);
+    const gateway = {
+      config: toGatewayConfig(
+        JSON.stringify({
+          upstreams: { u: { base_url: "http://u.test/v1", keys: [{ id: "k1", rpm: 600 }] } },
+          models: { "mock-1": { upstream: "u", id: "m" } },
+        }),
+      ),
+      clientFor: () => model.client,
+      keyPools: fakeKeyPools([new SlowRelease("k1")]),
+      permitWaitMaxMs: 20_000,
+    };
+    await run([ticketMessage("m1", "sw_a")], {
+      ...BASE,
+      concurrency: 1,
+      rooms: roomsOf(room),
+      gateway,
+      now: timers.now,
+      sleep: timers.sleep,
+      schedule: timers.schedule,
+    });
+
+    expect(room.states()).toEqual({ t1: ["succeeded", 1] });
+    const flushes = room.journaled.flat();
+    // The three tool turns' calls were journaled while the task ran, each with the checkpoint of
+    // its turn (or a later one): a machine that dies after any flush resumes the task past every
+    // call that flush made paid.
+    const toolTurns = flushes.flatMap((report) =>
+      report.calls.filter((call) => call.turn <= 3).map((call) => ({ turn: call.turn, checkpointed: report.checkpoint?.turns ?? 0 })),
+    );
+    expect(toolTurns.map((t) => t.turn).sort()).toEqual([1, 2, 3]);
+    for (const { turn, checkpointed } of toolTurns) expect(checkpointed).toBeGreaterThanOrEqual(turn);
   });
 
   it("makes no recordCalls when the pull with a task's outcome goes out within CALL_FLUSH_MS: the pull carries its calls", async () => {

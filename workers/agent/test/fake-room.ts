@@ -9,6 +9,7 @@ import { STANDBY_MAX } from "../../../src/core/standby.ts";
 import type {
   AgentCheckpoint,
   CallRecord,
+  CallsReport,
   CallStart,
   ClaimedTask,
   HedgeGrant,
@@ -94,7 +95,7 @@ export class FakeRoom implements SwarmRoomRpc {
   /** Ledger rows by call id (task:attempt:turn): calls from pulls and recordCalls, each once. */
   readonly ledger = new Map<string, CallRecord>();
   /** Every recordCalls RPC (the call journal's flushes), answered or not, and its clock reading. */
-  readonly journaled: CallReport[][] = [];
+  readonly journaled: CallsReport[][] = [];
   readonly journaledAt: number[] = [];
   /** `pull` / `recordCalls` in the order they came, to order RPCs against other events. */
   readonly events: string[] = [];
@@ -246,7 +247,7 @@ export class FakeRoom implements SwarmRoomRpc {
     return { granted: true };
   }
 
-  async recordCalls(reports: CallReport[]): Promise<void> {
+  async recordCalls(reports: CallsReport[]): Promise<void> {
     this.journaled.push(structuredClone(reports));
     this.journaledAt.push(this.clock());
     this.events.push("recordCalls");
