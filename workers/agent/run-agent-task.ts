@@ -140,9 +140,10 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
     // follows them, never before it: between a call's end and its turn's checkpoint the lane still
     // hands back its key's permit (a KeyPool RPC), and a journal flush that fell in between sent the
     // call without the checkpoint. A machine that died right after that flush left the call paid
-    // and the turn not done, and the retry paid for it again (`npm run faults -- --case kill-tools`:
-    // 9–17 turns of about 600 paid twice). Until then each call is noted in the room (its
-    // estimate is billed if the lane dies), and if the turn throws they are journaled all the same.
+    // and the turn not done, and the retry paid for it again (call-journal.test.ts plays it with a
+    // KeyPool that answers a release a flush interval later). Until then each call is noted in the
+    // room (its estimate is billed if the lane dies), and if the turn throws they are journaled all
+    // the same.
     const ended: CallRecord[] = [];
     const journal = (): void => {
       for (const record of ended.splice(0)) ctx.onCall(record);
