@@ -112,6 +112,26 @@ describe("checkpoints", () => {
     expect(toCheckpointMcpCalls({ ...toCheckpoint(midway), mcp_calls_json: json })).toEqual([]);
   });
 
+  it.each([
+    ["an answer", { text: "42", finishReason: "stop", toolCallsOnly: false }],
+    ["an answer cut at max_output_tokens", { text: "4", finishReason: "length", toolCallsOnly: false }],
+    ["tool calls only, with no text, on a turn offered no tools", { text: "", finishReason: null, toolCallsOnly: true }],
+  ])("round-trips the last turn's answer (%s); a checkpoint before any has no answer_json", (_label, answer) => {
+    const answered: AgentState = { ...startConversation("s", "p"), turns: 1, answer };
+    const checkpoint = toCheckpoint(answered);
+    expect(JSON.parse(checkpoint.answer_json ?? "null")).toEqual(answer);
+    expect(fromCheckpoint(checkpoint)).toEqual(answered);
+    expect(toCheckpoint({ ...answered, answer: undefined })).not.toHaveProperty("answer_json");
+  });
+
+  it.each([
+    { why: "not JSON", json: '{"text":' },
+    { why: "an answer without its text", json: '{"finishReason":"stop","toolCallsOnly":false}' },
+    { why: "an array", json: "[]" },
+  ])("refuses a checkpoint whose answer is $why (null: the task starts over, and pays for its answer again)", ({ json }) => {
+    expect(fromCheckpoint({ ...toCheckpoint(midway), answer_json: json })).toBeNull();
+  });
+
   const broken = (messages_json: string): AgentCheckpoint => ({ step: 2, turns: 1, toolCalls: 0, repairs: 0, messages_json });
   it.each([
     { why: "not JSON", json: '[{"role":"user","content":"hi"}' },

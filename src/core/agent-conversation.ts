@@ -30,7 +30,23 @@ export interface AgentState {
   repairs: number;
   /** The task's MCP calls so far, for its transcript (absent: none). */
   mcpCalls?: TranscriptMcpCall[];
+  /**
+   * The last turn's answer, once its call has ended with no tools to run: what the task's outcome
+   * is made from. Checkpointed with that call, so an attempt that dies before its outcome reaches
+   * the room is finished by the next from this answer, without calling the model again.
+   */
+  answer?: FinalAnswer;
 }
+
+/** A turn's answer with no tools to run (AgentState.answer). */
+export interface FinalAnswer {
+  text: string;
+  finishReason: string | null;
+  /** The model asked only for tools it was not offered, and gave no text. */
+  toolCallsOnly: boolean;
+}
+
+const FinalAnswerSchema = z.object({ text: z.string(), finishReason: z.string().nullable(), toolCallsOnly: z.boolean() });
 
 export function startConversation(system: string | null, prompt: string): AgentState {
   const messages: ChatMessage[] = [];
@@ -48,6 +64,7 @@ export function toCheckpoint(state: AgentState): AgentCheckpoint {
     repairs: state.repairs,
     messages_json: JSON.stringify(state.messages),
     ...(mcpCalls.length === 0 ? {} : { mcp_calls_json: JSON.stringify(mcpCalls) }),
+    ...(state.answer === undefined ? {} : { answer_json: JSON.stringify(state.answer) }),
   };
 }
 
@@ -73,13 +90,27 @@ export function fromCheckpoint(checkpoint: AgentCheckpoint): AgentState | null {
   const messages = z.array(ChatMessageSchema).min(1).safeParse(raw);
   if (!messages.success) return null;
   const mcpCalls = toCheckpointMcpCalls(checkpoint);
+  const answer = toCheckpointAnswer(checkpoint);
+  if (answer === null) return null;
   return {
     messages: messages.data,
     turns: checkpoint.turns,
     toolCalls: checkpoint.toolCalls,
     repairs: checkpoint.repairs,
     ...(mcpCalls.length === 0 ? {} : { mcpCalls }),
+    ...(answer === undefined ? {} : { answer }),
   };
+}
+
+/** The answer a checkpoint carries: undefined when it has none, null when it cannot be read. */
+function toCheckpointAnswer(checkpoint: AgentCheckpoint): FinalAnswer | undefined | null {
+  if (checkpoint.answer_json === undefined) return undefined;
+  try {
+    const parsed = FinalAnswerSchema.safeParse(JSON.parse(checkpoint.answer_json));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
 }
 
 /**

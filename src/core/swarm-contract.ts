@@ -126,6 +126,8 @@ export interface AgentCheckpoint {
   messages_json: string;
   /** The task's MCP calls so far (TranscriptMcpCall[] as JSON text), for its transcript; absent = none. */
   mcp_calls_json?: string;
+  /** The last turn's answer (FinalAnswer as JSON text), once its call ended with no tools to run; absent = none yet. */
+  answer_json?: string;
 }
 
 export interface ClaimedTask {

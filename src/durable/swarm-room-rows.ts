@@ -87,6 +87,7 @@ export const CheckpointSchema = z.object({
   repairs: z.number(),
   messages_json: z.string(),
   mcp_calls_json: z.string().optional(),
+  answer_json: z.string().optional(),
 });
 /** `tasks.override`: TaskOverride of a plan or reduce task. */
 export const OverrideSchema = z.object({ system: z.string(), responseFormat: ResponseFormatSchema.nullable(), maxOutputTokens: z.number() });

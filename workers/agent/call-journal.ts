@@ -229,6 +229,16 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         journal.pending.delete(key);
         journal.carried.add(key);
       }
+      // The outcome makes an attempt's waiting checkpoint moot (a resumable one carries its own):
+      // a task's last answer is checkpointed with its call, and is sent only if a flush comes first.
+      const dropped: PendingCheckpoint[] = [];
+      for (const report of reports) {
+        const key = attemptKey(report);
+        const waiting = journal.checkpoints.get(key);
+        if (waiting === undefined) continue;
+        dropped.push(waiting);
+        journal.checkpoints.delete(key);
+      }
       // The timer was armed for the oldest unsent call, which this record now carries: the calls
       // left (ended while its outcome was still on its way) get a wait of their own, so the next
       // pull, not a recordCalls of their own, carries them.
@@ -239,6 +249,11 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       } catch (error) {
         for (const key of keys) journal.carried.delete(key);
         for (const report of reports) add(journal, report);
+        // The calls go again with the journal: so do their checkpoints, unless newer ones wait.
+        for (const checkpoint of dropped) {
+          const key = attemptKey(checkpoint);
+          if (!journal.checkpoints.has(key)) journal.checkpoints.set(key, checkpoint);
+        }
         arm(journal);
         throw error;
       }

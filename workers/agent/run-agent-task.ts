@@ -15,6 +15,7 @@ import {
   withUniqueCallIds,
   pendingToolCalls,
   type AgentState,
+  type FinalAnswer,
 } from "../../src/core/agent-conversation.ts";
 import { checkOutput, toRepairPrompt } from "../../src/core/structured-output.ts";
 import { appendMcpCalls } from "../../src/core/task-transcript.ts";
@@ -122,9 +123,45 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
     ctx.onCheckpoint(state);
   };
 
+  /**
+   * The task's outcome from its last turn's answer, or null when the answer failed response_format
+   * and the repair turn is still to come (asked for by the state, checkpointed). Tool calls the
+   * model sent although none were offered are not run; if they were all it sent, it gave no answer.
+   */
+  const finish = (answer: FinalAnswer): TaskReport | null => {
+    state.answer = undefined;
+    if (answer.toolCallsOnly) {
+      return report(
+        permanentFailure(
+          "turn_limit",
+          `the model asked for tools on its last allowed turn (${state.turns}, limits.max_turns ${limits.max_turns}) instead of answering`,
+        ),
+      );
+    }
+    const check = checkOutput(answer.text, responseFormat);
+    if (check.ok) return report({ kind: "succeeded", output: check.text, finishReason: answer.finishReason });
+    if (state.repairs === 0) {
+      state.messages.push({ role: "assistant", content: answer.text });
+      state.messages.push({ role: "user", content: toRepairPrompt(check.errors) });
+      state.repairs = 1;
+      ctx.onCheckpoint(state);
+      return null;
+    }
+    return report({
+      ...permanentFailure("invalid_output", `the answer does not match response_format, also after a repair turn: ${check.errors.slice(0, 5).join("; ")}`),
+      output: answer.text,
+    });
+  };
+
   // Resumed between a turn's model call and its tools: run the tools, not the model call again.
   const pending = pendingToolCalls(state.messages);
   if (pending.length > 0) await runTools(pending);
+  // Resumed after its last turn's answer (the attempt that had it died before its outcome reached
+  // the room): the outcome is made from that answer, not from a second call.
+  if (state.answer !== undefined) {
+    const done = finish(state.answer);
+    if (done !== null) return done;
+  }
 
   for (;;) {
     const next = nextTurn(state, limits, tools !== null);
@@ -186,31 +223,18 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
       await runTools(toolCalls);
       continue;
     }
-    journal();
 
-    // A final answer. Tool calls the model sent although none were offered are not run; if they
-    // were all it sent, it gave no answer.
-    if (result.toolCalls.length > 0 && result.text.trim() === "") {
-      return report(
-        permanentFailure(
-          "turn_limit",
-          `the model asked for tools on its last allowed turn (${next.turn}, limits.max_turns ${limits.max_turns}) instead of answering`,
-        ),
-      );
-    }
-    const check = checkOutput(result.text, responseFormat);
-    if (check.ok) return report({ kind: "succeeded", output: check.text, finishReason: result.finishReason });
-    if (state.repairs === 0) {
-      state.messages.push({ role: "assistant", content: result.text });
-      state.messages.push({ role: "user", content: toRepairPrompt(check.errors) });
-      state.repairs = 1;
-      ctx.onCheckpoint(state);
-      continue;
-    }
-    return report({
-      ...permanentFailure("invalid_output", `the answer does not match response_format, also after a repair turn: ${check.errors.slice(0, 5).join("; ")}`),
-      output: result.text,
-    });
+    // A final answer, checkpointed with its call: the task's outcome reaches the room with the
+    // lane's next pull (its outcomes wait for company), while the call may go with the journal's
+    // next flush before it. A machine that died in between left the call paid and the task running,
+    // and its retry called the model again for the answer (`npm run faults -- --case kill-tools`:
+    // 0–18 answer turns of 200 tasks paid twice). The journal drops the checkpoint when the pull
+    // carries the outcome first (CallJournal.carry), so it is sent only when the flush is first.
+    state.answer = { text: result.text, finishReason: result.finishReason, toolCallsOnly: result.toolCalls.length > 0 && result.text.trim() === "" };
+    ctx.onCheckpoint(state);
+    journal();
+    const done = finish(state.answer);
+    if (done !== null) return done;
   }
 }
 

@@ -130,7 +130,7 @@ describe("call journal with the real SwarmRoom", () => {
     expect(status?.counts.succeeded).toBe(3);
   });
 
-  it("keeps the calls of a lane whose every pull after the first fails; the re-run after the lease adds one row per new call", async () => {
+  it("keeps the calls of a lane whose every pull after the first fails, with their answers; the re-run after the lease finishes from those, calling no model", async () => {
     vi.spyOn(console, "error").mockImplementation(() => {});
     // Leases of 4 s (timeout_s + LEASE_GRACE_S 1): the broken lane's pull retries take about 2 s, and
     // the tasks must still be leased when it gives up (at 1 s they sometimes were not).
@@ -149,18 +149,25 @@ describe("call journal with the real SwarmRoom", () => {
     expect((await ledgerRows(swarm.swarmId, 2)).map((r) => r.call_id)).toEqual(swarm.taskIds.map((t) => `${swarm.swarmId}:${t}:1:1`).sort());
     expect((await swarm.stub.getStatus(TENANT))?.counts.running).toBe(2);
 
-    // The leases end (timeout_s + LEASE_GRACE_S); a fresh ticket runs attempt 2 and records it.
+    // The leases end (timeout_s + LEASE_GRACE_S); a fresh ticket runs attempt 2, which finds each
+    // task's answer in its checkpoint (journaled with its call) and records the outcome from it.
     expect(await waitFor(async () => ((await swarm.stub.getStatus(TENANT))?.counts.running ?? 0) === 0, 30_000)).toBe(true);
     const healthy = countingRooms();
     const r2 = await deliver(tickets(swarm.swarmId, 1), healthy.rooms, model.client, 8);
 
     expect(r2.explicitAcks).toHaveLength(1);
-    expect(model.seen.calls).toBe(4);
-    const rows = await ledgerRows(swarm.swarmId, 4);
-    expect(rows.map((r) => r.call_id)).toEqual(swarm.taskIds.flatMap((t) => [`${swarm.swarmId}:${t}:1:1`, `${swarm.swarmId}:${t}:2:1`]).sort());
+    expect(model.seen.calls).toBe(2);
+    const rows = await ledgerRows(swarm.swarmId, 2);
+    expect(rows.map((r) => r.call_id)).toEqual(swarm.taskIds.map((t) => `${swarm.swarmId}:${t}:1:1`).sort());
     expect(rows.reduce((sum, r) => sum + (r.total_tokens ?? 0), 0)).toBe(model.seen.tokens);
     const status = await swarm.stub.getStatus(TENANT);
-    expect(status?.usage.calls).toBe(4);
+    expect(status?.usage.calls).toBe(2);
     expect(status?.counts.succeeded).toBe(2);
+    // Each task's result is the answer its first attempt was paid for, under attempt 2.
+    const page = await swarm.stub.getResults(TENANT, null, 10);
+    expect(page?.results.map((r) => [r.state, r.attempts, typeof r.output === "string" && r.output.length > 0])).toEqual([
+      ["succeeded", 2, true],
+      ["succeeded", 2, true],
+    ]);
   }, 60_000);
 });

@@ -220,6 +220,61 @@ describe("call journal in consumeTasks", () => {
     errors.mockRestore();
   });
 
+  it("sends an answer's call with the answer's checkpoint: when the outcome never reaches the room, the next attempt finishes from it without calling the model", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const timers = fakeTimers();
+    const a = new FakeRoom("sw_a", { tasks: ["t1", "t2"], clock: timers.now, leaseMs: 10_000 });
+    // The first pull (the grants) answers; every pull after it fails, as if the machine died with
+    // the outcomes in hand. t2 runs long enough for a flush.
+    a.failPull = (n) => n >= 2;
+    const first = fakeModel(0, (request) => {
+      timers.advance(promptOf(request) === "prompt of t2" ? 3_000 : 100);
+      return okResult(request);
+    });
+    await run([ticketMessage("m1", "sw_a")], {
+      ...BASE,
+      concurrency: 2,
+      rooms: roomsOf(a),
+      gateway: directGateway(first.client),
+      now: timers.now,
+      sleep: async () => {},
+      schedule: timers.schedule,
+    });
+    expect(a.states()).toEqual({ t1: ["running", 1], t2: ["running", 1] });
+    // Each call reached the room in the same recordCalls as its task's answer.
+    for (const report of a.journaled.flat()) {
+      expect(report.calls.map((c) => c.turn)).toEqual([1]);
+      expect(JSON.parse(report.checkpoint?.answer_json ?? "null")).toEqual({
+        text: `answer to prompt of ${report.taskId}`,
+        finishReason: "stop",
+        toolCallsOnly: false,
+      });
+    }
+    expect(a.journaledCallIds().sort()).toEqual(["t1:1:1", "t2:1:1"]);
+
+    // The leases run out; the next lane's attempts are finished from the answers.
+    a.failPull = () => false;
+    timers.advance(10_000);
+    const second = fakeModel(0, okResult);
+    await run([ticketMessage("m2", "sw_a")], {
+      ...BASE,
+      rooms: roomsOf(a),
+      gateway: directGateway(second.client),
+      now: timers.now,
+      sleep: timers.sleep,
+      schedule: timers.schedule,
+    });
+    expect(second.requests).toEqual([]);
+    expect(a.states()).toEqual({ t1: ["succeeded", 2], t2: ["succeeded", 2] });
+    const outcomes = a.reports().filter((r) => r.attempt === 2);
+    expect(outcomes.map((r) => [r.taskId, r.outcome, r.calls])).toEqual(
+      ["t1", "t2"].map((taskId) => [taskId, { kind: "succeeded", output: `answer to prompt of ${taskId}`, finishReason: "stop" }, []]),
+    );
+    // Every call the upstream served is on the bill once, none twice.
+    expect([...a.ledger.keys()].sort()).toEqual(["t1:1:1", "t2:1:1"]);
+    errors.mockRestore();
+  });
+
   it("hands a pull's calls back to the journal when all its attempts fail, and sends them by the end of the batch", async () => {
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const timers = fakeTimers();

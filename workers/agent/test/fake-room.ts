@@ -255,7 +255,12 @@ export class FakeRoom implements SwarmRoomRpc {
       this.recordCallsFailures -= 1;
       throw new Error("Durable Object is overloaded");
     }
-    for (const report of reports) this.insertCalls(report);
+    for (const report of reports) {
+      this.insertCalls(report);
+      // Like the real room's saveCheckpoint: kept for the attempt that runs, else ignored.
+      const task = this.tasks.get(report.taskId);
+      if (report.checkpoint !== undefined && task?.state === "running" && task.attempts === report.attempt) task.checkpoint = report.checkpoint;
+    }
   }
 
   async recordDeadTicket(ticket: string): Promise<void> {

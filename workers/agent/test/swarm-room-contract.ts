@@ -213,6 +213,28 @@ export function describeSwarmRoomContract(name: string, subject: SwarmRoomContra
       expect(await swarm.calls()).toBe(2);
     });
 
+    it("keeps the checkpoint a recordCalls brings for the attempt that runs, and hands the task's next attempt it once the lease ran out", async () => {
+      const swarm = await subject.start({ tasks: 1, window: 1, maxAttempts: 3 });
+      const [task] = (await swarm.room.pull(pullOf(newTicket(), 1))).granted;
+      if (task === undefined) throw new Error("nothing granted");
+      expect(task.checkpoint).toBeNull();
+      // The task's answer, checkpointed with its call; its outcome never came.
+      const checkpoint = {
+        step: 2,
+        turns: 1,
+        toolCalls: 0,
+        repairs: 0,
+        messages_json: JSON.stringify([{ role: "user", content: "p" }]),
+        answer_json: JSON.stringify({ text: "42", finishReason: "stop", toolCallsOnly: false }),
+      };
+      await swarm.room.recordCalls([{ taskId: task.taskId, attempt: task.attempt, calls: [call()], checkpoint }]);
+
+      await sleep(Math.max(0, task.leaseUntil - Date.now()));
+      const again = await pullUntilGranted(swarm.room, newTicket(), 5_000);
+      expect(again.granted.map((t) => [t.taskId, t.attempt, t.checkpoint])).toEqual([[task.taskId, 2, checkpoint]]);
+      expect(await swarm.calls()).toBe(1);
+    });
+
     it("a final pull records its reports and hands out nothing; the tasks it leaves go to the next ticket", async () => {
       const swarm = await subject.start({ tasks: 3, window: 3, maxAttempts: 3 });
       const ticket = newTicket();
