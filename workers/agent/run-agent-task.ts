@@ -1,7 +1,8 @@
 // One task's agent loop: model call → tool calls (run in parallel) → tool results → model call …, up
 // to max_turns and max_tool_calls, then a final answer, checked against response_format with one
 // repair turn. Each turn is checkpointed (through the call journal) after its model call and after
-// its tools, so a redelivered task resumes there instead of paying for its model calls again. Engine tasks (the planner's
+// its tools, and the last turn's answer with its call, so a redelivered task resumes there (or
+// makes its outcome from the answer) instead of paying for its model calls again. Engine tasks (the planner's
 // and the reducer's calls) run through the same loop: one call, no tools.
 import {
   admitToolCalls,
