@@ -438,21 +438,23 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     if (registry !== null) {
       // Each agent session's state (its lane executors' storage, its local queue brokers) gets a
       // directory apart from the orchestrator's SQLite files, and from the other agent's.
-      // Each agent process (the consumer, then the executors' other hosts) starts at once; the
-      // consumer's bindings to the others' executors find them through the registry when used.
-      const agents: Array<{ name: string }> = [];
+      // The agent processes (the consumer, then the executors' other hosts) start one after the
+      // other: they share the R2 bucket's files (shareFilesBucket), which miniflare keeps in a
+      // SQLite database, and two workerds opening it at the same moment failed to start one of
+      // them now and then ("database is locked: SQLITE_BUSY", in a CI run and in `npm run faults`).
+      // The consumer's bindings to the others' executors find them through the registry when used.
       for (const [i, config] of agentConfigs.entries()) {
         const agentPersist = path.join(persistRoot, i === 0 ? "agent" : `agent-${i + 1}`);
         shareFilesBucket(persistRoot, agentPersist);
-        agents.push(startSession([config.file], await findFreePort(), await findFreePort(), agentPersist, otelArgs));
+        const agent = startSession([config.file], await findFreePort(), await findFreePort(), agentPersist, otelArgs);
+        await waitUntil(
+          `the agent's wrangler dev (${agent.name}) did not register`,
+          sessions.map(({ child }) => child),
+          () => registered(registry, agent.name),
+          () => captured,
+          90_000,
+        );
       }
-      await waitUntil(
-        "the agent's wrangler dev did not register",
-        sessions.map(({ child }) => child),
-        () => agents.every((agent) => registered(registry, agent.name)),
-        () => captured,
-        90_000,
-      );
     }
     await migrated;
     startSession(options.configs ?? ["wrangler.toml"], port, inspectorPort, options.persistTo, [...vars, ...otelArgs]);

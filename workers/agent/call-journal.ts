@@ -229,13 +229,14 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         journal.pending.delete(key);
         journal.carried.add(key);
       }
-      // The outcome makes an attempt's waiting checkpoint moot (a resumable one carries its own):
-      // a task's last answer is checkpointed with its call, and is sent only if a flush comes first.
+      // A one-turn task's answer, checkpointed with its call, is moot once the outcome goes: it is
+      // sent only if a flush comes first. Any other checkpoint still goes (the room's transcript of
+      // a multi-turn task, and its MCP calls, are made from them).
       const dropped: PendingCheckpoint[] = [];
       for (const report of reports) {
         const key = attemptKey(report);
         const waiting = journal.checkpoints.get(key);
-        if (waiting === undefined) continue;
+        if (waiting === undefined || !isFirstAnswer(waiting.checkpoint)) continue;
         dropped.push(waiting);
         journal.checkpoints.delete(key);
       }
@@ -281,6 +282,17 @@ export function callKey(taskId: string, attempt: number, turn: number): string {
 }
 
 /** A task attempt's key in a journal's or a lane's maps (`task:attempt`, callKey without the turn). */
+/** A checkpoint that holds only a first turn's answer: no tool ran, no repair, no MCP call. */
+function isFirstAnswer(checkpoint: AgentCheckpoint): boolean {
+  return (
+    checkpoint.answer_json !== undefined &&
+    checkpoint.turns <= 1 &&
+    checkpoint.toolCalls === 0 &&
+    checkpoint.repairs === 0 &&
+    checkpoint.mcp_calls_json === undefined
+  );
+}
+
 export function attemptKey(of: { taskId: string; attempt: number }): string {
   return `${of.taskId}:${of.attempt}`;
 }
