@@ -10,6 +10,7 @@ import {
   toAssistantToolMessage,
   toCheckpoint,
   toCheckpointMcpCalls,
+  holdsOnlyFirstAnswer,
   toToolError,
   toToolMessage,
   withUniqueCallIds,
@@ -122,6 +123,18 @@ describe("checkpoints", () => {
     expect(JSON.parse(checkpoint.answer_json ?? "null")).toEqual(answer);
     expect(fromCheckpoint(checkpoint)).toEqual(answered);
     expect(toCheckpoint({ ...answered, answer: undefined })).not.toHaveProperty("answer_json");
+  });
+
+  const answeredCheckpoint = (over: Partial<AgentState> = {}): AgentCheckpoint =>
+    toCheckpoint({ ...startConversation("s", "p"), turns: 1, answer: { text: "42", finishReason: "stop", toolCallsOnly: false }, ...over });
+  it.each([
+    ["a first turn's answer", answeredCheckpoint(), true],
+    ["an answer after tool turns", answeredCheckpoint({ turns: 3, toolCalls: 2 }), false],
+    ["an answer after a repair turn", answeredCheckpoint({ turns: 2, repairs: 1 }), false],
+    ["an answer whose conversation made MCP calls", answeredCheckpoint({ mcpCalls: [mcpCall] }), false],
+    ["a first turn's checkpoint with no answer", answeredCheckpoint({ answer: undefined }), false],
+  ])("holds only a first turn's answer: %s → %s", (_label, checkpoint, expected) => {
+    expect(holdsOnlyFirstAnswer(checkpoint)).toBe(expected);
   });
 
   it.each([

@@ -102,6 +102,21 @@ export function fromCheckpoint(checkpoint: AgentCheckpoint): AgentState | null {
   };
 }
 
+/**
+ * Whether a checkpoint holds nothing but a first turn's answer: no tool ran, no repair, no MCP
+ * call. Its conversation is the task's prompt, so nothing but a retry needs it (a multi-turn
+ * task's checkpoints also make the room's transcript of it).
+ */
+export function holdsOnlyFirstAnswer(checkpoint: AgentCheckpoint): boolean {
+  return (
+    checkpoint.answer_json !== undefined &&
+    checkpoint.turns <= 1 &&
+    checkpoint.toolCalls === 0 &&
+    checkpoint.repairs === 0 &&
+    checkpoint.mcp_calls_json === undefined
+  );
+}
+
 /** The answer a checkpoint carries: undefined when it has none, null when it cannot be read. */
 function toCheckpointAnswer(checkpoint: AgentCheckpoint): FinalAnswer | undefined | null {
   if (checkpoint.answer_json === undefined) return undefined;

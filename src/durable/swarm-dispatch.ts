@@ -176,12 +176,11 @@ export class SwarmDispatch {
     const laneRuns = laneRunning + retries + windowed;
     const shareRoom = cap !== null || (windowed < room && !wantMet) || room < 0 || laneRuns <= 0 ? 0 : Math.min(standbyLimit, STANDBY_SLOTS_SHARE * laneRuns);
     // With even calls, the last window stays in the room, for the lanes whose slots free first
-    // (tailStandbyRoom over what waits once this grant's own tasks are out).
+    // (tailStandbyRoom over what waits once this grant's own tasks are out). The calls are read only
+    // where that bound could bind: near the swarm's end.
     const left = waiting - retries - windowed;
-    const standbyRoom =
-      shareRoom === 0 || left - swarm.window >= shareRoom
-        ? shareRoom
-        : Math.min(shareRoom, tailStandbyRoom({ waiting: left, window: swarm.window, evenCalls: this.callsEven(now) }));
+    const nearTheEnd = shareRoom > 0 && left - swarm.window < shareRoom;
+    const standbyRoom = nearTheEnd ? Math.min(shareRoom, tailStandbyRoom({ waiting: left, window: swarm.window, evenCalls: this.callsEven(now) })) : shareRoom;
     if (windowed + standbyRoom > 0) {
       candidates.push(
         ...this.sql

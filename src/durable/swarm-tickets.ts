@@ -31,6 +31,19 @@ type TicketRow = {
  */
 const RECENTLY_HEARD_MS = 2_000;
 
+/** The lane reports a prior is measured on: those made while the swarm still handed tasks out, or all. */
+type PriorSpan = "handingOut" | "any";
+
+/** The most one lane reported carrying, and the sums of the timings lanes reported. */
+interface PriorSample {
+  mostSlots: number | null;
+  timings: number;
+  ttfbMs: number;
+  latencyMs: number;
+}
+
+const emptySample = (): PriorSample => ({ mostSlots: null, timings: 0, ttfbMs: 0, latencyMs: 0 });
+
 export class SwarmTickets {
   /** Open tickets, loaded once per instance. */
   private open: Map<string, TicketRow> | null = null;
@@ -68,11 +81,7 @@ export class SwarmTickets {
    * tasks waited at the lanes' header gates: 1.05–1.07× the pool's wall, against 1.00× for the
    * first swarm on the same stack (`npm run bench -- … --ttfb 484 --rounds 3`).
    */
-  private mostReportedSlots: { handingOut: number | null; any: number | null } = { handingOut: null, any: null };
-  private reportedTimings: Record<"handingOut" | "any", { reports: number; ttfbMs: number; latencyMs: number }> = {
-    handingOut: { reports: 0, ttfbMs: 0, latencyMs: 0 },
-    any: { reports: 0, ttfbMs: 0, latencyMs: 0 },
-  };
+  private readonly reported: Record<PriorSpan, PriorSample> = { handingOut: emptySample(), any: emptySample() };
 
   constructor(
     private readonly sql: SqlStorage,
@@ -113,9 +122,7 @@ export class SwarmTickets {
     // one repeats the room's own assumption), never a draining lane's (what it still runs).
     if (slots > 0 && !draining && measured) {
       this.reportedSlots = slots;
-      const most = this.mostReportedSlots;
-      most.any = Math.max(most.any ?? 0, slots);
-      if (handingOut) most.handingOut = Math.max(most.handingOut ?? 0, slots);
+      for (const sample of this.samplesOf(handingOut)) sample.mostSlots = Math.max(sample.mostSlots ?? 0, slots);
     }
     if (final) return { delivered: this.forget(id) };
     this.heardAt.set(id, now);
@@ -282,11 +289,10 @@ export class SwarmTickets {
    * swarm's prior is measured on (`handingOut`: the swarm still had tasks to hand out).
    */
   noteTiming(timing: { ttfbMs: number; latencyMs: number }, handingOut = true): void {
-    for (const [kind, sums] of Object.entries(this.reportedTimings)) {
-      if (kind === "handingOut" && !handingOut) continue;
-      sums.reports += 1;
-      sums.ttfbMs += timing.ttfbMs;
-      sums.latencyMs += timing.latencyMs;
+    for (const sample of this.samplesOf(handingOut)) {
+      sample.timings += 1;
+      sample.ttfbMs += timing.ttfbMs;
+      sample.latencyMs += timing.latencyMs;
     }
     const weight = 0.2;
     this.timing =
@@ -372,13 +378,17 @@ export class SwarmTickets {
    * window's 17, and 45 of 100 tasks waited a call's time for the rest (warm-up bench, 1.25× the pool).
    */
   measuredLanes(): LanePrior | null {
-    const body = this.reportedTimings.handingOut.reports > 0 && this.mostReportedSlots.handingOut !== null;
-    const most = body ? this.mostReportedSlots.handingOut : this.mostReportedSlots.any;
-    const sums = this.reportedTimings[body ? "handingOut" : "any"];
-    if (most === null || sums.reports === 0) return null;
-    const timing = { ttfbMs: sums.ttfbMs / sums.reports, latencyMs: sums.latencyMs / sums.reports };
-    const atMeanTiming = toLaneSlots(most, HEADER_SLOTS_PER_INVOCATION, timing);
-    return { slots: Math.min(most, atMeanTiming), latencyMs: Math.round(timing.latencyMs * 10) / 10 };
+    const { handingOut } = this.reported;
+    const sample = handingOut.timings > 0 && handingOut.mostSlots !== null ? handingOut : this.reported.any;
+    if (sample.mostSlots === null || sample.timings === 0) return null;
+    const timing = { ttfbMs: sample.ttfbMs / sample.timings, latencyMs: sample.latencyMs / sample.timings };
+    const atMeanTiming = toLaneSlots(sample.mostSlots, HEADER_SLOTS_PER_INVOCATION, timing);
+    return { slots: Math.min(sample.mostSlots, atMeanTiming), latencyMs: Math.round(timing.latencyMs * 10) / 10 };
+  }
+
+  /** The samples a lane's report goes into: every report's, and the body's while tasks are handed out. */
+  private samplesOf(handingOut: boolean): PriorSample[] {
+    return handingOut ? [this.reported.any, this.reported.handingOut] : [this.reported.any];
   }
 
   private load(): Map<string, TicketRow> {

@@ -2,6 +2,7 @@
 // ending, by the lane's next pull or else by a recordCalls of its own, so an invocation that dies
 // mid-batch loses the exact usage of at most that much (those calls, noted before they were sent,
 // are still billed, at their estimate).
+import { holdsOnlyFirstAnswer } from "../../src/core/agent-conversation.ts";
 import type { AgentCheckpoint, CallRecord, CallsReport, TaskReport } from "../../src/core/swarm-contract.ts";
 import type { SwarmRoomRpc, SwarmRooms } from "./swarm-rooms.ts";
 import { toErrorMessage } from "../../src/core/error-message.ts";
@@ -236,7 +237,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       for (const report of reports) {
         const key = attemptKey(report);
         const waiting = journal.checkpoints.get(key);
-        if (waiting === undefined || !isFirstAnswer(waiting.checkpoint)) continue;
+        if (waiting === undefined || !holdsOnlyFirstAnswer(waiting.checkpoint)) continue;
         dropped.push(waiting);
         journal.checkpoints.delete(key);
       }
@@ -282,17 +283,6 @@ export function callKey(taskId: string, attempt: number, turn: number): string {
 }
 
 /** A task attempt's key in a journal's or a lane's maps (`task:attempt`, callKey without the turn). */
-/** A checkpoint that holds only a first turn's answer: no tool ran, no repair, no MCP call. */
-function isFirstAnswer(checkpoint: AgentCheckpoint): boolean {
-  return (
-    checkpoint.answer_json !== undefined &&
-    checkpoint.turns <= 1 &&
-    checkpoint.toolCalls === 0 &&
-    checkpoint.repairs === 0 &&
-    checkpoint.mcp_calls_json === undefined
-  );
-}
-
 export function attemptKey(of: { taskId: string; attempt: number }): string {
   return `${of.taskId}:${of.attempt}`;
 }

@@ -229,8 +229,8 @@ export async function runAgentTask(config: TaskRunConfig, task: ClaimedTask, ctx
     // lane's next pull (its outcomes wait for company), while the call may go with the journal's
     // next flush before it. A machine that died in between left the call paid and the task running,
     // and its retry called the model again for the answer (`npm run faults -- --case kill-tools`:
-    // 0–18 answer turns of 200 tasks paid twice). The journal drops the checkpoint when the pull
-    // carries the outcome first (CallJournal.carry), so it is sent only when the flush is first.
+    // 0–18 answer turns of 200 tasks paid twice). A one-turn task's answer is dropped from the
+    // journal when the pull carries its outcome first (CallJournal.carry): sent only if the flush is.
     state.answer = { text: result.text, finishReason: result.finishReason, toolCallsOnly: result.toolCalls.length > 0 && result.text.trim() === "" };
     ctx.onCheckpoint(state);
     journal();
