@@ -37,11 +37,18 @@ describe("standby target", () => {
 
 describe("a lane's share of standby tasks", () => {
   it.each([
-    ["a swarm's start: 900 waiting over 17 lanes", { waiting: 900, openLanes: 17 }, 53],
-    ["its end: 100 waiting over 17 lanes", { waiting: 100, openLanes: 17 }, 6],
-    ["one task left: 1", { waiting: 1, openLanes: 17 }, 1],
-    ["nothing left: none", { waiting: 0, openLanes: 17 }, 0],
-    ["no open lane counted (a lane the room has not heard of yet): all of it", { waiting: 40, openLanes: 0 }, 40],
+    ["a swarm's start: 900 waiting over 17 lanes", { waiting: 900, held: 0, laneHeld: 0, openLanes: 17 }, 53],
+    ["its end: 100 waiting over 17 lanes", { waiting: 100, held: 0, laneHeld: 0, openLanes: 17 }, 6],
+    ["one task left: 1", { waiting: 1, held: 0, laneHeld: 0, openLanes: 17 }, 1],
+    ["nothing left: none", { waiting: 0, held: 0, laneHeld: 0, openLanes: 17 }, 0],
+    ["no open lane counted (a lane the room has not heard of yet): all of it", { waiting: 40, held: 0, laneHeld: 0, openLanes: 0 }, 40],
+    // 17 lanes pull in turn at 306 waiting: each is granted 18, where over what waits alone the
+    // first would get 18 and the last 11.
+    ["the first of 17 lanes at 306 waiting", { waiting: 306, held: 0, laneHeld: 0, openLanes: 17 }, 18],
+    ["the last of them: 18 waiting, 288 held by the other 16", { waiting: 18, held: 288, laneHeld: 0, openLanes: 17 }, 18],
+    ["a lane that holds its share already: none", { waiting: 50, held: 120, laneHeld: 10, openLanes: 17 }, 0],
+    ["a lane that holds part of its share: the rest", { waiting: 50, held: 120, laneHeld: 4, openLanes: 17 }, 6],
+    ["a lane that holds more than its share: none, never less", { waiting: 0, held: 40, laneHeld: 30, openLanes: 17 }, 0],
   ])("%s", (_label, input, expected) => {
     expect(standbyShare(input)).toBe(expected);
   });

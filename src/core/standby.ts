@@ -65,14 +65,21 @@ export function standbyTarget(input: StandbyInput): number {
 }
 
 /**
- * The most standby tasks one lane is granted: its share of the tasks the room has yet to hand out,
- * spread over the swarm's open lanes. A lane runs its standby tasks only in the places of its own
+ * The most standby tasks one lane is granted now: its share of the tasks not yet started — those
+ * the room has yet to hand out and those lanes hold as standby — spread over the swarm's open
+ * lanes, less what it holds already. A lane runs its standby tasks only in the places of its own
  * tasks as they end, so near a swarm's end a lane holding more than its share runs them a few at a
  * time while other lanes have room: 200 tasks at W = 100 over 17 lanes of 6, each holding up to 18,
  * left the last 100 with 23–36 calls in flight for 2 s where the pool had drained.
+ *
+ * Counted over what waits alone, the share shrank with every grant, so the lanes that pulled first
+ * held the most, and ran their last standby tasks after the others had ended (1,000 × 200 ms,
+ * W = 100, headers with the answer: one lane still held 9 standby tasks for its 4 running when 81
+ * were left, and started its last two 140 and 250 ms after the other lanes' last).
  */
-export function standbyShare(input: { waiting: number; openLanes: number }): number {
-  return Math.ceil(Math.max(0, input.waiting) / Math.max(1, input.openLanes));
+export function standbyShare(input: { waiting: number; held: number; laneHeld: number; openLanes: number }): number {
+  const notStarted = Math.max(0, input.waiting) + Math.max(0, input.held);
+  return Math.max(0, Math.ceil(notStarted / Math.max(1, input.openLanes)) - Math.max(0, input.laneHeld));
 }
 
 /** Finished calls the room needs before it calls a swarm's calls even (fewer: not even). */

@@ -68,6 +68,18 @@ export interface DispatchParts {
   trace: { traceparent(): string | undefined };
 }
 
+/** What a lane that names itself brings to a grant besides its want: what it runs and holds, and the standby tasks it asks for. */
+export interface LaneAsk {
+  /** The lane (PullRequest.lane): its grants are noted under it. */
+  id: string;
+  /** Standby tasks it asks for (PullRequest.standby). */
+  standby: number;
+  /** Tasks it runs, those of its standby tasks that just entered the window included. */
+  running: number;
+  /** Standby tasks it still holds. */
+  held: number;
+}
+
 export class SwarmDispatch {
   private readonly sql: SqlStorage;
   private readonly store: SwarmStore;
@@ -121,9 +133,9 @@ export class SwarmDispatch {
 
   /**
    * Up to `want` tasks of the pool, due retries first (they hold their place in the window), then
-   * pending tasks while the window has room, then — once the window is full — up to `standby`
+   * pending tasks while the window has room, then — once the window is full — up to `lane.standby`
    * pending tasks as standby (leased outside the window: src/core/standby.ts), if the lane runs
-   * tasks (`laneRunning`: PullRequest.running, and held ones just run) or this grant gives it some.
+   * tasks (`lane.running`) or this grant gives it some.
    * Each is leased as its next attempt, with its budget reserved. `blocked`: nothing can be granted
    * until something changes (every circuit open, the budget waiting for reservations to settle, or
    * no task fits the lane's remaining time).
@@ -134,9 +146,7 @@ export class SwarmDispatch {
     now: number,
     pool: TaskPool,
     endBy: number | null,
-    lane?: string,
-    standby = 0,
-    laneRunning = 0,
+    lane?: LaneAsk,
   ): { granted: ClaimedTask[]; ended: boolean; blocked: boolean } {
     const result = { granted: [] as ClaimedTask[], ended: false, blocked: false };
     if (swarm.finished_at !== null || (swarm.state !== "running" && swarm.state !== "planning" && swarm.state !== "reducing")) return result;
@@ -144,9 +154,11 @@ export class SwarmDispatch {
     const long = pool === "long" ? 1 : 0;
     const limit = Math.min(want, 1_000);
     // Standby tasks go to a lane that names itself (it reports what it starts in their place), and
-    // no lane holds more than its share of what is left (standbyShare).
+    // no lane holds more than its share of what is not started yet (standbyShare).
     const waiting = this.totals.waiting();
-    const standbyLimit = lane === undefined ? 0 : Math.max(0, Math.min(standby, STANDBY_MAX, standbyShare({ waiting, openLanes: this.tickets.openCount() })));
+    const laneRunning = lane?.running ?? 0;
+    const share = lane === undefined ? 0 : standbyShare({ waiting, held: this.totals.standby(), laneHeld: lane.held, openLanes: this.tickets.openCount() });
+    const standbyLimit = lane === undefined ? 0 : Math.max(0, Math.min(lane.standby, STANDBY_MAX, share));
     const candidates = this.sql
       .exec<TaskRow & { size: number }>(
         `SELECT ${TASK_COLUMNS}, LENGTH(prompt) + COALESCE(LENGTH(checkpoint), 0) AS size FROM tasks
@@ -311,7 +323,7 @@ export class SwarmDispatch {
       });
       if (windowGrants >= want && result.granted.length - windowGrants >= standbyRoom) break;
     }
-    if (lane !== undefined) this.ledger.preNote(swarm, notes, lane);
+    if (lane !== undefined) this.ledger.preNote(swarm, notes, lane.id);
     if (warmupCap !== null && windowGrants > 0) this.warmup.granted(swarm, now);
     return result;
   }

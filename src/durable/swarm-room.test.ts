@@ -268,6 +268,27 @@ describe("SwarmRoom pull", () => {
     expect(standby).toHaveLength(8);
   });
 
+  it("counts the standby tasks other lanes hold in a lane's share: lanes that pull in turn get about the same", async () => {
+    const { input, stub } = newSwarm(70, { concurrency: 30 });
+    await stub.start(input);
+    const sent = await tickets(stub);
+    expect(sent).toHaveLength(5);
+    const ask = { seq: 1, want: 6, standby: 64, running: 6 };
+    const held: { taskId: string; attempt: number }[][] = [];
+    for (const [i, ticket] of sent.slice(0, 3).entries()) {
+      const pulled = await pull(stub, { ...ask, ticket: ticket.id, lane: `lane-${i}` });
+      expect(pulled.granted.filter((task) => task.standby !== true)).toHaveLength(6);
+      held.push(pulled.granted.filter((task) => task.standby === true).map((task) => ({ taskId: task.taskId, attempt: task.attempt })));
+    }
+    // Not started: 70, then 70 − 6 = 64, then 64 − 6 = 58, over 5 lanes. Over what waits alone
+    // (70, 50, 34) the later lanes would get 14, 10 and 7.
+    expect(held.map((tasks) => tasks.length)).toEqual([14, 13, 12]);
+    // The first lane asks again holding its 14: not started, 13 wait and 39 are held, over 5
+    // lanes 11 each, fewer than it holds. Over what waits alone it would get 3 more.
+    const again = await pull(stub, { ticket: sent[0]?.id ?? "", lane: "lane-0", seq: 2, want: 0, standby: 64, running: 12, held: held[0] ?? [] });
+    expect(again.granted).toEqual([]);
+  });
+
   it("grants a lane at most three times what it will run as standby, whatever it asked for", async () => {
     const { input, stub } = newSwarm(200, { concurrency: 30 });
     await stub.start(input);

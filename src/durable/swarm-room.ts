@@ -329,9 +329,15 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
                 now,
                 pool,
                 request.endBy ?? null,
-                request.lane,
-                request.standby ?? 0,
-                (request.running ?? 0) + run.length,
+                request.lane === undefined
+                  ? undefined
+                  : {
+                      id: request.lane,
+                      standby: request.standby ?? 0,
+                      running: (request.running ?? 0) + run.length,
+                      // Those of its held tasks that just entered the window run now.
+                      held: Math.max(0, (request.held?.length ?? 0) - run.length),
+                    },
               );
       this.tickets.rememberGrants(request.ticket, request.lane, request.seq, grant.granted, request.final);
       this.live.noteTasks(grant.granted.map((task) => task.taskId));
