@@ -34,6 +34,7 @@ import { sumChatSpans } from "./lib/span-tree.ts";
 import { scratchStateDir } from "./lib/scratch-state.ts";
 import { machineCeiling } from "./lib/machine-ceiling.ts";
 import { formatInFlightBySteps, formatRamp, inFlightBySteps, rampOf } from "./lib/ramp-trace.ts";
+import { formatSlotRefill, slotRefill } from "./lib/slot-refill.ts";
 import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
 // The options, their defaults and `--help` are commander's (as the CLI's): one declaration each.
@@ -70,7 +71,10 @@ const program = newProgram("npm run bench --")
   .option("--one-process", "both Workers in one wrangler dev session, to compare")
   .option("--agent-processes <n>", `workerd processes that run the agent's lane executors (1-${MAX_AGENT_PROCESSES})`, String(DEFAULT_AGENT_PROCESSES))
   .option("--stack-log <file>", "write both Workers' log lines (wrangler dev's output) to FILE at the end")
-  .option("--ramp", "sample in flight every 10 ms and print each run's ramp to its peak, and its mean in flight every 500 ms to its end")
+  .option(
+    "--ramp",
+    "sample in flight every 10 ms and print each run's ramp to its peak, its mean in flight every 500 ms to its end, and how long its freed slots waited for their next call, round by round",
+  )
   .option("--pool-cpu-prof", "profile the baseline (Node --cpu-prof)")
   .option("--workerd-cpu-prof", "profile each isolate through workerd's inspector")
   .option("--workerd-cpu-prof-interval <us>", "with --workerd-cpu-prof: µs between samples (50-10,000)", String(SAMPLING_INTERVAL_US))
@@ -134,6 +138,8 @@ const MAX_ATTEMPTS = 3;
 const IN_FLIGHT_SAMPLE_MS = values.ramp ? 10 : 50;
 /** --ramp: the step of its in-flight means over the whole run. */
 const IN_FLIGHT_STEP_MS = 500;
+/** --ramp: the most request spans the mock keeps a run (a 10,000-task run with retries fits; each is two numbers). */
+const REQUEST_SPANS_KEPT = 200_000;
 /** The machine's cores: the CPU both runners and the mock share. */
 const CORES = availableParallelism();
 /** How often the bench reads the measured swarm's status while it runs. */
@@ -251,7 +257,8 @@ const traceReceiver = values.trace ? await startOtlpReceiver({ port: 0 }) : null
 const stack = await startStack({
   port: 0,
   apiToken: generateToken(),
-  mock: scenario,
+  // --ramp: the mock keeps each request's span, for the refill of freed slots (slot-refill.ts).
+  mock: { ...scenario, keepRequestSpans: values.ramp ? REQUEST_SPANS_KEPT : 0 },
   persistTo,
   ...(traceReceiver === null ? {} : { otel: { OTEL_EXPORTER_OTLP_ENDPOINT: traceReceiver.url, OTEL_TRACES_SAMPLER_ARG: TRACE_SAMPLE_RATIO } }),
   agentVars: { UPSTREAM_HEADER_SLOTS: values.gate ? String(HEADER_SLOTS_PER_INVOCATION) : "0" },
@@ -344,7 +351,10 @@ async function runBaselineOnce(mock: MockModelHandle, profile: boolean): Promise
     memory: `rss_mb=${b.max_rss_mb.toFixed(0)}`,
     extra: `${b.max_ms === null ? "" : ` slowest_call=${(b.max_ms / 1000).toFixed(2)} s`}${b.retries > 0 ? ` retries=${b.retries} errors=${JSON.stringify(b.errors)}` : ""}`,
   };
-  if (values.ramp) console.log(`ramp of the baseline (in flight every ${IN_FLIGHT_SAMPLE_MS} ms): ${sampler.ramp(upstream)}`);
+  if (values.ramp) {
+    console.log(`ramp of the baseline (in flight every ${IN_FLIGHT_SAMPLE_MS} ms): ${sampler.ramp(upstream)}`);
+    console.log(`slots of the baseline: ${formatSlotRefill(slotRefill(mock.requestSpans(), concurrency))}`);
+  }
   if (profileDir !== undefined) printPoolProfile(profileDir, tasks);
   return figures;
 }
@@ -401,6 +411,7 @@ async function runEdgeswarmOnce(
   const mockCpuMs = sampler.mockCpuMs(upstream);
   if (values.ramp) {
     console.log(`ramp of edgeswarm (in flight every ${IN_FLIGHT_SAMPLE_MS} ms): ${sampler.ramp(upstream)}`);
+    console.log(`slots of edgeswarm: ${formatSlotRefill(slotRefill(mock.requestSpans(), concurrency))}`);
     console.log(`edgeswarm's ends (ms): ${formatEnds(submittedAt, status.wall_s, upstream)}`);
   }
 

@@ -388,6 +388,29 @@ describe("time to first byte (ttfb)", () => {
     expect(mock.stats()).toMatchObject({ max_in_flight: 0, max_waiting_for_headers: 0 });
   });
 
+  it("keeps the spans of up to keepRequestSpans requests since the last reset, none by default", async () => {
+    expect(mock.requestSpans()).toEqual([]);
+    const other = await startMockModel({ keepRequestSpans: 2, latency: 40 });
+    try {
+      const before = Date.now();
+      for (const i of [1, 2, 3]) await (await chat(other, { body: userBody(`span ${i}`) })).text();
+      const spans = other.requestSpans();
+      expect(spans).toHaveLength(2);
+      for (const span of spans) {
+        expect(span.start).toBeGreaterThanOrEqual(before);
+        expect(span.end - span.start).toBeGreaterThanOrEqual(30);
+      }
+      expect(spans[1]?.start).toBeGreaterThanOrEqual(spans[0]?.end ?? Infinity);
+      other.resetStats();
+      expect(other.requestSpans()).toEqual([]);
+      await (await chat(other, { body: userBody("after the reset") })).text();
+      expect(other.requestSpans()).toHaveLength(1);
+    } finally {
+      await other.close();
+    }
+    await expect(startMockModel({ keepRequestSpans: -1 })).rejects.toThrow("keepRequestSpans must be an integer >= 0");
+  });
+
   it("a client that leaves during the ttfb stops waiting for headers", async () => {
     const ac = new AbortController();
     const p = chat(mock, { body: userBody("gone", { stream: true }), headers: { "x-mock-ttfb-ms": "60000" }, signal: ac.signal });

@@ -18,7 +18,7 @@ import { createPrng } from "./prng.ts";
 import { parseRatesCli, parseScenario } from "./scenario.ts";
 import type { Scenario } from "./scenario.ts";
 import { Stats } from "./stats.ts";
-import type { StatsSnapshot } from "./stats.ts";
+import type { RequestSpan, StatsSnapshot } from "./stats.ts";
 import { streamPlan } from "./stream.ts";
 import type { StreamEvent } from "./stream.ts";
 import { PREFIX_MIN_TOKENS, PrefixCache, toCacheText, toPrefillSkippedMs, toPrefixBlocks, type PrefixBlocks } from "./prefix-cache.ts";
@@ -32,7 +32,7 @@ import { SIGNATURE_HEADER, lintFindings, verifyWebhookSignature } from "./webhoo
 export type { Scenario } from "./scenario.ts";
 export type { LatencySpec } from "./latency.ts";
 export type { FaultKind, ScriptStep } from "./faults.ts";
-export type { StatsSnapshot, TokenCounts } from "./stats.ts";
+export type { RequestSpan, StatsSnapshot, TokenCounts } from "./stats.ts";
 export type { NormalizedUsage, UsageReport, UsageShape } from "./usage.ts";
 export { USAGE_SHAPES } from "./usage.ts";
 export type { ToolDialect } from "./tool-dialect.ts";
@@ -64,6 +64,11 @@ export interface MockModelOptions extends Scenario {
   context_tokens_by_model?: Record<string, number>;
   /** When set, POST /tools/lint requires a valid x-edgeswarm-signature made with this secret. */
   webhookSecret?: string;
+  /**
+   * Keep the spans (arrival to end) of up to this many chat requests since the last reset, for
+   * `requestSpans()` (default 0: none). A server setting: setScenario keeps it.
+   */
+  keepRequestSpans?: number;
 }
 
 export interface MockModelHandle {
@@ -73,6 +78,8 @@ export interface MockModelHandle {
   /** Stops listening and drops every open connection (including hung requests). */
   close(): Promise<void>;
   stats(): StatsSnapshot;
+  /** The spans of the chat requests since the last reset (empty unless `keepRequestSpans` is set). */
+  requestSpans(): RequestSpan[];
   resetStats(): void;
   /** Replaces the whole scenario (validated; throws on invalid input) and re-seeds the PRNG. */
   setScenario(scenario: Scenario): void;
@@ -178,6 +185,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     contextTokens,
     context_tokens_by_model: contextByModel = {},
     webhookSecret,
+    keepRequestSpans = 0,
     ...scenarioInput
   } = options;
   if (contextTokens !== undefined && !isLimit(contextTokens)) throw new Error("mock-model: contextTokens must be an integer > 0");
@@ -188,7 +196,8 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
   const checked = parseScenario(JSON.parse(JSON.stringify({ ...aliases, ...scenarioInput })));
   if (!checked.ok) throw new Error(`mock-model: ${checked.error}`);
   let state = makeState(checked.value);
-  const stats = new Stats();
+  if (!Number.isInteger(keepRequestSpans) || keepRequestSpans < 0) throw new Error("mock-model: keepRequestSpans must be an integer >= 0");
+  const stats = new Stats({ keepSpans: keepRequestSpans });
   const idPrefix = randomBytes(4).toString("hex");
   let idCounter = 0;
   const keyIds = new Map<string, string>();
@@ -366,7 +375,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
   }
 
   async function chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    stats.begin();
+    const startedAt = stats.begin();
     let done = false;
     let timer: NodeJS.Timeout | undefined;
     /** The TPM charge of an admitted request, and what it settles to (set once an answer body starts). */
@@ -386,7 +395,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
       done = true;
       headersSent();
       tpmTicket?.settle(tpmCharge);
-      stats.end(outcome);
+      stats.end(outcome, startedAt);
       if (outcome === "completed" && toolCallAnswer) stats.count("tool_call_responses");
     };
     res.on("close", () => {
@@ -732,6 +741,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
         server.closeAllConnections();
       }),
     stats: () => stats.snapshot(),
+    requestSpans: () => [...stats.spans()],
     resetStats: () => stats.reset(),
     setScenario: (s: Scenario) => setScenario(JSON.parse(JSON.stringify(s))),
     getScenario,

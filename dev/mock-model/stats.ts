@@ -79,6 +79,12 @@ export interface StatsSnapshot {
   last_end_at: number | null;
 }
 
+/** A chat-completion request as the mock saw it: from its arrival to its end (epoch ms). */
+export interface RequestSpan {
+  start: number;
+  end: number;
+}
+
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
@@ -124,6 +130,9 @@ const tokenCounts = (e: Entry): TokenCounts => ({
 });
 
 export class Stats {
+  /** The most request spans kept since the last reset (0: none). */
+  readonly #spanLimit: number;
+  #spans: RequestSpan[] = [];
   #startedAt = new Date().toISOString();
   #resetAt = this.#startedAt;
   #calls = 0;
@@ -143,14 +152,24 @@ export class Stats {
   #firstRequestAt: number | null = null;
   #lastEndAt: number | null = null;
 
-  /** A chat-completion request arrived; pair with exactly one `headers()` and one `end()`. */
-  begin(): void {
-    this.#firstRequestAt ??= Date.now();
+  /** `keepSpans`: keep the spans of up to this many chat requests since the last reset (`spans()`). */
+  constructor(options: { keepSpans?: number } = {}) {
+    this.#spanLimit = Math.max(0, Math.floor(options.keepSpans ?? 0));
+  }
+
+  /**
+   * A chat-completion request arrived; pair with exactly one `headers()` and one `end()`, which
+   * takes the epoch ms returned here (its span's start).
+   */
+  begin(): number {
+    const now = Date.now();
+    this.#firstRequestAt ??= now;
     this.#calls++;
     this.#inFlight++;
     if (this.#inFlight > this.#maxInFlight) this.#maxInFlight = this.#inFlight;
     this.#waiting++;
     if (this.#waiting > this.#maxWaiting) this.#maxWaiting = this.#waiting;
+    return now;
   }
 
   /** The request's response headers went out (or it ended without any): it no longer waits for them. */
@@ -158,8 +177,12 @@ export class Stats {
     this.#waiting--;
   }
 
-  end(outcome: "completed" | "aborted" | "other"): void {
-    this.#lastEndAt = Date.now();
+  end(outcome: "completed" | "aborted" | "other", startedAt: number): void {
+    const now = Date.now();
+    this.#lastEndAt = now;
+    // A request begun before the last reset is not this run's.
+    const thisRun = this.#firstRequestAt !== null && startedAt >= this.#firstRequestAt;
+    if (thisRun && this.#spans.length < this.#spanLimit) this.#spans.push({ start: startedAt, end: now });
     this.#inFlight--;
     if (outcome === "completed") this.#completed++;
     else if (outcome === "aborted") this.#aborted++;
@@ -216,6 +239,12 @@ export class Stats {
     this.#counters = zeroCounters();
     this.#firstRequestAt = null;
     this.#lastEndAt = null;
+    this.#spans = [];
+  }
+
+  /** The spans of the chat requests that began and ended since the last reset, in the order they ended (none unless kept). */
+  spans(): readonly RequestSpan[] {
+    return this.#spans;
   }
 
   snapshot(): StatsSnapshot {

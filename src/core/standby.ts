@@ -73,9 +73,9 @@ export function standbyTarget(input: StandbyInput): number {
  * left the last 100 with 23–36 calls in flight for 2 s where the pool had drained.
  *
  * Counted over what waits alone, the share shrank with every grant, so the lanes that pulled first
- * held the most, and ran their last standby tasks after the others had ended (1,000 × 200 ms,
- * W = 100, headers with the answer: one lane still held 9 standby tasks for its 4 running when 81
- * were left, and started its last two 140 and 250 ms after the other lanes' last).
+ * held the most: 1,000 × 200 ms, W = 100, headers with the answer, the 10 lanes of 6 that pulled
+ * while 171 to 100 tasks were left got 11, 11, 10, 9, 9, 8, 8, 7, 7 and 2 standby tasks, and ran
+ * them into the last round while other lanes' slots stood empty.
  */
 export function standbyShare(input: { waiting: number; held: number; laneHeld: number; openLanes: number }): number {
   const notStarted = Math.max(0, input.waiting) + Math.max(0, input.held);
