@@ -35,7 +35,7 @@ import { scratchStateDir } from "./lib/scratch-state.ts";
 import { machineCeiling } from "./lib/machine-ceiling.ts";
 import { formatInFlightBySteps, formatRamp, inFlightBySteps, rampOf } from "./lib/ramp-trace.ts";
 import { formatSlotRefill, slotRefill } from "./lib/slot-refill.ts";
-import { formatSummary, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
+import { formatSummary, getSwarm, submitSwarm, waitForSwarm, type SwarmStatusBody } from "./lib/swarm-client.ts";
 
 // The options, their defaults and `--help` are commander's (as the CLI's): one declaration each.
 const program = newProgram("npm run bench --")
@@ -138,6 +138,8 @@ const MAX_ATTEMPTS = 3;
 const IN_FLIGHT_SAMPLE_MS = values.ramp ? 10 : 50;
 /** --ramp: the step of its in-flight means over the whole run. */
 const IN_FLIGHT_STEP_MS = 500;
+/** Status reads whose CPU is measured after a swarm: workerd's CPU is read in 10 ms ticks, so many. */
+const STATUS_READ_SAMPLES = 60;
 /** --ramp: the most request spans the mock keeps a run (a 10,000-task run with retries fits; each is two numbers). */
 const REQUEST_SPANS_KEPT = 200_000;
 /** The machine's cores: the CPU both runners and the mock share. */
@@ -342,6 +344,7 @@ async function runBaselineOnce(mock: MockModelHandle, profile: boolean): Promise
     p50: b.p50_ms,
     p95: b.p95_ms,
     cpuPerTask: b.cpu_ms / b.tasks,
+    statusReadCpuPerTask: null,
     cpuMs: b.cpu_ms,
     mockCpuMs: sampler.mockCpuMs(upstream),
     ok: b.ok,
@@ -439,6 +442,15 @@ async function runEdgeswarmOnce(
     console.log(`workerd cpu/task by process: ${bySession.join(" ")}`);
   }
   if (profiles !== null) printWorkerdProfiles(profiles, tasks, workerd?.cpuMs ?? null);
+  // The bench's reads of the status are workerd's CPU too, but not the swarm's: each costs what the
+  // same read costs once the swarm is over (the status of a finished swarm is read the same way).
+  const readMs = workerd !== null && statusReads > 0 ? await statusReadCpuMs(id) : null;
+  const statusReadCpuPerTask = readMs === null ? null : (readMs * statusReads) / tasks;
+  if (readMs !== null && statusReadCpuPerTask !== null && workerd !== null) {
+    console.log(
+      `the bench's status reads: ${statusReads} during the swarm, ${readMs.toFixed(1)} ms of workerd CPU each (${STATUS_READ_SAMPLES} read after it), ${statusReadCpuPerTask.toFixed(2)} ms a task; the swarm's own cpu/task=${(workerd.cpuMs / tasks - statusReadCpuPerTask).toFixed(2)} ms`,
+    );
+  }
   let agentPerf: PerfKindCost[] | null = null;
   if (perfScript !== null) {
     const breakdown = breakdownPerfScript(perfScript);
@@ -465,6 +477,7 @@ async function runEdgeswarmOnce(
     p50: status.latency_ms.p50,
     p95: status.latency_ms.p95,
     cpuPerTask: workerd === null ? null : workerd.cpuMs / tasks,
+    statusReadCpuPerTask,
     cpuMs: workerd === null ? null : workerd.cpuMs,
     mockCpuMs,
     ok: status.counts.succeeded,
@@ -664,7 +677,7 @@ function printRun(base: RunFigures | null, edgeswarm: RunFigures): void {
     console.log(`${label("baseline (promise pool, openai SDK):")}${formatRun(base)}${base.extra}`);
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
     console.log(
-      `ratio edgeswarm/baseline: wall=${ratio(edgeswarm.wallS, base.wallS)} upstream_wall=${ratio(upstreamWallS(edgeswarm.upstream), upstreamWallS(base.upstream))} p50=${ratio(edgeswarm.p50, base.p50)} p95=${ratio(edgeswarm.p95, base.p95)} cpu/task=${ratio(edgeswarm.cpuPerTask, base.cpuPerTask)}` +
+      `ratio edgeswarm/baseline: wall=${ratio(edgeswarm.wallS, base.wallS)} upstream_wall=${ratio(upstreamWallS(edgeswarm.upstream), upstreamWallS(base.upstream))} p50=${ratio(edgeswarm.p50, base.p50)} p95=${ratio(edgeswarm.p95, base.p95)} cpu/task=${ratio(edgeswarm.cpuPerTask, base.cpuPerTask)}${swarmCpuRatio(edgeswarm, base)}` +
         `    ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)} (baseline ${wallOverIdeal(base.wallS)})`,
     );
     console.log(
@@ -790,6 +803,11 @@ interface RunFigures {
   p50: number | null;
   p95: number | null;
   cpuPerTask: number | null;
+  /**
+   * Of cpuPerTask, what the bench's own status reads cost workerd during the run (edgeswarm; null
+   * for the pool, which nothing reads): the reads times their cost, measured after the run.
+   */
+  statusReadCpuPerTask: number | null;
   /** The runner's CPU over the run in all: the pool's process, or every workerd process. */
   cpuMs: number | null;
   /** The bench process's CPU over the mock's view of the run, which is the mock model's (see startRun); null when unknown. */
@@ -879,6 +897,12 @@ function upstreamWallS(upstream: StatsSnapshot): number | null {
   return upstream.first_request_at === null || upstream.last_end_at === null ? null : (upstream.last_end_at - upstream.first_request_at) / 1_000;
 }
 
+/** ` (the swarm's own: 1.09x)`: the CPU ratio without the bench's status reads, when they were measured. */
+function swarmCpuRatio(edgeswarm: RunFigures, base: RunFigures): string {
+  if (edgeswarm.statusReadCpuPerTask === null || edgeswarm.cpuPerTask === null) return "";
+  return ` (the swarm's own: ${ratio(edgeswarm.cpuPerTask - edgeswarm.statusReadCpuPerTask, base.cpuPerTask)})`;
+}
+
 function formatRun(r: RunFigures): string {
   const ms = (v: number | null) => (v === null ? "n/a" : `${Math.round(v)}`);
   const upstreamWall = upstreamWallS(r.upstream);
@@ -916,6 +940,15 @@ function workerdUsage(before: ProcessUsage[], after: ProcessUsage[]): { cpuMs: n
     peakRssMb: after.reduce((sum, p) => sum + p.peakRssMb, 0),
     note: gone.length > 0 ? `workerd ${gone.join(", ")} exited during the swarm: its CPU is not counted` : null,
   };
+}
+
+/** The workerd CPU one read of swarm `id`'s status costs, in ms: STATUS_READ_SAMPLES reads, one after the other. */
+async function statusReadCpuMs(id: string): Promise<number | null> {
+  const pids = stack.sessions.map((session) => session.pid);
+  const before = usageOfDescendants(pids, "workerd");
+  for (let i = 0; i < STATUS_READ_SAMPLES; i += 1) await getSwarm(stack.url, stack.token, id);
+  const used = workerdUsage(before, usageOfDescendants(pids, "workerd"));
+  return used === null ? null : used.cpuMs / STATUS_READ_SAMPLES;
 }
 
 function formatCpuPerTask(cpuMs: number | null, taskCount: number): string {

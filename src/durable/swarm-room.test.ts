@@ -729,6 +729,26 @@ describe("SwarmRoom reading", () => {
     expect(status?.finished_at).not.toBeNull();
   });
 
+  it("makes a finished swarm's output once: later status reads do not read every task's output again", async () => {
+    const { input, stub } = newSwarm(2, { concurrency: 2 });
+    await stub.start(input);
+    await pull(stub, { want: 2 });
+    await pull(stub, { reports: [report("task-001", 1, ok("a")), report("task-002", 1, ok("b"))], want: 2 });
+    const first = await stub.getStatus(TENANT);
+    expect(first?.output).toMatchObject({
+      results: [
+        { task_id: "task-001", output: "a" },
+        { task_id: "task-002", output: "b" },
+      ],
+      truncated: false,
+    });
+    // Nothing changes a finished swarm's outputs; were the row rewritten, the status would not see it.
+    await runInDurableObject(stub, (_i, state) => {
+      state.storage.sql.exec("UPDATE tasks SET output = 'rewritten' WHERE id = 'task-001'");
+    });
+    expect((await stub.getStatus(TENANT))?.output).toEqual(first?.output);
+  });
+
   it("closes a dead-lettered ticket without touching a task; the alarm sends another while work is left", async () => {
     const { input, stub } = newSwarm(2, { concurrency: 2 });
     await stub.start(input);

@@ -167,9 +167,21 @@ export class SwarmViews {
   }
 
   /** The reduced answer of a finished swarm: by code, or what the llm reduction produced. */
+  /**
+   * A finished swarm's output, made once: it no longer changes, and every status read made it again
+   * from each sub-task's output (a 1,000-task swarm's read cost workerd ~10 ms of CPU, where a
+   * running swarm's, which carries no output, cost a few). Made again should the end move.
+   */
+  private finishedOutput: { finishedAt: number; succeeded: number; output: SwarmStatusWire["output"] } | null = null;
+
   private output(swarm: SwarmRow): SwarmStatusWire["output"] {
+    const succeeded = this.totals.counts().succeeded;
+    const kept = this.finishedOutput;
+    if (kept !== null && kept.finishedAt === swarm.finished_at && kept.succeeded === succeeded) return kept.output;
     const reduce = reduceSpecOf(swarm);
-    return reduce.kind === "llm" ? llmOutput(swarm) : toWire(reduceOutputs(reduce, this.succeededOutputs()));
+    const output = reduce.kind === "llm" ? llmOutput(swarm) : toWire(reduceOutputs(reduce, this.succeededOutputs()));
+    if (swarm.finished_at !== null) this.finishedOutput = { finishedAt: swarm.finished_at, succeeded, output };
+    return output;
   }
 
   /** Succeeded outputs in task order: what the reducers merge. */
