@@ -169,8 +169,9 @@ export class SwarmViews {
   /** The reduced answer of a finished swarm: by code, or what the llm reduction produced. */
   /**
    * A finished swarm's output, made once: it no longer changes, and every status read made it again
-   * from each sub-task's output (a 1,000-task swarm's read cost workerd ~10 ms of CPU, where a
-   * running swarm's, which carries no output, cost a few). Made again should the end move.
+   * from each sub-task's output, a cost that grows with the tasks (1,000 tasks: about 1 ms of the
+   * 9–10 ms of workerd CPU a status read cost locally, key check and rate limit included). Made
+   * again should the end move.
    */
   private finishedOutput: { finishedAt: number; succeeded: number; output: SwarmStatusWire["output"] } | null = null;
 
