@@ -442,8 +442,9 @@ async function runEdgeswarmOnce(
     console.log(`workerd cpu/task by process: ${bySession.join(" ")}`);
   }
   if (profiles !== null) printWorkerdProfiles(profiles, tasks, workerd?.cpuMs ?? null);
-  // The bench's reads of the status are workerd's CPU too, but not the swarm's: each costs what the
-  // same read costs once the swarm is over (the status of a finished swarm is read the same way).
+  // The bench's reads of the status are workerd's CPU too, but not the swarm's: each is counted at
+  // what a read costs once the swarm is over (the same path: the key check, the SwarmRoom's status,
+  // which then carries the output, made once; a read during the run refreshes the latencies' percentiles instead).
   const readMs = workerd !== null && statusReads > 0 ? await statusReadCpuMs(id) : null;
   const statusReadCpuPerTask = readMs === null ? null : (readMs * statusReads) / tasks;
   if (readMs !== null && statusReadCpuPerTask !== null && workerd !== null) {
