@@ -943,8 +943,12 @@ function workerdUsage(before: ProcessUsage[], after: ProcessUsage[]): { cpuMs: n
   };
 }
 
-/** The workerd CPU one read of swarm `id`'s status costs, in ms: STATUS_READ_SAMPLES reads, one after the other. */
+/**
+ * The workerd CPU one read of swarm `id`'s status costs, in ms: STATUS_READ_SAMPLES reads, one after
+ * the other, once workerd is quiet (what a swarm does after its end would count as the reads' cost).
+ */
 async function statusReadCpuMs(id: string): Promise<number | null> {
+  await waitForQuietWorkerd();
   const pids = stack.sessions.map((session) => session.pid);
   const before = usageOfDescendants(pids, "workerd");
   for (let i = 0; i < STATUS_READ_SAMPLES; i += 1) await getSwarm(stack.url, stack.token, id);
