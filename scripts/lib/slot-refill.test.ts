@@ -17,6 +17,12 @@ function slots(ms: number, offsets: number[], rounds: number, gaps: number[][] =
   return spans;
 }
 
+/** Two slots of three 200 ms calls, the second starting 10 ms later; they wait 10 and 0 ms, and 30 and 60 ms, before their next calls. */
+const waitingSlots = slots(200, [0, 10], 3, [
+  [10, 0],
+  [30, 60],
+]);
+
 describe("freed slots refilled, round by round", () => {
   it.each([
     [
@@ -36,10 +42,7 @@ describe("freed slots refilled, round by round", () => {
     ],
     [
       "slots that wait for their next task: each wait is its round's, and their sum over W is the wall lost",
-      slots(200, [0, 10], 3, [
-        [10, 0],
-        [30, 60],
-      ]),
+      waitingSlots,
       2,
       {
         rampMs: 10,
@@ -88,11 +91,7 @@ describe("freed slots refilled, round by round", () => {
 
 describe("the refill line", () => {
   it("names the ramp, each round, the wall lost and the last round's spread", () => {
-    const gaps = [
-      [10, 0],
-      [30, 60],
-    ];
-    const line = formatSlotRefill(slotRefill(slots(200, [0, 10], 3, gaps), 2));
+    const line = formatSlotRefill(slotRefill(waitingSlots, 2));
     expect(line).toBe(
       "request 2 10 ms after the first; freed slots refilled (ms, mean/p90): r2 20/30, r3 30/60; 50 ms of a full window in all; the last 2 started over 90 ms, ended over 90 ms",
     );

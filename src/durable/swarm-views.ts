@@ -170,7 +170,7 @@ export class SwarmViews {
   /**
    * A finished swarm's output, made once: it no longer changes, and every status read made it again
    * from each sub-task's output, a cost that grows with the tasks (1,000 tasks: about 1 ms of the
-   * 9–10 ms of workerd CPU a status read cost locally, key check and rate limit included). Made
+   * 9–10 ms of workerd CPU a status read cost locally, the API's key check included). Made
    * again should the end move.
    */
   private finishedOutput: { finishedAt: number; succeeded: number; output: SwarmStatusWire["output"] } | null = null;
