@@ -27,6 +27,41 @@ async function startedSwarm() {
 }
 
 describe("SwarmStore", () => {
+  it("stores every task of a swarm once, in the spec's order, with its fields, however many inserts it takes", async () => {
+    counter += 1;
+    const swarmId = `sw_storetest${Date.now().toString(36)}${counter}`;
+    // Five prompts near MAX_PROMPT_CHARS (a few to an insert, by size) among 2,500 small ones (by
+    // count), with what JSON escapes or encodes in more than a byte.
+    const odd = 'quote " backslash \\ newline \n tab \t nul \u0000 bell \u0007 é 漢字 😀';
+    const tasks = Array.from({ length: 2_505 }, (_, i) => ({
+      id: `task-${String(i).padStart(5, "0")}`,
+      prompt: i % 500 === 7 ? `${odd} ${"p".repeat(190_000)} ${i}` : `${odd} ${i}`,
+      ...(i % 3 === 0 ? { long: true } : {}),
+      ...(i % 5 === 0 ? { model: "mock-1" } : {}),
+    }));
+    const input: StartSwarmInput = {
+      swarmId,
+      tenant: "tk_test",
+      spec: { name: "many tasks", model: "mock-1", limits: LimitsSchema.parse({ concurrency: 4 }) },
+      tasks,
+      createdAt: Date.now(),
+      origin: { kind: "api" },
+    };
+    const stub = env.SWARM_ROOM.get(env.SWARM_ROOM.idFromName(swarmId));
+    expect(await stub.start(input)).toEqual({ created: true });
+    await runInDurableObject(stub, (_instance, state) => {
+      const rows = state.storage.sql
+        .exec<{ id: string; prompt: string; state: string; long: number; model_hint: string | null }>(
+          "SELECT id, prompt, state, long, model_hint FROM tasks WHERE kind = 'task' ORDER BY seq",
+        )
+        .toArray()
+        .map((row) => ({ ...row }));
+      expect(rows).toEqual(
+        tasks.map((task) => ({ id: task.id, prompt: task.prompt, state: "pending", long: task.long ? 1 : 0, model_hint: task.model ?? null })),
+      );
+    });
+  });
+
   it("reads the swarm row once per request: a write that bypasses its SqlStorage is seen from the next request on", async () => {
     const stub = await startedSwarm();
     await runInDurableObject(stub, (_instance, state) => {
