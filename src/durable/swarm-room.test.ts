@@ -827,6 +827,32 @@ describe("SwarmRoom resilience", () => {
     expect(fourth.granted).toHaveLength(5);
   });
 
+  it("writes the window only when it moves: successes at its limit leave the swarm row alone", async () => {
+    const { input, stub } = newSwarm(12, { concurrency: 4 });
+    await stub.start(input);
+    // A trigger counts the writes to the window's columns (the room's own statements cannot see it).
+    const windowWrites = () => runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT n FROM window_writes").one().n);
+    await runInDurableObject(stub, (_i, state) => {
+      state.storage.sql.exec("CREATE TABLE window_writes (n INTEGER NOT NULL)");
+      state.storage.sql.exec("INSERT INTO window_writes (n) VALUES (0)");
+      state.storage.sql.exec(
+        "CREATE TRIGGER window_written AFTER UPDATE OF window, window_credit, window_decreased_at ON swarm BEGIN UPDATE window_writes SET n = n + 1; END",
+      );
+    });
+    const first = await pull(stub, { want: 4 });
+    const second = await pull(stub, { reports: reportAll(first, ok("x")), want: 4 });
+    expect((await stub.getStatus(TENANT))?.window).toBe(4);
+    expect(await windowWrites()).toBe(0);
+    // A 429 moves it (⌊4 × 0.7⌋ = 2), and so do the successes that grow it back.
+    const [limited, ...rest] = second.granted;
+    if (limited === undefined) throw new Error("nothing granted");
+    const third = await pull(stub, { reports: [report(limited.taskId, 1, rateLimitedLong), ...rest.map((g) => report(g.taskId, 1, ok(g.taskId)))], want: 4 });
+    expect((await stub.getStatus(TENANT))?.window).toBe(2);
+    expect(await windowWrites()).toBe(1);
+    await pull(stub, { reports: reportAll(third, ok("x")), want: 4 });
+    expect(await windowWrites()).toBe(2);
+  });
+
   it("spends the swarm's retry budget, then ends retryable failures instead of retrying them", async () => {
     const { input, stub } = newSwarm(2, { concurrency: 2, retry_budget: 1 });
     await stub.start(input);
