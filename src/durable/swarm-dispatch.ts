@@ -605,9 +605,9 @@ export class SwarmDispatch {
   }
 
   /**
-   * One pull's outcomes move the adaptive window. A window already at its limit stays there through
-   * successes: then nothing is written, as most pulls of a swarm found it (each write was a row billed
-   * and the swarm row read again in the same request: 115 of 1,000 × 200 ms header-bound's pulls).
+   * One pull's outcomes move the adaptive window. A window at its limit stays there through
+   * successes, and then nothing is written: most pulls find it so (each write was a row billed and
+   * the swarm row read again in the same request, 115 times in a 1,000 × 200 ms header-bound swarm).
    */
   adaptWindow(swarm: SwarmRow, events: { successes: number; rateLimited: boolean; now: number }): void {
     if (events.successes === 0 && !events.rateLimited) return;
