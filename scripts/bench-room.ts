@@ -5,6 +5,7 @@
 // an RPC cost O(swarm) instead of O(tasks it touches), CPU per task would grow with the swarm.
 // Figures only, no pass/fail.
 import { rm } from "node:fs/promises";
+import { Option } from "commander";
 import path from "node:path";
 import { z } from "zod";
 import { LimitsSchema } from "../src/core/spec-schema.ts";
@@ -20,9 +21,17 @@ const program = newProgram("npm run bench:room --")
   )
   .option("--tasks <sizes>", "the swarms' sizes, comma-separated, one swarm each (each 1-10,000)", "1000,10000")
   .option("--window <w>", "the window W (1-1,500)", "100")
-  .option("--lanes <n>", "lanes the driver plays, each with W/lanes slots (1-100)", "1");
+  .option("--lanes <n>", "lanes the driver plays, each with W/lanes slots (1-100)", "1")
+  .addOption(
+    new Option(
+      "--lane-shape <shape>",
+      "plain: anonymous lanes that report what they got in the next pull; executor: lanes as the agent's executors pull (named, so grants note their calls; standby tasks promoted in ended ones' places; started calls listed)",
+    )
+      .choices(["plain", "executor"])
+      .default("plain"),
+  );
 parseOrExit(program);
-const values = program.opts<{ tasks: string; window: string; lanes: string }>();
+const values = program.opts<{ tasks: string; window: string; lanes: string; laneShape: "plain" | "executor" }>();
 const sizes = values.tasks.split(",").map((text) => readIntOption("tasks", text.trim(), 1, 10_000));
 const window = readIntOption("window", values.window, 1, 1_500);
 const lanes = readIntOption("lanes", values.lanes, 1, 100);
@@ -36,7 +45,9 @@ const StatusSchema = z.looseObject({
 // On a tmpfs when there is one, as `npm run bench` (lib/scratch-state.ts says why).
 const persistTo = scratchStateDir("room-bench", path.join(ROOT, ".tmp", "room-bench-state")).dir;
 await rm(persistTo, { recursive: true, force: true });
-console.log(`bench:room: window=${window} lanes=${lanes} (slots ${slots} each); the SwarmRoom alone: no model, no agent loop (local wrangler dev)`);
+console.log(
+  `bench:room: window=${window} lanes=${lanes} (slots ${slots} each, ${values.laneShape}); the SwarmRoom alone: no model, no agent loop (local wrangler dev)`,
+);
 const stack = await startStack({
   port: 0,
   apiToken: generateToken(),
@@ -58,7 +69,7 @@ try {
     const cpu = () => usageOfDescendants(stack.sessionPids, "workerd").reduce((sum, p) => sum + p.cpuMs, 0);
     const before = cpu();
     const startedAt = performance.now();
-    const response = await fetch(`${stack.url}/run`, { method: "POST", body: JSON.stringify({ start, lanes, slots }) });
+    const response = await fetch(`${stack.url}/run`, { method: "POST", body: JSON.stringify({ start, lanes, slots, shape: values.laneShape }) });
     if (!response.ok) throw new Error(`driver answered ${response.status}: ${await response.text()}\n${stack.output()}`);
     const status = StatusSchema.parse(await response.json());
     const wallMs = performance.now() - startedAt;
