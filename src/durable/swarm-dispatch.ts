@@ -216,9 +216,7 @@ export class SwarmDispatch {
     let windowGrants = 0;
     for (const [index, task] of candidates.entries()) {
       const asStandby = index >= firstStandby;
-      // Attempts given back only matter to a task that has used max_attempts: only then are they read.
-      const maxAttempts = config.limits.max_attempts + (task.attempts < config.limits.max_attempts ? 0 : this.store.freeAttempts(task.id));
-      const decision = decideGrant({ ...toLifeRow(task), retryAt: task.retry_at }, now, maxAttempts);
+      const decision = decideGrant({ ...toLifeRow(task), retryAt: task.retry_at }, now, this.store.attemptsAllowed(task, config.limits.max_attempts));
       if (decision.kind === "skip") continue;
       if (decision.kind === "fail") {
         this.tasks.endTask(task, "failed", now, { errorClass: decision.errorClass, message: decision.message });

@@ -221,6 +221,14 @@ export class SwarmStore {
     return this.sql.exec<{ n: number }>("SELECT n FROM free_attempts WHERE task_id = ?", taskId).toArray()[0]?.n ?? 0;
   }
 
+  /**
+   * The attempts a task may be granted: `maxAttempts` plus those it gave back. They can only change
+   * a decision about a task that has used `maxAttempts`, so only such a task's are read.
+   */
+  attemptsAllowed(task: Pick<TaskRow, "id" | "attempts">, maxAttempts: number): number {
+    return task.attempts < maxAttempts ? maxAttempts : maxAttempts + this.freeAttempts(task.id);
+  }
+
   /** One more attempt of the task was deferred before any call. */
   addFreeAttempt(taskId: string): void {
     this.sql.exec("INSERT INTO free_attempts (task_id, n) VALUES (?, 1) ON CONFLICT (task_id) DO UPDATE SET n = n + 1", taskId);

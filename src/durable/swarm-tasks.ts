@@ -105,12 +105,13 @@ export class SwarmTasks {
     const overdue = this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE state IN ${LEASED_STATES} AND deadline <= ? ORDER BY seq`, now).toArray();
     const expired = overdue.filter((task) => task.state === "running").map((task) => ({ taskId: task.id, attempt: task.attempts }));
     for (const task of overdue) {
+      const allowed = this.store.attemptsAllowed(task, limits.max_attempts);
       if (swarm.state === "cancelled") {
         this.endTask(task, "cancelled", now, { errorClass: "lease_expired", message: "the swarm was cancelled and no outcome arrived within the lease" });
-      } else if (task.state === "running" && task.attempts >= limits.max_attempts + this.store.freeAttempts(task.id)) {
+      } else if (task.state === "running" && task.attempts >= allowed) {
         this.endTask(task, "failed", now, {
           errorClass: "lease_expired",
-          message: `no outcome was reported within the lease of attempt ${task.attempts} of ${limits.max_attempts + this.store.freeAttempts(task.id)}`,
+          message: `no outcome was reported within the lease of attempt ${task.attempts} of ${allowed}`,
         });
       } else {
         this.toRetryWait(task, now);
