@@ -78,6 +78,10 @@ describe("batch parts", () => {
     // The swarm still runs, and l1's line is in R2.
     expect((await stub.getStatus(TENANT))?.state).toBe("running");
     expect(idsOf(await linesInR2(swarmId, "output"))).toEqual(["req-1"]);
+    // l2 waits out its back-off; held an hour off so that a slow run cannot let it come due here.
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("UPDATE tasks SET retry_at = ? WHERE state = 'retry_wait'", Date.now() + 3_600_000);
+    });
     // The same outcome again (a pull whose answer was lost), and l3 failing for good.
     const again = await pull(stub, [taskReport("l1", 1, ok('{"custom_id":"req-1","response":{}}')), taskReport("l3", 1, unauthorized)], 4);
     await runDurableObjectAlarm(stub);
