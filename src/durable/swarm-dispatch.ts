@@ -408,9 +408,7 @@ export class SwarmDispatch {
     // Before the outcomes: a retried or deferred attempt hands its checkpoint to the next one.
     for (const report of reports) {
       if (report.checkpoint !== undefined) this.tasks.saveCheckpoint(report.taskId, report.attempt, report.checkpoint);
-      if (report.toolCalls !== undefined && report.toolCalls > 0) {
-        this.sql.exec("UPDATE tasks SET tool_calls = MAX(tool_calls, ?) WHERE id = ?", report.toolCalls, report.taskId);
-      }
+      if (report.toolCalls !== undefined && report.toolCalls > 0) this.tasks.raiseToolCalls(report.taskId, report.toolCalls);
     }
     for (const report of reports) {
       // A second report of the task in this pull reads the row its first one wrote.

@@ -1,7 +1,7 @@
 // SwarmRoom, driven through its RPC surface with the real local Durable Object, queue producer
 // and D1, playing the agent's lanes by hand: windowed pull dispatch, idempotent reports, retries,
 // leases, tickets, billable meters, completion, ledger flush.
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { PullRequest, StartSwarmInput, TaskCounts, TaskOutcome, TaskPool, TaskReport } from "../core/swarm-contract.ts";
@@ -494,6 +494,27 @@ describe("SwarmRoom agent checkpoints", () => {
     });
     const page = await stub.getResults(TENANT, null, 10);
     expect(page?.results[0]).toMatchObject({ state: "succeeded", attempts: 2, tool_calls: 3, usage: { calls: 5 } });
+  });
+
+  it("the status's tool_calls follows each task's count as it rises, read between the rises", async () => {
+    const { input, stub } = newSwarm(2);
+    await stub.start(input);
+    await pull(stub, { want: 2 });
+    const toolCalls = async () => (await stub.getStatus(TENANT))?.tool_calls;
+    expect(await toolCalls()).toBe(0);
+    await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [turnCall(1), turnCall(2)], checkpoint: checkpoint(2) }]);
+    expect(await toolCalls()).toBe(2);
+    // An older checkpoint lowers nothing.
+    await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [], checkpoint: checkpoint(1) }]);
+    expect(await toolCalls()).toBe(2);
+    await pull(stub, { reports: [{ taskId: "task-002", attempt: 1, outcome: ok("done"), calls: [turnCall(1)], toolCalls: 3 }], want: 0 });
+    expect(await toolCalls()).toBe(5);
+    // A report that counts fewer than its checkpoint did keeps the higher count.
+    await pull(stub, { reports: [{ taskId: "task-001", attempt: 1, outcome: ok("done"), calls: [turnCall(3)], toolCalls: 1 }], want: 0 });
+    expect(await toolCalls()).toBe(5);
+    // Read again by a room that starts afresh (the sum is not kept in storage).
+    await evictDurableObject(stub);
+    expect(await toolCalls()).toBe(5);
   });
 
   it("a deferral after some turns keeps its attempt's number (its call ids are taken) and hands its checkpoint on", async () => {

@@ -120,6 +120,12 @@ export class SwarmTasks {
     return expired;
   }
 
+  /** The task made `toolCalls` tool calls so far (its count never falls). */
+  raiseToolCalls(taskId: string, toolCalls: number): void {
+    if (this.sql.exec("UPDATE tasks SET tool_calls = ? WHERE id = ? AND tool_calls < ?", toolCalls, taskId, toolCalls).rowsWritten > 0)
+      this.totals.toolCallsRaised();
+  }
+
   /** Keeps a multi-turn task's latest checkpoint, from the attempt that holds it only. */
   saveCheckpoint(taskId: string, attempt: number, checkpoint: AgentCheckpoint): void {
     const json = JSON.stringify(checkpoint);
@@ -129,15 +135,17 @@ export class SwarmTasks {
     // the turns since, which is paid again but never wrong.
     if (json.length * 3 > CHECKPOINT_MAX_BYTES && new TextEncoder().encode(json).length > CHECKPOINT_MAX_BYTES) {
       console.warn(JSON.stringify({ event: "checkpoint_too_large", task_id: taskId, attempt, turns: checkpoint.turns, chars: json.length }));
-      this.sql.exec(
-        "UPDATE tasks SET tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?",
+      const raised = this.sql.exec(
+        "UPDATE tasks SET tool_calls = ? WHERE id = ? AND state = 'running' AND attempts = ? AND tool_calls < ?",
         checkpoint.toolCalls,
         taskId,
         attempt,
-      );
+        checkpoint.toolCalls,
+      ).rowsWritten;
+      if (raised > 0) this.totals.toolCallsRaised();
       return;
     }
-    this.sql.exec(
+    const saved = this.sql.exec(
       `UPDATE tasks SET checkpoint = ?, tool_calls = MAX(tool_calls, ?) WHERE id = ? AND state = 'running' AND attempts = ?
          AND (checkpoint IS NULL OR json_extract(checkpoint, '$.step') < ?)`,
       json,
@@ -145,7 +153,8 @@ export class SwarmTasks {
       taskId,
       attempt,
       checkpoint.step,
-    );
+    ).rowsWritten;
+    if (saved > 0 && checkpoint.toolCalls > 0) this.totals.toolCallsRaised();
   }
 
   endTask(

@@ -62,6 +62,25 @@ export class SwarmTotals {
     sums.cost_usd += costUsd ?? 0;
   }
 
+  /**
+   * Tool calls over the swarm's tasks (the status's `tool_calls`, and each live progress event's).
+   * Summed once, then again only after a task's count rose. The sum reads every task row, to its
+   * last column: 0.7 ms over 10,000 rows with short outputs, 1.5 ms with outputs of 2–20 KB
+   * (SQLite in Node, 100 sums). Every status read and progress push paid it. A bulk update
+   * (cancel, a phase's new tasks) leaves the counts as they were, so `invalidate` keeps the sum.
+   */
+  toolCalls(): number {
+    this.toolCallSum ??= this.sql.exec<{ n: number | null }>("SELECT SUM(tool_calls) AS n FROM tasks").one().n ?? 0;
+    return this.toolCallSum;
+  }
+
+  /** A task's `tool_calls` may have risen: the next read sums them again. */
+  toolCallsRaised(): void {
+    this.toolCallSum = null;
+  }
+
+  private toolCallSum: number | null = null;
+
   /** Usage over every recorded call. */
   usage(): UsageSums {
     return { ...this.load().usage };

@@ -116,7 +116,7 @@ export class SwarmViews {
       counts: this.totals.counts(),
       usage,
       estimated_calls: this.ledger.estimatedCalls(),
-      tool_calls: this.sql.exec<{ n: number | null }>("SELECT SUM(tool_calls) AS n FROM tasks").one().n ?? 0,
+      tool_calls: this.totals.toolCalls(),
       cost_usd,
       cache: this.ledger.cacheView(),
       wall_s: ((swarm.finished_at ?? Date.now()) - swarm.created_at) / 1_000,
