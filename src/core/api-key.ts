@@ -40,9 +40,10 @@ export async function hashApiKey(key: string): Promise<string> {
 }
 
 /**
- * The key id under which a token of the API_TOKENS secret appears in the audit trail and `/v1/me`:
- * `key_env_` + 12 hex chars of its SHA-256 (48 bits of a digest of a high-entropy secret reveal nothing of it).
+ * The key id under which a token of the API_TOKENS secret appears in the audit trail and `/v1/me`,
+ * from the token's digest (`hashApiKey`, which the key check has made already): `key_env_` + its
+ * first 12 hex chars (48 bits of a digest of a high-entropy secret reveal nothing of it).
  */
-export async function toEnvTokenKeyId(token: string): Promise<string> {
-  return `key_env_${(await hashApiKey(token)).slice(0, 12)}`;
+export function toEnvTokenKeyId(tokenDigest: string): string {
+  return `key_env_${tokenDigest.slice(0, 12)}`;
 }

@@ -50,10 +50,10 @@ async function authenticateEnvToken(deps: OrchestratorDeps, presented: string): 
   // Against every configured token without stopping at a match, so the response time says nothing about them.
   const digest = await hashApiKey(presented);
   let matched = false;
-  for (const token of tokens) matched = digestsEqual(digest, await hashApiKey(token)) || matched;
+  for (const stored of await deps.apiTokenDigests()) matched = digestsEqual(digest, stored) || matched;
   if (!matched) throw refuse("unknown API key");
   const tenant = await deps.tenants.get(DEFAULT_TENANT_ID);
-  return { tenant: DEFAULT_TENANT_ID, keyId: await toEnvTokenKeyId(presented), scopes: ["admin"], limits: tenant?.limits ?? {}, keyRpm: null, operator: true };
+  return { tenant: DEFAULT_TENANT_ID, keyId: toEnvTokenKeyId(digest), scopes: ["admin"], limits: tenant?.limits ?? {}, keyRpm: null, operator: true };
 }
 
 export function bearerAuth() {

@@ -2,7 +2,7 @@
 // (src/core/env-settings.ts) and builds each adapter from the one binding it needs; handlers and
 // cron receive the result.
 import type { AdmissionContext } from "../../src/core/admit-swarm.ts";
-import { newApiKey, type NewApiKey } from "../../src/core/api-key.ts";
+import { hashApiKey, newApiKey, type NewApiKey } from "../../src/core/api-key.ts";
 import { readOrchestratorSettings, type OrchestratorConfig } from "../../src/core/env-settings.ts";
 import { newAuditId, newBatchId, newFileId, newKeyId, newScheduleId, newSwarmId, newTenantId } from "../../src/core/ids.ts";
 import type { PriceTable } from "../../src/core/pricing.ts";
@@ -54,6 +54,8 @@ export interface OrchestratorDeps {
    * settings the SwarmRoom reads. A bad GATEWAY_CONFIG, MODEL_PRICES or TENANT_BUDGETS throws here, as priceTable does.
    */
   admission: (tenant: string, limits: TenantLimits) => AdmissionContext;
+  /** SHA-256 digests (hex) of the API_TOKENS tokens, in their order: what a presented token's digest is compared with. */
+  apiTokenDigests: () => Promise<readonly string[]>;
   /** Tenant secrets, as ciphertext (D1 `tenant_secrets`). */
   secrets: SecretStore;
   /** Seals and opens tenant secrets; null when SECRETS_KEY is unset (no secret can be stored). */
@@ -81,8 +83,34 @@ function required<T>(setting: Result<T, string>): T {
   return setting.value;
 }
 
+/**
+ * Deps built once per `env` object, not once per request. An isolate's bindings and secrets are
+ * its own for its life: "you can use apiClient or LOG_LEVEL, configured before any request is
+ * handled" (developers.cloudflare.com/changelog/2025-03-17-importable-env, on `env` imported at
+ * the top level), and workerd hands a module Worker the same `env` on every request (one object
+ * over a 200-task bench's requests, checked locally). A new secret is a new isolate. What a request
+ * must see fresh (keys, tenants, revokes) is read from D1 per call, never kept here. Before this,
+ * each request parsed the settings and imported the secret box's key again. A test's env of its
+ * own (`{ ...env, X }`) gets deps of its own.
+ */
+const composed = new WeakMap<Env, OrchestratorDeps>();
+
 export function composeDeps(env: Env): OrchestratorDeps {
+  let deps = composed.get(env);
+  if (deps === undefined) {
+    deps = buildDeps(env);
+    composed.set(env, deps);
+  }
+  return deps;
+}
+
+function buildDeps(env: Env): OrchestratorDeps {
   const settings = readOrchestratorSettings(env);
+  // The digests are kept once made. Each request hashed every configured token again before this.
+  // Kept as values, not as a promise another request might wait on; workerd's SubtleCrypto settles
+  // its promises at once anyway (src/workerd/api/crypto/crypto.c++ runs each operation in
+  // `js.evalNow`), so no request waits on another's I/O.
+  let tokenDigests: readonly string[] | null = null;
   return {
     config: settings.config,
     swarmRooms: createSwarmRooms(env.SWARM_ROOM),
@@ -103,6 +131,10 @@ export function composeDeps(env: Env): OrchestratorDeps {
       prices: required(settings.prices),
       tenantCap: toTenantCap(limits, capOfTenant(required(settings.tenantBudgets), tenant)),
     }),
+    apiTokenDigests: async () => {
+      tokenDigests ??= await Promise.all(settings.config.apiTokens.map(hashApiKey));
+      return tokenDigests;
+    },
     secrets: createSecretStore(env.LEDGER_DB),
     secretBox: settings.config.secretsKey === null ? null : createSecretBox(settings.config.secretsKey),
     // The global fetch stays bound to the global scope (Workers throw "Illegal invocation" otherwise).
