@@ -107,9 +107,10 @@ export function composeDeps(env: Env): OrchestratorDeps {
 function buildDeps(env: Env): OrchestratorDeps {
   const settings = readOrchestratorSettings(env);
   // The digests are kept once made. Each request hashed every configured token again before this.
-  // Kept as values, not as a promise another request might wait on; workerd's SubtleCrypto settles
-  // its promises at once anyway (src/workerd/api/crypto/crypto.c++ runs each operation in
-  // `js.evalNow`), so no request waits on another's I/O.
+  // Kept as values, not as a promise another request might wait on. The secret box, shared too,
+  // keeps its imported and derived keys as promises: workerd's SubtleCrypto settles them at once
+  // (src/workerd/api/crypto/crypto.c++ runs each operation in `js.evalNow`), so no request ever
+  // waits on I/O another request started.
   let tokenDigests: readonly string[] | null = null;
   return {
     config: settings.config,
