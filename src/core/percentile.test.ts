@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { percentile } from "./percentile.ts";
+import { percentile, percentiles } from "./percentile.ts";
 
 describe("percentile (nearest rank)", () => {
   const ten = [10, 1, 9, 2, 8, 3, 7, 4, 6, 5];
@@ -26,6 +26,27 @@ describe("percentile (nearest rank)", () => {
     [ten, Number.NaN, null],
   ])("%j p%d → %s", (values, p, expected) => {
     expect(percentile(values, p)).toBe(expected);
+  });
+
+  it.each<[readonly number[], readonly number[], (number | null)[]]>([
+    [[], [50, 95], [null, null]],
+    [ten, [50, 95], [5, 10]],
+    [ten, [95, 50, 0], [10, 5, 1]], // in the order asked
+    [ten, [50, 101, Number.NaN], [5, null, null]],
+    [
+      [3, 1, 2, Number.NaN],
+      [0, 100],
+      [1, 3],
+    ],
+    [
+      [-0.5, -5, 1e9, 0],
+      [25, 75],
+      [-5, 0],
+    ],
+    [[], [], []],
+  ])("percentiles(%j, %j) → %j, as percentile gives each", (values, ps, expected) => {
+    expect(percentiles(values, ps)).toEqual(expected);
+    expect(ps.map((p) => percentile(values, p))).toEqual(expected);
   });
 
   it("does not reorder its input", () => {

@@ -3,7 +3,7 @@
 // window: a standby task is leased (and its budget reserved) but outside the window, and the lane
 // starts one only in the place of a task of its own that ended for good, which the room learns
 // from the same pull that reports that end. Pure arithmetic and rules. No I/O.
-import { percentile } from "./percentile.ts";
+import { percentiles } from "./percentile.ts";
 import type { TaskOutcome } from "./swarm-contract.ts";
 
 /** A lane never holds more standby tasks than this, whatever its timing says. */
@@ -95,8 +95,7 @@ export const EVEN_CALLS_P90_OVER_P50 = 1.5;
 /** Whether the latencies (ms) of a swarm's newest finished calls are even (EVEN_CALLS_P90_OVER_P50). */
 export function areCallsEven(latenciesMs: readonly number[]): boolean {
   if (latenciesMs.length < EVEN_CALLS_MIN_SAMPLES) return false;
-  const p50 = percentile(latenciesMs, 50);
-  const p90 = percentile(latenciesMs, 90);
+  const [p50 = null, p90 = null] = percentiles(latenciesMs, [50, 90]);
   return p50 !== null && p90 !== null && p50 > 0 && p90 <= EVEN_CALLS_P90_OVER_P50 * p50;
 }
 

@@ -6,7 +6,7 @@ import { toCacheView } from "../core/cache-warmup.ts";
 import { isUpstreamHealthFailure } from "../core/circuit-breaker.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
 import { callIdRange, isHedgeCallId, toCallId } from "../core/ids.ts";
-import { percentile } from "../core/percentile.ts";
+import { percentiles } from "../core/percentile.ts";
 import { costOfUsage, resolvePrice } from "../core/pricing.ts";
 import type { CallRecord, CallStart, LanePrior } from "../core/swarm-contract.ts";
 import type { Usage } from "../core/usage.ts";
@@ -479,7 +479,8 @@ export class SwarmLedger {
         .exec<{ latency_ms: number }>("SELECT latency_ms FROM calls")
         .toArray()
         .map((row) => row.latency_ms);
-      this.latencyCache = { calls, at: now, p50: percentile(latencies, 50), p95: percentile(latencies, 95) };
+      const [p50 = null, p95 = null] = percentiles(latencies, [50, 95]);
+      this.latencyCache = { calls, at: now, p50, p95 };
     }
     return { p50: this.latencyCache?.p50 ?? null, p95: this.latencyCache?.p95 ?? null };
   }
