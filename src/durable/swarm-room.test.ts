@@ -517,6 +517,21 @@ describe("SwarmRoom agent checkpoints", () => {
     expect(await toolCalls()).toBe(5);
   });
 
+  it("a checkpoint too large to keep still raises its attempt's tool calls, and a superseded attempt's raises nothing", async () => {
+    const { input, stub } = newSwarm(1);
+    await stub.start(input);
+    await pull(stub, { want: 1 });
+    const huge = (turns: number) => ({ ...checkpoint(turns), messages_json: JSON.stringify([{ role: "user", content: "x".repeat(1_100_000) }]) });
+    await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [], checkpoint: checkpoint(1) }]);
+    await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: [], checkpoint: huge(3) }]);
+    expect((await stub.getStatus(TENANT))?.tool_calls).toBe(3);
+    // The task keeps its last checkpoint that fitted.
+    const kept = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec<{ checkpoint: string }>("SELECT checkpoint FROM tasks").one().checkpoint);
+    expect(JSON.parse(kept)).toMatchObject({ turns: 1 });
+    await stub.recordCalls([{ taskId: "task-001", attempt: 2, calls: [], checkpoint: huge(7) }]);
+    expect((await stub.getStatus(TENANT))?.tool_calls).toBe(3);
+  });
+
   it("a deferral after some turns keeps its attempt's number (its call ids are taken) and hands its checkpoint on", async () => {
     const { input, stub } = newSwarm(2);
     await stub.start(input);

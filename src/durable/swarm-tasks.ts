@@ -105,10 +105,13 @@ export class SwarmTasks {
     const overdue = this.sql.exec<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE state IN ${LEASED_STATES} AND deadline <= ? ORDER BY seq`, now).toArray();
     const expired = overdue.filter((task) => task.state === "running").map((task) => ({ taskId: task.id, attempt: task.attempts }));
     for (const task of overdue) {
-      const allowed = this.store.attemptsAllowed(task, limits.max_attempts);
       if (swarm.state === "cancelled") {
         this.endTask(task, "cancelled", now, { errorClass: "lease_expired", message: "the swarm was cancelled and no outcome arrived within the lease" });
-      } else if (task.state === "running" && task.attempts >= allowed) {
+        continue;
+      }
+      // Only a running task's attempts can run out here: only then are its given-back ones read.
+      const allowed = task.state === "running" ? this.store.attemptsAllowed(task, limits.max_attempts) : null;
+      if (allowed !== null && task.attempts >= allowed) {
         this.endTask(task, "failed", now, {
           errorClass: "lease_expired",
           message: `no outcome was reported within the lease of attempt ${task.attempts} of ${allowed}`,
@@ -120,10 +123,18 @@ export class SwarmTasks {
     return expired;
   }
 
-  /** The task made `toolCalls` tool calls so far (its count never falls). */
-  raiseToolCalls(taskId: string, toolCalls: number): void {
-    if (this.sql.exec("UPDATE tasks SET tool_calls = ? WHERE id = ? AND tool_calls < ?", toolCalls, taskId, toolCalls).rowsWritten > 0)
-      this.totals.toolCallsRaised();
+  /**
+   * The task made `toolCalls` tool calls so far (its count never falls); with `attempt`, only while
+   * that attempt holds the task. A count that rises nothing writes nothing.
+   */
+  raiseToolCalls(taskId: string, toolCalls: number, attempt: number | null = null): void {
+    const raised = this.sql.exec(
+      "UPDATE tasks SET tool_calls = ?1 WHERE id = ?2 AND tool_calls < ?1 AND (?3 IS NULL OR (state = 'running' AND attempts = ?3))",
+      toolCalls,
+      taskId,
+      attempt,
+    ).rowsWritten;
+    if (raised > 0) this.totals.toolCallsRaised();
   }
 
   /** Keeps a multi-turn task's latest checkpoint, from the attempt that holds it only. */
@@ -135,14 +146,7 @@ export class SwarmTasks {
     // the turns since, which is paid again but never wrong.
     if (json.length * 3 > CHECKPOINT_MAX_BYTES && new TextEncoder().encode(json).length > CHECKPOINT_MAX_BYTES) {
       console.warn(JSON.stringify({ event: "checkpoint_too_large", task_id: taskId, attempt, turns: checkpoint.turns, chars: json.length }));
-      const raised = this.sql.exec(
-        "UPDATE tasks SET tool_calls = ? WHERE id = ? AND state = 'running' AND attempts = ? AND tool_calls < ?",
-        checkpoint.toolCalls,
-        taskId,
-        attempt,
-        checkpoint.toolCalls,
-      ).rowsWritten;
-      if (raised > 0) this.totals.toolCallsRaised();
+      this.raiseToolCalls(taskId, checkpoint.toolCalls, attempt);
       return;
     }
     const saved = this.sql.exec(
