@@ -69,6 +69,12 @@ export async function getSwarm(baseUrl: string, token: string, id: string): Prom
   return SwarmStatusBodySchema.parse(await withCallError(`GET /v1/swarms/${id}`, () => clientOf(baseUrl, token).getSwarm(id)));
 }
 
+/** `GET /v1/swarms/:id` with If-None-Match `etag`: whether the status changed, and its current tag (null while the swarm runs). */
+export async function getSwarmIfChanged(baseUrl: string, token: string, id: string, etag: string | null): Promise<{ changed: boolean; etag: string | null }> {
+  const read = await withCallError(`GET /v1/swarms/${id}`, () => clientOf(baseUrl, token).getSwarmIfChanged(id, etag));
+  return { changed: read.changed, etag: read.etag };
+}
+
 /** Any GET of the API, as JSON (the caller validates what it uses). */
 export async function getJson(baseUrl: string, token: string, path: string): Promise<unknown> {
   const response = await fetch(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } });

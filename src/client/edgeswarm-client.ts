@@ -84,6 +84,23 @@ export class EdgeswarmClient {
     return this.request("GET", `/v1/swarms/${encodeURIComponent(id)}`, options);
   }
 
+  /**
+   * `GET /v1/swarms/:id` with If-None-Match: `changed: false` while `etag`, the tag of an earlier
+   * answer, is still current (the API answered 304 and sent no body). Only an ended swarm's status
+   * is tagged (`etag` null while it runs); the tag leaves out the billable meters, which count every read.
+   */
+  async getSwarmIfChanged(id: string, etag: string | null, options: RequestOptions = {}): Promise<ConditionalStatus> {
+    const path = `/v1/swarms/${encodeURIComponent(id)}`;
+    const headers = etag === null ? this.headers() : { ...this.headers(), "if-none-match": etag };
+    const response = await this.send(path, { headers, signal: options.signal });
+    const current = response.headers.get("etag");
+    if (response.status === 304) {
+      if (current === null) throw new EdgeswarmError({ code: "bad_response", status: 304, message: `GET ${path} answered 304 without an ETag` });
+      return { changed: false, etag: current };
+    }
+    return { changed: true, status: await this.readJson<SwarmStatus>("GET", path, response), etag: current };
+  }
+
   getResultsPage(id: string, query: { cursor?: string; limit?: number } = {}, options: RequestOptions = {}): Promise<ResultsPage> {
     return this.request("GET", `/v1/swarms/${encodeURIComponent(id)}/results${toQuery(query)}`, options);
   }
@@ -248,15 +265,20 @@ export class EdgeswarmClient {
     const headers: Record<string, string> = this.headers();
     if (options.body !== undefined) headers["content-type"] = "application/json";
     if (options.idempotencyKey !== undefined) headers["idempotency-key"] = options.idempotencyKey;
-    let response: Response;
+    const response = await this.send(path, {
+      method,
+      headers,
+      // A form sets its own multipart content type (with its boundary).
+      body: options.form ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
+      signal: options.signal,
+    });
+    return this.readJson<T>(method, path, response);
+  }
+
+  /** One fetch of the API; a connection that fails is an EdgeswarmError with code `network`. */
+  private async send(path: string, init: RequestInit): Promise<Response> {
     try {
-      response = await this.fetchImpl(`${this.baseUrl}${path}`, {
-        method,
-        headers,
-        // A form sets its own multipart content type (with its boundary).
-        body: options.form ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
-        signal: options.signal,
-      });
+      return await this.fetchImpl(`${this.baseUrl}${path}`, init);
     } catch (error) {
       throw new EdgeswarmError({
         code: "network",
@@ -264,6 +286,10 @@ export class EdgeswarmClient {
         message: `cannot reach ${this.baseUrl}: ${error instanceof Error ? error.message : String(error)}`,
       });
     }
+  }
+
+  /** The answer's JSON; a non-2xx answer is an EdgeswarmError with the API's code. */
+  private async readJson<T>(method: string, path: string, response: Response): Promise<T> {
     const text = await response.text();
     if (!response.ok) throw toEdgeswarmError(response.status, text, response.headers.get("retry-after"));
     if (text === "") return undefined as T;
@@ -281,6 +307,9 @@ function toQuery(query: { [key: string]: string | number | undefined } | UsageQu
   const text = params.toString();
   return text === "" ? "" : `?${text}`;
 }
+
+/** What a conditional status read gives (EdgeswarmClient.getSwarmIfChanged). */
+export type ConditionalStatus = { changed: true; status: SwarmStatus; etag: string | null } | { changed: false; etag: string };
 
 export function createClient(options: ClientOptions): EdgeswarmClient {
   return new EdgeswarmClient(options);

@@ -579,6 +579,13 @@ export interface HedgesView {
 
 export type SwarmStatusWire = Omit<SwarmStatus, "output"> & { output: ReducedOutputWire | null };
 
+/**
+ * A conditional status read (`GET /v1/swarms/:id` with If-None-Match). `etag` is set once the swarm
+ * has ended (a running swarm's status moves with every read) and stands for the status without its
+ * `billable` meters, which count every read; `not_modified`: the caller's tag is still current.
+ */
+export type StatusRead<S> = { kind: "status"; status: S; etag: string | null } | { kind: "not_modified"; etag: string };
+
 export interface TaskResult {
   task_id: string;
   state: TaskState;

@@ -21,9 +21,11 @@ import type {
   ScratchpadRequest,
   ScratchpadResponse,
   StartSwarmInput,
+  StatusRead,
   SwarmStatusWire,
   TaskPool,
 } from "../core/swarm-contract.ts";
+import { ifNoneMatchHits } from "../core/entity-tag.ts";
 import { parseLastEventId } from "../core/live-events.ts";
 import { toPublicStatus } from "../core/public-status.ts";
 import type { RerunSelection } from "../core/rerun-request.ts";
@@ -243,6 +245,21 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     this.begin();
     const swarm = this.store.swarmOf(tenant);
     return swarm === null ? null : this.views.toStatus(swarm);
+  }
+
+  /**
+   * The status, unless `ifNoneMatch` names its current tag (an ended swarm's; SwarmViews.statusTag):
+   * then only the tag goes back, and the orchestrator answers 304 without moving the status, whose
+   * output can be 1 MB. null: no such swarm for this tenant.
+   */
+  async readStatus(tenant: string, ifNoneMatch: string | null): Promise<StatusRead<SwarmStatusWire> | null> {
+    this.begin();
+    const swarm = this.store.swarmOf(tenant);
+    if (swarm === null) return null;
+    const status = this.views.toStatus(swarm);
+    const etag = await this.views.statusTag(swarm, status);
+    if (etag !== null && ifNoneMatchHits(ifNoneMatch, etag)) return { kind: "not_modified", etag };
+    return { kind: "status", status, etag };
   }
 
   async getResults(tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null> {

@@ -2,8 +2,10 @@
 // the reduced answer once finished), its results page by page, its plan, and the succeeded outputs
 // the reducers merge. Read-only: it never writes a row.
 import { defaultRetryBudget } from "../core/adaptive-window.ts";
+import { toWeakEntityTag } from "../core/entity-tag.ts";
 import type { ErrorClass } from "../core/error-class.ts";
 import { reduceOutputs, toWire, type TaskOutput } from "../core/reducers.ts";
+import { sha256, sha256Hex } from "../core/sha256.ts";
 import { SwarmMetadataSchema } from "../core/spec-schema.ts";
 import type { BillableView, PlanView, ResultsPage, SwarmStatusWire, TaskResult, TaskState } from "../core/swarm-contract.ts";
 import type { SwarmBudget } from "./swarm-budget.ts";
@@ -141,6 +143,26 @@ export class SwarmViews {
     };
   }
 
+  /**
+   * The status's entity tag once the swarm has ended (null before: a running swarm's wall_s and
+   * counts move with every read). A SHA-256 over the status without `billable`, whose meters count
+   * every read, this one's too: so it is a weak tag (entity-tag.ts). Whatever else still moves after
+   * the end (a late call's usage, a rerun's id under `reruns`) moves the tag. The output, up to 1 MB,
+   * is digested once per room instance and stands in the status's text by its digest.
+   */
+  async statusTag(swarm: SwarmRow, status: SwarmStatusWire): Promise<string | null> {
+    if (swarm.finished_at === null) return null;
+    const output = status.output === null ? null : await this.outputDigest(status.output);
+    return toWeakEntityTag(await sha256(JSON.stringify({ ...status, billable: null, output })));
+  }
+
+  private outputDigest(output: NonNullable<SwarmStatusWire["output"]>): Promise<string> {
+    const kept = this.finishedOutput;
+    if (kept === null || kept.output !== output) return sha256Hex(JSON.stringify(output));
+    kept.digest ??= sha256Hex(JSON.stringify(output));
+    return kept.digest;
+  }
+
   private billableView(tasks: number): BillableView {
     const m = this.meters.read();
     const ops = {
@@ -173,7 +195,7 @@ export class SwarmViews {
    * 9–10 ms of workerd CPU a status read cost locally, the API's key check included). Made
    * again should the end move.
    */
-  private finishedOutput: { finishedAt: number; succeeded: number; output: SwarmStatusWire["output"] } | null = null;
+  private finishedOutput: { finishedAt: number; succeeded: number; output: SwarmStatusWire["output"]; digest?: Promise<string> } | null = null;
 
   private output(swarm: SwarmRow): SwarmStatusWire["output"] {
     const succeeded = this.totals.counts().succeeded;

@@ -70,6 +70,8 @@ export interface Operation {
   /** The response body's schema on success, where one is declared. */
   success?: z.ZodType;
   stream?: "text/event-stream";
+  /** Answers a weak ETag once its subject has ended, and 304 to an If-None-Match that names it. */
+  conditional?: true;
 }
 
 const { tasks: _exampleTasks, ...researchWithoutTasks } = research;
@@ -118,7 +120,14 @@ export const OPERATIONS: readonly Operation[] = [
     query: ListSwarmsQuery,
     responses: { "200": "a page of swarms" },
   },
-  { method: "get", path: "/v1/swarms/{id}", summary: "A swarm's status", tag: "swarms", responses: { "200": "the status", "404": "no such swarm" } },
+  {
+    method: "get",
+    path: "/v1/swarms/{id}",
+    summary: "A swarm's status (an ended swarm's with a weak ETag, over all but the billable meters)",
+    tag: "swarms",
+    conditional: true,
+    responses: { "200": "the status", "304": "not modified: If-None-Match names the ended swarm's current ETag (no body)", "404": "no such swarm" },
+  },
   {
     method: "get",
     path: "/v1/swarms/{id}/results",
@@ -373,11 +382,21 @@ const refOrSchema = (schema: z.ZodType): JsonSchema => {
   return name === undefined ? toSchema(schema) : { $ref: `#/components/schemas/${name}` };
 };
 
+const IF_NONE_MATCH: JsonSchema = {
+  name: "If-None-Match",
+  in: "header",
+  required: false,
+  description: "The ETag of an earlier answer (weak comparison, RFC 9110 §13.1.2); a match answers 304 without a body",
+  schema: { type: "string" },
+};
+const ETAG_HEADER: JsonSchema = { ETag: { description: "weak; present once the swarm has ended", schema: { type: "string" } } };
+
 function toParameters(operation: Operation): JsonSchema[] {
   const path = [...operation.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
-  if (operation.query === undefined) return path;
+  const headers = operation.conditional === true ? [IF_NONE_MATCH] : [];
+  if (operation.query === undefined) return [...path, ...headers];
   const params = "params" in operation.query ? operation.query.params : ((toSchema(operation.query).properties ?? {}) as Record<string, JsonSchema>);
-  return [...path, ...Object.entries(params).map(([name, schema]) => ({ name, in: "query", required: false, schema }))];
+  return [...path, ...Object.entries(params).map(([name, schema]) => ({ name, in: "query", required: false, schema })), ...headers];
 }
 
 const toErrorResponse = (description: string): JsonSchema => ({
@@ -389,7 +408,8 @@ function toOperation(operation: Operation): JsonSchema {
   const responses: Record<string, JsonSchema> = {};
   for (const [status, description] of Object.entries(operation.responses)) {
     const ok = status.startsWith("2");
-    if (!ok) responses[status] = toErrorResponse(description);
+    if (status === "304") responses[status] = { description, headers: ETAG_HEADER };
+    else if (!ok) responses[status] = toErrorResponse(description);
     else if (operation.stream !== undefined) responses[status] = { description, content: { [operation.stream]: { schema: { type: "string" } } } };
     else if (status === "204" || status === "101") responses[status] = { description };
     else
@@ -401,6 +421,10 @@ function toOperation(operation: Operation): JsonSchema {
           },
         },
       };
+  }
+  if (operation.conditional === true) {
+    const first = Object.keys(operation.responses)[0];
+    if (first !== undefined && responses[first] !== undefined) responses[first] = { ...responses[first], headers: ETAG_HEADER };
   }
   responses["401"] = toErrorResponse("missing or wrong bearer token");
   const doc: JsonSchema = {

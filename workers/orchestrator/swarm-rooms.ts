@@ -3,7 +3,7 @@
 import type { BatchCancelCode } from "../../src/core/batch-parts.ts";
 import type { ErrorDetail } from "../../src/core/errors.ts";
 import { toPublicStatus } from "../../src/core/public-status.ts";
-import type { PlanView, ResultsPage, StartSwarmInput, SwarmStatus } from "../../src/core/swarm-contract.ts";
+import type { PlanView, ResultsPage, StartSwarmInput, StatusRead, SwarmStatus } from "../../src/core/swarm-contract.ts";
 import type { RerunSelection } from "../../src/core/rerun-request.ts";
 import type { TaskTranscript } from "../../src/core/task-transcript.ts";
 import type { BatchOutputSummary } from "../../src/durable/swarm-batch-output.ts";
@@ -14,6 +14,8 @@ export interface SwarmRooms {
   start(input: StartSwarmInput): Promise<{ created: boolean; refused?: ErrorDetail[]; code?: "invalid_spec" | "budget_exceeded" }>;
   /** null: no such swarm, or it belongs to another tenant (the caller answers 404 either way). */
   getStatus(swarmId: string, tenant: string): Promise<SwarmStatus | null>;
+  /** The status, or not_modified when `ifNoneMatch` names an ended swarm's current tag; null: no such swarm for this tenant. */
+  readStatus(swarmId: string, tenant: string, ifNoneMatch: string | null): Promise<StatusRead<SwarmStatus> | null>;
   getResults(swarmId: string, tenant: string, cursor: string | null, limit: number): Promise<ResultsPage | null>;
   /** A goal's plan with every planned task; null: no such swarm for this tenant, or it has no goal. */
   getPlan(swarmId: string, tenant: string): Promise<(PlanView & { tasks: { id: string; prompt: string }[] }) | null>;
@@ -37,6 +39,11 @@ export function createSwarmRooms(namespace: DurableObjectNamespace<SwarmRoom>): 
     getStatus: async (swarmId, tenant) => {
       const status = await room(swarmId).getStatus(tenant);
       return status === null ? null : toPublicStatus(status);
+    },
+    readStatus: async (swarmId, tenant, ifNoneMatch) => {
+      const read = await room(swarmId).readStatus(tenant, ifNoneMatch);
+      if (read === null || read.kind === "not_modified") return read;
+      return { ...read, status: toPublicStatus(read.status) };
     },
     getResults: (swarmId, tenant, cursor, limit) => room(swarmId).getResults(tenant, cursor, limit),
     getPlan: (swarmId, tenant) => room(swarmId).getPlan(tenant),

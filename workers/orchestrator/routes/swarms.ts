@@ -110,10 +110,17 @@ export const swarmRoutes = new Hono<AppEnv>()
     return c.json({ swarms: page.swarms, next_cursor: page.next === null ? null : toSwarmListCursor(page.next) });
   })
 
+  // An ended swarm's status carries a weak ETag (billable meters left out: they count every read);
+  // If-None-Match with it answers 304 and no body. Caches must ask again each time (no-cache): a
+  // rerun or a late call's usage still moves an ended swarm's status.
   .get("/:id", async (c) => {
-    const status = await c.var.deps.swarmRooms.getStatus(requireSwarmId(c.req.param("id")), c.var.tenant);
-    if (status === null) throw swarmNotFound();
-    return c.json(status);
+    const read = await c.var.deps.swarmRooms.readStatus(requireSwarmId(c.req.param("id")), c.var.tenant, c.req.header("if-none-match") ?? null);
+    if (read === null) throw swarmNotFound();
+    if (read.etag !== null) {
+      c.header("ETag", read.etag);
+      c.header("Cache-Control", "private, no-cache");
+    }
+    return read.kind === "not_modified" ? c.body(null, 304) : c.json(read.status);
   })
 
   .get("/:id/results", async (c) => {

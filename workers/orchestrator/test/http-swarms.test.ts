@@ -1,10 +1,11 @@
 // HTTP: /v1/swarms against the real SwarmRoom Durable Object and local D1: spec validation,
 // body limits, start, status, listing, results paging, tenant isolation and the event stream.
 import { listDurableObjectIds } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { MAX_TASKS } from "../../../src/core/spec-schema.ts";
+import { createClient } from "../../../src/client/index.ts";
 import type { TaskReport } from "../../../src/core/swarm-contract.ts";
 import { createApp } from "../app.ts";
 import { callApi, createTenantKey, ORIGIN, TOKEN_A, validSpec } from "./call-api.ts";
@@ -480,6 +481,97 @@ describe("POST /v1/swarms/:id/cancel", () => {
     const other = await createSwarm(validSpec({ name: "not-yours" }), TOKEN_A);
     const hidden = await callApi(`/v1/swarms/${other.id}/cancel`, { method: "POST", token: TOKEN_B });
     expect(hidden.status).toBe(404);
+  });
+});
+
+describe("GET /v1/swarms/:id conditional reads (ETag, If-None-Match)", () => {
+  const BillableSchema = z.object({ billable: z.object({ do_requests: z.number() }), reruns: z.array(z.string()) });
+  const read = (id: string, ifNoneMatch?: string) =>
+    callApi(`/v1/swarms/${id}`, ifNoneMatch === undefined ? {} : { headers: { "if-none-match": ifNoneMatch } });
+
+  async function finishedSwarm(): Promise<string> {
+    const created = await createSwarm(validSpec({ name: "tagged" }));
+    const page = ResultsSchema.parse(await (await callApi(`/v1/swarms/${created.id}/results`)).json());
+    await finishAllTasks(
+      created.id,
+      page.results.map((r) => r.task_id),
+    );
+    return created.id;
+  }
+
+  it("a running swarm's status has no tag, and If-None-Match does not hold it back", async () => {
+    const created = await createSwarm(validSpec({ name: "untagged" }));
+    const response = await read(created.id, "*");
+    expect(response.status).toBe(200);
+    expect(response.headers.get("etag")).toBeNull();
+    expect(StatusSchema.parse(await response.json()).state).toBe("running");
+  });
+
+  it("an ended swarm's status carries a weak tag; naming it answers 304 with no body, though the meters moved", async () => {
+    const id = await finishedSwarm();
+    const first = await read(id);
+    expect(first.status).toBe(200);
+    const tag = first.headers.get("etag") ?? "";
+    expect(tag).toMatch(/^W\/"[0-9a-f]{32}"$/);
+    expect(first.headers.get("cache-control")).toBe("private, no-cache");
+    const before = BillableSchema.parse(await first.json()).billable.do_requests;
+
+    const unchanged = await read(id, tag);
+    expect(unchanged.status).toBe(304);
+    expect(unchanged.headers.get("etag")).toBe(tag);
+    expect(await unchanged.text()).toBe("");
+
+    // Every read counts among the billable meters, the 304 too; the tag leaves them out.
+    const again = await read(id);
+    expect(again.headers.get("etag")).toBe(tag);
+    expect(BillableSchema.parse(await again.json()).billable.do_requests).toBeGreaterThan(before);
+  });
+
+  it.each([
+    { name: "the strong form of the tag (weak comparison)", header: (tag: string) => tag.slice(2), expected: 304 },
+    { name: "a list that holds the tag", header: (tag: string) => `"elsewhere", ${tag}`, expected: 304 },
+    { name: "*", header: () => "*", expected: 304 },
+    { name: "another tag", header: () => 'W/"00000000000000000000000000000000"', expected: 200 },
+    { name: "a malformed header", header: (tag: string) => tag.slice(3), expected: 200 },
+  ])("If-None-Match with $name → $expected", async ({ header, expected }) => {
+    const id = await finishedSwarm();
+    const tag = (await read(id)).headers.get("etag") ?? "";
+    const response = await read(id, header(tag));
+    expect(response.status).toBe(expected);
+    expect(response.headers.get("etag")).toBe(tag);
+    if (expected === 200) expect(StatusSchema.parse(await response.json()).id).toBe(id);
+  });
+
+  it("a rerun moves an ended swarm's tag: the old one gets the new status", async () => {
+    const id = await finishedSwarm();
+    const tag = (await read(id)).headers.get("etag") ?? "";
+    const rerun = await callApi(`/v1/swarms/${id}/rerun`, { json: { tasks: ["auth.py"] } });
+    expect(rerun.status).toBe(202);
+    const child = z.object({ id: z.string() }).parse(await rerun.json()).id;
+    const after = await read(id, tag);
+    expect(after.status).toBe(200);
+    expect(after.headers.get("etag")).not.toBe(tag);
+    expect(BillableSchema.parse(await after.json()).reruns).toEqual([child]);
+  });
+
+  it("the typed client's getSwarmIfChanged follows the tag: changed, then not, through the real route", async () => {
+    const client = createClient({ baseUrl: ORIGIN, token: TOKEN_A, fetch: (input, init) => exports.default.fetch(new Request(input, init)) });
+    const running = await createSwarm(validSpec({ name: "client-running" }));
+    expect(await client.getSwarmIfChanged(running.id, null)).toMatchObject({ changed: true, etag: null, status: { state: "running" } });
+
+    const id = await finishedSwarm();
+    const first = await client.getSwarmIfChanged(id, null);
+    if (!first.changed) throw new Error("the first read must carry the status");
+    expect(first.status).toMatchObject({ id, state: "completed" });
+    expect(first.etag).toMatch(/^W\/"[0-9a-f]{32}"$/);
+    expect(await client.getSwarmIfChanged(id, first.etag)).toEqual({ changed: false, etag: first.etag });
+    await expect(client.getSwarmIfChanged("sw_aaaaaaaaaaaaaaaaaaaa", first.etag)).rejects.toMatchObject({ code: "not_found", status: 404 });
+  });
+
+  it("answers 404, not 304, for another tenant's swarm whatever the header", async () => {
+    const id = await finishedSwarm();
+    const response = await callApi(`/v1/swarms/${id}`, { token: TOKEN_B, headers: { "if-none-match": "*" } });
+    expect(response.status).toBe(404);
   });
 });
 
