@@ -785,6 +785,28 @@ describe("SwarmRoom reading", () => {
     expect((await stub.getStatus(TENANT))?.output).toEqual(first?.output);
   });
 
+  it("tags an ended swarm's status over all but its meters: a read with the tag is not_modified until a late call moves the usage", async () => {
+    const { input, stub } = newSwarm(1);
+    await stub.start(input);
+    const running = await stub.readStatus(TENANT, "*");
+    expect(running).toMatchObject({ kind: "status", etag: null });
+    await pull(stub, { want: 1 });
+    await pull(stub, { reports: [report("task-001", 1, ok("a"))], want: 0 });
+    const ended = await stub.readStatus(TENANT, null);
+    if (ended?.kind !== "status" || ended.etag === null) throw new Error("an ended swarm's status must carry a tag");
+    // Each read counts among the meters; the tag does not move with them.
+    expect(await stub.readStatus(TENANT, ended.etag)).toEqual({ kind: "not_modified", etag: ended.etag });
+    expect(await stub.readStatus(TENANT, ended.etag)).toEqual({ kind: "not_modified", etag: ended.etag });
+    // A call of the task reported after the end (a second turn's, say) is billed, and moves the tag.
+    const late = report("task-001", 1, ok("a"));
+    await stub.recordCalls([{ taskId: "task-001", attempt: 1, calls: late.calls.map((call) => ({ ...call, turn: 2 })) }]);
+    const after = await stub.readStatus(TENANT, ended.etag);
+    if (after?.kind !== "status") throw new Error("the late call must change the status");
+    expect(after.status.usage.calls).toBe(2);
+    expect(after.etag).not.toBe(ended.etag);
+    expect(await stub.readStatus("tk_someone_else", after.etag)).toBeNull();
+  });
+
   it("closes a dead-lettered ticket without touching a task; the alarm sends another while work is left", async () => {
     const { input, stub } = newSwarm(2, { concurrency: 2 });
     await stub.start(input);
