@@ -66,6 +66,17 @@ describe("GET /openapi.json", () => {
     }
   });
 
+  it("documents the status's conditional read: If-None-Match, the ETag on 200 and 304, and the 304", async () => {
+    const get = (await readDocument()).paths["/v1/swarms/{id}"]?.get as unknown as {
+      parameters: { name: string; in: string }[];
+      responses: Record<string, { headers?: Record<string, unknown>; content?: unknown }>;
+    };
+    expect(get.parameters).toContainEqual(expect.objectContaining({ name: "If-None-Match", in: "header", required: false }));
+    expect(Object.keys(get.responses["200"]?.headers ?? {})).toEqual(["ETag"]);
+    expect(get.responses["304"]).toMatchObject({ headers: { ETag: expect.any(Object) } });
+    expect(get.responses["304"]?.content).toBeUndefined();
+  });
+
   it("a spec the zod schema refuses is refused by the document's schema too", async () => {
     const doc = await readDocument();
     const content = doc.paths["/v1/swarms"]?.post?.requestBody?.content["application/json"];
