@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { areCallsEven, EVEN_CALLS_MIN_SAMPLES, freesSlot, STANDBY_MAX, standbyShare, standbyTarget, tailStandbyRoom } from "./standby.ts";
+import { areCallsEven, EVEN_CALLS_MIN_SAMPLES, freesSlot, STANDBY_MAX, standbyPastRoom, standbyShare, standbyTarget, tailStandbyRoom } from "./standby.ts";
 import type { TaskOutcome } from "./swarm-contract.ts";
 
 describe("standby target", () => {
@@ -106,6 +106,21 @@ describe("the standby tasks the room may still hand out near a swarm's end", () 
     ["uneven calls: no bound of its own", { waiting: 40, window: 100, evenCalls: false }, Number.POSITIVE_INFINITY],
   ])("%s", (_label, input, expected) => {
     expect(tailStandbyRoom(input)).toBe(expected);
+  });
+});
+
+describe("the standby tasks a grant may hand out while the window has room", () => {
+  it.each([
+    // 1,000 tasks at W = 1,000: a lane's second pull (its want met: 122 of 128 slots) at 750 free.
+    ["every task fits the window's room: none", { pending: 628, freeRoom: 628 }, 0],
+    ["fewer wait than the room holds: none", { pending: 40, freeRoom: 300 }, 0],
+    ["10,000 tasks at W = 1,000, the window filling: what the room cannot take", { pending: 9_000, freeRoom: 400 }, 8_600],
+    ["the window full: everything that waits", { pending: 900, freeRoom: 0 }, 900],
+    ["a window over-used (negative room) counts as full", { pending: 50, freeRoom: -3 }, 50],
+    ["nothing waits: none", { pending: 0, freeRoom: 0 }, 0],
+    ["a negative count is none", { pending: -5, freeRoom: 0 }, 0],
+  ])("%s", (_label, input, expected) => {
+    expect(standbyPastRoom(input)).toBe(expected);
   });
 });
 

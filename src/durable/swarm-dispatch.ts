@@ -8,7 +8,7 @@ import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
 import { estimatePromptTokens } from "../core/estimate-swarm.ts";
 import { isSurplusLane } from "../core/lane-sizing.ts";
-import { areCallsEven, STANDBY_MAX, STANDBY_SLOTS_SHARE, standbyShare, tailStandbyRoom } from "../core/standby.ts";
+import { areCallsEven, STANDBY_MAX, STANDBY_SLOTS_SHARE, standbyPastRoom, standbyShare, tailStandbyRoom } from "../core/standby.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import type { Limits } from "../core/spec-schema.ts";
 import { IN_FLIGHT_TASK_STATES, type CallStart, type ClaimedTask, type TaskAction, type TaskPool, type TaskReport } from "../core/swarm-contract.ts";
@@ -186,11 +186,15 @@ export class SwarmDispatch {
     // run had it got its `want`: a lane of 128 slots running 6 of a full window asked for 64 and
     // ran them 6 at a time, the swarm's last tasks among them.
     const laneRuns = laneRunning + retries + windowed;
-    const shareRoom = cap !== null || (windowed < room && !wantMet) || room < 0 || laneRuns <= 0 ? 0 : Math.min(standbyLimit, STANDBY_SLOTS_SHARE * laneRuns);
+    const left = waiting - retries - windowed;
+    // Never a task the window has room for now (standbyPastRoom): other lanes' pulls run those at once.
+    const shareRoom =
+      cap !== null || (windowed < room && !wantMet) || room < 0 || laneRuns <= 0
+        ? 0
+        : Math.min(standbyLimit, STANDBY_SLOTS_SHARE * laneRuns, standbyPastRoom({ pending: left, freeRoom: room - windowed }));
     // With even calls, the last window stays in the room, for the lanes whose slots free first
     // (tailStandbyRoom over what waits once this grant's own tasks are out). The calls are read only
     // where that bound could bind: near the swarm's end.
-    const left = waiting - retries - windowed;
     const nearTheEnd = shareRoom > 0 && left - swarm.window < shareRoom;
     const standbyRoom = nearTheEnd ? Math.min(shareRoom, tailStandbyRoom({ waiting: left, window: swarm.window, evenCalls: this.callsEven(now) })) : shareRoom;
     if (windowed + standbyRoom > 0) {

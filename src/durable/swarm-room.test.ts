@@ -268,6 +268,31 @@ describe("SwarmRoom pull", () => {
     expect(standby).toHaveLength(8);
   });
 
+  it("grants no standby task the window has room for: a lane whose want is met leaves those to other lanes", async () => {
+    // As many tasks as the window holds (a swarm that fans out once): every one can run at once.
+    const fits = newSwarm(40, { concurrency: 40 });
+    await fits.stub.start(fits.input);
+    const lanes = await tickets(fits.stub);
+    expect(lanes.length).toBeGreaterThanOrEqual(2);
+    const ask = { seq: 1, want: 6, standby: 64, running: 6 };
+    const first = await pull(fits.stub, { ...ask, ticket: lanes[0]?.id ?? "", lane: "lane-a" });
+    expect(first.granted).toHaveLength(6);
+    expect(first.granted.filter((task) => task.standby === true)).toEqual([]);
+    // The next lane finds the other 34 waiting, not held in the first lane's standby.
+    const second = await pull(fits.stub, { ...ask, want: 34, ticket: lanes[1]?.id ?? "", lane: "lane-b" });
+    expect(second.granted.filter((task) => task.standby !== true)).toHaveLength(34);
+    expect(countStates(await taskStates(fits.stub))).toEqual({ running: 40 });
+
+    // Six tasks more than the window: only those six can be standby (their share would be 8).
+    const past = newSwarm(36, { concurrency: 30 });
+    await past.stub.start(past.input);
+    const sent = await tickets(past.stub);
+    expect(sent).toHaveLength(5);
+    const pulled = await pull(past.stub, { ...ask, ticket: sent[0]?.id ?? "", lane: "lane-a" });
+    expect(pulled.granted.filter((task) => task.standby !== true)).toHaveLength(6);
+    expect(pulled.granted.filter((task) => task.standby === true)).toHaveLength(6);
+  });
+
   it("counts the standby tasks other lanes hold in a lane's share: lanes that pull in turn get about the same", async () => {
     const { input, stub } = newSwarm(70, { concurrency: 30 });
     await stub.start(input);
