@@ -1401,6 +1401,20 @@ describe("SwarmRoom tickets", () => {
     },
   );
 
+  it.each([
+    ["header-bound lanes (6 a lane): every lane the window needs at once", { slots: 6, latencyMs: 1_000 }, 50, LANE_SLOTS],
+    ["lanes of 8 (headers a little before the answer): the same, counted as header-bound", { slots: 8, latencyMs: 666 }, 50, LANE_SLOTS],
+    ["lanes of 64 (early headers): counted for 64 each", { slots: 64, latencyMs: 480 }, 5, 64],
+  ])("starts from the tenant's last lanes, %s", async (_label, lanePrior, expected, slots) => {
+    // A window of 300: 50 header-bound lanes, where with no prior the room sends FIRST_LANES_MAX
+    // until a lane has timed a call (with headers at the answer, a whole call later).
+    expect(FIRST_LANES_MAX).toBeLessThan(50);
+    const { input, stub } = newSwarm(300, { concurrency: 300 });
+    await stub.start({ ...input, lanePrior });
+    expect((await billable(stub)).queue_messages_sent).toBe(expected);
+    expect((await tickets(stub)).every((t) => t.slots === slots)).toBe(true);
+  });
+
   it("issues more tickets from the alarm when a lane reports fewer slots than assumed", async () => {
     const { input, stub } = newSwarm(10, { concurrency: 10 });
     await stub.start(input);

@@ -66,6 +66,12 @@ export class SwarmTickets {
    */
   private prior: LanePrior | null = null;
   /**
+   * An earlier swarm's lanes were header-bound (usePrior): the assumed slots are theirs already, so
+   * the room sends every lane the window needs at once, not FIRST_LANES_MAX until a lane of this
+   * swarm has timed a call, which with headers that come with the answer takes a whole call.
+   */
+  private headerBoundPrior = false;
+  /**
    * Set when a warm-up's hold lasted RELEASE_TOP_UP_MS (sizeForRelease): until a lane has timed its
    * calls, every ticket counts for the assumed slots, never the prior's more.
    */
@@ -245,7 +251,8 @@ export class SwarmTickets {
       covered += atRelease ? Math.min(slots, this.times.defaultSlots) : slots;
       open += 1;
     }
-    return toTicketsToIssue({ demand, coveredSlots: covered, openTickets: open, slotsPerTicket: this.slotsPerTicket(), measured: this.reportedSlots !== null });
+    const measured = this.reportedSlots !== null || this.headerBoundPrior;
+    return toTicketsToIssue({ demand, coveredSlots: covered, openTickets: open, slotsPerTicket: this.slotsPerTicket(), measured });
   }
 
   /**
@@ -352,10 +359,14 @@ export class SwarmTickets {
    * if those lanes carried at least twice the assumed slots (headers came early). A prior of
    * header-bound lanes changes nothing: the assumption is header-bound already, and counting each
    * ticket for the 8 one lane once carried sent 13 lanes where 17 were needed (the warm-up bench's
-   * header-bound wall went from 1.10x to 1.2x the pool).
+   * header-bound wall went from 1.10x to 1.2x the pool). It only lifts the cap on the first lanes
+   * (headerBoundPrior): without it, 300 calls of 1 s with headers at the answer, W = 300, ran 192
+   * (32 lanes of 6) for their first second, and the other 108 a call later.
    */
   usePrior(prior: LanePrior | null): void {
-    this.prior = prior !== null && prior.slots >= 2 * this.times.defaultSlots ? prior : null;
+    const early = prior !== null && prior.slots >= 2 * this.times.defaultSlots;
+    this.prior = early ? prior : null;
+    this.headerBoundPrior = prior !== null && !early;
   }
 
   /**
