@@ -62,15 +62,17 @@ export function toUntimedLaneSlots(input: {
  * Lanes a swarm opens before any lane has timed a call. Until then the room assumes header-bound
  * lanes (LANE_SLOTS, 6 calls each), which is right for a slow first byte and 20x too many lanes for
  * early headers: a window of 1,000 would start 167 executors where 8 carry it. The first lanes time
- * their calls within one call's latency, and the room then sends what the timing calls for.
+ * their calls within one call's latency, and the room then sends what the timing calls for. Not
+ * after a header-bound prior (the tenant's last lanes of the model carried 6–11): those lanes said
+ * what these will carry, and with headers at the answer the first timing takes a whole call.
  */
 export const FIRST_LANES_MAX = 32;
 
 /**
  * Tickets to issue now: enough lanes that the slots of the open tickets cover the tasks the swarm
  * could run (`demand`, at most its window), counting an unpulled ticket as `slotsPerTicket`; never
- * more than MAX_TICKETS_PER_SWARM open, nor FIRST_LANES_MAX before a lane has timed a call
- * (`measured` false).
+ * more than MAX_TICKETS_PER_SWARM open, nor FIRST_LANES_MAX while `measured` is false (no lane has
+ * timed a call, and no header-bound prior stands in for one).
  */
 export function toTicketsToIssue(input: { demand: number; coveredSlots: number; openTickets: number; slotsPerTicket: number; measured?: boolean }): number {
   const missing = input.demand - input.coveredSlots;
