@@ -72,6 +72,8 @@ export interface DispatchParts {
 export interface LaneAsk {
   /** The lane (PullRequest.lane): its grants are noted under it. */
   id: string;
+  /** Its ticket (PullRequest.ticket): the other tickets' lanes are the ones that could run what it is not given. */
+  ticket: string;
   /** Standby tasks it asks for (PullRequest.standby). */
   standby: number;
   /** Tasks it runs, those of its standby tasks that just entered the window included. */
@@ -187,11 +189,13 @@ export class SwarmDispatch {
     // ran them 6 at a time, the swarm's last tasks among them.
     const laneRuns = laneRunning + retries + windowed;
     const left = waiting - retries - windowed;
-    // Never a task the window has room for now (standbyPastRoom): other lanes' pulls run those at once.
+    const shareCap = cap !== null || (windowed < room && !wantMet) || room < 0 || laneRuns <= 0 ? 0 : Math.min(standbyLimit, STANDBY_SLOTS_SHARE * laneRuns);
+    // Never a task another lane could run now (standbyPastRoom): the window's room, as far as the
+    // other lanes have slots free for it.
     const shareRoom =
-      cap !== null || (windowed < room && !wantMet) || room < 0 || laneRuns <= 0
-        ? 0
-        : Math.min(standbyLimit, STANDBY_SLOTS_SHARE * laneRuns, standbyPastRoom({ pending: left, freeRoom: room - windowed }));
+      shareCap > 0 && lane !== undefined && windowed < room
+        ? Math.min(shareCap, standbyPastRoom({ pending: left, freeRoom: Math.min(room - windowed, this.tickets.freeSlotsExcept(lane.ticket, pool, now)) }))
+        : shareCap;
     // With even calls, the last window stays in the room, for the lanes whose slots free first
     // (tailStandbyRoom over what waits once this grant's own tasks are out). The calls are read only
     // where that bound could bind: near the swarm's end.

@@ -293,6 +293,20 @@ describe("SwarmRoom pull", () => {
     expect(pulled.granted.filter((task) => task.standby === true)).toHaveLength(6);
   });
 
+  it("grants standby while the window has room that no other lane has slots for", async () => {
+    // W = 12: two header-bound lanes of 6. Lane b runs its 6 and says so.
+    const { input, stub } = newSwarm(13, { concurrency: 12 });
+    await stub.start(input);
+    const [a, b] = await tickets(stub);
+    expect((await pull(stub, { ticket: b?.id ?? "", lane: "lane-b", seq: 1, want: 6 })).granted).toHaveLength(6);
+    await pull(stub, { ticket: b?.id ?? "", lane: "lane-b", seq: 2, want: 0, running: 6 });
+    // Lane a runs 3 of its 6 and asks for 3: the window keeps room for 3 more, which lane b, full,
+    // cannot take. The 4 left go to it as standby (its share: 7 waiting over 2 lanes), not 4 − 3.
+    const pulled = await pull(stub, { ticket: a?.id ?? "", lane: "lane-a", seq: 1, want: 3, standby: 64, running: 3 });
+    expect(pulled.granted.filter((task) => task.standby !== true)).toHaveLength(3);
+    expect(pulled.granted.filter((task) => task.standby === true)).toHaveLength(4);
+  });
+
   it("counts the standby tasks other lanes hold in a lane's share: lanes that pull in turn get about the same", async () => {
     const { input, stub } = newSwarm(70, { concurrency: 30 });
     await stub.start(input);

@@ -350,6 +350,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
                   ? undefined
                   : {
                       id: request.lane,
+                      ticket: request.ticket,
                       standby: request.standby ?? 0,
                       running: (request.running ?? 0) + run.length,
                       // Those of its held tasks that just entered the window run now.

@@ -274,6 +274,27 @@ export class SwarmTickets {
     return { slots: covered, leastRunning };
   }
 
+  /**
+   * Slots the lanes of `pool` other than `id` have free now: what each carries less what it said it
+   * runs in its last pull, and all a ticket still on its way was counted for. A lane not heard from
+   * lately counts for none (it may have died). What a grant may keep out of standby for them
+   * (standbyPastRoom): room in the window that no lane has slots for is nobody's to fill.
+   */
+  freeSlotsExcept(id: string, pool: TaskPool, now: number): number {
+    let free = 0;
+    for (const row of this.load().values()) {
+      if (row.pool !== pool || row.id === id) continue;
+      if (row.state !== "active") {
+        free += row.slots;
+        continue;
+      }
+      const heard = this.heardAt.get(row.id);
+      if (heard === undefined || now - heard > RECENTLY_HEARD_MS) continue;
+      free += Math.max(0, row.slots - (this.runningOf.get(row.id) ?? 0));
+    }
+    return free;
+  }
+
   /** What a ticket's lane said it runs in its last pull (PullRequest.running): who carries the window. */
   noteRunning(id: string, running: number): void {
     this.runningOf.set(id, Math.max(0, running));
