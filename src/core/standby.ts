@@ -85,9 +85,9 @@ export function standbyShare(input: { waiting: number; held: number; laneHeld: n
 /**
  * The most standby tasks a grant may hand out: the pending tasks the window's free room could not
  * take now (`pending`: what waits once this grant's tasks in the window are out; `freeRoom`: the
- * window's room this grant leaves, as far as other lanes have slots free for it). A standby task waits in its lane for one of the lane's own
- * tasks to end, so one granted while the window has room for it sits out of the window that
- * long. Granted to lanes whose pulls met their want while the window was far from full, standby
+ * window's room this grant leaves, as far as other lanes have slots free for it). A standby task
+ * waits in its lane for one of the lane's own tasks to end, so one granted while the window has
+ * room for it sits out of the window that long. Granted to lanes whose pulls met their want while the window was far from full, standby
  * tasks held what the other lanes needed: 1,000 calls of 3 s at W = 1,000 (8 lanes of 128, early
  * headers) ran 686 at once and the other 314 a call later, 2.1x ideal and 1.6x the pool's wall.
  * When more tasks wait than the window holds, the bound is that excess and rarely binds.
