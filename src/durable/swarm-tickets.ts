@@ -265,8 +265,7 @@ export class SwarmTickets {
     for (const row of this.load().values()) {
       if (row.pool !== pool || row.id === id || row.state !== "active") continue;
       // A lane that died still holds its ticket until it expires: only lanes heard from lately count.
-      const heard = this.heardAt.get(row.id);
-      if (heard === undefined || now - heard > RECENTLY_HEARD_MS) continue;
+      if (!this.heardLately(row.id, now)) continue;
       covered += row.slots;
       const running = this.runningOf.get(row.id);
       if (running !== undefined) leastRunning = Math.min(leastRunning ?? running, running);
@@ -288,11 +287,16 @@ export class SwarmTickets {
         free += row.slots;
         continue;
       }
-      const heard = this.heardAt.get(row.id);
-      if (heard === undefined || now - heard > RECENTLY_HEARD_MS) continue;
+      if (!this.heardLately(row.id, now)) continue;
       free += Math.max(0, row.slots - (this.runningOf.get(row.id) ?? 0));
     }
     return free;
+  }
+
+  /** Whether the ticket's lane pulled within RECENTLY_HEARD_MS of `now`. */
+  private heardLately(id: string, now: number): boolean {
+    const heard = this.heardAt.get(id);
+    return heard !== undefined && now - heard <= RECENTLY_HEARD_MS;
   }
 
   /** What a ticket's lane said it runs in its last pull (PullRequest.running): who carries the window. */
