@@ -5,6 +5,7 @@ import {
   MAX_TICKETS_PER_SWARM,
   toCoveredSlots,
   toExecutorCount,
+  toFillSlots,
   toLaneSlots,
   toPullPaceMs,
   toTicketsToIssue,
@@ -43,6 +44,27 @@ describe("slots of a lane that has not timed a call", () => {
     ["a batch's lane: its share of the invocation's slots", { ...lane, headerSlots: 3, assumedSlots: 128, priorLatencyMs: 480, firstHeadersMs: null }, 3],
   ])("%s", (_label, input, expected) => {
     expect(toUntimedLaneSlots(input)).toBe(expected);
+  });
+});
+
+describe("slots a ticket counts for while the window fills", () => {
+  // Headers at 500 ms of a 3 s call: a lane carries 6 × 3000 / 500 = 36 once full, and starts 6 a time to headers.
+  const partWay = { slots: 36, headerSlots: 6, ttfbMs: 500, latencyMs: 3_000 };
+  it.each([
+    ["one window (a fan-out): within one time to headers, the gate's 6", { ...partWay, rounds: 1 }, 6],
+    ["two windows: within a fifth of a call, 6 × 600 / 500", { ...partWay, rounds: 2 }, 7],
+    ["five windows: within half a call, 6 × 1500 / 500", { ...partWay, rounds: 5 }, 18],
+    ["ten windows: over a call, as the steady state", { ...partWay, rounds: 10 }, 36],
+    ["more than ten windows: never above the steady state", { ...partWay, rounds: 40 }, 36],
+    ["headers with the answer: 6 whatever the rounds", { slots: 6, headerSlots: 6, ttfbMs: 3_000, latencyMs: 3_000, rounds: 1 }, 6],
+    ["early headers, one window: within a tenth of a call, 6 × 20 / 2", { slots: 128, headerSlots: 6, ttfbMs: 2, latencyMs: 200, rounds: 1 }, 60],
+    ["early headers at the concurrency cap, ten windows: the steady state", { slots: 128, headerSlots: 6, ttfbMs: 2, latencyMs: 200, rounds: 10 }, 128],
+    ["no rounds counts as one", { ...partWay, rounds: 0 }, 6],
+    ["no gate: the steady state", { ...partWay, headerSlots: 0, rounds: 1 }, 36],
+    ["no time to headers: the steady state", { ...partWay, ttfbMs: 0, rounds: 1 }, 36],
+    ["steady slots below the gate's: the steady slots", { ...partWay, slots: 4, rounds: 1 }, 4],
+  ])("%s", (_label, input, expected) => {
+    expect(toFillSlots(input)).toBe(expected);
   });
 });
 

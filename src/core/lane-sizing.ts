@@ -59,6 +59,32 @@ export function toUntimedLaneSlots(input: {
 }
 
 /**
+ * The share of a swarm's expected time (its rounds of calls: tasks / window × latency) its window
+ * may take to fill at the start. A lane sized for the steady state fills over one call's latency
+ * (its gate starts 6 calls a time to headers, and it carries 6 × latency / TTFB), which costs a
+ * swarm of ten windows or more a twentieth of its time, but half of a swarm that fans out once.
+ */
+export const FILL_SHARE = 0.1;
+
+/**
+ * What a ticket counts for while the window fills at the start, on an earlier swarm's lanes (their
+ * slots, latency and time to headers): enough lanes that the window fills within FILL_SHARE of the
+ * swarm's expected time, or one time to headers when that is longer, each lane starting its gate's
+ * `headerSlots` calls a time to headers. At least the gate's slots (a lane starts as many at once),
+ * at most the steady state's `slots`, which ten rounds or more reach. A swarm of 1,000 calls of 3 s
+ * with headers at 500 ms, W = 1,000, counted each lane for 36 and opened 28: they started 168 calls
+ * a time to headers, filled the window over 2.5 s and took 1.73× the pool's wall; counted for 6, 167
+ * lanes fill it in one time to headers. With headers that come with the answer both are 6.
+ */
+export function toFillSlots(input: { slots: number; headerSlots: number; ttfbMs: number; latencyMs: number; rounds: number }): number {
+  const slots = Math.max(1, Math.floor(input.slots));
+  const gate = Math.floor(input.headerSlots);
+  if (gate <= 0 || input.ttfbMs <= 0) return slots;
+  const within = Math.max(input.ttfbMs, input.latencyMs * Math.max(1, input.rounds) * FILL_SHARE);
+  return Math.max(1, Math.min(slots, Math.max(gate, Math.floor((gate * within) / input.ttfbMs))));
+}
+
+/**
  * Lanes a swarm opens before any lane has timed a call. Until then the room assumes header-bound
  * lanes (LANE_SLOTS, 6 calls each), which is right for a slow first byte and 20x too many lanes for
  * early headers: a window of 1,000 would start 167 executors where 8 carry it. The first lanes time

@@ -71,6 +71,8 @@ export interface LanePrior {
   slots: number;
   /** The calls' mean latency, ms. */
   latencyMs: number;
+  /** The calls' mean time to response headers, ms (absent: swarms recorded before it was kept). */
+  ttfbMs?: number;
 }
 
 /** What an agent needs to run any task of the swarm; sent once per claim. */

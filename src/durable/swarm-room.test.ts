@@ -1416,14 +1416,17 @@ describe("SwarmRoom tickets", () => {
   );
 
   it.each([
-    ["header-bound lanes (6 a lane): every lane the window needs at once", { slots: 6, latencyMs: 1_000 }, 50, LANE_SLOTS],
-    ["lanes of 8 (headers a little before the answer): the same, counted as header-bound", { slots: 8, latencyMs: 666 }, 50, LANE_SLOTS],
-    ["lanes of 64 (early headers): counted for 64 each", { slots: 64, latencyMs: 480 }, 5, 64],
-  ])("starts from the tenant's last lanes, %s", async (_label, lanePrior, expected, slots) => {
+    ["header-bound lanes (6 a lane): every lane the window needs at once", 300, { slots: 6, latencyMs: 1_000 }, 50, LANE_SLOTS],
+    ["lanes of 8 (headers a little before the answer): the same, counted as header-bound", 300, { slots: 8, latencyMs: 666 }, 50, LANE_SLOTS],
+    ["lanes of 64 (early headers), ten windows of tasks: counted for 64 each", 3_000, { slots: 64, latencyMs: 480 }, 5, 64],
+    // 64 lanes' slots at 480 ms imply headers after 45 ms: 6 a lane fill the window within a tenth of a call.
+    ["lanes of 64, one window of tasks: every lane that fills it within one time to headers", 300, { slots: 64, latencyMs: 480 }, 50, LANE_SLOTS],
+    ["lanes of 36 (headers at 500 ms of 3 s), two windows: within a fifth of a call, 7 a lane", 600, { slots: 36, latencyMs: 3_000, ttfbMs: 500 }, 43, 7],
+  ])("starts from the tenant's last lanes, %s", async (_label, taskCount, lanePrior, expected, slots) => {
     // A window of 300: 50 header-bound lanes, where with no prior the room sends FIRST_LANES_MAX
     // until a lane has timed a call (with headers at the answer, a whole call later).
     expect(FIRST_LANES_MAX).toBeLessThan(50);
-    const { input, stub } = newSwarm(300, { concurrency: 300 });
+    const { input, stub } = newSwarm(taskCount, { concurrency: 300 });
     await stub.start({ ...input, lanePrior });
     expect((await billable(stub)).queue_messages_sent).toBe(expected);
     expect((await tickets(stub)).every((t) => t.slots === slots)).toBe(true);

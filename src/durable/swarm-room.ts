@@ -221,10 +221,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
     if (this.store.swarm() !== null) return { created: false };
     const planner = spec.goal === undefined ? null : PlannerSpecSchema.parse(spec.planner ?? {});
     this.store.insertSwarm(input, { mix, budget, tenantMonth, planner });
-    this.tickets.usePrior(input.lanePrior ?? null);
+    const stored = this.store.swarm();
+    // A planner's swarm has no tasks yet: its lanes are sized on the prior's steady state.
+    this.tickets.usePrior(input.lanePrior ?? null, stored === null ? undefined : { tasks: stored.task_count, window: stored.window });
     this.trace.begin();
     this.lineage.record(input);
-    const stored = this.store.swarm();
     if (stored !== null) this.warmup.begin(stored);
     if (stored !== null) this.batchOutput.begin(stored);
     this.totals.invalidate();

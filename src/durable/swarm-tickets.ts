@@ -1,7 +1,7 @@
 // The SwarmRoom's tickets: the queue messages that bring consumer lanes to the swarm. Owns the
 // `tickets` table; says how many slots the open tickets cover and when it next needs the alarm
 // (a ticket nobody pulled, or a lane that went silent, is closed so its capacity is issued again).
-import { HEADER_SLOTS_PER_INVOCATION, toCoveredSlots, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
+import { HEADER_SLOTS_PER_INVOCATION, toCoveredSlots, toFillSlots, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
 import type { ClaimedTask, DispatchView, LanePrior, TaskPool } from "../core/swarm-contract.ts";
 import type { Ticket } from "../core/ticket.ts";
 
@@ -76,6 +76,12 @@ export class SwarmTickets {
    * calls, every ticket counts for the assumed slots, never the prior's more.
    */
   private releaseSized = false;
+  /**
+   * What a ticket counts for at most while the window fills, when that is less than the prior's
+   * slots (usePrior, toFillSlots): a swarm of few rounds fills its window with more lanes than its
+   * steady state needs. Until a lane has timed its calls; null: the prior's slots.
+   */
+  private fillSlots: number | null = null;
   /**
    * The most a lane of this swarm reported carrying once timed (the next swarm's prior), and the
    * mean of the timings its lanes reported, both while the swarm still had tasks to hand out (when
@@ -241,17 +247,22 @@ export class SwarmTickets {
 
   /** How many more tickets the swarm needs for `demand` tasks running at once. */
   toIssue(demand: number, pool: TaskPool): number {
-    const atRelease = this.releaseSized && this.reportedSlots === null;
+    const unmeasured = this.reportedSlots === null;
+    // Until a lane has timed its calls, a lane counts for no more than a new ticket would: a lane
+    // that saw its first headers reports the prior's steady slots, which its gate fills over a call.
+    const cap = !unmeasured ? null : this.releaseSized ? this.times.defaultSlots : this.fillSlots;
     let covered = 0;
     let open = 0;
     for (const row of this.load().values()) {
       if (row.pool !== pool) continue;
       // A lane that runs more than it reports (its tasks wait at its gate) covers what it runs.
       const slots = toCoveredSlots({ slots: row.slots, running: this.runningOf.get(row.id) ?? null });
-      covered += atRelease ? Math.min(slots, this.times.defaultSlots) : slots;
+      covered += cap === null ? slots : Math.min(slots, cap);
       open += 1;
     }
-    const measured = this.reportedSlots !== null || this.headerBoundPrior;
+    // An early prior was measured too (FIRST_LANES_MAX is for lanes sized on an assumption), but
+    // not once a warm-up's release counts every ticket for the gate's slots.
+    const measured = !unmeasured || this.headerBoundPrior || (this.prior !== null && !this.releaseSized);
     return toTicketsToIssue({ demand, coveredSlots: covered, openTickets: open, slotsPerTicket: this.slotsPerTicket(), measured });
   }
 
@@ -358,7 +369,7 @@ export class SwarmTickets {
 
   /** Slots a new ticket is counted for (and its lane asks for until it has timed its calls). */
   slotsPerTicket(): number {
-    return Math.max(1, this.reportedSlots ?? (this.releaseSized ? null : this.prior?.slots) ?? this.times.defaultSlots);
+    return Math.max(1, this.reportedSlots ?? (this.releaseSized ? null : (this.fillSlots ?? this.prior?.slots)) ?? this.times.defaultSlots);
   }
 
   /** Whether the tickets are counted on an earlier swarm's lanes (usePrior kept one). */
@@ -388,10 +399,18 @@ export class SwarmTickets {
    * (headerBoundPrior): without it, 300 calls of 1 s with headers at the answer, W = 300, ran 192
    * (32 lanes of 6) for their first second, and the other 108 a call later.
    */
-  usePrior(prior: LanePrior | null): void {
+  usePrior(prior: LanePrior | null, shape?: { tasks: number; window: number }): void {
     const early = prior !== null && prior.slots >= 2 * this.times.defaultSlots;
     this.prior = early ? prior : null;
     this.headerBoundPrior = prior !== null && !early;
+    this.fillSlots = null;
+    // A swarm of known size fills its window within a share of its expected time (toFillSlots), on
+    // the prior's time to headers, or what its slots imply (a lane carries LANE_SLOTS × latency / TTFB).
+    if (!early || shape === undefined || shape.tasks <= 0 || shape.window <= 0) return;
+    const ttfbMs = prior.ttfbMs ?? (this.times.defaultSlots * prior.latencyMs) / prior.slots;
+    const rounds = Math.ceil(shape.tasks / shape.window);
+    const fill = toFillSlots({ slots: prior.slots, headerSlots: this.times.defaultSlots, ttfbMs, latencyMs: prior.latencyMs, rounds });
+    if (fill < prior.slots) this.fillSlots = fill;
   }
 
   /**
