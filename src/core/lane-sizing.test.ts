@@ -6,6 +6,7 @@ import {
   toCoveredSlots,
   toExecutorCount,
   toFillSlots,
+  toGrantedRoom,
   toLaneSlots,
   toPullPaceMs,
   toTicketsToIssue,
@@ -65,6 +66,21 @@ describe("slots a ticket counts for while the window fills", () => {
     ["steady slots below the gate's: the steady slots", { ...partWay, slots: 4, rounds: 1 }, 4],
   ])("%s", (_label, input, expected) => {
     expect(toFillSlots(input)).toBe(expected);
+  });
+});
+
+describe("the window's room a lane is granted", () => {
+  it.each([
+    ["within what its gate starts at once: all it asked", { asked: 6, fillSlots: 6, pending: 994, freeElsewhere: 996 }, 6],
+    ["a release: 166 lanes of 6 wait with nothing, so the gate's 6 of 35", { asked: 35, fillSlots: 6, pending: 999, freeElsewhere: 996 }, 6],
+    ["the others have slots for part: the gate's 6 and what they cannot take", { asked: 35, fillSlots: 6, pending: 999, freeElsewhere: 979 }, 20],
+    ["the others are full: all it asked", { asked: 35, fillSlots: 6, pending: 5_000, freeElsewhere: 0 }, 35],
+    ["early headers (it starts all it asks within the fill time): all", { asked: 122, fillSlots: 122, pending: 900, freeElsewhere: 896 }, 122],
+    ["never more than it asked", { asked: 4, fillSlots: 6, pending: 100, freeElsewhere: 0 }, 4],
+    ["nothing asked: nothing", { asked: 0, fillSlots: 6, pending: 100, freeElsewhere: 0 }, 0],
+    ["free slots counted below zero count as none", { asked: 10, fillSlots: 6, pending: 8, freeElsewhere: -3 }, 8],
+  ])("%s", (_label, input, expected) => {
+    expect(toGrantedRoom(input)).toBe(expected);
   });
 });
 

@@ -85,6 +85,20 @@ export function toFillSlots(input: { slots: number; headerSlots: number; ttfbMs:
 }
 
 /**
+ * How much of the window's room a lane that asked for `asked` is granted: all of it, except that
+ * past what it starts within the fill time (`fillSlots`: toFillSlots over one round) it takes only
+ * the pending tasks the other lanes have no free slots for (`freeElsewhere`). A lane starts 6 calls
+ * a time to headers, so the 30th of a grant of 36 waits five of them, while a lane beside it with
+ * its gate free would start it at once. A warm-up's release of 1,000 calls of 3 s with headers at
+ * 500 ms: the warm-up's lane, its first headers in, asked for 35 while 166 lanes of 6 waited with
+ * nothing; it got them, and its last calls started 2.5 s after the rest (1.48× the pool's wall).
+ */
+export function toGrantedRoom(input: { asked: number; fillSlots: number; pending: number; freeElsewhere: number }): number {
+  const pastOthers = Math.max(0, input.pending - Math.max(0, input.freeElsewhere));
+  return Math.max(0, Math.min(input.asked, Math.max(input.fillSlots, pastOthers)));
+}
+
+/**
  * Lanes a swarm opens before any lane has timed a call. Until then the room assumes header-bound
  * lanes (LANE_SLOTS, 6 calls each), which is right for a slow first byte and 20x too many lanes for
  * early headers: a window of 1,000 would start 167 executors where 8 carry it. The first lanes time

@@ -7,7 +7,7 @@ import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
 import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
 import { estimatePromptTokens } from "../core/estimate-swarm.ts";
-import { isSurplusLane } from "../core/lane-sizing.ts";
+import { isSurplusLane, toGrantedRoom } from "../core/lane-sizing.ts";
 import { areCallsEven, STANDBY_MAX, STANDBY_SLOTS_SHARE, standbyPastRoom, standbyShare, tailStandbyRoom } from "../core/standby.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import type { Limits } from "../core/spec-schema.ts";
@@ -176,8 +176,14 @@ export class SwarmDispatch {
     // Fail fast: a run of failures near the limit is given no more than it lacks (SwarmFailFast).
     const cap = minCap(warmupCap, this.failFast.inFlightCap(swarm));
     const room = (cap === null ? swarm.window : Math.min(swarm.window, cap)) - this.totals.inFlight();
-    // Pending tasks past the window's room (or past `want`) are the standby ones.
-    const windowed = Math.max(0, Math.min(limit - candidates.length, room));
+    // Pending tasks past the window's room (or past `want`) are the standby ones. Past what its gate
+    // starts within the fill time, a lane takes only what the other lanes have no slots for (toGrantedRoom).
+    const asked = Math.max(0, Math.min(limit - candidates.length, room));
+    const fillSlots = lane === undefined ? asked : this.tickets.fillSlotsOf(asked);
+    const windowed =
+      lane === undefined || asked <= fillSlots
+        ? asked
+        : toGrantedRoom({ asked, fillSlots, pending: waiting - retries, freeElsewhere: this.tickets.freeSlotsExcept(lane.ticket, pool, now) });
     // Only once the window is full, or a lane already running tasks has all it asked for (not over
     // the window: a window that shrank drains first), and only to a lane that will run something.
     // Many small lanes (a header-bound swarm's executors) each get their want while the window still

@@ -464,6 +464,7 @@ export class SwarmLedger {
       cost_usd: usage.cost_usd,
       lane_slots: lanes?.slots ?? null,
       lane_latency_ms: lanes?.latencyMs ?? null,
+      lane_ttfb_ms: lanes?.ttfbMs ?? null,
     };
   }
 

@@ -293,6 +293,33 @@ describe("SwarmRoom pull", () => {
     expect(pulled.granted.filter((task) => task.standby === true)).toHaveLength(6);
   });
 
+  it("grants a lane past what its gate starts at once only the tasks the other lanes have no slots for", async () => {
+    // Headers at 500 ms of 3 s calls: a lane carries 36 once full, and starts 6 a time to headers.
+    const lanePrior = { slots: 36, latencyMs: 3_000, ttfbMs: 500 };
+    const { input, stub } = newSwarm(60, { concurrency: 60 });
+    await stub.start({ ...input, lanePrior });
+    const lanes = await tickets(stub);
+    // One window of tasks: lanes of 6 fill it within one time to headers.
+    expect(lanes.map((t) => t.slots)).toEqual(Array.from({ length: 10 }, () => 6));
+    // Lane 0 asks for 36 (its first headers came): the 9 other lanes have 54 slots for 54 of the 60,
+    // so it gets the 6 its gate starts now, not 36 of which 30 would wait up to five times to headers.
+    const first = await pull(stub, { ticket: lanes[0]?.id ?? "", lane: "lane-0", seq: 1, want: 36 });
+    expect(first.granted).toHaveLength(6);
+    for (const [i, t] of lanes.slice(1).entries()) {
+      const granted = await pull(stub, { ticket: t.id, lane: `lane-${i + 1}`, seq: 1, want: 6 });
+      expect(granted.granted).toHaveLength(6);
+    }
+    expect(countStates(await taskStates(stub))).toEqual({ running: 60 });
+
+    // More tasks than the other lanes have slots for: a lane gets all it asks for. (Four windows of
+    // tasks fill the window within 1.2 s: 5 lanes of 14.)
+    const more = newSwarm(240, { concurrency: 60 });
+    await more.stub.start({ ...more.input, lanePrior });
+    const [a] = await tickets(more.stub);
+    expect(a?.slots).toBe(14);
+    expect((await pull(more.stub, { ticket: a?.id ?? "", lane: "lane-a", seq: 1, want: 14 })).granted).toHaveLength(14);
+  });
+
   it("grants standby while the window has room that no other lane has slots for", async () => {
     // W = 12: two header-bound lanes of 6. Lane b runs its 6 and says so.
     const { input, stub } = newSwarm(13, { concurrency: 12 });
@@ -1419,8 +1446,10 @@ describe("SwarmRoom tickets", () => {
     ["header-bound lanes (6 a lane): every lane the window needs at once", 300, { slots: 6, latencyMs: 1_000 }, 50, LANE_SLOTS],
     ["lanes of 8 (headers a little before the answer): the same, counted as header-bound", 300, { slots: 8, latencyMs: 666 }, 50, LANE_SLOTS],
     ["lanes of 64 (early headers), ten windows of tasks: counted for 64 each", 3_000, { slots: 64, latencyMs: 480 }, 5, 64],
-    // 64 lanes' slots at 480 ms imply headers after 45 ms: 6 a lane fill the window within a tenth of a call.
+    // A prior recorded without its time to headers: 64 slots at 480 ms imply headers after 45 ms,
+    // and 6 a lane fill the window within a tenth of a call.
     ["lanes of 64, one window of tasks: every lane that fills it within one time to headers", 300, { slots: 64, latencyMs: 480 }, 50, LANE_SLOTS],
+    ["lanes of 64 with headers after 2 ms, one window: 5 lanes fill it within a tenth of a call", 300, { slots: 64, latencyMs: 480, ttfbMs: 2 }, 5, 64],
     ["lanes of 36 (headers at 500 ms of 3 s), two windows: within a fifth of a call, 7 a lane", 600, { slots: 36, latencyMs: 3_000, ttfbMs: 500 }, 43, 7],
   ])("starts from the tenant's last lanes, %s", async (_label, taskCount, lanePrior, expected, slots) => {
     // A window of 300: 50 header-bound lanes, where with no prior the room sends FIRST_LANES_MAX
@@ -2251,8 +2280,8 @@ describe("SwarmRoom prompt-cache warm-up (limits.cache_warmup)", () => {
   });
 
   it("counts its lanes for the release once the hold has lasted RELEASE_TOP_UP_MS: lanes of a prior's early headers would start the window at their gates' pace", async () => {
-    // The tenant's last lanes carried 64 calls each: one such lane covers a window of 30.
-    const lanePrior = { slots: 64, latencyMs: 480 };
+    // The tenant's last lanes carried 64 calls each (headers after 2 ms): one such lane covers a window of 30.
+    const lanePrior = { slots: 64, latencyMs: 480, ttfbMs: 2 };
     const swarm = newSwarm(40, { concurrency: 30 });
     swarm.input.spec = { ...swarm.input.spec, system: LONG_SYSTEM };
     const { stub } = swarm;

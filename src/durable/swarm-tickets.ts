@@ -372,6 +372,17 @@ export class SwarmTickets {
     return Math.max(1, this.reportedSlots ?? (this.releaseSized ? null : (this.fillSlots ?? this.prior?.slots)) ?? this.times.defaultSlots);
   }
 
+  /**
+   * How many of `asked` tasks a lane starts within the fill time of one round (toFillSlots): its
+   * gate starts LANE_SLOTS a time to headers. On the lanes' timing, else the prior's; `asked` when
+   * neither is known.
+   */
+  fillSlotsOf(asked: number): number {
+    const timing = this.timing ?? (this.prior === null ? null : this.timingOf(this.prior));
+    if (timing === null) return asked;
+    return toFillSlots({ slots: asked, headerSlots: this.times.defaultSlots, ...timing, rounds: 1 });
+  }
+
   /** Whether the tickets are counted on an earlier swarm's lanes (usePrior kept one). */
   sizedByPrior(): boolean {
     return this.prior !== null && !this.releaseSized && this.reportedSlots === null;
@@ -404,13 +415,19 @@ export class SwarmTickets {
     this.prior = early ? prior : null;
     this.headerBoundPrior = prior !== null && !early;
     this.fillSlots = null;
-    // A swarm of known size fills its window within a share of its expected time (toFillSlots), on
-    // the prior's time to headers, or what its slots imply (a lane carries LANE_SLOTS × latency / TTFB).
+    // A swarm of known size fills its window within a share of its expected time (toFillSlots).
     if (!early || shape === undefined || shape.tasks <= 0 || shape.window <= 0) return;
-    const ttfbMs = prior.ttfbMs ?? (this.times.defaultSlots * prior.latencyMs) / prior.slots;
     const rounds = Math.ceil(shape.tasks / shape.window);
-    const fill = toFillSlots({ slots: prior.slots, headerSlots: this.times.defaultSlots, ttfbMs, latencyMs: prior.latencyMs, rounds });
+    const fill = toFillSlots({ slots: prior.slots, headerSlots: this.times.defaultSlots, ...this.timingOf(prior), rounds });
     if (fill < prior.slots) this.fillSlots = fill;
+  }
+
+  /**
+   * A prior's timing: its time to headers, or, recorded before it was kept, what its slots imply (a
+   * lane carries LANE_SLOTS × latency / TTFB; less early than it was when the concurrency capped them).
+   */
+  private timingOf(prior: LanePrior): { ttfbMs: number; latencyMs: number } {
+    return { ttfbMs: prior.ttfbMs ?? (this.times.defaultSlots * prior.latencyMs) / prior.slots, latencyMs: prior.latencyMs };
   }
 
   /**
@@ -438,7 +455,8 @@ export class SwarmTickets {
     if (sample.mostSlots === null || sample.timings === 0) return null;
     const timing = { ttfbMs: sample.ttfbMs / sample.timings, latencyMs: sample.latencyMs / sample.timings };
     const atMeanTiming = toLaneSlots(sample.mostSlots, HEADER_SLOTS_PER_INVOCATION, timing);
-    return { slots: Math.min(sample.mostSlots, atMeanTiming), latencyMs: Math.round(timing.latencyMs * 10) / 10 };
+    const tenths = (ms: number): number => Math.round(ms * 10) / 10;
+    return { slots: Math.min(sample.mostSlots, atMeanTiming), latencyMs: tenths(timing.latencyMs), ttfbMs: tenths(timing.ttfbMs) };
   }
 
   /** The samples a lane's report goes into: every report's, and the body's while tasks are handed out. */

@@ -48,9 +48,10 @@ export type SwarmIndexRow = {
   completion_tokens: number;
   total_tokens: number;
   cost_usd: number;
-  /** What one lane carried and its calls' mean latency, ms, once a lane timed its calls (null before). */
+  /** What one lane carried and its calls' mean latency and time to headers, ms, once a lane timed its calls (null before). */
   lane_slots: number | null;
   lane_latency_ms: number | null;
+  lane_ttfb_ms: number | null;
 };
 
 /** The D1 `ledger` columns, in insert order. */
@@ -99,10 +100,11 @@ const INDEX_COLUMNS = [
   "cost_usd",
   "lane_slots",
   "lane_latency_ms",
+  "lane_ttfb_ms",
 ] as const satisfies readonly (keyof SwarmIndexRow)[];
 
 /** Index columns a later write leaves as they are when it has no value (a room that restarted has not measured its lanes again yet). */
-const KEPT_WHEN_NULL: readonly string[] = ["lane_slots", "lane_latency_ms"];
+const KEPT_WHEN_NULL: readonly string[] = ["lane_slots", "lane_latency_ms", "lane_ttfb_ms"];
 
 /** D1 binds at most 100 parameters per statement. */
 const D1_MAX_PARAMS = 100;

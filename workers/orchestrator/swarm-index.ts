@@ -63,7 +63,12 @@ const SwarmRowSchema = z.object({
 });
 type SwarmRow = z.infer<typeof SwarmRowSchema>;
 
-const LanePriorRowSchema = z.object({ lane_slots: z.number().int().positive(), lane_latency_ms: z.number().positive() });
+const LanePriorRowSchema = z.object({
+  lane_slots: z.number().int().positive(),
+  lane_latency_ms: z.number().positive(),
+  // NULL for swarms indexed before schema v13 (the room then infers it from the slots).
+  lane_ttfb_ms: z.number().nonnegative().nullable(),
+});
 
 /** How far back the tenant's swarms are searched for a prior: an older measurement may no longer hold. */
 const LANE_PRIOR_MAX_AGE_MS = 7 * 24 * 3_600_000;
@@ -129,13 +134,15 @@ export function createSwarmIndex(db: D1Database): SwarmIndex {
       // The newest first along swarms_by_tenant (tenant, created_at DESC): a few rows at most.
       const row = await db
         .prepare(
-          "SELECT lane_slots, lane_latency_ms FROM swarms WHERE tenant = ?1 AND created_at >= ?2 AND model = ?3 AND lane_slots IS NOT NULL " +
+          "SELECT lane_slots, lane_latency_ms, lane_ttfb_ms FROM swarms WHERE tenant = ?1 AND created_at >= ?2 AND model = ?3 AND lane_slots IS NOT NULL " +
             "AND lane_latency_ms IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT 1",
         )
         .bind(tenant, Date.now() - LANE_PRIOR_MAX_AGE_MS, model)
         .first();
       const parsed = LanePriorRowSchema.safeParse(row);
-      return parsed.success ? { slots: parsed.data.lane_slots, latencyMs: parsed.data.lane_latency_ms } : null;
+      if (!parsed.success) return null;
+      const { lane_slots: slots, lane_latency_ms: latencyMs, lane_ttfb_ms: ttfbMs } = parsed.data;
+      return ttfbMs === null ? { slots, latencyMs } : { slots, latencyMs, ttfbMs };
     },
     async listUnfinished(limit) {
       const { results } = await db.prepare("SELECT id FROM swarms WHERE finished_at IS NULL ORDER BY created_at LIMIT ?1").bind(limit).all();

@@ -1,5 +1,5 @@
 // A swarm's first lanes sized on the tenant's last swarm of the same model: what its lanes measured
-// reaches the D1 index (lane_slots, lane_latency_ms), and the next start reads it, against the real
+// reaches the D1 index (lane_slots, lane_latency_ms, lane_ttfb_ms), and the next start reads it, against the real
 // SwarmRoom and local D1. The swarm's status shows the lanes it opened (`dispatch`).
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -44,8 +44,8 @@ async function runTimedLane(swarmId: string, tasks: number, timing: { ttfbMs: nu
 const succeeded = (tasks: readonly { taskId: string; attempt: number }[]): TaskReport[] =>
   tasks.map((task) => ({ taskId: task.taskId, attempt: task.attempt, outcome: { kind: "succeeded", output: "done", finishReason: "stop" }, calls: [] }));
 
-async function indexedLanes(swarmId: string): Promise<{ lane_slots: number | null; lane_latency_ms: number | null } | null> {
-  return env.LEDGER_DB.prepare("SELECT lane_slots, lane_latency_ms FROM swarms WHERE id = ?1").bind(swarmId).first();
+async function indexedLanes(swarmId: string): Promise<{ lane_slots: number | null; lane_latency_ms: number | null; lane_ttfb_ms: number | null } | null> {
+  return env.LEDGER_DB.prepare("SELECT lane_slots, lane_latency_ms, lane_ttfb_ms FROM swarms WHERE id = ?1").bind(swarmId).first();
 }
 
 describe("a swarm's first lanes, sized on the tenant's last swarm of the model", () => {
@@ -56,11 +56,15 @@ describe("a swarm's first lanes, sized on the tenant's last swarm of the model",
     expect(await dispatchOf(first, key)).toMatchObject({ lanes: 4, slots: 24 });
     await runTimedLane(first, 20, { ttfbMs: 2, latencyMs: 480 }, 64);
     for (let i = 0; i < 50 && (await indexedLanes(first))?.lane_slots !== 64; i += 1) await runDurableObjectAlarm(room(first));
-    expect(await indexedLanes(first)).toEqual({ lane_slots: 64, lane_latency_ms: 480 });
+    expect(await indexedLanes(first)).toEqual({ lane_slots: 64, lane_latency_ms: 480, lane_ttfb_ms: 2 });
 
     // The tenant's next swarm of mock-1: two lanes of 64 carry a window of 100.
     const next = await startSwarm(key, 200, 100);
     expect(await dispatchOf(next, key)).toMatchObject({ lanes: 2, slots: 128 });
+    // One that fans out once fills its window within a tenth of a call: at 6 calls a lane every
+    // 2 ms, the same two lanes. (On the slots alone, 64 at 480 ms would mean headers at 45 ms: 17
+    // lanes of 6.)
+    expect(await dispatchOf(await startSwarm(key, 100, 100), key)).toMatchObject({ lanes: 2, slots: 128 });
 
     // A header-bound prior (8 slots once, where most lanes carry 6) changes nothing: still 17 of 6.
     const { key: boundKey } = await createTenantKey({ name: "lane-prior-bound", scopes: ["run"] });
@@ -76,7 +80,7 @@ describe("a swarm's first lanes, sized on the tenant's last swarm of the model",
     const tail = await startSwarm(tailKey, 20, 100);
     await runTimedLane(tail, 20, { ttfbMs: 484, latencyMs: 666 }, 14);
     for (let i = 0; i < 50 && (await indexedLanes(tail))?.lane_slots === null; i += 1) await runDurableObjectAlarm(room(tail));
-    expect(await indexedLanes(tail)).toEqual({ lane_slots: 8, lane_latency_ms: 666 });
+    expect(await indexedLanes(tail)).toEqual({ lane_slots: 8, lane_latency_ms: 666, lane_ttfb_ms: 484 });
     expect(await dispatchOf(await startSwarm(tailKey, 200, 100), tailKey)).toMatchObject({ lanes: 17, slots: 102 });
 
     // Another tenant's swarm of the same model learns nothing from it.
@@ -102,7 +106,7 @@ describe("a swarm's first lanes, sized on the tenant's last swarm of the model",
     for (const task of second.granted) await room(swarmId).pull({ ...lane, ...tail, reports: succeeded([task]), want: 0 });
     await room(swarmId).pull({ ...lane, ...tail, reports: [], want: 0, final: true });
     for (let i = 0; i < 50 && (await indexedLanes(swarmId))?.lane_slots == null; i += 1) await runDurableObjectAlarm(room(swarmId));
-    expect(await indexedLanes(swarmId)).toEqual({ lane_slots: 8, lane_latency_ms: 666 });
+    expect(await indexedLanes(swarmId)).toEqual({ lane_slots: 8, lane_latency_ms: 666, lane_ttfb_ms: 484 });
     // So the next swarm opens the 17 header-bound lanes its window needs, not 6 counted for 17.
     expect(await dispatchOf(await startSwarm(key, 200, 100), key)).toMatchObject({ lanes: 17, slots: 102 });
   });
@@ -133,6 +137,7 @@ describe("SwarmIndex.lanePrior", () => {
     cost_usd: 0,
     lane_slots: 6,
     lane_latency_ms: 600,
+    lane_ttfb_ms: null,
     ...overrides,
   });
   const now = Date.now();
@@ -149,6 +154,11 @@ describe("SwarmIndex.lanePrior", () => {
       [row("sw_a", { created_at: now - 2_000 }), row("sw_b", { created_at: now - 1_000, lane_slots: null, lane_latency_ms: null })],
       { slots: 6, latencyMs: 600 },
     ],
+    [
+      "with the time to headers once measured",
+      [row("sw_a", { lane_slots: 36, lane_latency_ms: 3_000, lane_ttfb_ms: 498.5 })],
+      { slots: 36, latencyMs: 3_000, ttfbMs: 498.5 },
+    ],
     ["another model's lanes are not this one's", [row("sw_a", { model: "mock-2", lane_slots: 128 })], null],
     ["another tenant's lanes are not this one's", [row("sw_a", { tenant: "tn_else", lane_slots: 128 })], null],
     ["a measurement older than a week no longer counts", [row("sw_a", { created_at: now - 8 * day })], null],
@@ -161,8 +171,8 @@ describe("SwarmIndex.lanePrior", () => {
 
   it("keeps what a swarm's lanes measured when a later write has no measurement (a room that restarted)", async () => {
     await env.LEDGER_DB.prepare("DELETE FROM swarms WHERE tenant = 'tn_prior'").run();
-    await toSwarmIndexUpsert(env.LEDGER_DB, row("sw_kept", { lane_slots: 64, lane_latency_ms: 480 })).run();
-    await toSwarmIndexUpsert(env.LEDGER_DB, row("sw_kept", { lane_slots: null, lane_latency_ms: null, succeeded: 9 })).run();
-    expect(await createSwarmIndex(env.LEDGER_DB).lanePrior("tn_prior", "mock-1")).toEqual({ slots: 64, latencyMs: 480 });
+    await toSwarmIndexUpsert(env.LEDGER_DB, row("sw_kept", { lane_slots: 64, lane_latency_ms: 480, lane_ttfb_ms: 2 })).run();
+    await toSwarmIndexUpsert(env.LEDGER_DB, row("sw_kept", { lane_slots: null, lane_latency_ms: null, lane_ttfb_ms: null, succeeded: 9 })).run();
+    expect(await createSwarmIndex(env.LEDGER_DB).lanePrior("tn_prior", "mock-1")).toEqual({ slots: 64, latencyMs: 480, ttfbMs: 2 });
   });
 });
