@@ -6,6 +6,7 @@ import {
   toCoveredSlots,
   toExecutorCount,
   toFillSlots,
+  toGateTtfbMs,
   toGrantedRoom,
   toLaneSlots,
   toPullPaceMs,
@@ -66,6 +67,19 @@ describe("slots a ticket counts for while the window fills", () => {
     ["steady slots below the gate's: the steady slots", { ...partWay, slots: 4, rounds: 1 }, 4],
   ])("%s", (_label, input, expected) => {
     expect(toFillSlots(input)).toBe(expected);
+  });
+});
+
+describe("the time to headers a lane's gate is held for", () => {
+  it.each([
+    ["headers at 500 ms of 3 s, lanes of 36: as measured", { ttfbMs: 500, latencyMs: 3_000, slots: 36, headerSlots: 6 }, 500],
+    ["a busy machine's late view (30 ms) where the lanes' 128 slots say at most 9.375", { ttfbMs: 30, latencyMs: 200, slots: 128, headerSlots: 6 }, 9.375],
+    ["slots the concurrency capped say less than the measured 2 ms: 2", { ttfbMs: 2, latencyMs: 200, slots: 128, headerSlots: 6 }, 2],
+    ["no measured mean (a prior recorded before it was kept): what the slots imply", { ttfbMs: null, latencyMs: 480, slots: 64, headerSlots: 6 }, 45],
+    ["no slots known: as measured", { ttfbMs: 120, latencyMs: 480, slots: null, headerSlots: 6 }, 120],
+    ["neither: unknown", { ttfbMs: null, latencyMs: 480, slots: null, headerSlots: 6 }, null],
+  ])("%s", (_label, input, expected) => {
+    expect(toGateTtfbMs(input)).toBe(expected);
   });
 });
 

@@ -85,6 +85,20 @@ export function toFillSlots(input: { slots: number; headerSlots: number; ttfbMs:
 }
 
 /**
+ * The time to headers a lane's gate is held for, from what lanes reported: their measured mean, but
+ * no more than their slots imply (`headerSlots × latency / slots`). A lane sizes its slots on its
+ * TTFB less its event loop's lateness (run-lane.ts), while the mean it reports includes it: on this
+ * 2-core machine, lanes with early headers measured 20–270 ms to headers at W = 1,000, and sized on
+ * that the room would open a lane for every 6 calls. Slots a lane's concurrency capped imply a
+ * later time than the real one, so the measured mean, when it is known, bounds it the other way.
+ */
+export function toGateTtfbMs(input: { ttfbMs: number | null; latencyMs: number; slots: number | null; headerSlots: number }): number | null {
+  const implied = input.slots === null || input.slots <= 0 ? null : (input.headerSlots * input.latencyMs) / input.slots;
+  if (input.ttfbMs === null) return implied;
+  return implied === null ? input.ttfbMs : Math.min(input.ttfbMs, implied);
+}
+
+/**
  * How much of the window's room a lane that asked for `asked` is granted: all of it, except that
  * past what it starts within the fill time (`fillSlots`: toFillSlots over one round) it takes only
  * the pending tasks the other lanes have no free slots for (`freeElsewhere`). A lane starts 6 calls

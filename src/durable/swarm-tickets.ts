@@ -1,7 +1,7 @@
 // The SwarmRoom's tickets: the queue messages that bring consumer lanes to the swarm. Owns the
 // `tickets` table; says how many slots the open tickets cover and when it next needs the alarm
 // (a ticket nobody pulled, or a lane that went silent, is closed so its capacity is issued again).
-import { HEADER_SLOTS_PER_INVOCATION, toCoveredSlots, toFillSlots, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
+import { HEADER_SLOTS_PER_INVOCATION, toCoveredSlots, toFillSlots, toGateTtfbMs, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
 import type { ClaimedTask, DispatchView, LanePrior, TaskPool } from "../core/swarm-contract.ts";
 import type { Ticket } from "../core/ticket.ts";
 
@@ -378,7 +378,8 @@ export class SwarmTickets {
    * neither is known.
    */
   fillSlotsOf(asked: number): number {
-    const timing = this.timing ?? (this.prior === null ? null : this.timingOf(this.prior));
+    const measured = this.timing === null ? null : this.gateTiming(this.timing.ttfbMs, this.timing.latencyMs, this.reportedSlots);
+    const timing = measured ?? (this.prior === null ? null : this.timingOf(this.prior));
     if (timing === null) return asked;
     return toFillSlots({ slots: asked, headerSlots: this.times.defaultSlots, ...timing, rounds: 1 });
   }
@@ -422,12 +423,14 @@ export class SwarmTickets {
     if (fill < prior.slots) this.fillSlots = fill;
   }
 
-  /**
-   * A prior's timing: its time to headers, or, recorded before it was kept, what its slots imply (a
-   * lane carries LANE_SLOTS × latency / TTFB; less early than it was when the concurrency capped them).
-   */
+  /** A prior's timing, as its lanes' gates saw it (toGateTtfbMs: recorded before its TTFB was, its slots alone). */
   private timingOf(prior: LanePrior): { ttfbMs: number; latencyMs: number } {
-    return { ttfbMs: prior.ttfbMs ?? (this.times.defaultSlots * prior.latencyMs) / prior.slots, latencyMs: prior.latencyMs };
+    return this.gateTiming(prior.ttfbMs ?? null, prior.latencyMs, prior.slots) ?? { ttfbMs: 0, latencyMs: prior.latencyMs };
+  }
+
+  private gateTiming(ttfbMs: number | null, latencyMs: number, slots: number | null): { ttfbMs: number; latencyMs: number } | null {
+    const gateTtfbMs = toGateTtfbMs({ ttfbMs, latencyMs, slots, headerSlots: this.times.defaultSlots });
+    return gateTtfbMs === null ? null : { ttfbMs: gateTtfbMs, latencyMs };
   }
 
   /**
