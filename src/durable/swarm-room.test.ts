@@ -1447,8 +1447,8 @@ describe("SwarmRoom tickets", () => {
     ["lanes of 8 (headers a little before the answer): the same, counted as header-bound", 300, { slots: 8, latencyMs: 666 }, 50, LANE_SLOTS],
     ["lanes of 64 (early headers), ten windows of tasks: counted for 64 each", 3_000, { slots: 64, latencyMs: 480 }, 5, 64],
     // A prior recorded without its time to headers: 64 slots at 480 ms imply headers after 45 ms,
-    // and 6 a lane fill the window within a tenth of a call.
-    ["lanes of 64, one window of tasks: every lane that fills it within one time to headers", 300, { slots: 64, latencyMs: 480 }, 50, LANE_SLOTS],
+    // and a lane starts 6 × 250 / 45 = 33 within FILL_MIN_MS (a tenth of the call is less).
+    ["lanes of 64, one window of tasks: lanes that fill it within FILL_MIN_MS", 300, { slots: 64, latencyMs: 480 }, 10, 33],
     ["lanes of 64 with headers after 2 ms, one window: 5 lanes fill it within a tenth of a call", 300, { slots: 64, latencyMs: 480, ttfbMs: 2 }, 5, 64],
     ["lanes of 36 (headers at 500 ms of 3 s), two windows: within a fifth of a call, 7 a lane", 600, { slots: 36, latencyMs: 3_000, ttfbMs: 500 }, 43, 7],
   ])("starts from the tenant's last lanes, %s", async (_label, taskCount, lanePrior, expected, slots) => {
