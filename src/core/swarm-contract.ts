@@ -261,6 +261,12 @@ export interface PullRequest {
    */
   warmed?: boolean;
   /**
+   * A lane of a swarm sized on no prior whose first call's headers took at least FILL_MIN_MS, ms:
+   * sent once, before it has timed a call. Lanes of the gate's 6 are then what fills the window,
+   * and the room sends every lane it needs rather than FIRST_LANES_MAX until a call has ended.
+   */
+  firstHeadersMs?: number;
+  /**
    * Durable Object requests the lane's host spent to start it (an executor: the consumer's start
    * RPC and its alarm), sent with its first pull so the swarm's billable operations include them.
    */

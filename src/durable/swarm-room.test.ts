@@ -71,6 +71,7 @@ function pull(stub: Stub, lane: Partial<Omit<PullRequest, "pool">> & { pool?: Ta
   if (lane.held !== undefined) request.held = lane.held;
   if (lane.released !== undefined) request.released = lane.released;
   if (lane.warmed !== undefined) request.warmed = lane.warmed;
+  if (lane.firstHeadersMs !== undefined) request.firstHeadersMs = lane.firstHeadersMs;
   return stub.pull(request);
 }
 
@@ -1459,6 +1460,21 @@ describe("SwarmRoom tickets", () => {
     await stub.start({ ...input, lanePrior });
     expect((await billable(stub)).queue_messages_sent).toBe(expected);
     expect((await tickets(stub)).every((t) => t.slots === slots)).toBe(true);
+  });
+
+  it.each([
+    ["headers after 498 ms: every lane the window needs, at once", 498, 50],
+    ["headers after 100 ms: FIRST_LANES_MAX until a lane has timed a call", 100, FIRST_LANES_MAX],
+  ])("on no prior, hears a lane's first headers before any call has ended: %s", async (_label, firstHeadersMs, expected) => {
+    const { input, stub } = newSwarm(300, { concurrency: 300 });
+    await stub.start(input);
+    const [first] = await tickets(stub);
+    expect((await billable(stub)).queue_messages_sent).toBe(FIRST_LANES_MAX);
+    await pull(stub, { ticket: first?.id ?? "", lane: "lane-0", seq: 1, want: LANE_SLOTS });
+    await pull(stub, { ticket: first?.id ?? "", lane: "lane-0", seq: 2, want: 0, running: LANE_SLOTS, firstHeadersMs });
+    await runAlarmNow(stub);
+    expect((await billable(stub)).queue_messages_sent).toBe(expected);
+    expect((await tickets(stub)).every((t) => t.slots === LANE_SLOTS)).toBe(true);
   });
 
   it("issues more tickets from the alarm when a lane reports fewer slots than assumed", async () => {

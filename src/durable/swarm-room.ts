@@ -367,6 +367,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const leaseUntil = grant.granted.reduce((max, t) => Math.max(max, t.leaseUntil), 0);
       const finished = after.finished_at !== null || after.state === "cancelled";
       if (request.timing !== undefined) this.tickets.noteTiming(request.timing, handingOut);
+      if (request.firstHeadersMs !== undefined) this.tickets.noteFirstHeaders(request.firstHeadersMs);
       if (
         this.tickets.pulled(
           request.ticket,

@@ -1,7 +1,16 @@
 // The SwarmRoom's tickets: the queue messages that bring consumer lanes to the swarm. Owns the
 // `tickets` table; says how many slots the open tickets cover and when it next needs the alarm
 // (a ticket nobody pulled, or a lane that went silent, is closed so its capacity is issued again).
-import { HEADER_SLOTS_PER_INVOCATION, toCoveredSlots, toFillSlots, toGateTtfbMs, toLaneSlots, toPullPaceMs, toTicketsToIssue } from "../core/lane-sizing.ts";
+import {
+  FILL_MIN_MS,
+  HEADER_SLOTS_PER_INVOCATION,
+  toCoveredSlots,
+  toFillSlots,
+  toGateTtfbMs,
+  toLaneSlots,
+  toPullPaceMs,
+  toTicketsToIssue,
+} from "../core/lane-sizing.ts";
 import type { ClaimedTask, DispatchView, LanePrior, TaskPool } from "../core/swarm-contract.ts";
 import type { Ticket } from "../core/ticket.ts";
 
@@ -71,6 +80,8 @@ export class SwarmTickets {
    * swarm has timed a call, which with headers that come with the answer takes a whole call.
    */
   private headerBoundPrior = false;
+  /** A lane of this swarm saw its first headers after FILL_MIN_MS or more (noteFirstHeaders). */
+  private slowFirstHeaders = false;
   /**
    * Set when a warm-up's hold lasted RELEASE_TOP_UP_MS (sizeForRelease): until a lane has timed its
    * calls, every ticket counts for the assumed slots, never the prior's more.
@@ -262,7 +273,7 @@ export class SwarmTickets {
     }
     // An early prior was measured too (FIRST_LANES_MAX is for lanes sized on an assumption), but
     // not once a warm-up's release counts every ticket for the gate's slots.
-    const measured = !unmeasured || this.headerBoundPrior || (this.prior !== null && !this.releaseSized);
+    const measured = !unmeasured || this.headerBoundPrior || this.slowFirstHeaders || (this.prior !== null && !this.releaseSized);
     return toTicketsToIssue({ demand, coveredSlots: covered, openTickets: open, slotsPerTicket: this.slotsPerTicket(), measured });
   }
 
@@ -345,6 +356,17 @@ export class SwarmTickets {
             ttfbMs: this.timing.ttfbMs + weight * (timing.ttfbMs - this.timing.ttfbMs),
             latencyMs: this.timing.latencyMs + weight * (timing.latencyMs - this.timing.latencyMs),
           };
+  }
+
+  /**
+   * A lane's first headers took `ms` (PullRequest.firstHeadersMs), before any lane has timed a call.
+   * At FILL_MIN_MS or more, lanes of the gate's slots fill the window within one time to headers
+   * (toFillSlots), whatever the latency: the room sends every lane the window needs, as after a
+   * header-bound prior, rather than FIRST_LANES_MAX until a call has ended (with headers at 500 ms
+   * of a 3 s call, 3 s of 192 calls at once).
+   */
+  noteFirstHeaders(ms: number): void {
+    if (Number.isFinite(ms) && ms >= FILL_MIN_MS) this.slowFirstHeaders = true;
   }
 
   /** The swarm's lanes now (SwarmStatus.dispatch). */

@@ -6,6 +6,7 @@
 import { toCheckpoint } from "../../src/core/agent-conversation.ts";
 import {
   BASE_COALESCE_MAX_MS,
+  FILL_MIN_MS,
   HEDGING_SMALL_LANE_COALESCE_MAX_MS,
   HEDGING_TAIL_COALESCE_MS,
   SMALL_LANE_COALESCE_MAX_MS,
@@ -183,6 +184,13 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         // A prior of early headers confirmed: the lane asks at once for what it now carries. (Headers
         // that come with the answer add a slot or two, which the pull with that answer asks for.)
         if (timing.current().ttfbMs === null && capacity() >= 2 * Math.max(1, running.size)) poke();
+        // No prior, and headers slow enough that lanes of the gate's 6 are what fills the window:
+        // the room hears it now, not when a call has ended (PullRequest.firstHeadersMs). Less the
+        // event loop's lateness, as the lane's slots count it: a busy machine sees headers late.
+        if (ctx.priorLatencyMs === undefined && timing.current().ttfbMs === null && elapsedMs - (loopLag.current() ?? 0) >= FILL_MIN_MS) {
+          slowFirstHeaders.untold = true;
+          poke();
+        }
       }
       if (task.warmup !== true || warmup.pending || warmup.told) return;
       warmup.pending = true;
@@ -209,6 +217,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   const timing = createTimingAverages();
   /** How long this lane's first call took to its headers (ms), before any call has ended. */
   let firstHeadersMs: number | null = null;
+  /** That time is at least FILL_MIN_MS on no prior, and the room has not had it yet. */
+  const slowFirstHeaders = { untold: false };
   /** How late this lane's timers fire, ms (moving average): the event loop's delay. */
   const loopLag = createMovingAverage(0.2);
   // This lane's name and pull number: a pull sent again after an error keeps its number until one
@@ -496,6 +506,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       ...measuredTiming(timing.current()),
       ...(seq === 1 && ctx.hostRequests !== undefined ? { hostRequests: ctx.hostRequests } : {}),
       ...(warmup.pending ? { warmed: true } : {}),
+      ...(slowFirstHeaders.untold && firstHeadersMs !== null ? { firstHeadersMs: Math.round(firstHeadersMs) } : {}),
       final,
       pool: ctx.pool,
       endBy: ctx.callsEndBy,
@@ -536,6 +547,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       for (const { taskId } of request.promoted ?? []) promoted.delete(taskId);
       for (const { taskId } of request.released ?? []) releasing.delete(taskId);
       if (request.warmed === true) Object.assign(warmup, { pending: false, told: true });
+      if (request.firstHeadersMs !== undefined) slowFirstHeaders.untold = false;
       // The room has these reports: their tasks' noted calls need listing no more.
       for (const report of reports) {
         startedNoted.delete(attemptKey(report));

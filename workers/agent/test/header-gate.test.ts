@@ -4,7 +4,7 @@
 // back, and through a lane.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { HEADER_SLOTS_PER_INVOCATION } from "../../../src/core/lane-sizing.ts";
+import { FILL_MIN_MS, HEADER_SLOTS_PER_INVOCATION } from "../../../src/core/lane-sizing.ts";
 import { createModelClient, type ModelRequest } from "../../../src/model/model-client.ts";
 import { createHeaderGate, HeaderSlotTimeout, takeHeaderSlot } from "../header-gate.ts";
 import { directGateway } from "./fake-gateway.ts";
@@ -254,6 +254,35 @@ describe("a lane on a prior (Ticket.latency_ms: an earlier swarm's lanes of the 
     // Once it has timed its calls it reports what it carries (about 6), not the prior's 40.
     const lastSized = room.pulls.filter((pull) => pull.slots > 0 && pull.timing !== undefined).at(-1);
     expect(lastSized?.slots).toBeLessThan(12);
+  });
+});
+
+describe("a lane on no prior (a tenant's first swarm of the model)", () => {
+  const firstTicket = (id: string, swarmId: string) => ({ ...ticketMessage(id, swarmId), body: { v: 2, swarm_id: swarmId, ticket: id, slots: 6 } });
+
+  it("tells the room its first headers took FILL_MIN_MS or more, once, before any call has ended", async () => {
+    // Headers at 300 ms of 900 ms calls: lanes of 6 fill a window within one time to headers.
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(300, 900) });
+    const room = new FakeRoom("sw_first_slow", { tasks: Array.from({ length: 12 }, (_, i) => `t${i + 1}`) });
+
+    await run([firstTicket("m1", "sw_first_slow")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(12);
+    const told = room.pulls.filter((pull) => pull.firstHeadersMs !== undefined);
+    expect(told).toHaveLength(1);
+    expect(told[0]?.firstHeadersMs).toBeGreaterThanOrEqual(FILL_MIN_MS);
+    expect(told[0]?.reports).toEqual([]);
+    expect(told[0]?.timing).toBeUndefined();
+  });
+
+  it("says nothing of headers that come early", async () => {
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(0, 300) });
+    const room = new FakeRoom("sw_first_early", { tasks: Array.from({ length: 12 }, (_, i) => `t${i + 1}`) });
+
+    await run([firstTicket("m1", "sw_first_early")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(12);
+    expect(room.pulls.every((pull) => pull.firstHeadersMs === undefined)).toBe(true);
   });
 });
 
