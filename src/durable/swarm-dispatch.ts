@@ -183,7 +183,7 @@ export class SwarmDispatch {
     const windowed =
       lane === undefined || asked <= fillSlots
         ? asked
-        : toGrantedRoom({ asked, fillSlots, pending: waiting - retries, freeElsewhere: this.tickets.freeSlotsExcept(lane.ticket, pool, now) });
+        : toGrantedRoom({ asked, fillSlots, pending: waiting - retries, freeElsewhere: this.freeSlotsElsewhere(swarm, lane.ticket, pool, now) });
     // Only once the window is full, or a lane already running tasks has all it asked for (not over
     // the window: a window that shrank drains first), and only to a lane that will run something.
     // Many small lanes (a header-bound swarm's executors) each get their want while the window still
@@ -200,7 +200,7 @@ export class SwarmDispatch {
     // other lanes have slots free for it.
     const shareRoom =
       shareCap > 0 && lane !== undefined && windowed < room
-        ? Math.min(shareCap, standbyPastRoom({ pending: left, freeRoom: Math.min(room - windowed, this.tickets.freeSlotsExcept(lane.ticket, pool, now)) }))
+        ? Math.min(shareCap, standbyPastRoom({ pending: left, freeRoom: Math.min(room - windowed, this.freeSlotsElsewhere(swarm, lane.ticket, pool, now)) }))
         : shareCap;
     // With even calls, the last window stays in the room, for the lanes whose slots free first
     // (tailStandbyRoom over what waits once this grant's own tasks are out). The calls are read only
@@ -547,6 +547,19 @@ export class SwarmDispatch {
    */
   private windowFullWithLanes(swarm: SwarmRow): boolean {
     return this.totals.inFlight() >= swarm.window && this.tickets.openCount() > 0;
+  }
+
+  /**
+   * Slots free for the window's room in lanes other than `ticket`'s: the open lanes'
+   * (SwarmTickets.freeSlotsExcept), and those of the lanes the room is about to send (its alarm
+   * sends them once this request is answered). A tenant's first swarm whose first headers came
+   * late sends every lane its window needs from the pull that says so; that pull, granted standby
+   * as if no lane could take the rest, left three tasks in a lane whose calls ended 3 s later.
+   */
+  private freeSlotsElsewhere(swarm: SwarmRow, ticket: string, pool: TaskPool, now: number): number {
+    const open = this.tickets.freeSlotsExcept(ticket, pool, now);
+    if (this.windowFullWithLanes(swarm)) return open;
+    return open + this.tickets.toIssue(this.demand(swarm, pool, now), pool) * this.tickets.slotsPerTicket();
   }
 
   /** The pools the swarm has tasks in: long tasks run on their own queue (and lanes). */

@@ -1463,15 +1463,17 @@ describe("SwarmRoom tickets", () => {
   });
 
   it.each([
-    ["headers after 498 ms: every lane the window needs, at once", 498, 50],
-    ["headers after 100 ms: FIRST_LANES_MAX until a lane has timed a call", 100, FIRST_LANES_MAX],
-  ])("on no prior, hears a lane's first headers before any call has ended: %s", async (_label, firstHeadersMs, expected) => {
+    // The pull that says so gets no standby: the lanes the room sends next run the rest.
+    ["headers after 498 ms: every lane the window needs, at once", 498, 50, 0],
+    ["headers after 100 ms: FIRST_LANES_MAX until a lane has timed a call", 100, FIRST_LANES_MAX, 3],
+  ])("on no prior, hears a lane's first headers before any call has ended: %s", async (_label, firstHeadersMs, expected, standby) => {
     const { input, stub } = newSwarm(300, { concurrency: 300 });
     await stub.start(input);
     const [first] = await tickets(stub);
     expect((await billable(stub)).queue_messages_sent).toBe(FIRST_LANES_MAX);
     await pull(stub, { ticket: first?.id ?? "", lane: "lane-0", seq: 1, want: LANE_SLOTS });
-    await pull(stub, { ticket: first?.id ?? "", lane: "lane-0", seq: 2, want: 0, running: LANE_SLOTS, firstHeadersMs });
+    const told = await pull(stub, { ticket: first?.id ?? "", lane: "lane-0", seq: 2, want: 0, running: LANE_SLOTS, firstHeadersMs, standby: 3 });
+    expect(told.granted.filter((task) => task.standby === true)).toHaveLength(standby);
     await runAlarmNow(stub);
     expect((await billable(stub)).queue_messages_sent).toBe(expected);
     expect((await tickets(stub)).every((t) => t.slots === LANE_SLOTS)).toBe(true);

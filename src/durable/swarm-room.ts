@@ -329,6 +329,8 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
           : [];
       const want = request.want - run.length;
       if (!request.final) this.tickets.noteRunning(request.ticket, request.running ?? 0);
+      // Before the grant: the lanes it lets the room send are the ones to run what this lane is not given.
+      if (request.firstHeadersMs !== undefined) this.tickets.noteFirstHeaders(request.firstHeadersMs);
       // Other lanes carry all the swarm can run: this one gets nothing more and ends (the lanes
       // that run the fewest tasks go first).
       const retire =
@@ -367,7 +369,6 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
       const leaseUntil = grant.granted.reduce((max, t) => Math.max(max, t.leaseUntil), 0);
       const finished = after.finished_at !== null || after.state === "cancelled";
       if (request.timing !== undefined) this.tickets.noteTiming(request.timing, handingOut);
-      if (request.firstHeadersMs !== undefined) this.tickets.noteFirstHeaders(request.firstHeadersMs);
       if (
         this.tickets.pulled(
           request.ticket,
