@@ -261,8 +261,8 @@ export interface PullRequest {
    */
   warmed?: boolean;
   /**
-   * A lane of a swarm sized on no prior whose first call's headers took at least FILL_MIN_MS, ms:
-   * sent once, before it has timed a call. Lanes of the gate's 6 are then what fills the window,
+   * A lane of a swarm sized on no prior whose first call's headers took at least FILL_MIN_MS (they
+   * came then, or had not come by then), ms: sent once, before it has timed a call. Lanes of the gate's 6 are then what fills the window,
    * and the room sends every lane it needs rather than FIRST_LANES_MAX until a call has ended.
    */
   firstHeadersMs?: number;

@@ -73,6 +73,8 @@ export interface PermitContext {
    * with the time since it was sent, ms.
    */
   onHeaders?: (task: ClaimedTask, elapsedMs: number) => void;
+  /** A call of `task` is sent now (its time to headers counts from here; onHeaders follows once). */
+  onSent?: (task: ClaimedTask) => void;
 }
 
 /** One turn's call: the conversation so far and what this call may do. */
@@ -428,6 +430,7 @@ function withHeadersHook(request: ModelRequest, task: ClaimedTask, ctx: PermitCo
   const slot = request.headerSlot;
   // Noted and sent at once from here (callWithPermit): the time to its headers counts from now.
   const sentAt = Date.now();
+  ctx.onSent?.(task);
   let told = false;
   const release = (): void => {
     slot?.release();

@@ -184,17 +184,27 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         // A prior of early headers confirmed: the lane asks at once for what it now carries. (Headers
         // that come with the answer add a slot or two, which the pull with that answer asks for.)
         if (timing.current().ttfbMs === null && capacity() >= 2 * Math.max(1, running.size)) poke();
-        // No prior, and headers slow enough that lanes of the gate's 6 are what fills the window:
-        // the room hears it now, not when a call has ended (PullRequest.firstHeadersMs). Less the
-        // event loop's lateness, as the lane's slots count it: a busy machine sees headers late.
-        if (ctx.priorLatencyMs === undefined && timing.current().ttfbMs === null && elapsedMs - (loopLag.current() ?? 0) >= FILL_MIN_MS) {
-          slowFirstHeaders.untold = true;
-          poke();
-        }
+        noteSlowFirstHeaders(elapsedMs);
       }
       if (task.warmup !== true || warmup.pending || warmup.told) return;
       warmup.pending = true;
       poke();
+    },
+    onSent: () => {
+      // No prior: if the first call has no headers FILL_MIN_MS after it was sent, that is the news.
+      if (firstSentAt !== null || ctx.priorLatencyMs !== undefined) return;
+      const sentAt = ctx.now();
+      firstSentAt = sentAt;
+      // Timers fire late on a busy loop, and that lateness is taken off: checked again until the
+      // headers come or the time less the lateness reaches FILL_MIN_MS.
+      const check = (): void => {
+        if (firstHeadersMs !== null || slowFirstHeaders.ms > 0) return;
+        const elapsedMs = ctx.now() - sentAt;
+        const short = FILL_MIN_MS - (elapsedMs - (loopLag.current() ?? 0));
+        if (short > 0) setTimeout(check, Math.max(10, short));
+        else noteSlowFirstHeaders(elapsedMs);
+      };
+      setTimeout(check, FILL_MIN_MS);
     },
     markStarted: (start) => {
       const key = attemptKey(start);
@@ -217,8 +227,24 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   const timing = createTimingAverages();
   /** How long this lane's first call took to its headers (ms), before any call has ended. */
   let firstHeadersMs: number | null = null;
-  /** That time is at least FILL_MIN_MS on no prior, and the room has not had it yet. */
-  const slowFirstHeaders = { untold: false };
+  /** When this lane sent its first call (no prior only: what its first headers are timed against). */
+  let firstSentAt: number | null = null;
+  /**
+   * On no prior, its first call's headers took at least `ms` (they came then, or had not come by
+   * then), ms, and whether the room has yet to hear it (PullRequest.firstHeadersMs).
+   */
+  const slowFirstHeaders = { untold: false, ms: 0 };
+  /**
+   * No prior, and headers slow enough that lanes of the gate's 6 are what fills the window: the
+   * room hears it now, not when a call has ended. Less the event loop's lateness, as the lane's
+   * slots count it: a busy machine sees headers late. Once.
+   */
+  const noteSlowFirstHeaders = (elapsedMs: number): void => {
+    if (ctx.priorLatencyMs !== undefined || slowFirstHeaders.ms > 0 || timing.current().ttfbMs !== null) return;
+    if (elapsedMs - (loopLag.current() ?? 0) < FILL_MIN_MS) return;
+    Object.assign(slowFirstHeaders, { untold: true, ms: Math.round(elapsedMs) });
+    poke();
+  };
   /** How late this lane's timers fire, ms (moving average): the event loop's delay. */
   const loopLag = createMovingAverage(0.2);
   // This lane's name and pull number: a pull sent again after an error keeps its number until one
@@ -506,7 +532,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       ...measuredTiming(timing.current()),
       ...(seq === 1 && ctx.hostRequests !== undefined ? { hostRequests: ctx.hostRequests } : {}),
       ...(warmup.pending ? { warmed: true } : {}),
-      ...(slowFirstHeaders.untold && firstHeadersMs !== null ? { firstHeadersMs: Math.round(firstHeadersMs) } : {}),
+      ...(slowFirstHeaders.untold ? { firstHeadersMs: slowFirstHeaders.ms } : {}),
       final,
       pool: ctx.pool,
       endBy: ctx.callsEndBy,

@@ -275,6 +275,22 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
     expect(told[0]?.timing).toBeUndefined();
   });
 
+  it("tells it once its first headers have not come by FILL_MIN_MS (headers with a 900 ms answer), before the call ends", async () => {
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(900, 900) });
+    const room = new FakeRoom("sw_first_bound", { tasks: Array.from({ length: 6 }, (_, i) => `t${i + 1}`) });
+
+    await run([firstTicket("m1", "sw_first_bound")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(6);
+    const toldAt = room.pulls.findIndex((pull) => pull.firstHeadersMs !== undefined);
+    const firstReportAt = room.pulls.findIndex((pull) => pull.reports.length > 0);
+    expect(toldAt).toBeGreaterThanOrEqual(0);
+    expect(room.pulls.filter((pull) => pull.firstHeadersMs !== undefined)).toHaveLength(1);
+    expect(room.pulls[toldAt]?.firstHeadersMs).toBeGreaterThanOrEqual(FILL_MIN_MS);
+    expect(room.pulls[toldAt]?.firstHeadersMs).toBeLessThan(900);
+    expect(toldAt).toBeLessThan(firstReportAt);
+  });
+
   it("says nothing of headers that come early", async () => {
     const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(0, 300) });
     const room = new FakeRoom("sw_first_early", { tasks: Array.from({ length: 12 }, (_, i) => `t${i + 1}`) });
