@@ -75,13 +75,13 @@ export class SwarmTickets {
    */
   private prior: LanePrior | null = null;
   /**
-   * An earlier swarm's lanes were header-bound (usePrior): the assumed slots are theirs already, so
-   * the room sends every lane the window needs at once, not FIRST_LANES_MAX until a lane of this
-   * swarm has timed a call, which with headers that come with the answer takes a whole call.
+   * Lanes of the gate's slots are known to be right before a lane of this swarm has timed a call:
+   * an earlier swarm's lanes were header-bound (usePrior), or a lane's first headers took
+   * FILL_MIN_MS or more (noteFirstHeaders). The room then sends every lane the window needs at
+   * once, not FIRST_LANES_MAX until a lane has timed a call, which with headers that come with the
+   * answer takes a whole call.
    */
-  private headerBoundPrior = false;
-  /** A lane of this swarm saw its first headers after FILL_MIN_MS or more (noteFirstHeaders). */
-  private slowFirstHeaders = false;
+  private gateBound = false;
   /**
    * Set when a warm-up's hold lasted RELEASE_TOP_UP_MS (sizeForRelease): until a lane has timed its
    * calls, every ticket counts for the assumed slots, never the prior's more.
@@ -273,7 +273,7 @@ export class SwarmTickets {
     }
     // An early prior was measured too (FIRST_LANES_MAX is for lanes sized on an assumption), but
     // not once a warm-up's release counts every ticket for the gate's slots.
-    const measured = !unmeasured || this.headerBoundPrior || this.slowFirstHeaders || (this.prior !== null && !this.releaseSized);
+    const measured = !unmeasured || this.gateBound || (this.prior !== null && !this.releaseSized);
     return toTicketsToIssue({ demand, coveredSlots: covered, openTickets: open, slotsPerTicket: this.slotsPerTicket(), measured });
   }
 
@@ -366,7 +366,7 @@ export class SwarmTickets {
    * of a 3 s call, 3 s of 192 calls at once).
    */
   noteFirstHeaders(ms: number): void {
-    if (Number.isFinite(ms) && ms >= FILL_MIN_MS) this.slowFirstHeaders = true;
+    if (Number.isFinite(ms) && ms >= FILL_MIN_MS) this.gateBound = true;
   }
 
   /** The swarm's lanes now (SwarmStatus.dispatch). */
@@ -430,13 +430,13 @@ export class SwarmTickets {
    * header-bound lanes changes nothing: the assumption is header-bound already, and counting each
    * ticket for the 8 one lane once carried sent 13 lanes where 17 were needed (the warm-up bench's
    * header-bound wall went from 1.10x to 1.2x the pool). It only lifts the cap on the first lanes
-   * (headerBoundPrior): without it, 300 calls of 1 s with headers at the answer, W = 300, ran 192
+   * (gateBound): without it, 300 calls of 1 s with headers at the answer, W = 300, ran 192
    * (32 lanes of 6) for their first second, and the other 108 a call later.
    */
   usePrior(prior: LanePrior | null, shape?: { tasks: number; window: number }): void {
     const early = prior !== null && prior.slots >= 2 * this.times.defaultSlots;
     this.prior = early ? prior : null;
-    this.headerBoundPrior = prior !== null && !early;
+    this.gateBound = prior !== null && !early;
     this.fillSlots = null;
     // A swarm of known size fills its window within a share of its expected time (toFillSlots).
     if (!early || shape === undefined || shape.tasks <= 0 || shape.window <= 0) return;

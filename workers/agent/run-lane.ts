@@ -192,17 +192,15 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     },
     onSent: () => {
       // No prior: if the first call has no headers FILL_MIN_MS after it was sent, that is the news.
-      if (firstSentAt !== null || ctx.priorLatencyMs !== undefined) return;
+      if (firstCallSent || ctx.priorLatencyMs !== undefined) return;
+      firstCallSent = true;
       const sentAt = ctx.now();
-      firstSentAt = sentAt;
-      // Timers fire late on a busy loop, and that lateness is taken off: checked again until the
-      // headers come or the time less the lateness reaches FILL_MIN_MS.
+      // Timers fire late on a busy loop, and that lateness is taken off: checked again, until the
+      // headers come, for as long as the wait falls short.
       const check = (): void => {
-        if (firstHeadersMs !== null || slowFirstHeaders.ms > 0) return;
-        const elapsedMs = ctx.now() - sentAt;
-        const short = FILL_MIN_MS - (elapsedMs - (loopLag.current() ?? 0));
+        if (firstHeadersMs !== null) return;
+        const short = noteSlowFirstHeaders(ctx.now() - sentAt);
         if (short > 0) setTimeout(check, Math.max(10, short));
-        else noteSlowFirstHeaders(elapsedMs);
       };
       setTimeout(check, FILL_MIN_MS);
     },
@@ -227,8 +225,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   const timing = createTimingAverages();
   /** How long this lane's first call took to its headers (ms), before any call has ended. */
   let firstHeadersMs: number | null = null;
-  /** When this lane sent its first call (no prior only: what its first headers are timed against). */
-  let firstSentAt: number | null = null;
+  /** This lane has sent its first call (no prior only: its first headers are timed from then). */
+  let firstCallSent = false;
   /**
    * On no prior, its first call's headers took at least `ms` (they came then, or had not come by
    * then), ms, and whether the room has yet to hear it (PullRequest.firstHeadersMs).
@@ -237,13 +235,16 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   /**
    * No prior, and headers slow enough that lanes of the gate's 6 are what fills the window: the
    * room hears it now, not when a call has ended. Less the event loop's lateness, as the lane's
-   * slots count it: a busy machine sees headers late. Once.
+   * slots count it: a busy machine sees headers late. Once. Returns how far short of FILL_MIN_MS
+   * the wait still is, ms (0: told, or nothing to tell).
    */
-  const noteSlowFirstHeaders = (elapsedMs: number): void => {
-    if (ctx.priorLatencyMs !== undefined || slowFirstHeaders.ms > 0 || timing.current().ttfbMs !== null) return;
-    if (elapsedMs - (loopLag.current() ?? 0) < FILL_MIN_MS) return;
+  const noteSlowFirstHeaders = (elapsedMs: number): number => {
+    if (ctx.priorLatencyMs !== undefined || slowFirstHeaders.ms > 0 || timing.current().ttfbMs !== null) return 0;
+    const short = FILL_MIN_MS - (elapsedMs - (loopLag.current() ?? 0));
+    if (short > 0) return short;
     Object.assign(slowFirstHeaders, { untold: true, ms: Math.round(elapsedMs) });
     poke();
+    return 0;
   };
   /** How late this lane's timers fire, ms (moving average): the event loop's delay. */
   const loopLag = createMovingAverage(0.2);
