@@ -43,6 +43,13 @@ export function toAssumedLaneSlots(concurrency: number, assumedSlots?: number): 
  * take `firstHeadersMs` carries at the prior's latency. A prior that no longer holds (the upstream
  * now sends its headers with the answer) costs one call's time on the gate's slots, never a window
  * queued behind a gate of 6.
+ *
+ * A call that had its headers and has not answered yet (`runningForMs`: the longest such a call of
+ * the lane has run, ms) shows the latency is at least that long, prior or not: the lane carries at
+ * least what the gate carries at that latency. A tenant's first swarm of 1,000 calls of 3 s with
+ * headers at once, W = 1,000, ran its first lanes' 6 each for a whole call before one was timed
+ * (2.6–3.3× the pool's wall); on this bound a lane whose headers took 10 ms knows within 20 ms that
+ * it carries 12, and doubles again each time its calls' age does.
  */
 export function toUntimedLaneSlots(input: {
   concurrency: number;
@@ -50,12 +57,18 @@ export function toUntimedLaneSlots(input: {
   assumedSlots?: number | undefined;
   priorLatencyMs?: number | undefined;
   firstHeadersMs: number | null;
+  runningForMs?: number | undefined;
 }): number {
   const assumed = toAssumedLaneSlots(input.concurrency, input.assumedSlots);
-  if (input.priorLatencyMs === undefined || input.headerSlots <= 0) return assumed;
-  if (input.firstHeadersMs === null) return Math.max(1, Math.min(assumed, Math.floor(input.headerSlots)));
+  if (input.headerSlots <= 0) return assumed;
+  const prior = input.priorLatencyMs !== undefined;
+  if (input.firstHeadersMs === null) return prior ? Math.max(1, Math.min(assumed, Math.floor(input.headerSlots))) : assumed;
   const ttfbMs = Math.max(1, input.firstHeadersMs);
-  return toLaneSlots(input.concurrency, input.headerSlots, { ttfbMs, latencyMs: Math.max(input.priorLatencyMs, ttfbMs) });
+  const latencyMs = Math.max(input.priorLatencyMs ?? 0, input.runningForMs ?? 0, ttfbMs);
+  const carried = toLaneSlots(input.concurrency, input.headerSlots, { ttfbMs, latencyMs });
+  if (prior) return carried;
+  // No prior: the room's assumption stands until a running call has outlasted its headers.
+  return (input.runningForMs ?? 0) > ttfbMs ? Math.max(assumed, carried) : assumed;
 }
 
 /**

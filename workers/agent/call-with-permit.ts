@@ -75,6 +75,8 @@ export interface PermitContext {
   onHeaders?: (task: ClaimedTask, elapsedMs: number) => void;
   /** A call of `task` is sent now (its time to headers counts from here; onHeaders follows once). */
   onSent?: (task: ClaimedTask) => void;
+  /** A sent call of `task` (or its backup) has answered, or failed: called the moment it does. */
+  onEnded?: (task: ClaimedTask) => void;
 }
 
 /** One turn's call: the conversation so far and what this call may do. */
@@ -158,7 +160,10 @@ export async function callWithPermit(
       hedge: ctx.hedge,
       now: ctx.now,
       prepareBackup: (timeoutMs) => prepareBackup(task, turn, { ...request, timeoutMs }, ctx, null),
-      onEnded: (r, hedge) => onCallEnded(r, route, hedge),
+      onEnded: (r, hedge) => {
+        ctx.onEnded?.(task);
+        onCallEnded(r, route, hedge);
+      },
     });
     return { kind: "called", result };
   }
@@ -184,7 +189,10 @@ export async function callWithPermit(
       hedge: ctx.hedge,
       now: ctx.now,
       prepareBackup: (timeoutMs) => prepareBackup(task, turn, { ...request, timeoutMs }, ctx, { route, keys, permitRequest }),
-      onEnded: (r, hedge) => onCallEnded(r, route, hedge),
+      onEnded: (r, hedge) => {
+        ctx.onEnded?.(task);
+        onCallEnded(r, route, hedge);
+      },
     });
     return { kind: "called", result };
   } finally {

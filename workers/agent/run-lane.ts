@@ -179,6 +179,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         ),
     },
     onHeaders: (task, elapsedMs) => {
+      // Until a call is timed, one past its headers shows how long calls run at least (capacity()).
+      if (timing.current().ttfbMs === null) streaming.set(task.taskId, ctx.now() - elapsedMs);
       if (firstHeadersMs === null) {
         firstHeadersMs = elapsedMs;
         // A prior of early headers confirmed: the lane asks at once for what it now carries. (Headers
@@ -186,6 +188,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         if (timing.current().ttfbMs === null && capacity() >= 2 * Math.max(1, running.size)) poke();
         noteSlowFirstHeaders(elapsedMs);
       }
+      watchGrowth();
       if (task.warmup !== true || warmup.pending || warmup.told) return;
       warmup.pending = true;
       poke();
@@ -203,6 +206,9 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         if (short > 0) setTimeout(check, Math.max(10, short));
       };
       setTimeout(check, FILL_MIN_MS);
+    },
+    onEnded: (task) => {
+      streaming.delete(task.taskId);
     },
     markStarted: (start) => {
       const key = attemptKey(start);
@@ -223,6 +229,45 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     return { started: reports.flatMap((report) => startedNoted.get(attemptKey(report)) ?? []), startedPartial: true };
   };
   const timing = createTimingAverages();
+  /**
+   * This lane's calls past their headers with no answer yet, by task (a task runs one call at a
+   * time; its backup ends with it): when each was sent. Kept until the lane has timed a call.
+   */
+  const streaming = new Map<string, number>();
+  /** How long the oldest of them has run, ms (0: none): the calls' latency is at least that. */
+  const runningForMs = (): number => {
+    let oldest: number | null = null;
+    for (const sentAt of streaming.values()) oldest = Math.min(oldest ?? sentAt, sentAt);
+    return oldest === null ? 0 : ctx.now() - oldest;
+  };
+  /** The timer watchGrowth set, if one is pending (cleared when the lane ends). */
+  let growthTimer: ReturnType<typeof setTimeout> | null = null;
+  closers.push(async () => {
+    if (growthTimer !== null) clearTimeout(growthTimer);
+  });
+  /**
+   * Before the lane has timed a call, with headers in and calls running past them: wakes the pull
+   * loop when the oldest call's age shows the gate carries twice what the lane runs (capacity(),
+   * toUntimedLaneSlots), so a window of long calls with early headers fills in a few doublings of
+   * the time to headers, not a whole call later. At most one timer; the pull it brings sets the next.
+   */
+  const watchGrowth = (): void => {
+    if (growthTimer !== null || stopping || retiring || firstHeadersMs === null || timing.current().ttfbMs !== null || streaming.size === 0) return;
+    const headerSlots = ctx.headerSlots / Math.max(1, ctx.lanes);
+    const target = Math.min(ctx.concurrency, 2 * Math.max(1, running.size));
+    if (headerSlots <= 0 || running.size >= ctx.concurrency) return;
+    const dueInMs = (target * Math.max(1, firstHeadersMs)) / headerSlots - runningForMs();
+    growthTimer = setTimeout(
+      () => {
+        growthTimer = null;
+        if (timing.current().ttfbMs !== null || stopping || retiring) return;
+        // Calls already wait at the gate: more tasks would only wait there too.
+        if (capacity() >= Math.min(ctx.concurrency, 2 * Math.max(1, running.size)) && gate.waiting() === 0) poke();
+        else watchGrowth();
+      },
+      Math.max(10, Math.ceil(dueInMs)),
+    );
+  };
   /** How long this lane's first call took to its headers (ms), before any call has ended. */
   let firstHeadersMs: number | null = null;
   /** This lane has sent its first call (no prior only: its first headers are timed from then). */
@@ -374,6 +419,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         assumedSlots: ctx.assumedSlots,
         priorLatencyMs: ctx.priorLatencyMs,
         firstHeadersMs,
+        runningForMs: runningForMs(),
       });
     }
     // Never less than what it carries now (its running calls, but those queued at the gate): on a
@@ -479,6 +525,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       )
       .finally(() => {
         running.delete(task.taskId);
+        streaming.delete(task.taskId);
         leases.delete(task.taskId);
         poke();
       });
@@ -616,6 +663,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
           } else start(task, config);
         }
       }
+      watchGrowth();
       // The swarm hands out nothing more and may not transfer (it ended, was cancelled or is blocked),
       // or nothing of this lane runs to make room and the window has none: what waits in standby
       // goes back, for lanes whose tasks end to take. A retired lane's standby tasks go back too,

@@ -291,6 +291,36 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
     expect(toldAt).toBeLessThan(firstReportAt);
   });
 
+  it("grows past the room's 6 while its first calls run, headers in at once, before any call has answered", async () => {
+    // Calls of 800 ms with headers at once: the lane's gate carries its whole concurrency, which a
+    // lane learned only from a call's end, after running 6 for the whole call.
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(0, 800) });
+    const room = new FakeRoom("sw_first_long", { tasks: Array.from({ length: 40 }, (_, i) => `t${i + 1}`) });
+
+    await run([firstTicket("m1", "sw_first_long")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(40);
+    expect(room.pulls[0]?.want).toBe(6);
+    const beforeAnyEnd = room.pulls.slice(0, room.pulls.findIndex((pull) => pull.reports.length > 0));
+    // Before the first answer, pulls asked for the rest of the 40 and said the lane carries them.
+    expect(beforeAnyEnd.reduce((sum, pull) => sum + pull.want, 0)).toBe(40);
+    expect(Math.max(...beforeAnyEnd.map((pull) => pull.slots))).toBe(40);
+    expect(beforeAnyEnd.every((pull) => pull.timing === undefined)).toBe(true);
+  });
+
+  it("stays on the room's 6 while its first calls have no headers (headers with the answer)", async () => {
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(600, 600) });
+    const room = new FakeRoom("sw_first_late", { tasks: Array.from({ length: 12 }, (_, i) => `t${i + 1}`) });
+
+    await run([firstTicket("m1", "sw_first_late")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(12);
+    const beforeAnyEnd = room.pulls.slice(0, room.pulls.findIndex((pull) => pull.reports.length > 0));
+    expect(beforeAnyEnd.length).toBeGreaterThan(0);
+    expect(beforeAnyEnd.every((pull) => pull.slots === 6)).toBe(true);
+    expect(beforeAnyEnd.reduce((sum, pull) => sum + pull.want, 0)).toBe(6);
+  });
+
   it("says nothing of headers that come early", async () => {
     const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(0, 300) });
     const room = new FakeRoom("sw_first_early", { tasks: Array.from({ length: 12 }, (_, i) => `t${i + 1}`) });
