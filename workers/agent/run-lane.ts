@@ -240,6 +240,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     for (const sentAt of streaming.values()) oldest = Math.min(oldest ?? sentAt, sentAt);
     return oldest === null ? 0 : ctx.now() - oldest;
   };
+  /** The slots this lane's last pull said it carries (0: none yet). */
+  let toldSlots = 0;
   /** The timer watchGrowth set, if one is pending (cleared when the lane ends). */
   let growthTimer: ReturnType<typeof setTimeout> | null = null;
   closers.push(async () => {
@@ -247,26 +249,27 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   });
   /**
    * Before the lane has timed a call, with headers in and calls running past them: wakes the pull
-   * loop when the oldest call's age shows the gate carries twice what the lane runs (capacity(),
-   * toUntimedLaneSlots), so a window of long calls with early headers fills in a few doublings of
-   * the time to headers, not a whole call later. At most one timer; the pull it brings sets the next.
+   * loop when the oldest call's age shows the gate carries twice what the lane runs and last said
+   * it carries (capacity(), toUntimedLaneSlots), so a window of long calls with early headers fills
+   * in a few doublings of the time to headers, not a whole call later. A lane the room grants less
+   * (the window is full) asks again only at the next doubling: a few pulls a lane in all. At most
+   * one timer; the pull it brings sets the next.
    */
   const watchGrowth = (): void => {
     if (growthTimer !== null || stopping || retiring || firstHeadersMs === null || timing.current().ttfbMs !== null || streaming.size === 0) return;
     const headerSlots = ctx.headerSlots / Math.max(1, ctx.lanes);
-    const target = Math.min(ctx.concurrency, 2 * Math.max(1, running.size));
-    if (headerSlots <= 0 || running.size >= ctx.concurrency) return;
-    const dueInMs = (target * Math.max(1, firstHeadersMs)) / headerSlots - runningForMs();
-    growthTimer = setTimeout(
-      () => {
-        growthTimer = null;
-        if (timing.current().ttfbMs !== null || stopping || retiring) return;
-        // Calls already wait at the gate: more tasks would only wait there too.
-        if (capacity() >= Math.min(ctx.concurrency, 2 * Math.max(1, running.size)) && gate.waiting() === 0) poke();
-        else watchGrowth();
-      },
-      Math.max(10, Math.ceil(dueInMs)),
-    );
+    const target = (): number => Math.min(ctx.concurrency, 2 * Math.max(1, running.size, toldSlots));
+    if (headerSlots <= 0 || Math.max(running.size, toldSlots) >= ctx.concurrency) return;
+    const dueInMs = (target() * Math.max(1, firstHeadersMs)) / headerSlots - runningForMs();
+    const recheck = (): void => {
+      growthTimer = null;
+      if (timing.current().ttfbMs !== null || stopping || retiring) return;
+      if (capacity() < target()) watchGrowth();
+      // Calls wait at the gate: more tasks would only wait there too. Look again a time to headers on.
+      else if (gate.waiting() > 0) growthTimer = setTimeout(recheck, Math.max(50, firstHeadersMs ?? 0));
+      else poke();
+    };
+    growthTimer = setTimeout(recheck, Math.max(10, Math.ceil(dueInMs)));
   };
   /** How long this lane's first call took to its headers (ms), before any call has ended. */
   let firstHeadersMs: number | null = null;
@@ -597,6 +600,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     lastPullAt = pullStarted;
     const answer = await pullWithRetry(room, ticket.swarm_id, request, ctx);
     ctx.tally.slots = request.slots;
+    toldSlots = request.slots;
     ({ ttfbMs: ctx.tally.ttfbMs, latencyMs: ctx.tally.latencyMs } = timing.current());
     if (answer === null) {
       // The room is unreachable: stop taking work. Its outcomes go again with the next pull (they
