@@ -40,7 +40,7 @@ export function toAssumedLaneSlots(concurrency: number, assumedSlots?: number): 
  * assumed (`assumedSlots`; header-bound lanes by default). With one (`priorLatencyMs`: lanes of an
  * earlier swarm of the same tenant and model carried `assumedSlots` with calls of that latency):
  * the gate's slots until the lane's first response headers arrive, then what a call whose headers
- * take `firstHeadersMs` carries at the prior's latency. A prior that no longer holds (the upstream
+ * take `headersMs` (its calls' so far) carries at the prior's latency. A prior that no longer holds (the upstream
  * now sends its headers with the answer) costs one call's time on the gate's slots, never a window
  * queued behind a gate of 6.
  *
@@ -56,14 +56,14 @@ export function toUntimedLaneSlots(input: {
   headerSlots: number;
   assumedSlots?: number | undefined;
   priorLatencyMs?: number | undefined;
-  firstHeadersMs: number | null;
+  headersMs: number | null;
   runningForMs?: number | undefined;
 }): number {
   const assumed = toAssumedLaneSlots(input.concurrency, input.assumedSlots);
   if (input.headerSlots <= 0) return assumed;
   const prior = input.priorLatencyMs !== undefined;
-  if (input.firstHeadersMs === null) return prior ? Math.max(1, Math.min(assumed, Math.floor(input.headerSlots))) : assumed;
-  const ttfbMs = Math.max(1, input.firstHeadersMs);
+  if (input.headersMs === null) return prior ? Math.max(1, Math.min(assumed, Math.floor(input.headerSlots))) : assumed;
+  const ttfbMs = Math.max(1, input.headersMs);
   const latencyMs = Math.max(input.priorLatencyMs ?? 0, input.runningForMs ?? 0, ttfbMs);
   const carried = toLaneSlots(input.concurrency, input.headerSlots, { ttfbMs, latencyMs });
   if (prior) return carried;

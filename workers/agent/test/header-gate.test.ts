@@ -301,11 +301,34 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
 
     expect(room.count("succeeded")).toBe(40);
     expect(room.pulls[0]?.want).toBe(6);
-    const beforeAnyEnd = room.pulls.slice(0, room.pulls.findIndex((pull) => pull.reports.length > 0));
+    const beforeAnyEnd = room.pulls.slice(
+      0,
+      room.pulls.findIndex((pull) => pull.reports.length > 0),
+    );
     // Before the first answer, pulls asked for the rest of the 40 and said the lane carries them.
     expect(beforeAnyEnd.reduce((sum, pull) => sum + pull.want, 0)).toBe(40);
     expect(Math.max(...beforeAnyEnd.map((pull) => pull.slots))).toBe(40);
     expect(beforeAnyEnd.every((pull) => pull.timing === undefined)).toBe(true);
+  });
+
+  it("asks again only when it carries twice what it last said, while the window grants it less", async () => {
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(0, 1_000) });
+    const room = new FakeRoom("sw_first_full", { tasks: Array.from({ length: 20 }, (_, i) => `t${i + 1}`), window: 10 });
+
+    await run([firstTicket("m1", "sw_first_full")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(20);
+    const beforeAnyEnd = room.pulls.slice(
+      0,
+      room.pulls.findIndex((pull) => pull.reports.length > 0),
+    );
+    // 6, then at least twice as many each time (12, 24, 40 at most): a pull for each doubling over
+    // the second the first calls run, however little the full window grants.
+    const said = beforeAnyEnd.map((pull) => pull.slots);
+    expect(said[0]).toBe(6);
+    expect(said.at(-1)).toBe(40);
+    expect(said.length).toBeLessThanOrEqual(4);
+    for (let i = 1; i < said.length; i += 1) expect(said[i]).toBeGreaterThanOrEqual(Math.min(40, 2 * (said[i - 1] ?? 0)));
   });
 
   it("stays on the room's 6 while its first calls have no headers (headers with the answer)", async () => {
@@ -315,7 +338,10 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
     await run([firstTicket("m1", "sw_first_late")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
 
     expect(room.count("succeeded")).toBe(12);
-    const beforeAnyEnd = room.pulls.slice(0, room.pulls.findIndex((pull) => pull.reports.length > 0));
+    const beforeAnyEnd = room.pulls.slice(
+      0,
+      room.pulls.findIndex((pull) => pull.reports.length > 0),
+    );
     expect(beforeAnyEnd.length).toBeGreaterThan(0);
     expect(beforeAnyEnd.every((pull) => pull.slots === 6)).toBe(true);
     expect(beforeAnyEnd.reduce((sum, pull) => sum + pull.want, 0)).toBe(6);
