@@ -243,8 +243,9 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     for (const sentAt of streaming.values()) oldest = Math.min(oldest ?? sentAt, sentAt);
     return oldest === null ? 0 : ctx.now() - oldest;
   };
-  /** The slots this lane's last pull said it carries (0: none yet). */
+  /** The slots this lane's last pull said it carries (0: none yet), and whether it was granted less than it asked. */
   let toldSlots = 0;
+  let grantedShort = false;
   /** The timer watchGrowth set, if one is pending (cleared when the lane ends). */
   let growthTimer: ReturnType<typeof setTimeout> | null = null;
   closers.push(async () => {
@@ -254,20 +255,24 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
    * Before the lane has timed a call, with headers in and calls running past them: wakes the pull
    * loop when the oldest call's age shows the gate carries twice what the lane runs and last said
    * it carries (capacity(), toUntimedLaneSlots), so a window of long calls with early headers fills
-   * in a few doublings of the time to headers, not a whole call later. A lane the room grants less
-   * (the window is full) asks again only at the next doubling: a few pulls a lane in all. At most
-   * one timer; the pull it brings sets the next.
+   * in a few doublings of the time to headers, not a whole call later: a few pulls a lane in all.
+   * None while its last pull was granted less than it asked (the window is full, or no task
+   * waits): until its tasks end, a pull for more would get nothing. None after it told the room
+   * its first headers were slow (`slowFirstHeaders`): the room then sends the lanes of 6 that fill
+   * the window at once, and growing them only adds pulls (1,000 calls of 3 s with headers at
+   * 500 ms: 1.16 DO requests a task against 0.85). At most one timer; the pull it brings sets the next.
    */
   const watchGrowth = (): void => {
     const heldMs = headersMs.current();
-    if (growthTimer !== null || stopping || retiring || heldMs === null || timing.current().ttfbMs !== null || streaming.size === 0) return;
+    if (growthTimer !== null || grantedShort || slowFirstHeaders.ms > 0 || stopping || retiring) return;
+    if (heldMs === null || timing.current().ttfbMs !== null || streaming.size === 0) return;
     const headerSlots = ctx.headerSlots / Math.max(1, ctx.lanes);
     const target = (): number => Math.min(ctx.concurrency, 2 * Math.max(1, running.size, toldSlots));
     if (headerSlots <= 0 || Math.max(running.size, toldSlots) >= ctx.concurrency) return;
     const dueInMs = (target() * Math.max(1, heldMs)) / headerSlots - runningForMs();
     const recheck = (): void => {
       growthTimer = null;
-      if (timing.current().ttfbMs !== null || stopping || retiring) return;
+      if (timing.current().ttfbMs !== null || grantedShort || stopping || retiring) return;
       if (capacity() < target()) watchGrowth();
       // Calls wait at the gate: more tasks would only wait there too. Look again a time to headers on.
       else if (gate.waiting() > 0) growthTimer = setTimeout(recheck, Math.max(50, heldMs));
@@ -677,6 +682,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
           } else start(task, config);
         }
       }
+      // The window or the tasks ran out: more slots would get nothing until tasks end, whose pull asks anyway.
+      grantedShort = answer.waiting === 0 || answer.granted.filter((task) => task.standby !== true).length < request.want;
       watchGrowth();
       // The swarm hands out nothing more and may not transfer (it ended, was cancelled or is blocked),
       // or nothing of this lane runs to make room and the window has none: what waits in standby
