@@ -682,8 +682,10 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
           } else start(task, config);
         }
       }
-      // The window or the tasks ran out: more slots would get nothing until tasks end, whose pull asks anyway.
-      grantedShort = answer.waiting === 0 || answer.granted.filter((task) => task.standby !== true).length < request.want;
+      // The window or the tasks ran out: more slots would get nothing until tasks end, whose pull
+      // asks anyway. (Held standby tasks the window took count towards what the pull asked for.)
+      const windowed = answer.granted.filter((task) => task.standby !== true).length + (answer.run?.length ?? 0);
+      grantedShort = answer.waiting === 0 || windowed < request.want;
       watchGrowth();
       // The swarm hands out nothing more and may not transfer (it ended, was cancelled or is blocked),
       // or nothing of this lane runs to make room and the window has none: what waits in standby
