@@ -11,6 +11,7 @@ import {
   toLaneSlots,
   toPullPaceMs,
   toTicketsToIssue,
+  toGrowthWaitMs,
   toUntimedLaneSlots,
 } from "./lane-sizing.ts";
 
@@ -63,6 +64,22 @@ describe("slots of a lane that has not timed a call", () => {
     ["a batch's lane: its share of the invocation's slots", { ...lane, headerSlots: 3, assumedSlots: 128, priorLatencyMs: 480, headersMs: null }, 3],
   ])("%s", (_label, input, expected) => {
     expect(toUntimedLaneSlots(input)).toBe(expected);
+  });
+});
+
+describe("how long until an untimed lane's running calls prove more slots", () => {
+  it.each([
+    ["12 slots at headers in 10 ms: calls 20 ms old", { target: 12, headerSlots: 6, headersMs: 10, runningForMs: 0 }, 20],
+    ["less what the oldest has run", { target: 12, headerSlots: 6, headersMs: 10, runningForMs: 15 }, 5],
+    ["already there: 0", { target: 12, headerSlots: 6, headersMs: 10, runningForMs: 40 }, 0],
+    ["headers at 120 ms (a loaded start), 48 slots: 960 ms", { target: 48, headerSlots: 6, headersMs: 120, runningForMs: 0 }, 960],
+    ["a batch's lane, 3 of the invocation's slots: twice as long", { target: 12, headerSlots: 3, headersMs: 10, runningForMs: 0 }, 40],
+    ["headers at 0 ms count as 1 ms", { target: 12, headerSlots: 6, headersMs: 0, runningForMs: 0 }, 2],
+    ["rounded up to the millisecond", { target: 13, headerSlots: 6, headersMs: 10, runningForMs: 0 }, 22],
+    ["no time to headers yet: null", { target: 12, headerSlots: 6, headersMs: null, runningForMs: 0 }, null],
+    ["no gate: null", { target: 12, headerSlots: 0, headersMs: 10, runningForMs: 0 }, null],
+  ])("%s", (_label, input, expected) => {
+    expect(toGrowthWaitMs(input)).toBe(expected);
   });
 });
 

@@ -72,6 +72,17 @@ export function toUntimedLaneSlots(input: {
 }
 
 /**
+ * How long until a lane that has not timed a call carries `target` slots on the bound its running
+ * calls give (toUntimedLaneSlots): its oldest call past its headers must have run `target × ttfb /
+ * headerSlots` ms. 0 when it has; null without a gate or a time to headers to go by.
+ */
+export function toGrowthWaitMs(input: { target: number; headerSlots: number; headersMs: number | null; runningForMs: number }): number | null {
+  if (input.headerSlots <= 0 || input.headersMs === null) return null;
+  const neededMs = (Math.max(1, input.target) * Math.max(1, input.headersMs)) / input.headerSlots;
+  return Math.max(0, Math.ceil(neededMs - Math.max(0, input.runningForMs)));
+}
+
+/**
  * The share of a swarm's expected time (its rounds of calls: tasks / window × latency) its window
  * may take to fill at the start. A lane sized for the steady state fills over one call's latency
  * (its gate starts 6 calls a time to headers, and it carries 6 × latency / TTFB), which costs a

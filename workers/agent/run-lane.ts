@@ -13,6 +13,7 @@ import {
   TAIL_COALESCE_MS,
   toAssumedLaneSlots,
   toLaneSlots,
+  toGrowthWaitMs,
   toUntimedLaneSlots,
   type LaneTiming,
 } from "../../src/core/lane-sizing.ts";
@@ -37,6 +38,7 @@ import type { MeasuredHeaderGate } from "./header-gate.ts";
 import { runAgentTask } from "./run-agent-task.ts";
 import type { BatchLineReader } from "./run-batch-line.ts";
 import { startTaskTrace, type LaneTracing } from "./task-trace.ts";
+import { createUntimedCalls } from "./untimed-calls.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { createSwarmTools, type SwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
 import { toErrorMessage } from "../../src/core/error-message.ts";
@@ -180,10 +182,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     },
     onHeaders: (task, elapsedMs) => {
       // Until a call is timed, one past its headers shows how long calls run at least (capacity()).
-      if (timing.current().ttfbMs === null) {
-        streaming.set(task.taskId, ctx.now() - elapsedMs);
-        headersMs.add(elapsedMs);
-      }
+      if (timing.current().ttfbMs === null) untimed.headers(task.taskId, elapsedMs);
       if (firstHeadersMs === null) {
         firstHeadersMs = elapsedMs;
         // A prior of early headers confirmed: the lane asks at once for what it now carries. (Headers
@@ -210,9 +209,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       };
       setTimeout(check, FILL_MIN_MS);
     },
-    onEnded: (task) => {
-      streaming.delete(task.taskId);
-    },
+    onEnded: (task) => untimed.ended(task.taskId),
     markStarted: (start) => {
       const key = attemptKey(start);
       const turns = startedNoted.get(key);
@@ -232,17 +229,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     return { started: reports.flatMap((report) => startedNoted.get(attemptKey(report)) ?? []), startedPartial: true };
   };
   const timing = createTimingAverages();
-  /**
-   * This lane's calls past their headers with no answer yet, by task (a task runs one call at a
-   * time; its backup ends with it): when each was sent. Kept until the lane has timed a call.
-   */
-  const streaming = new Map<string, number>();
-  /** How long the oldest of them has run, ms (0: none): the calls' latency is at least that. */
-  const runningForMs = (): number => {
-    let oldest: number | null = null;
-    for (const sentAt of streaming.values()) oldest = Math.min(oldest ?? sentAt, sentAt);
-    return oldest === null ? 0 : ctx.now() - oldest;
-  };
+  /** Its calls' time to headers and the oldest still running past them, until a call is timed. */
+  const untimed = createUntimedCalls(ctx.now);
   /** The slots this lane's last pull said it carries (0: none yet), and whether it was granted less than it asked. */
   let toldSlots = 0;
   let grantedShort = false;
@@ -263,31 +251,24 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
    * 500 ms: 1.16 DO requests a task against 0.85). At most one timer; the pull it brings sets the next.
    */
   const watchGrowth = (): void => {
-    const heldMs = headersMs.current();
     if (growthTimer !== null || grantedShort || slowFirstHeaders.ms > 0 || stopping || retiring) return;
-    if (heldMs === null || timing.current().ttfbMs !== null || streaming.size === 0) return;
-    const headerSlots = ctx.headerSlots / Math.max(1, ctx.lanes);
+    if (timing.current().ttfbMs !== null || untimed.size() === 0 || Math.max(running.size, toldSlots) >= ctx.concurrency) return;
     const target = (): number => Math.min(ctx.concurrency, 2 * Math.max(1, running.size, toldSlots));
-    if (headerSlots <= 0 || Math.max(running.size, toldSlots) >= ctx.concurrency) return;
-    const dueInMs = (target() * Math.max(1, heldMs)) / headerSlots - runningForMs();
+    const headerSlots = ctx.headerSlots / Math.max(1, ctx.lanes);
+    const waitMs = toGrowthWaitMs({ target: target(), headerSlots, headersMs: untimed.headersMs(), runningForMs: untimed.runningForMs() });
+    if (waitMs === null) return;
     const recheck = (): void => {
       growthTimer = null;
       if (timing.current().ttfbMs !== null || grantedShort || stopping || retiring) return;
       if (capacity() < target()) watchGrowth();
       // Calls wait at the gate: more tasks would only wait there too. Look again a time to headers on.
-      else if (gate.waiting() > 0) growthTimer = setTimeout(recheck, Math.max(50, heldMs));
+      else if (gate.waiting() > 0) growthTimer = setTimeout(recheck, Math.max(50, untimed.headersMs() ?? 0));
       else poke();
     };
-    growthTimer = setTimeout(recheck, Math.max(10, Math.ceil(dueInMs)));
+    growthTimer = setTimeout(recheck, Math.max(10, waitMs));
   };
   /** How long this lane's first call took to its headers (ms), before any call has ended. */
   let firstHeadersMs: number | null = null;
-  /**
-   * Its calls' time to headers until one is timed (a moving average): what a call holds a gate
-   * slot for. The first call's own is no measure of it: it pays the isolate's first connection and
-   * a start's load (105–145 ms on this 2-core machine with headers at once, W = 1,000).
-   */
-  const headersMs = createMovingAverage(0.2);
   /** This lane has sent its first call (no prior only: its first headers are timed from then). */
   let firstCallSent = false;
   /**
@@ -436,8 +417,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         headerSlots: ctx.headerSlots / Math.max(1, ctx.lanes),
         assumedSlots: ctx.assumedSlots,
         priorLatencyMs: ctx.priorLatencyMs,
-        headersMs: headersMs.current(),
-        runningForMs: runningForMs(),
+        headersMs: untimed.headersMs(),
+        runningForMs: untimed.runningForMs(),
       });
     }
     // Never less than what it carries now (its running calls, but those queued at the gate): on a
@@ -543,7 +524,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       )
       .finally(() => {
         running.delete(task.taskId);
-        streaming.delete(task.taskId);
+        untimed.ended(task.taskId);
         leases.delete(task.taskId);
         poke();
       });

@@ -275,7 +275,10 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
     expect(told[0]?.timing).toBeUndefined();
     // Its calls outlive their headers, but the room sends lanes of 6 for the window now: the lane
     // does not grow until it has timed a call.
-    const beforeAnyEnd = room.pulls.slice(0, room.pulls.findIndex((pull) => pull.reports.length > 0));
+    const beforeAnyEnd = room.pulls.slice(
+      0,
+      room.pulls.findIndex((pull) => pull.reports.length > 0),
+    );
     expect(beforeAnyEnd.every((pull) => pull.slots === 6)).toBe(true);
   });
 
