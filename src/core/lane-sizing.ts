@@ -40,7 +40,7 @@ export function toAssumedLaneSlots(concurrency: number, assumedSlots?: number): 
  * assumed (`assumedSlots`; header-bound lanes by default). With one (`priorLatencyMs`: lanes of an
  * earlier swarm of the same tenant and model carried `assumedSlots` with calls of that latency):
  * the gate's slots until the lane's first response headers arrive, then what a call whose headers
- * take `headersMs` (its calls' so far) carries at the prior's latency. A prior that no longer holds (the upstream
+ * take `headersMs` carries at the prior's latency. A prior that no longer holds (the upstream
  * now sends its headers with the answer) costs one call's time on the gate's slots, never a window
  * queued behind a gate of 6.
  *

@@ -231,6 +231,13 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   const timing = createTimingAverages();
   /** Its calls' time to headers and the oldest still running past them, until a call is timed. */
   const untimed = createUntimedCalls(ctx.now);
+  /**
+   * The time to headers a lane sizes itself on until it has timed a call. On a prior, its first
+   * call's: the headers that confirm the prior, at once, as the prior's lanes were tuned (a mean
+   * moves with a loaded start's later headers, and would shrink a lane the prior sized). Without
+   * one, its calls' mean: the first call's pays the isolate's first connection.
+   */
+  const untimedHeadersMs = (): number | null => (ctx.priorLatencyMs === undefined ? untimed.headersMs() : firstHeadersMs);
   /** The slots this lane's last pull said it carries (0: none yet), and whether it was granted less than it asked. */
   let toldSlots = 0;
   let grantedShort = false;
@@ -255,14 +262,14 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     if (timing.current().ttfbMs !== null || untimed.size() === 0 || Math.max(running.size, toldSlots) >= ctx.concurrency) return;
     const target = (): number => Math.min(ctx.concurrency, 2 * Math.max(1, running.size, toldSlots));
     const headerSlots = ctx.headerSlots / Math.max(1, ctx.lanes);
-    const waitMs = toGrowthWaitMs({ target: target(), headerSlots, headersMs: untimed.headersMs(), runningForMs: untimed.runningForMs() });
+    const waitMs = toGrowthWaitMs({ target: target(), headerSlots, headersMs: untimedHeadersMs(), runningForMs: untimed.runningForMs() });
     if (waitMs === null) return;
     const recheck = (): void => {
       growthTimer = null;
       if (timing.current().ttfbMs !== null || grantedShort || stopping || retiring) return;
       if (capacity() < target()) watchGrowth();
       // Calls wait at the gate: more tasks would only wait there too. Look again a time to headers on.
-      else if (gate.waiting() > 0) growthTimer = setTimeout(recheck, Math.max(50, untimed.headersMs() ?? 0));
+      else if (gate.waiting() > 0) growthTimer = setTimeout(recheck, Math.max(50, untimedHeadersMs() ?? 0));
       else poke();
     };
     growthTimer = setTimeout(recheck, Math.max(10, waitMs));
@@ -417,7 +424,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         headerSlots: ctx.headerSlots / Math.max(1, ctx.lanes),
         assumedSlots: ctx.assumedSlots,
         priorLatencyMs: ctx.priorLatencyMs,
-        headersMs: untimed.headersMs(),
+        headersMs: untimedHeadersMs(),
         runningForMs: untimed.runningForMs(),
       });
     }
