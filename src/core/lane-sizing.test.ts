@@ -8,10 +8,10 @@ import {
   toFillSlots,
   toGateTtfbMs,
   toGrantedRoom,
+  toGrowthWaitMs,
   toLaneSlots,
   toPullPaceMs,
   toTicketsToIssue,
-  toGrowthWaitMs,
   toUntimedLaneSlots,
 } from "./lane-sizing.ts";
 

@@ -12,8 +12,8 @@ import {
   SMALL_LANE_COALESCE_MAX_MS,
   TAIL_COALESCE_MS,
   toAssumedLaneSlots,
-  toLaneSlots,
   toGrowthWaitMs,
+  toLaneSlots,
   toUntimedLaneSlots,
   type LaneTiming,
 } from "../../src/core/lane-sizing.ts";
