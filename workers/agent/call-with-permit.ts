@@ -132,6 +132,11 @@ export async function callWithPermit(
 ): Promise<PermitCallResult> {
   const route = resolveModelRoute(ctx.gateway.config, task.model);
   if (route === null) return notCalled(permanentFailure("not_found", `model ${task.model} is not served by the gateway`));
+  // Each sent call's end (a backup's too): the lane hears it, then the caller journals it.
+  const ended = (result: ModelCallResult, hedge?: "won" | "lost"): void => {
+    ctx.onEnded?.(task);
+    onCallEnded(result, route, hedge);
+  };
   const request: ModelRequest = {
     // The upstream's own id; the CallRecord keeps the gateway name, which prices and reports use.
     model: route.upstreamModel,
@@ -160,10 +165,7 @@ export async function callWithPermit(
       hedge: ctx.hedge,
       now: ctx.now,
       prepareBackup: (timeoutMs) => prepareBackup(task, turn, { ...request, timeoutMs }, ctx, null),
-      onEnded: (r, hedge) => {
-        ctx.onEnded?.(task);
-        onCallEnded(r, route, hedge);
-      },
+      onEnded: ended,
     });
     return { kind: "called", result };
   }
@@ -189,10 +191,7 @@ export async function callWithPermit(
       hedge: ctx.hedge,
       now: ctx.now,
       prepareBackup: (timeoutMs) => prepareBackup(task, turn, { ...request, timeoutMs }, ctx, { route, keys, permitRequest }),
-      onEnded: (r, hedge) => {
-        ctx.onEnded?.(task);
-        onCallEnded(r, route, hedge);
-      },
+      onEnded: ended,
     });
     return { kind: "called", result };
   } finally {
