@@ -6,15 +6,10 @@
 import { toCheckpoint } from "../../src/core/agent-conversation.ts";
 import {
   BASE_COALESCE_MAX_MS,
-  FILL_MIN_MS,
   HEDGING_SMALL_LANE_COALESCE_MAX_MS,
   HEDGING_TAIL_COALESCE_MS,
   SMALL_LANE_COALESCE_MAX_MS,
   TAIL_COALESCE_MS,
-  toAssumedLaneSlots,
-  toGrowthWaitMs,
-  toLaneSlots,
-  toUntimedLaneSlots,
   type LaneTiming,
 } from "../../src/core/lane-sizing.ts";
 import { freesSlot, standbyTarget } from "../../src/core/standby.ts";
@@ -38,7 +33,7 @@ import type { MeasuredHeaderGate } from "./header-gate.ts";
 import { runAgentTask } from "./run-agent-task.ts";
 import type { BatchLineReader } from "./run-batch-line.ts";
 import { startTaskTrace, type LaneTracing } from "./task-trace.ts";
-import { createUntimedCalls } from "./untimed-calls.ts";
+import { createLaneSizer } from "./lane-sizer.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { createSwarmTools, type SwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
 import { toErrorMessage } from "../../src/core/error-message.ts";
@@ -181,35 +176,13 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         ),
     },
     onHeaders: (task, elapsedMs) => {
-      // Until a call is timed, one past its headers shows how long calls run at least (capacity()).
-      if (timing.current().ttfbMs === null) untimed.headers(task.taskId, elapsedMs);
-      if (firstHeadersMs === null) {
-        firstHeadersMs = elapsedMs;
-        // A prior of early headers confirmed: the lane asks at once for what it now carries. (Headers
-        // that come with the answer add a slot or two, which the pull with that answer asks for.)
-        if (timing.current().ttfbMs === null && capacity() >= 2 * Math.max(1, running.size)) poke();
-        noteSlowFirstHeaders(elapsedMs);
-      }
-      watchGrowth();
+      sizer.callHeaders(task.taskId, elapsedMs);
       if (task.warmup !== true || warmup.pending || warmup.told) return;
       warmup.pending = true;
       poke();
     },
-    onSent: () => {
-      // No prior: if the first call has no headers FILL_MIN_MS after it was sent, that is the news.
-      if (firstCallSent || ctx.priorLatencyMs !== undefined) return;
-      firstCallSent = true;
-      const sentAt = ctx.now();
-      // Timers fire late on a busy loop, and that lateness is taken off: checked again, until the
-      // headers come, for as long as the wait falls short.
-      const check = (): void => {
-        if (firstHeadersMs !== null) return;
-        const short = noteSlowFirstHeaders(ctx.now() - sentAt);
-        if (short > 0) setTimeout(check, Math.max(10, short));
-      };
-      setTimeout(check, FILL_MIN_MS);
-    },
-    onEnded: (task) => untimed.ended(task.taskId),
+    onSent: () => sizer.callSent(),
+    onEnded: (task) => sizer.callEnded(task.taskId),
     markStarted: (start) => {
       const key = attemptKey(start);
       const turns = startedNoted.get(key);
@@ -228,77 +201,6 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     }
     return { started: reports.flatMap((report) => startedNoted.get(attemptKey(report)) ?? []), startedPartial: true };
   };
-  const timing = createTimingAverages();
-  /** Its calls' time to headers and the oldest still running past them, until a call is timed. */
-  const untimed = createUntimedCalls(ctx.now);
-  /**
-   * The time to headers a lane sizes itself on until it has timed a call. On a prior, its first
-   * call's: the headers that confirm the prior, at once, as the prior's lanes were tuned (a mean
-   * moves with a loaded start's later headers, and would shrink a lane the prior sized). Without
-   * one, its calls' mean: the first call's pays the isolate's first connection.
-   */
-  const untimedHeadersMs = (): number | null => (ctx.priorLatencyMs === undefined ? untimed.headersMs() : firstHeadersMs);
-  /** The slots this lane's last pull said it carries (0: none yet), and whether it was granted less than it asked. */
-  let toldSlots = 0;
-  let grantedShort = false;
-  /** The timer watchGrowth set, if one is pending (cleared when the lane ends). */
-  let growthTimer: ReturnType<typeof setTimeout> | null = null;
-  closers.push(async () => {
-    if (growthTimer !== null) clearTimeout(growthTimer);
-  });
-  /**
-   * Before the lane has timed a call, with headers in and calls running past them: wakes the pull
-   * loop when the oldest call's age shows the gate carries twice what the lane runs and last said
-   * it carries (capacity(), toUntimedLaneSlots), so a window of long calls with early headers fills
-   * in a few doublings of the time to headers, not a whole call later: a few pulls a lane in all.
-   * None while its last pull was granted less than it asked (the window is full, or no task
-   * waits): until its tasks end, a pull for more would get nothing. None after it told the room
-   * its first headers were slow (`slowFirstHeaders`): the room then sends the lanes of 6 that fill
-   * the window at once, and growing them only adds pulls (1,000 calls of 3 s with headers at
-   * 500 ms: 1.16 DO requests a task against 0.85). At most one timer; the pull it brings sets the next.
-   */
-  const watchGrowth = (): void => {
-    if (growthTimer !== null || grantedShort || slowFirstHeaders.ms > 0 || stopping || retiring) return;
-    if (timing.current().ttfbMs !== null || untimed.size() === 0 || Math.max(running.size, toldSlots) >= ctx.concurrency) return;
-    const target = (): number => Math.min(ctx.concurrency, 2 * Math.max(1, running.size, toldSlots));
-    const headerSlots = ctx.headerSlots / Math.max(1, ctx.lanes);
-    const waitMs = toGrowthWaitMs({ target: target(), headerSlots, headersMs: untimedHeadersMs(), runningForMs: untimed.runningForMs() });
-    if (waitMs === null) return;
-    const recheck = (): void => {
-      growthTimer = null;
-      if (timing.current().ttfbMs !== null || grantedShort || stopping || retiring) return;
-      if (capacity() < target()) watchGrowth();
-      // Calls wait at the gate: more tasks would only wait there too. Look again a time to headers on.
-      else if (gate.waiting() > 0) growthTimer = setTimeout(recheck, Math.max(50, untimedHeadersMs() ?? 0));
-      else poke();
-    };
-    growthTimer = setTimeout(recheck, Math.max(10, waitMs));
-  };
-  /** How long this lane's first call took to its headers (ms), before any call has ended. */
-  let firstHeadersMs: number | null = null;
-  /** This lane has sent its first call (no prior only: its first headers are timed from then). */
-  let firstCallSent = false;
-  /**
-   * On no prior, its first call's headers took at least `ms` (they came then, or had not come by
-   * then), ms, and whether the room has yet to hear it (PullRequest.firstHeadersMs).
-   */
-  const slowFirstHeaders = { untold: false, ms: 0 };
-  /**
-   * No prior, and headers slow enough that lanes of the gate's 6 are what fills the window: the
-   * room hears it now, not when a call has ended. Less the event loop's lateness, as the lane's
-   * slots count it: a busy machine sees headers late. Once. Returns how far short of FILL_MIN_MS
-   * the wait still is, ms (0: told, or nothing to tell).
-   */
-  const noteSlowFirstHeaders = (elapsedMs: number): number => {
-    if (ctx.priorLatencyMs !== undefined || slowFirstHeaders.ms > 0 || timing.current().ttfbMs !== null) return 0;
-    const short = FILL_MIN_MS - (elapsedMs - (loopLag.current() ?? 0));
-    if (short > 0) return short;
-    Object.assign(slowFirstHeaders, { untold: true, ms: Math.round(elapsedMs) });
-    poke();
-    return 0;
-  };
-  /** How late this lane's timers fire, ms (moving average): the event loop's delay. */
-  const loopLag = createMovingAverage(0.2);
   // This lane's name and pull number: a pull sent again after an error keeps its number until one
   // is answered, so the room can give a lost answer's tasks again instead of stranding them.
   const lane = crypto.randomUUID();
@@ -355,6 +257,20 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     wake = null;
     woken?.();
   };
+  /** What the lane carries, and when it says so (lane-sizer.ts). */
+  const sizer = createLaneSizer({
+    concurrency: ctx.concurrency,
+    headerSlots: ctx.headerSlots,
+    lanes: ctx.lanes,
+    ...(ctx.assumedSlots === undefined ? {} : { assumedSlots: ctx.assumedSlots }),
+    ...(ctx.priorLatencyMs === undefined ? {} : { priorLatencyMs: ctx.priorLatencyMs }),
+    now: ctx.now,
+    gateWaiting: () => gate.waiting(),
+    running: () => running.size,
+    poke,
+    taking: () => !stopping && !retiring,
+  });
+  closers.push(async () => sizer.close());
   // Heartbeats: each running task's lease, renewed by a pull when half of it is left (the room
   // says how long a lease is), so the room notices in seconds when this lane dies.
   // A lease already at its task's run bound cannot grow: it needs no heartbeat.
@@ -397,7 +313,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         timer = setTimeout(
           () => {
             timer = null;
-            loopLag.add(ctx.now() - due);
+            sizer.timerLate(ctx.now() - due);
             done();
           },
           Math.max(0, ms),
@@ -412,48 +328,15 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     wake = null;
   };
 
-  // What the lane asks for and reports for the room's ticket sizing: what its header slots can carry
-  // at the measured TTFB (a lane of a batch carries its share of the invocation's slots). Before it
-  // has timed a call, it asks for what the room assumed (header-bound lanes by default), so a first
-  // lane never takes a window its gate cannot carry while the lanes that could are on their way.
-  const capacity = (): number => {
-    const measured = timing.current();
-    if (measured.ttfbMs === null) {
-      return toUntimedLaneSlots({
-        concurrency: ctx.concurrency,
-        headerSlots: ctx.headerSlots / Math.max(1, ctx.lanes),
-        assumedSlots: ctx.assumedSlots,
-        priorLatencyMs: ctx.priorLatencyMs,
-        headersMs: untimedHeadersMs(),
-        runningForMs: untimed.runningForMs(),
-      });
-    }
-    // Never less than what it carries now (its running calls, but those queued at the gate): on a
-    // machine whose CPU is saturated, headers are seen late and the measured TTFB swells, which would
-    // shrink a lane that is carrying its calls fine and bring the room more lanes, and more CPU.
-    const carried = ctx.lanes === 1 ? running.size - gate.waiting() : 0;
-    // The headers were there before JavaScript saw them: a call's measured TTFB includes how late
-    // the event loop runs (its timers' lateness), which production's limit, counted by the runtime,
-    // does not. Sized on the swollen TTFB, a saturated machine would ask for more lanes, which
-    // swell it further.
-    const ttfbMs = Math.max(1, measured.ttfbMs - (loopLag.current() ?? 0));
-    return Math.max(carried, toLaneSlots(ctx.concurrency, ctx.headerSlots / Math.max(1, ctx.lanes), { ...measured, ttfbMs }));
-  };
-
-  /**
-   * What the lane tells the room it carries: until it has timed a call, at least what the room
-   * assumed, so that a lane waiting for its first headers (on a prior) brings no other lane.
-   */
-  const reportedSlots = (): number =>
-    timing.current().ttfbMs === null ? Math.max(capacity(), toAssumedLaneSlots(ctx.concurrency, ctx.assumedSlots)) : capacity();
-
   /**
    * What the coalescing of a small lane goes by: its slots, its running tasks, the outcomes a pull
    * waits for, whether the swarm hedges. Only while standby tasks fill its freed slots (`holding`):
    * with none in hand, a freed slot waits for the pull, so the pull goes soon.
    */
   const laneShape = (holding: boolean, runs = running.size): LaneShape | undefined =>
-    holding ? { slots: capacity(), concurrency: ctx.concurrency, running: runs, outcomes: ctx.coalesce.outcomes, hedging: hedgeAfterMs !== null } : undefined;
+    holding
+      ? { slots: sizer.capacity(), concurrency: ctx.concurrency, running: runs, outcomes: ctx.coalesce.outcomes, hedging: hedgeAfterMs !== null }
+      : undefined;
 
   /** A task of this lane ended for good: the next standby task takes its slot, unless the room said not to. */
   const promoteNext = (): void => {
@@ -513,7 +396,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         (report) => {
           trace?.end(report, ctx.now());
           countOutcome(ctx.tally, report);
-          for (const call of report.calls) timing.add(call.ttfbMs ?? null, call.latencyMs);
+          for (const call of report.calls) sizer.timed(call.ttfbMs ?? null, call.latencyMs);
           if (outbox.length === 0) outboxSince = ctx.now();
           outbox.push(report);
           if (task.kind === "task" && extendsRun(report.outcome)) runFailures.add(attemptKey(report));
@@ -531,7 +414,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       )
       .finally(() => {
         running.delete(task.taskId);
-        untimed.ended(task.taskId);
+        sizer.callEnded(task.taskId);
         leases.delete(task.taskId);
         poke();
       });
@@ -544,11 +427,12 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     // Calls already queue for a header slot: the gate binds, so more tasks would only wait there
     // (holding their leases) while the room could give them to a lane with room. The gate is the
     // invocation's: a lane with nothing running still asks (the queue may be another lane's).
-    const free = stopping || retiring || (running.size > 0 && gate.waiting() > 0) ? 0 : Math.max(0, Math.min(capacity() - running.size, ctx.allowance.tasks));
+    const free =
+      stopping || retiring || (running.size > 0 && gate.waiting() > 0) ? 0 : Math.max(0, Math.min(sizer.capacity() - running.size, ctx.allowance.tasks));
     const reports = outbox.splice(0);
     if (stopping) releaseStandby();
     const renew = toRenew(ctx.now());
-    const { latencyMs } = timing.current();
+    const { latencyMs } = sizer.timing();
     // Standby tasks count against the invocation's allowance as the tasks they will be.
     const wantStandby =
       stopping || retiring
@@ -560,7 +444,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
               standbyTarget({
                 concurrency: ctx.concurrency,
                 // What the lane carries: a header-bound lane of 6 holds standby for its 6, not for its concurrency.
-                slots: capacity(),
+                slots: sizer.capacity(),
                 // What it will run once this pull's free slots are filled: a small lane whose tasks
                 // all ended while it waited still needs standby tasks for the ones it gets now.
                 running: running.size + free,
@@ -581,12 +465,12 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       want: free,
       // A lane that stops taking tasks carries only what it runs and holds: the room counts its
       // ticket for those, so it neither sends a lane for them nor counts on this one for more.
-      slots: stopping || retiring ? running.size + standby.length : reportedSlots(),
+      slots: stopping || retiring ? running.size + standby.length : sizer.reportedSlots(),
       ...(stopping || retiring ? { draining: true } : {}),
-      ...measuredTiming(timing.current()),
+      ...measuredTiming(sizer.timing()),
       ...(seq === 1 && ctx.hostRequests !== undefined ? { hostRequests: ctx.hostRequests } : {}),
       ...(warmup.pending ? { warmed: true } : {}),
-      ...(slowFirstHeaders.untold ? { firstHeadersMs: slowFirstHeaders.ms } : {}),
+      ...sizer.untoldFirstHeaders(),
       final,
       pool: ctx.pool,
       endBy: ctx.callsEndBy,
@@ -603,8 +487,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     lastPullAt = pullStarted;
     const answer = await pullWithRetry(room, ticket.swarm_id, request, ctx);
     ctx.tally.slots = request.slots;
-    toldSlots = request.slots;
-    ({ ttfbMs: ctx.tally.ttfbMs, latencyMs: ctx.tally.latencyMs } = timing.current());
+    sizer.told(request.slots);
+    ({ ttfbMs: ctx.tally.ttfbMs, latencyMs: ctx.tally.latencyMs } = sizer.timing());
     if (answer === null) {
       // The room is unreachable: stop taking work. Its outcomes go again with the next pull (they
       // are recorded idempotently), made when a running task ends; with nothing left running and
@@ -628,7 +512,6 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       for (const { taskId } of request.promoted ?? []) promoted.delete(taskId);
       for (const { taskId } of request.released ?? []) releasing.delete(taskId);
       if (request.warmed === true) Object.assign(warmup, { pending: false, told: true });
-      if (request.firstHeadersMs !== undefined) slowFirstHeaders.untold = false;
       // The room has these reports: their tasks' noted calls need listing no more.
       for (const report of reports) {
         startedNoted.delete(attemptKey(report));
@@ -673,8 +556,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       // The window or the tasks ran out: more slots would get nothing until tasks end, whose pull
       // asks anyway. (Held standby tasks the window took count towards what the pull asked for.)
       const windowed = answer.granted.filter((task) => task.standby !== true).length + (answer.run?.length ?? 0);
-      grantedShort = answer.waiting === 0 || windowed < request.want;
-      watchGrowth();
+      sizer.answered({ grantedShort: answer.waiting === 0 || windowed < request.want, toldFirstHeaders: request.firstHeadersMs !== undefined });
       // The swarm hands out nothing more and may not transfer (it ended, was cancelled or is blocked),
       // or nothing of this lane runs to make room and the window has none: what waits in standby
       // goes back, for lanes whose tasks end to take. A retired lane's standby tasks go back too,
@@ -729,7 +611,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
               ctx.coalesce.ms,
               outbox.every((report) => freesSlot(report.outcome)) ? (hedgeAfterMs === null ? TAIL_COALESCE_MS : HEDGING_TAIL_COALESCE_MS) : 0,
             )
-          : coalesceMs(ctx.coalesce.ms, timing.current().latencyMs, laneShape(standby.length > 0));
+          : coalesceMs(ctx.coalesce.ms, sizer.timing().latencyMs, laneShape(standby.length > 0));
     const paced = tail ? 0 : Math.max(0, paceMs - (ctx.now() - lastPullAt));
     ctx.pace.ms = Math.max(paceMs, company);
     await coalesce(outbox, running, ctx, Math.max(paced, company - (ctx.now() - outboxSince)), untilWoken);
@@ -800,32 +682,6 @@ async function pullWithRetry(room: ReturnType<SwarmRooms>, swarmId: string, requ
       await ctx.sleep(100 + backoffDelayMs(attempt, null, PULL_BACKOFF));
     }
   }
-}
-
-/** A moving average of samples (null before the first; negative samples count as 0). */
-function createMovingAverage(weight: number): { add(sample: number): void; current(): number | null } {
-  let value: number | null = null;
-  return {
-    add(sample) {
-      const x = Math.max(0, sample);
-      value = value === null ? x : value + weight * (x - value);
-    },
-    current: () => value,
-  };
-}
-
-/** Moving averages of recent calls' time to headers and latency (what sizes the lane's slots). */
-function createTimingAverages(): { add(ttfbMs: number | null, latencyMs: number): void; current(): LaneTiming } {
-  const ttfb = createMovingAverage(0.1);
-  const latency = createMovingAverage(0.1);
-  return {
-    add(ttfbMs, latencyMs) {
-      if (ttfbMs === null) return;
-      ttfb.add(ttfbMs);
-      latency.add(latencyMs);
-    },
-    current: () => ({ ttfbMs: ttfb.current(), latencyMs: latency.current() }),
-  };
 }
 
 /** The lane's timing for its pull, once it has timed a call. */
