@@ -1,14 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  HEDGE_MIN_SAMPLES,
-  HedgeSpecSchema,
-  mayHedge,
-  toExpectedStragglers,
-  toHedgeAfterMs,
-  toKeptForWorseStraggler,
-  toHedgeLimit,
-  toMeanLatencyMs,
-} from "./hedge-policy.ts";
+import { HEDGE_MIN_SAMPLES, HedgeSpecSchema, mayHedge, toHedgeAfterMs, toHedgeLimit, toMeanLatencyMs, toWorseStragglerReserve } from "./hedge-policy.ts";
 
 const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
 
@@ -68,28 +59,14 @@ describe("how many backups", () => {
 
 describe("may a backup go now", () => {
   // 1,000 tasks waiting × 484 ms / W 100: they go out over the next 4.84 s.
-  const body = { limit: 50, sent: 10, waiting: 1_000, window: 100, meanLatencyMs: 484, delays: 1, expectedStragglers: 0 };
+  const body = { limit: 50, sent: 10, waiting: 1_000, window: 100, meanLatencyMs: 484, delays: 1 };
   it.each([
-    [
-      "the tail spends the limit on first asks while nothing short of the delay will need it",
-      { ...body, sent: 48, waiting: 0, elapsedMs: 1_500 },
-      { ok: true },
-    ],
-    [
-      "one backup is kept from first asks for a worse straggler",
-      { ...body, sent: 49, waiting: 0, elapsedMs: 1_500 },
-      { ok: false, reason: "kept_for_stragglers" },
-    ],
-    [
-      "a first ask leaves what the calls still short of the delay will likely need (2.5), and one more",
-      { ...body, sent: 46, waiting: 0, elapsedMs: 1_500, expectedStragglers: 2.5 },
-      { ok: false, reason: "kept_for_stragglers" },
-    ],
-    ["with one backup more it goes", { ...body, sent: 45, waiting: 0, elapsedMs: 1_500, expectedStragglers: 2.5 }, { ok: true }],
-    ["a call at twice the delay is not paced", { ...body, sent: 49, waiting: 0, elapsedMs: 3_000, delays: 2, expectedStragglers: 9 }, { ok: true }],
-    ["nor at four times", { ...body, sent: 49, waiting: 0, elapsedMs: 6_000, delays: 4, expectedStragglers: 9 }, { ok: true }],
-    ["a limit under 10 keeps none back", { ...body, limit: 9, sent: 8, waiting: 0, elapsedMs: 1_500 }, { ok: true }],
+    ["the tail spends the limit on first asks up to its last twentieth", { ...body, sent: 47, waiting: 0, elapsedMs: 1_500 }, { ok: true }],
+    ["the last twentieth (2 of 50) is kept from first asks", { ...body, sent: 48, waiting: 0, elapsedMs: 1_500 }, { ok: false, reason: "kept_for_stragglers" }],
+    ["a call at twice the delay takes it", { ...body, sent: 48, waiting: 0, elapsedMs: 3_000, delays: 2 }, { ok: true }],
+    ["and at four times", { ...body, sent: 49, waiting: 0, elapsedMs: 6_000, delays: 4 }, { ok: true }],
     ["a later ask still keeps the limit for the tail", { ...body, sent: 48, elapsedMs: 3_000, delays: 2 }, { ok: false, reason: "kept_for_tail" }],
+    ["a limit under 20 keeps nothing back", { ...body, limit: 19, sent: 18, waiting: 0, elapsedMs: 1_500 }, { ok: true }],
     ["nothing left", { ...body, sent: 50, waiting: 0, elapsedMs: 9_000, delays: 4 }, { ok: false, reason: "limit" }],
     ["no budget at all", { ...body, limit: 0, sent: 0, waiting: 0, elapsedMs: 9_000 }, { ok: false, reason: "limit" }],
     ["before the tail a straggler that will end before the rest are out waits", { ...body, elapsedMs: 1_500 }, { ok: false, reason: "kept_for_tail" }],
@@ -105,32 +82,17 @@ describe("may a backup go now", () => {
   });
 });
 
-describe("backups kept for a worse straggler", () => {
+describe("backups kept for worse stragglers", () => {
   it.each([
     [0, 0],
     [1, 0],
-    [9, 0],
-    [10, 1],
-    [50, 1],
-    [75, 1],
+    [19, 0],
+    [20, 1],
+    [50, 2],
+    [75, 3],
+    [100, 5],
   ])("a limit of %s keeps %s", (limit, expected) => {
-    expect(toKeptForWorseStraggler(limit)).toBe(expected);
-  });
-});
-
-describe("calls still short of the delay that will likely pass it", () => {
-  // Ten finished calls of 100..1,000 ms: 2 of 10 ran past 800 ms, 2 of 5 of those that ran 500 ms.
-  const finished = range(10, (i) => (i + 1) * 100);
-  it.each([
-    ["none running", finished, [], 800, 0],
-    ["a call just started: the share of all calls past the delay", finished, [0], 800, 0.2],
-    ["one that has run 500 ms: 2 of the 5 that ran as long", finished, [500], 800, 0.4],
-    ["calls at or past the delay are not counted (they ask now)", finished, [800, 1_200], 800, 0],
-    ["one that has run longer than every finished call counts whole", finished.slice(0, 5), [600], 800, 1],
-    ["a sum over the calls", finished, [0, 0, 500, 900], 800, 0.8],
-    ["nothing finished (a fixed delay at the start): nothing to go by, no pacing", [], [10, 20], 800, 0],
-  ])("%s", (_label, sorted, running, afterMs, expected) => {
-    expect(toExpectedStragglers(sorted, running, afterMs)).toBeCloseTo(expected);
+    expect(toWorseStragglerReserve(limit)).toBe(expected);
   });
 });
 

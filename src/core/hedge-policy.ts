@@ -65,52 +65,22 @@ export interface HedgeAsk {
    * and 4 at the later ones (a call refused asks again when it has become a worse straggler).
    */
   delays: number;
-  /** Of the calls now running short of the delay, how many will likely run past it (toExpectedStragglers). */
-  expectedStragglers: number;
 }
 
 /**
- * Backups a first ask leaves, beyond what the calls still short of the delay will likely need: one
- * for a worse straggler (a call at twice the delay), from a limit of 10 up. `npm run sim:hedging`:
- * at 1,000 tasks (50 backups) it takes the p99 wall from 9.00 s to 8.63 s; at 200 tasks (10), the
- * mean from 3.76 s to 3.68 s; but a swarm of 20 tasks that kept its one backup so took 1.13× the
- * mean wall of one that spent it at once, and 100 tasks in one round (5) a 1.09× median.
+ * The share of the limit a call's first ask may not take: kept for worse stragglers, calls still
+ * running at twice the delay. In the tail every call past the delay asks, about as many as the
+ * limit (at p95 and `max_extra` 0.05, one call in twenty each), so first asks spent it all in the
+ * bench's early-headers runs, and a slow call started among the last (a 6.4 s draw) then ran
+ * unhedged: 0.98× the pool instead of 0.62–0.68×, in one run of six. Of the calls past the delay
+ * about one in five runs past twice it (lognormal 300/1500: 0.9% of calls past 3 s, 5% past its
+ * p95 of 1.5 s), and the last of those are the swarm's wall time. Rounded down: a limit under 20 keeps none.
  */
-export function toKeptForWorseStraggler(limit: number): number {
-  return limit >= 10 ? 1 : 0;
-}
+export const WORSE_STRAGGLER_SHARE = 0.05;
 
-/**
- * How many of the calls still running short of the delay will likely run past it: each counted at
- * the share of finished calls that ran past the delay among those that ran as long as it has (one,
- * when no finished call ran that long; none while no call has finished, as with a fixed delay at
- * the start: nothing to go by). The later a call started, the later its own end, so these are the
- * stragglers that decide the wall; a first ask that would leave them short is refused.
- * `finishedSorted`: finished calls' latencies, ascending.
- */
-export function toExpectedStragglers(finishedSorted: readonly number[], runningMs: readonly number[], afterMs: number): number {
-  if (finishedSorted.length === 0) return 0;
-  const longerThan = (ms: number): number => finishedSorted.length - upperBound(finishedSorted, ms);
-  const pastDelay = longerThan(afterMs);
-  let expected = 0;
-  for (const elapsed of runningMs) {
-    if (elapsed >= afterMs) continue;
-    const asLong = longerThan(elapsed);
-    expected += asLong === 0 ? 1 : pastDelay / asLong;
-  }
-  return expected;
-}
-
-/** The first index whose value is greater than `x` in an ascending list. */
-function upperBound(sorted: readonly number[], x: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((sorted[mid] as number) <= x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+/** The backups of the limit kept for calls at their later asks. */
+export function toWorseStragglerReserve(limit: number): number {
+  return Math.floor(Math.max(0, limit) * WORSE_STRAGGLER_SHARE + 1e-9);
 }
 
 /**
@@ -120,25 +90,12 @@ function upperBound(sorted: readonly number[], x: number): number {
  * little, unless the call has already run as long as the waiting tasks will take to go out
  * (waiting × mean latency / window): it will likely still run when they have. The rest of the
  * limit is kept for the tail (a simulation of 1,000 lognormal 300/1500 calls at W = 100: 0.81× the
- * unhedged wall this way, 0.89× when the limit also went to stragglers before the tail).
- *
- * A call's first ask is paced: granted only while the backups left after it cover the calls still
- * short of the delay that will likely pass it, and one more (toKeptForWorseStraggler). First come,
- * first served, the calls that pass the delay first (the earliest started) spent the limit, and a
- * slow call started among the last ran unhedged: the bench's early-headers hedged swarm took 0.98×
- * the pool instead of 0.62–0.68× in some runs (1.66× on the mock's seed 236, whose 8.3 s draw comes
- * last). At p95 and `max_extra` 0.05, about as many calls pass the delay as the limit allows. Its
- * later asks (twice, four times the delay) are not paced. `npm run sim:hedging` (this policy, in
- * virtual time; 600 swarms of lognormal 300/1500 calls, a 1.3 s delay as the bench's swarms had),
- * paced against first come, first served: 1,000 tasks at W = 100, mean wall 0.98×, p90 0.93×, p99
- * 0.81×; 400 tasks, mean 0.87×, p90 0.78×; 200 at W = 50, mean 0.90×, p90 0.73×; 1,500 in one
- * round, 0.95×; a swarm whose calls all start together is not changed (they pass the delay together).
+ * unhedged wall this way, 0.89× when the limit also went to stragglers before the tail). A call's
+ * first ask leaves the last few backups to worse stragglers (WORSE_STRAGGLER_SHARE).
  */
 export function mayHedge(ask: HedgeAsk): { ok: true } | { ok: false; reason: "limit" | "kept_for_stragglers" | "kept_for_tail" } {
   if (ask.sent >= ask.limit) return { ok: false, reason: "limit" };
-  if (ask.delays < 2 && ask.limit - ask.sent - 1 < ask.expectedStragglers + toKeptForWorseStraggler(ask.limit)) {
-    return { ok: false, reason: "kept_for_stragglers" };
-  }
+  if (ask.delays < 2 && ask.sent >= ask.limit - toWorseStragglerReserve(ask.limit)) return { ok: false, reason: "kept_for_stragglers" };
   if (ask.waiting === 0) return { ok: true };
   if (ask.meanLatencyMs !== null && ask.elapsedMs >= (ask.waiting * ask.meanLatencyMs) / Math.max(1, ask.window)) return { ok: true };
   return { ok: false, reason: "kept_for_tail" };

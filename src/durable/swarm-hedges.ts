@@ -3,7 +3,7 @@
 // backup is noted in the ledger before its lane sends it, so it is billed whatever happens next.
 // It never sends a call and never changes a task's state.
 import { fitsBudget, type Amount } from "../core/budget.ts";
-import { mayHedge, toExpectedStragglers, toHedgeAfterMs, toHedgeLimit, toMeanLatencyMs, type HedgeSpec } from "../core/hedge-policy.ts";
+import { mayHedge, toHedgeAfterMs, toHedgeLimit, toMeanLatencyMs, type HedgeSpec } from "../core/hedge-policy.ts";
 import { toCallId } from "../core/ids.ts";
 import { costOfUsage, resolvePrice, type PriceTable } from "../core/pricing.ts";
 import type { CallStart, HedgeGrant, HedgesView } from "../core/swarm-contract.ts";
@@ -21,8 +21,6 @@ interface Threshold {
   at: number;
   afterMs: number | null;
   meanLatencyMs: number | null;
-  /** Of the calls running short of the delay then, how many will likely pass it (0 without a delay). */
-  expectedStragglers: number;
 }
 
 export class SwarmHedges {
@@ -73,7 +71,6 @@ export class SwarmHedges {
       meanLatencyMs: threshold.meanLatencyMs,
       elapsedMs: this.elapsedOf(swarm, start, now),
       delays,
-      expectedStragglers: threshold.expectedStragglers,
     });
     if (!may.ok) return { granted: false, reason: may.reason };
     // Budgets reserve for backups as for any call: its worst case, on top of what is committed.
@@ -129,7 +126,7 @@ export class SwarmHedges {
 
   /**
    * The delay over the newest finished calls (backups left out: they started late on purpose) and
-   * every call still running at its elapsed time, and how many of those short of it will likely pass it.
+   * every call still running at its elapsed time;.
    */
   private currentThreshold(spec: HedgeSpec, now: number): Threshold {
     const cached = this.threshold;
@@ -143,15 +140,7 @@ export class SwarmHedges {
       .toArray()
       .map((row) => Math.max(0, row.ms));
     const afterMs = toHedgeAfterMs(spec, { finished, running });
-    const expectedStragglers =
-      afterMs === null
-        ? 0
-        : toExpectedStragglers(
-            finished.toSorted((a, b) => a - b),
-            running,
-            afterMs,
-          );
-    const threshold: Threshold = { at: now, afterMs, meanLatencyMs: toMeanLatencyMs(finished), expectedStragglers };
+    const threshold: Threshold = { at: now, afterMs, meanLatencyMs: toMeanLatencyMs(finished) };
     this.threshold = threshold;
     return threshold;
   }

@@ -169,7 +169,7 @@ describe("a backup's grant", () => {
     ).granted;
     expect(rest).toHaveLength(10);
     const answers = [];
-    for (const task of rest.slice(0, 6)) answers.push(await stub.hedgeCall(backupOf(task), 1));
+    for (const task of rest.slice(0, 6)) answers.push(await stub.hedgeCall(backupOf(task)));
     expect(answers).toEqual([...Array(5).fill({ granted: true }), { granted: false, reason: "limit" }]);
     const status = await stub.getStatus("tk_test");
     expect(status?.hedges).toMatchObject({ sent: 5, won: 0, limit: 5, cost_usd: 0 });
@@ -177,35 +177,8 @@ describe("a backup's grant", () => {
     expect((await stub.pull(pullOf(0))).hedgeAfterMs).toBeUndefined();
   });
 
-  it("paces first asks: leaves what the calls still short of the delay will likely need", async () => {
-    // 60 tasks, max_extra 0.1: 6 backups, a fixed delay of 1 s. Twenty calls of 100 ms to 2 s finish
-    // first: half of them ran past the delay.
-    const { stub } = await startedSwarm(60, { concurrency: 60, hedge: { after: 1_000, max_extra: 0.1 } });
-    await finishWithLatencies(stub, 20, 100);
-    // The other 40 are handed out (the tail): one has run 1.5 s, 30 have just started.
-    const rest = (await stub.pull(pullOf(40))).granted;
-    expect(rest).toHaveLength(40);
-    const [slow, other, ...fresh] = rest as [ClaimedTask, ClaimedTask, ...ClaimedTask[]];
-    await stub.startCalls([startOf(slow, 1_500), startOf(other, 1_500), ...fresh.slice(0, 30).map((task) => startOf(task, 0))]);
-    await freshThreshold(stub);
-    // 30 calls short of the delay will likely need 15 backups: none of the 6 goes to a first ask.
-    expect(await stub.hedgeCall(backupOf(slow), 1)).toEqual({ granted: false, reason: "kept_for_stragglers" });
-    // A call asking at twice the delay is not paced.
-    expect(await stub.hedgeCall(backupOf(slow), 2)).toEqual({ granted: true });
-    // Those 30 end: nothing short of the delay is left, and a first ask goes.
-    await stub.pull(
-      pullOf(
-        0,
-        fresh.slice(0, 30).map((task) => succeeded(task, [call(200)])),
-      ),
-    );
-    await freshThreshold(stub);
-    expect(await stub.hedgeCall(backupOf(other), 1)).toEqual({ granted: true });
-  });
-
-  it("from a limit of 10, keeps one backup from first asks for a call that has run twice the delay or more", async () => {
-    // 40 tasks, all handed out (the tail), max_extra 0.5: 20 backups. No call has finished yet (a
-    // fixed delay): nothing to pace on.
+  it("keeps the limit's last twentieth from first asks, for calls that have run twice the delay or more", async () => {
+    // 40 tasks, all handed out (the tail), max_extra 0.5: 20 backups, one of them kept back.
     const { stub } = await startedSwarm(40, { concurrency: 40, hedge: { after: 100, max_extra: 0.5 } });
     const granted = (await stub.pull(pullOf(40))).granted;
     expect(granted).toHaveLength(40);
