@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HEDGE_MIN_SAMPLES, HedgeSpecSchema, mayHedge, toHedgeAfterMs, toHedgeLimit, toMeanLatencyMs, toWorseStragglerReserve } from "./hedge-policy.ts";
+import { HEDGE_MIN_SAMPLES, HedgeSpecSchema, mayHedge, toHedgeAfterMs, toHedgeLimit, toMeanLatencyMs } from "./hedge-policy.ts";
 
 const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
 
@@ -59,15 +59,10 @@ describe("how many backups", () => {
 
 describe("may a backup go now", () => {
   // 1,000 tasks waiting × 484 ms / W 100: they go out over the next 4.84 s.
-  const body = { limit: 50, sent: 10, waiting: 1_000, window: 100, meanLatencyMs: 484, delays: 1 };
+  const body = { limit: 50, sent: 10, waiting: 1_000, window: 100, meanLatencyMs: 484 };
   it.each([
-    ["the tail spends the limit on first asks up to its last twentieth", { ...body, sent: 47, waiting: 0, elapsedMs: 1_500 }, { ok: true }],
-    ["the last twentieth (2 of 50) is kept from first asks", { ...body, sent: 48, waiting: 0, elapsedMs: 1_500 }, { ok: false, reason: "kept_for_stragglers" }],
-    ["a call at twice the delay takes it", { ...body, sent: 48, waiting: 0, elapsedMs: 3_000, delays: 2 }, { ok: true }],
-    ["and at four times", { ...body, sent: 49, waiting: 0, elapsedMs: 6_000, delays: 4 }, { ok: true }],
-    ["a later ask still keeps the limit for the tail", { ...body, sent: 48, elapsedMs: 3_000, delays: 2 }, { ok: false, reason: "kept_for_tail" }],
-    ["a limit under 20 keeps nothing back", { ...body, limit: 19, sent: 18, waiting: 0, elapsedMs: 1_500 }, { ok: true }],
-    ["nothing left", { ...body, sent: 50, waiting: 0, elapsedMs: 9_000, delays: 4 }, { ok: false, reason: "limit" }],
+    ["the tail spends the rest", { ...body, sent: 49, waiting: 0, elapsedMs: 1_500 }, { ok: true }],
+    ["nothing left", { ...body, sent: 50, waiting: 0, elapsedMs: 9_000 }, { ok: false, reason: "limit" }],
     ["no budget at all", { ...body, limit: 0, sent: 0, waiting: 0, elapsedMs: 9_000 }, { ok: false, reason: "limit" }],
     ["before the tail a straggler that will end before the rest are out waits", { ...body, elapsedMs: 1_500 }, { ok: false, reason: "kept_for_tail" }],
     ["before the tail a straggler that has run as long as the rest will take goes", { ...body, elapsedMs: 4_840 }, { ok: true }],
@@ -79,20 +74,6 @@ describe("may a backup go now", () => {
     ],
   ])("%s", (_label, ask, expected) => {
     expect(mayHedge(ask)).toEqual(expected);
-  });
-});
-
-describe("backups kept for worse stragglers", () => {
-  it.each([
-    [0, 0],
-    [1, 0],
-    [19, 0],
-    [20, 1],
-    [50, 2],
-    [75, 3],
-    [100, 5],
-  ])("a limit of %s keeps %s", (limit, expected) => {
-    expect(toWorseStragglerReserve(limit)).toBe(expected);
   });
 });
 

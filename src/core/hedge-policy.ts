@@ -60,27 +60,6 @@ export interface HedgeAsk {
   meanLatencyMs: number | null;
   /** How long the call to back up has run (ms). */
   elapsedMs: number;
-  /**
-   * Which of its asks this is, in multiples of the delay the call has run: 1 at its first ask, 2
-   * and 4 at the later ones (a call refused asks again when it has become a worse straggler).
-   */
-  delays: number;
-}
-
-/**
- * The share of the limit a call's first ask may not take: kept for worse stragglers, calls still
- * running at twice the delay. In the tail every call past the delay asks, about as many as the
- * limit (at p95 and `max_extra` 0.05, one call in twenty each), so first asks spent it all in the
- * bench's early-headers runs, and a slow call started among the last (a 6.4 s draw) then ran
- * unhedged: 0.98× the pool instead of 0.62–0.68×, in one run of six. Of the calls past the delay
- * about one in five runs past twice it (lognormal 300/1500: 0.9% of calls past 3 s, 5% past its
- * p95 of 1.5 s), and the last of those are the swarm's wall time. Rounded down: a limit under 20 keeps none.
- */
-export const WORSE_STRAGGLER_SHARE = 0.05;
-
-/** The backups of the limit kept for calls at their later asks. */
-export function toWorseStragglerReserve(limit: number): number {
-  return Math.floor(Math.max(0, limit) * WORSE_STRAGGLER_SHARE + 1e-9);
 }
 
 /**
@@ -90,12 +69,10 @@ export function toWorseStragglerReserve(limit: number): number {
  * little, unless the call has already run as long as the waiting tasks will take to go out
  * (waiting × mean latency / window): it will likely still run when they have. The rest of the
  * limit is kept for the tail (a simulation of 1,000 lognormal 300/1500 calls at W = 100: 0.81× the
- * unhedged wall this way, 0.89× when the limit also went to stragglers before the tail). A call's
- * first ask leaves the last few backups to worse stragglers (WORSE_STRAGGLER_SHARE).
+ * unhedged wall this way, 0.89× when the limit also went to stragglers before the tail).
  */
-export function mayHedge(ask: HedgeAsk): { ok: true } | { ok: false; reason: "limit" | "kept_for_stragglers" | "kept_for_tail" } {
+export function mayHedge(ask: HedgeAsk): { ok: true } | { ok: false; reason: "limit" | "kept_for_tail" } {
   if (ask.sent >= ask.limit) return { ok: false, reason: "limit" };
-  if (ask.delays < 2 && ask.sent >= ask.limit - toWorseStragglerReserve(ask.limit)) return { ok: false, reason: "kept_for_stragglers" };
   if (ask.waiting === 0) return { ok: true };
   if (ask.meanLatencyMs !== null && ask.elapsedMs >= (ask.waiting * ask.meanLatencyMs) / Math.max(1, ask.window)) return { ok: true };
   return { ok: false, reason: "kept_for_tail" };

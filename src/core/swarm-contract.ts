@@ -334,7 +334,7 @@ export interface PullResponse {
 }
 
 /** The room's answer to a lane that asks to send a call's backup (SwarmRoom.hedgeCall). */
-export type HedgeGrant = { granted: true } | { granted: false; reason: "off" | "limit" | "kept_for_stragglers" | "kept_for_tail" | "not_running" | "budget" };
+export type HedgeGrant = { granted: true } | { granted: false; reason: "off" | "limit" | "kept_for_tail" | "not_running" | "budget" };
 
 /** One upstream model call, as it goes into the ledger. */
 export interface CallRecord {

@@ -49,9 +49,8 @@ export class SwarmHedges {
   /**
    * A lane asks to send the backup of a call still running past the delay: granted (and noted, and
    * its worst case reserved) or refused with the reason. Idempotent for a backup already noted.
-   * `delays`: the ask's multiple of the delay (1 at the call's first ask, then 2 and 4).
    */
-  grant(swarm: SwarmRow, start: CallStart, now: number, delays: number): HedgeGrant {
+  grant(swarm: SwarmRow, start: CallStart, now: number): HedgeGrant {
     const spec = this.spec(swarm);
     if (spec === null || swarm.finished_at !== null || swarm.state === "cancelled") return { granted: false, reason: "off" };
     const task = this.store.task(start.taskId);
@@ -70,7 +69,6 @@ export class SwarmHedges {
       window: swarm.window,
       meanLatencyMs: threshold.meanLatencyMs,
       elapsedMs: this.elapsedOf(swarm, start, now),
-      delays,
     });
     if (!may.ok) return { granted: false, reason: may.reason };
     // Budgets reserve for backups as for any call: its worst case, on top of what is committed.

@@ -177,22 +177,6 @@ describe("a backup's grant", () => {
     expect((await stub.pull(pullOf(0))).hedgeAfterMs).toBeUndefined();
   });
 
-  it("keeps the limit's last twentieth from first asks, for calls that have run twice the delay or more", async () => {
-    // 40 tasks, all handed out (the tail), max_extra 0.5: 20 backups, one of them kept back.
-    const { stub } = await startedSwarm(40, { concurrency: 40, hedge: { after: 100, max_extra: 0.5 } });
-    const granted = (await stub.pull(pullOf(40))).granted;
-    expect(granted).toHaveLength(40);
-    await stub.startCalls(granted.map((task) => startOf(task, 500)));
-    await freshThreshold(stub);
-    const firstAsks = [];
-    for (const task of granted.slice(0, 20)) firstAsks.push(await stub.hedgeCall(backupOf(task), 1));
-    expect(firstAsks).toEqual([...Array(19).fill({ granted: true }), { granted: false, reason: "kept_for_stragglers" }]);
-    // The refused call asks again at twice the delay: it takes the last backup; then none is left.
-    expect(await stub.hedgeCall(backupOf(granted[19] as ClaimedTask), 2)).toEqual({ granted: true });
-    expect(await stub.hedgeCall(backupOf(granted[20] as ClaimedTask), 4)).toEqual({ granted: false, reason: "limit" });
-    expect((await stub.getStatus("tk_test"))?.hedges).toMatchObject({ sent: 20, limit: 20 });
-  });
-
   it("counts a lane's standby tasks as not yet out: no tail while lanes hold them", async () => {
     // 20 tasks, W = 10, max_extra 0.25: 5 backups, a fixed delay of 100 ms.
     const { stub } = await startedSwarm(20, { concurrency: 10, hedge: { after: 100, max_extra: 0.25 } });

@@ -486,11 +486,11 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
    * A lane's call has run past the swarm's hedge delay without its whole answer: may it send the
    * backup? Granted, the backup is noted (billed whatever happens next) and its worst case reserved.
    */
-  async hedgeCall(start: CallStart, delays = 1): Promise<HedgeGrant> {
+  async hedgeCall(start: CallStart): Promise<HedgeGrant> {
     return this.serve(() => {
       const swarm = this.store.swarm();
       if (swarm === null) return { granted: false, reason: "off" };
-      return this.hedges.grant(swarm, start, Date.now(), delays);
+      return this.hedges.grant(swarm, start, Date.now());
     });
   }
 

@@ -66,8 +66,7 @@ export interface PermitContext {
   /** A call the grant noted starts without a note of its own: the lane lists it in its next pulls. */
   markStarted?: (start: { taskId: string; attempt: number; turn: number }) => void;
   /** limits.hedge: the delay in force and the room's grant of a backup (absent: no backups). */
-  /** `grant`'s `delays`: the ask's multiple of the delay (1 at the call's first ask, then 2 and 4). */
-  hedge?: HedgeContext & { grant(start: CallStart, delays: number): Promise<boolean> };
+  hedge?: HedgeContext & { grant(start: CallStart): Promise<boolean> };
   /**
    * A sent call of `task` has its response headers, or ended without them: called once per call, the
    * moment the model client frees its header slot (the upstream has processed the prompt by then),
@@ -165,7 +164,7 @@ export async function callWithPermit(
       send: (r) => client.complete(r),
       hedge: ctx.hedge,
       now: ctx.now,
-      prepareBackup: (timeoutMs, delays) => prepareBackup(task, turn, { ...request, timeoutMs }, delays, ctx, null),
+      prepareBackup: (timeoutMs) => prepareBackup(task, turn, { ...request, timeoutMs }, ctx, null),
       onEnded: ended,
     });
     return { kind: "called", result };
@@ -191,7 +190,7 @@ export async function callWithPermit(
       send: (r) => client.complete(r),
       hedge: ctx.hedge,
       now: ctx.now,
-      prepareBackup: (timeoutMs, delays) => prepareBackup(task, turn, { ...request, timeoutMs }, delays, ctx, { route, keys, permitRequest }),
+      prepareBackup: (timeoutMs) => prepareBackup(task, turn, { ...request, timeoutMs }, ctx, { route, keys, permitRequest }),
       onEnded: ended,
     });
     return { kind: "called", result };
@@ -349,7 +348,6 @@ async function prepareBackup(
   task: ClaimedTask,
   turn: TurnRequest,
   request: ModelRequest,
-  delays: number,
   ctx: PermitContext,
   keyed: { route: ModelRoute; keys: readonly UpstreamKey[]; permitRequest: PermitRequest } | null,
 ): Promise<BackupCall | null> {
@@ -371,7 +369,7 @@ async function prepareBackup(
     await releasePermitOf(null, false);
     return null;
   }
-  const granted = await hedge.grant({ ...toCallStart(task, turn, ctx.now()), hedge: true }, delays);
+  const granted = await hedge.grant({ ...toCallStart(task, turn, ctx.now()), hedge: true });
   if (!granted) {
     slotted.headerSlot?.release();
     await releasePermitOf(null, false);

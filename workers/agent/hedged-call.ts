@@ -25,10 +25,8 @@ export interface HedgedSend {
    * Takes what a backup needs (a permit, a header slot, the room's grant and note) without waiting
    * for any of them: null when one is missing now, and then nothing was taken. `timeoutMs` is what
    * is left of the first call's: a backup never outlives the call it backs up (nor its task's lease).
-   * `delays`: the ask's multiple of the delay (1, then 2 and 4): the room keeps the last few
-   * backups for calls at their later asks, the worse stragglers.
    */
-  prepareBackup(timeoutMs: number, delays: number): Promise<BackupCall | null>;
+  prepareBackup(timeoutMs: number): Promise<BackupCall | null>;
   now?: () => number;
   /**
    * A call that ended on its own (not aborted by this module), as soon as it did: the backup with
@@ -104,7 +102,7 @@ export async function sendHedged(request: ModelRequest, io: HedgedSend): Promise
     if (primary.ended !== null || (i > 0 && (io.hedge?.afterMs() ?? null) === null)) break;
     const leftMs = request.timeoutMs - (now() - startedAt);
     if (leftMs < BACKUP_MIN_MS) break;
-    prepared = await io.prepareBackup(leftMs, multiple);
+    prepared = await io.prepareBackup(leftMs);
     if (prepared !== null) break;
   }
   if (prepared === null) return reportAlone(primary, io);

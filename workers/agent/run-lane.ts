@@ -166,8 +166,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     hedge: {
       afterMs: () => hedgeAfterMs,
       // A room that cannot answer grants nothing: the call goes on alone.
-      grant: (start, delays) =>
-        room.hedgeCall(start, delays).then(
+      grant: (start) =>
+        room.hedgeCall(start).then(
           (answer) => answer.granted,
           (error: unknown) => {
             console.error(JSON.stringify({ event: "hedge_call_failed", swarm_id: ticket.swarm_id, task_id: start.taskId, error: toErrorMessage(error) }));

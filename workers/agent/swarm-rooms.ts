@@ -8,11 +8,8 @@ export interface SwarmRoomRpc {
   pull(request: PullRequest): Promise<PullResponse>;
   /** Notes calls about to be sent, before their requests leave (each is billed even if its outcome is lost). */
   startCalls(starts: CallStart[]): Promise<void>;
-  /**
-   * May a call running past the swarm's hedge delay send its backup? Granted = noted (billed) and
-   * reserved. `delays`: the ask's multiple of the delay (1 at the first ask, then 2 and 4).
-   */
-  hedgeCall(start: CallStart, delays?: number): Promise<HedgeGrant>;
+  /** May a call running past the swarm's hedge delay send its backup? Granted = noted (billed) and reserved. */
+  hedgeCall(start: CallStart): Promise<HedgeGrant>;
   /** Ledger rows for calls that ended, ahead of their task's outcome; idempotent by call id. */
   recordCalls(reports: CallsReport[]): Promise<void>;
   /** The swarm's shared scratchpad (the scratchpad_* tools). */

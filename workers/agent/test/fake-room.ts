@@ -237,11 +237,8 @@ export class FakeRoom implements SwarmRoomRpc {
 
   /** Every backup the room granted (and so noted), in order. */
   readonly hedgeStarts: CallStart[] = [];
-  /** Every ask for a backup, granted or not: its task and its multiple of the delay. */
-  readonly hedgeAsks: { taskId: string; delays: number }[] = [];
-  async hedgeCall(start: CallStart, delays = 1): Promise<HedgeGrant> {
+  async hedgeCall(start: CallStart): Promise<HedgeGrant> {
     this.events.push("hedgeCall");
-    this.hedgeAsks.push({ taskId: start.taskId, delays });
     if (this.hedge === null || this.cancelled) return { granted: false, reason: "off" };
     const task = this.tasks.get(start.taskId);
     if (task === undefined || task.state !== "running" || task.attempts !== start.attempt) return { granted: false, reason: "not_running" };
