@@ -48,6 +48,14 @@ function sized(options: Partial<LaneSizerDeps> = {}) {
   return { sizer, state, advance, timers: () => timers.size };
 }
 
+/** Six of its tasks run, the first call's headers came `headersMs` after it was sent, and a pull that told 6 was answered. */
+function runningSix(lane: ReturnType<typeof sized>, answer: { grantedShort: boolean; headersMs?: number; toldFirstHeaders?: boolean }): void {
+  lane.state.running = 6;
+  lane.sizer.callHeaders("t1", answer.headersMs ?? 10);
+  lane.sizer.told(6);
+  lane.sizer.answered({ grantedShort: answer.grantedShort, toldFirstHeaders: answer.toldFirstHeaders ?? false });
+}
+
 describe("a lane's size", () => {
   it("is what the room assumed until a call is timed, then the gate's share at the calls' timing", () => {
     const { sizer } = sized();
@@ -114,12 +122,10 @@ describe("a first swarm's first headers", () => {
 
 describe("growth before a call is timed", () => {
   it("wakes the pull loop each time the oldest call's age shows twice what the lane runs and told", () => {
-    const { sizer, state, advance } = sized();
-    state.running = 6;
-    sizer.callSent();
-    sizer.callHeaders("t1", 10);
-    sizer.told(6);
-    sizer.answered({ grantedShort: false, toldFirstHeaders: false });
+    const lane = sized();
+    const { sizer, state, advance } = lane;
+    lane.sizer.callSent();
+    runningSix(lane, { grantedShort: false });
     // 12 slots need a call 12 × 10 / 6 = 20 ms old: t1 was sent 10 ms before its headers.
     advance(9);
     expect(state.pokes).toBe(0);
@@ -138,22 +144,16 @@ describe("growth before a call is timed", () => {
   });
 
   it("stops while the window grants it less than it asked, while calls queue at the gate, and once the lane ends", () => {
-    const { sizer, state, advance, timers } = sized();
-    state.running = 6;
-    sizer.callHeaders("t1", 10);
-    sizer.told(6);
-    sizer.answered({ grantedShort: true, toldFirstHeaders: false });
-    advance(1_000);
-    expect(state.pokes).toBe(0);
-    expect(timers()).toBe(0);
+    const short = sized();
+    runningSix(short, { grantedShort: true });
+    short.advance(1_000);
+    expect(short.state.pokes).toBe(0);
+    expect(short.timers()).toBe(0);
 
     // Granted what it asked, but its calls wait at the gate: it looks again a time to headers on (50 ms at least).
     const queued = sized();
-    queued.state.running = 6;
     queued.state.gateWaiting = 3;
-    queued.sizer.callHeaders("t1", 10);
-    queued.sizer.told(6);
-    queued.sizer.answered({ grantedShort: false, toldFirstHeaders: false });
+    runningSix(queued, { grantedShort: false });
     queued.advance(10);
     expect(queued.state.pokes).toBe(0);
     queued.state.gateWaiting = 0;
@@ -161,10 +161,7 @@ describe("growth before a call is timed", () => {
     expect(queued.state.pokes).toBe(1);
 
     const ended = sized();
-    ended.state.running = 6;
-    ended.sizer.callHeaders("t1", 10);
-    ended.sizer.told(6);
-    ended.sizer.answered({ grantedShort: false, toldFirstHeaders: false });
+    runningSix(ended, { grantedShort: false });
     expect(ended.timers()).toBe(1);
     ended.sizer.close();
     expect(ended.timers()).toBe(0);
@@ -174,19 +171,13 @@ describe("growth before a call is timed", () => {
 
   it("none after a timed call, nor after the lane told the room its first headers were slow", () => {
     const timed = sized();
-    timed.state.running = 6;
     timed.sizer.timed(10, 3_000);
-    timed.sizer.callHeaders("t1", 10);
-    timed.sizer.told(6);
-    timed.sizer.answered({ grantedShort: false, toldFirstHeaders: false });
+    runningSix(timed, { grantedShort: false });
     expect(timed.timers()).toBe(0);
 
     const slow = sized();
-    slow.state.running = 6;
     slow.sizer.callSent();
-    slow.sizer.callHeaders("t1", FILL_MIN_MS + 50);
-    slow.sizer.told(6);
-    slow.sizer.answered({ grantedShort: false, toldFirstHeaders: true });
+    runningSix(slow, { grantedShort: false, headersMs: FILL_MIN_MS + 50, toldFirstHeaders: true });
     slow.advance(10_000);
     // The one poke is the slow headers' news; no growth follows it.
     expect(slow.state.pokes).toBe(1);
