@@ -6,6 +6,7 @@
 // No I/O: the lane's pull loop asks it what to ask for and tells it what each pull was answered.
 import { FILL_MIN_MS, toAssumedLaneSlots, toGrowthWaitMs, toLaneSlots, toUntimedLaneSlots, type LaneTiming } from "../../src/core/lane-sizing.ts";
 import type { PullRequest } from "../../src/core/swarm-contract.ts";
+import { createMovingAverage } from "./moving-average.ts";
 import { createUntimedCalls } from "./untimed-calls.ts";
 
 export interface LaneSizerDeps {
@@ -217,18 +218,6 @@ export function createLaneSizer(deps: LaneSizerDeps): LaneSizer {
       if (growthTimer !== null) clearTimer(growthTimer);
       growthTimer = null;
     },
-  };
-}
-
-/** A moving average of samples (null before the first; negative samples count as 0). */
-function createMovingAverage(weight: number): { add(sample: number): void; current(): number | null } {
-  let value: number | null = null;
-  return {
-    add(sample) {
-      const x = Math.max(0, sample);
-      value = value === null ? x : value + weight * (x - value);
-    },
-    current: () => value,
   };
 }
 

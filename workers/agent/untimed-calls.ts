@@ -2,6 +2,7 @@
 // headers, and how long the oldest call past its headers has run without an answer. A call's
 // latency is at least that long, so the lane's gate carries at least 6 × that / time to headers
 // (src/core/lane-sizing.ts, toUntimedLaneSlots), long before its first call ends.
+import { createMovingAverage } from "./moving-average.ts";
 
 export interface UntimedCalls {
   /** A call of `taskId` has its headers, `elapsedMs` after it was sent (and runs on until ended). */
@@ -26,17 +27,16 @@ const HEADERS_WEIGHT = 0.2;
 /** By task: a task runs one call at a time (its backup ends with it). `now` in epoch ms. */
 export function createUntimedCalls(now: () => number): UntimedCalls {
   const sentAt = new Map<string, number>();
-  let meanMs: number | null = null;
+  const meanMs = createMovingAverage(HEADERS_WEIGHT);
   return {
     headers(taskId, elapsedMs) {
-      const ms = Math.max(0, elapsedMs);
-      sentAt.set(taskId, now() - ms);
-      meanMs = meanMs === null ? ms : meanMs + HEADERS_WEIGHT * (ms - meanMs);
+      sentAt.set(taskId, now() - Math.max(0, elapsedMs));
+      meanMs.add(elapsedMs);
     },
     ended(taskId) {
       sentAt.delete(taskId);
     },
-    headersMs: () => meanMs,
+    headersMs: () => meanMs.current(),
     runningForMs() {
       let oldest: number | null = null;
       for (const at of sentAt.values()) oldest = Math.min(oldest ?? at, at);
