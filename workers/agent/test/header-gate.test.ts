@@ -299,9 +299,11 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
   });
 
   it("grows past the room's 6 while its first calls run, headers in at once, before any call has answered", async () => {
-    // Calls of 800 ms with headers at once: the lane's gate carries its whole concurrency, which a
-    // lane learned only from a call's end, after running 6 for the whole call.
-    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(0, 800) });
+    // Calls of 2 s with headers at once: the lane's gate carries its whole concurrency, which a
+    // lane learned only from a call's end, after running 6 for the whole call. (Growing to 40 takes
+    // a few hundred ms of timers; with 800 ms calls a loaded CI machine once saw 39 before the
+    // first answer.)
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(0, 2_000) });
     const room = new FakeRoom("sw_first_long", { tasks: Array.from({ length: 40 }, (_, i) => `t${i + 1}`) });
 
     await run([firstTicket("m1", "sw_first_long")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
