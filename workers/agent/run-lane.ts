@@ -555,8 +555,14 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       }
       // The window or the tasks ran out: more slots would get nothing until tasks end, whose pull
       // asks anyway. (Held standby tasks the window took count towards what the pull asked for.)
+      // Nothing left to hand out is not short while the lane holds standby tasks and the window took
+      // all it asked: the pulls it grows by run them (`run`). The room grants a growing lane standby
+      // tasks while the window has room (the other lanes report no free slot until they grow too);
+      // stopped there, they waited a whole call: 1,000 calls of 3 s, W = 1,000, early headers, a
+      // first swarm: 976 in flight until the first calls ended, the last 24 a call later (6.4 s, not 4.2 s).
       const windowed = answer.granted.filter((task) => task.standby !== true).length + (answer.run?.length ?? 0);
-      sizer.answered({ grantedShort: answer.waiting === 0 || windowed < request.want, toldFirstHeaders: request.firstHeadersMs !== undefined });
+      const short = windowed < request.want || (answer.waiting === 0 && standby.length === 0);
+      sizer.answered({ grantedShort: short, toldFirstHeaders: request.firstHeadersMs !== undefined });
       // The swarm hands out nothing more and may not transfer (it ended, was cancelled or is blocked),
       // or nothing of this lane runs to make room and the window has none: what waits in standby
       // goes back, for lanes whose tasks end to take. A retired lane's standby tasks go back too,

@@ -76,6 +76,12 @@ export interface FakeRoomOptions {
   clock?: () => number;
   /** limits.hedge as the room applies it: every pull's delay, and backups granted at most (default: off). */
   hedge?: { afterMs: number; limit: number };
+  /**
+   * Standby tasks also to a lane that runs tasks and got all it asked while the window has room, as
+   * the SwarmRoom grants them when no other lane has a free slot (swarm-dispatch.ts, `wantMet`);
+   * default: only once the window is full.
+   */
+  standbyWhenWantMet?: boolean;
 }
 
 const TERMINAL: readonly FakeTaskState[] = ["succeeded", "failed", "cancelled"];
@@ -121,6 +127,7 @@ export class FakeRoom implements SwarmRoomRpc {
   private readonly exists: boolean;
   private readonly config: TaskRunConfig;
   private readonly hedge: { afterMs: number; limit: number } | null;
+  private readonly standbyWhenWantMet: boolean;
 
   constructor(
     readonly swarmId: string,
@@ -134,6 +141,7 @@ export class FakeRoom implements SwarmRoomRpc {
     this.timeoutS = options.timeoutS ?? 7;
     this.exists = options.exists ?? true;
     this.hedge = options.hedge ?? null;
+    this.standbyWhenWantMet = options.standbyWhenWantMet ?? false;
     this.config = {
       swarmId,
       tenant: "tk_fake",
@@ -211,6 +219,7 @@ export class FakeRoom implements SwarmRoomRpc {
       leaseMs: this.leaseMs,
       renewed,
       transfer,
+      waiting,
       ...(run.length > 0 ? { run } : {}),
       ...(closed ? { closed } : {}),
       ...(this.hedge !== null && !finished && this.hedgeStarts.length < this.hedge.limit ? { hedgeAfterMs: this.hedge.afterMs } : {}),
@@ -410,7 +419,8 @@ export class FakeRoom implements SwarmRoomRpc {
     const windowed = Math.max(0, Math.min(request.want - due.length, room));
     // Only to a lane that runs tasks or gets some here (PullRequest.running).
     const runs = (request.running ?? 0) + Math.min(request.want, due.length) + windowed > 0;
-    const standbyRoom = request.lane === undefined || windowed < room || room < 0 || !runs ? 0 : Math.min(request.standby ?? 0, STANDBY_MAX);
+    const wantMet = this.standbyWhenWantMet && (request.running ?? 0) > 0 && windowed >= request.want - due.length;
+    const standbyRoom = request.lane === undefined || (windowed < room && !wantMet) || room < 0 || !runs ? 0 : Math.min(request.standby ?? 0, STANDBY_MAX);
     const pending = all.filter((t) => t.state === "pending").slice(0, windowed + standbyRoom);
     const firstStandby = due.length + windowed;
     for (const [index, task] of [...due, ...pending].entries()) {

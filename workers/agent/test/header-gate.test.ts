@@ -337,6 +337,37 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
     expect(beforeAnyEnd[1]?.slots).toBeGreaterThanOrEqual(12);
   });
 
+  it("holding standby tasks when nothing is left to hand out, grows on, and the window runs them before any call has answered", async () => {
+    // The room grants a growing lane standby tasks while the window has room (no other lane has a
+    // free slot); the pulls the lane grows by run them (`run`). A lane that stopped growing once
+    // nothing was left to hand out started them only in the places of its first calls, a whole call
+    // later. Its second pull asks for 6–19 more and half its slots as standby: 12 tasks left then
+    // are all handed out with some standby when it asks for 6–11, 20 left when it asks for 12–19.
+    let held = 0;
+    for (const tasks of [18, 26]) {
+      const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(0, 2_000) });
+      const room = new FakeRoom(`sw_first_held_${tasks}`, { tasks: Array.from({ length: tasks }, (_, i) => `t${i + 1}`), standbyWhenWantMet: true });
+
+      await run([firstTicket("m1", `sw_first_held_${tasks}`)], {
+        ...BASE,
+        concurrency: 40,
+        headerSlots: 6,
+        rooms: roomsOf(room),
+        gateway: directGateway(client),
+      });
+
+      expect(room.count("succeeded")).toBe(tasks);
+      const firstReportAt = room.pulls.findIndex((pull) => pull.reports.length > 0);
+      const answers = room.answers.slice(0, firstReportAt);
+      // Nothing left to hand out, with standby tasks granted.
+      if (answers.some((answer) => answer.waiting === 0 && answer.granted.some((task) => task.standby === true))) held += 1;
+      // Every task started before the first call answered, standby ones in the window's room.
+      const started = answers.flatMap((answer) => [...answer.granted.filter((task) => task.standby !== true), ...(answer.run ?? [])]);
+      expect(started).toHaveLength(tasks);
+    }
+    expect(held).toBeGreaterThan(0);
+  });
+
   it("stays on the room's 6 while its first calls have no headers (headers with the answer)", async () => {
     const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(600, 600) });
     const room = new FakeRoom("sw_first_late", { tasks: Array.from({ length: 12 }, (_, i) => `t${i + 1}`) });
