@@ -33,7 +33,9 @@ import type { MeasuredHeaderGate } from "./header-gate.ts";
 import { runAgentTask } from "./run-agent-task.ts";
 import type { BatchLineReader } from "./run-batch-line.ts";
 import { startTaskTrace, type LaneTracing } from "./task-trace.ts";
+import { createLaneLeases } from "./lane-leases.ts";
 import { createLaneSizer } from "./lane-sizer.ts";
+import { createLaneStandby } from "./lane-standby.ts";
 import type { SwarmRooms } from "./swarm-rooms.ts";
 import { createSwarmTools, type SwarmTools, type ToolEnvironment } from "./tools/swarm-tools.ts";
 import { toErrorMessage } from "../../src/core/error-message.ts";
@@ -209,13 +211,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   const outbox: TaskReport[] = [];
   /** When the oldest outcome in the outbox joined it: outcomes wait for company from then, not from the loop's turn. */
   let outboxSince = 0;
-  // Standby tasks (src/core/standby.ts): granted outside the window, each started the moment one
-  // of this lane's tasks ends for good, in its place — no slot waits for a pull's round trip.
-  const standby: { task: ClaimedTask; run: TaskRunConfig }[] = [];
-  /** Standby tasks started in ended ones' places, listed until a pull carrying them is answered. */
-  const promoted = new Map<string, { taskId: string; attempt: number }>();
-  /** Standby tasks to hand back unstarted, until a pull carrying them is answered. */
-  const releasing = new Map<string, { taskId: string; attempt: number }>();
+  /** Its standby tasks, and those it started or hands back (lane-standby.ts). */
+  const standby = createLaneStandby<TaskRunConfig>();
   /** The room lets standby tasks take ended ones' places (false while the window is over-used). */
   let transfer = true;
   /**
@@ -271,25 +268,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     taking: () => !stopping && !retiring,
   });
   closers.push(async () => sizer.close());
-  // Heartbeats: each running task's lease, renewed by a pull when half of it is left (the room
-  // says how long a lease is), so the room notices in seconds when this lane dies.
-  // A lease already at its task's run bound cannot grow: it needs no heartbeat.
-  const leases = new Map<string, { attempt: number; until: number; runUntil: number }>();
-  let leaseMs: number | null = null;
-  const renewable = (lease: { until: number; runUntil: number }): boolean => lease.until < lease.runUntil;
-  const renewAt = (): number | null => {
-    if (leaseMs === null) return null;
-    let earliest: number | null = null;
-    for (const lease of leases.values()) if (renewable(lease)) earliest = Math.min(earliest ?? lease.until, lease.until);
-    return earliest === null ? null : earliest - leaseMs / 2;
-  };
-  const toRenew = (now: number): PullRequest["renew"] => {
-    if (leaseMs === null) return undefined;
-    const half = leaseMs / 2;
-    const due: NonNullable<PullRequest["renew"]> = [];
-    for (const [taskId, lease] of leases) if (renewable(lease) && lease.until - now <= half) due.push({ taskId, attempt: lease.attempt });
-    return due.length === 0 ? undefined : due;
-  };
+  /** Heartbeats: the leases of the tasks it holds (lane-leases.ts). */
+  const leases = createLaneLeases();
   /**
    * Until a running task ends (or newer outcomes wait) and `ready()` holds then, or `ms` pass (null:
    * no timer). One timer however often it is woken: a lane's outcomes arrive one by one while it
@@ -323,7 +303,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     });
   /** Until a running task ends (or newer outcomes wait), or a lease is due for renewal. */
   const waitForWake = async (): Promise<void> => {
-    const at = renewAt();
+    const at = leases.renewAt();
     await untilWoken(at === null ? null : at - ctx.now());
     wake = null;
   };
@@ -341,26 +321,15 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   /** A task of this lane ended for good: the next standby task takes its slot, unless the room said not to. */
   const promoteNext = (): void => {
     if (stopping || !transfer || runFailures.size > 0 || ctx.allowance.tasks <= 0 || ctx.now() >= ctx.pullUntil) return;
-    const next = standby.shift();
+    const next = standby.promoteNext();
     if (next === undefined) return;
-    promoted.set(next.task.taskId, { taskId: next.task.taskId, attempt: next.task.attempt });
     ctx.tally.promoted += 1;
     start(next.task, next.run);
   };
-  /** The lease of a granted task, renewed by this lane's heartbeats from now on. */
-  const holdLease = (task: ClaimedTask): void => {
-    leases.set(task.taskId, { attempt: task.attempt, until: task.leaseUntil, runUntil: task.runUntil });
-  };
-  /** Takes a standby task out of the queue (to start it, or because it is no longer this lane's). */
-  const takeStandby = (taskId: string): { task: ClaimedTask; run: TaskRunConfig } | undefined => {
-    const index = standby.findIndex(({ task }) => task.taskId === taskId);
-    return index < 0 ? undefined : standby.splice(index, 1)[0];
-  };
   /** Every standby task goes back unstarted with the next pull (the lane stops, or the swarm does). */
   const releaseStandby = (): void => {
-    for (const { task } of standby.splice(0)) {
-      releasing.set(task.taskId, { taskId: task.taskId, attempt: task.attempt });
-      leases.delete(task.taskId);
+    for (const task of standby.releaseAll()) {
+      leases.drop(task.taskId);
       ctx.tally.released += 1;
     }
   };
@@ -374,7 +343,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     const taskTools = tools;
     running.add(task.taskId);
     // A standby task's lease was renewed while it waited: keep the newer end.
-    if (leases.get(task.taskId)?.attempt !== task.attempt) holdLease(task);
+    if (!leases.holds(task)) leases.hold(task);
     ctx.allowance.tasks -= 1;
     ctx.tally.granted += 1;
     const trace = tracing !== null && swarmTrace?.sampled === true ? startTaskTrace(tracing, swarmTrace, run.swarmId, task, ctx.now()) : undefined;
@@ -415,14 +384,14 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       .finally(() => {
         running.delete(task.taskId);
         sizer.callEnded(task.taskId);
-        leases.delete(task.taskId);
+        leases.drop(task.taskId);
         poke();
       });
   };
 
   for (;;) {
     if (!stopping && (ctx.now() >= ctx.pullUntil || ctx.allowance.tasks <= 0)) stop(ctx.now() >= ctx.pullUntil ? "pull_for" : "allowance");
-    if (retiring && running.size === 0 && standby.length === 0) stop("retired");
+    if (retiring && running.size === 0 && standby.size() === 0) stop("retired");
     const final = stopping && running.size === 0;
     // Calls already queue for a header slot: the gate binds, so more tasks would only wait there
     // (holding their leases) while the room could give them to a lane with room. The gate is the
@@ -431,7 +400,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       stopping || retiring || (running.size > 0 && gate.waiting() > 0) ? 0 : Math.max(0, Math.min(sizer.capacity() - running.size, ctx.allowance.tasks));
     const reports = outbox.splice(0);
     if (stopping) releaseStandby();
-    const renew = toRenew(ctx.now());
+    const renew = leases.due(ctx.now());
     const { latencyMs } = sizer.timing();
     // Standby tasks count against the invocation's allowance as the tasks they will be.
     const wantStandby =
@@ -440,7 +409,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         : Math.max(
             0,
             Math.min(
-              ctx.allowance.tasks - free - standby.length,
+              ctx.allowance.tasks - free - standby.size(),
               standbyTarget({
                 concurrency: ctx.concurrency,
                 // What the lane carries: a header-bound lane of 6 holds standby for its 6, not for its concurrency.
@@ -454,7 +423,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
                 // wait is long, and only while it holds standby tasks: counted as it is with none in
                 // hand, the target fell short of it and the lane ran dry before every pull).
                 refillMs: pullMs === null ? null : pullMs + Math.max(paceMs, coalesceMs(ctx.coalesce.ms, latencyMs, laneShape(true, running.size + free))),
-              }) - standby.length,
+              }) - standby.size(),
             ),
           );
     const request: PullRequest = {
@@ -465,7 +434,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       want: free,
       // A lane that stops taking tasks carries only what it runs and holds: the room counts its
       // ticket for those, so it neither sends a lane for them nor counts on this one for more.
-      slots: stopping || retiring ? running.size + standby.length : sizer.reportedSlots(),
+      slots: stopping || retiring ? running.size + standby.size() : sizer.reportedSlots(),
       ...(stopping || retiring ? { draining: true } : {}),
       ...measuredTiming(sizer.timing()),
       ...(seq === 1 && ctx.hostRequests !== undefined ? { hostRequests: ctx.hostRequests } : {}),
@@ -479,9 +448,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       sentAt: ctx.now(),
       ...(wantStandby > 0 ? { standby: wantStandby } : {}),
       ...(running.size > 0 ? { running: running.size } : {}),
-      ...(promoted.size > 0 ? { promoted: [...promoted.values()] } : {}),
-      ...(releasing.size > 0 ? { released: [...releasing.values()] } : {}),
-      ...(standby.length > 0 ? { held: standby.map(({ task }) => ({ taskId: task.taskId, attempt: task.attempt })) } : {}),
+      ...standby.pullFields(),
     };
     const pullStarted = ctx.now();
     lastPullAt = pullStarted;
@@ -509,8 +476,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       if (tracing !== null && swarmTrace === null) swarmTrace = parseTraceparent(answer.traceparent);
       const took = ctx.now() - pullStarted;
       pullMs = pullMs === null ? took : pullMs + 0.2 * (took - pullMs);
-      for (const { taskId } of request.promoted ?? []) promoted.delete(taskId);
-      for (const { taskId } of request.released ?? []) releasing.delete(taskId);
+      standby.answered(request);
       if (request.warmed === true) Object.assign(warmup, { pending: false, told: true });
       // The room has these reports: their tasks' noted calls need listing no more.
       for (const report of reports) {
@@ -518,19 +484,11 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         runFailures.delete(attemptKey(report));
       }
       if (final) return { reached };
-      if (answer.leaseMs !== undefined) leaseMs = answer.leaseMs;
-      const renewed = new Map((answer.renewed ?? []).map((lease) => [lease.taskId, lease.leaseUntil]));
-      for (const { taskId } of request.renew ?? []) {
-        const until = renewed.get(taskId);
-        const held = leases.get(taskId);
-        // Not renewed: the task is no longer this attempt's (it was handed out again). Its call runs
-        // on and its outcome is still reported (a success is kept), but it needs no more heartbeats.
-        // A standby task not renewed is not this lane's to start any more.
-        if (until === undefined) {
-          leases.delete(taskId);
-          takeStandby(taskId);
-        } else if (held !== undefined) held.until = until;
-      }
+      leases.setLeaseMs(answer.leaseMs);
+      // Not renewed: the task is no longer this attempt's (it was handed out again). Its call runs
+      // on and its outcome is still reported (a success is kept), but it needs no more heartbeats.
+      // A standby task not renewed is not this lane's to start any more.
+      for (const taskId of leases.renewed(request.renew, answer.renewed)) standby.take(taskId);
       transfer = answer.transfer ?? true;
       paceMs = answer.paceMs ?? 0;
       hedgeAfterMs = answer.hedgeAfterMs ?? null;
@@ -542,14 +500,14 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       else config = answer.config;
       // Held standby tasks the window now has room for start at once.
       for (const { taskId } of answer.run ?? []) {
-        const next = takeStandby(taskId);
+        const next = standby.take(taskId);
         if (next !== undefined) start(next.task, next.run);
       }
       if (config !== null) {
         for (const task of answer.granted) {
           if (task.standby === true) {
-            standby.push({ task, run: config });
-            holdLease(task);
+            standby.hold({ task, run: config });
+            leases.hold(task);
           } else start(task, config);
         }
       }
@@ -561,7 +519,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       // stopped there, they waited a whole call: 1,000 calls of 3 s, W = 1,000, early headers, a
       // first swarm: 976 in flight until the first calls ended, the last 24 a call later (6.4 s, not 4.2 s).
       const windowed = answer.granted.filter((task) => task.standby !== true).length + (answer.run?.length ?? 0);
-      const short = windowed < request.want || (answer.waiting === 0 && standby.length === 0);
+      const short = windowed < request.want || (answer.waiting === 0 && standby.size() === 0);
       sizer.answered({ grantedShort: short, toldFirstHeaders: request.firstHeadersMs !== undefined });
       // The swarm hands out nothing more and may not transfer (it ended, was cancelled or is blocked),
       // or nothing of this lane runs to make room and the window has none: what waits in standby
@@ -569,9 +527,9 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       // with a pull made at once: run here, they would wait for this lane's few tasks to end one by
       // one while the lanes that carry the swarm had room (1,000 × 200 ms, W = 100, early headers:
       // a retired lane ran its last standby tasks 10 at a time, 0.3 s after the other had finished).
-      if (retired || (answer.stop && !transfer) || (running.size === 0 && standby.length > 0)) releaseStandby();
+      if (retired || (answer.stop && !transfer) || (running.size === 0 && standby.size() > 0)) releaseStandby();
       drained = answer.waiting === 0;
-      if (answer.granted.length === 0 && running.size === 0 && outbox.length === 0 && standby.length === 0 && releasing.size === 0) {
+      if (answer.granted.length === 0 && running.size === 0 && outbox.length === 0 && standby.size() === 0 && standby.releasing() === 0) {
         const waitMs = answer.retryInMs;
         // Idle waits add up (a full window answers "soon" again and again): at most idleWaitMaxMs in a row.
         if (answer.stop || waitMs === null || idleMs + waitMs > ctx.idleWaitMaxMs || ctx.now() + waitMs >= ctx.pullUntil) {
@@ -593,7 +551,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
         setTimeout(poke, answer.retryInMs);
       }
     }
-    if (outbox.length === 0 && running.size > 0 && !warmup.pending && !(retiring && releasing.size > 0)) {
+    if (outbox.length === 0 && running.size > 0 && !warmup.pending && !(retiring && standby.releasing() > 0)) {
       await waitForWake();
       // Woken to renew leases (or to say the warm-up call has its headers), with nothing to report: the pull goes now.
       if (outbox.length === 0) continue;
@@ -607,7 +565,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     const tail = drained || stopping;
     // A failure that may trip fail fast holds this lane's standby tasks until the room has it (or
     // the warm-up call's headers hold the swarm's tasks): those go at once.
-    const urgent = (runFailures.size > 0 && standby.length > 0) || warmup.pending;
+    const urgent = (runFailures.size > 0 && standby.size() > 0) || warmup.pending;
     const company = urgent
       ? ctx.coalesce.ms
       : retiring
@@ -617,7 +575,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
               ctx.coalesce.ms,
               outbox.every((report) => freesSlot(report.outcome)) ? (hedgeAfterMs === null ? TAIL_COALESCE_MS : HEDGING_TAIL_COALESCE_MS) : 0,
             )
-          : coalesceMs(ctx.coalesce.ms, sizer.timing().latencyMs, laneShape(standby.length > 0));
+          : coalesceMs(ctx.coalesce.ms, sizer.timing().latencyMs, laneShape(standby.size() > 0));
     const paced = tail ? 0 : Math.max(0, paceMs - (ctx.now() - lastPullAt));
     ctx.pace.ms = Math.max(paceMs, company);
     await coalesce(outbox, running, ctx, Math.max(paced, company - (ctx.now() - outboxSince)), untilWoken);
