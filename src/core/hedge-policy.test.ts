@@ -32,11 +32,27 @@ describe("the backup's delay", () => {
     ["too few finished calls: none yet", p95, { finished: range(HEDGE_MIN_SAMPLES - 1, () => 100), running: range(50, () => 5_000) }, null],
     ["p95 of 100 finished calls 1..100 ms", p95, { finished: range(100, (i) => i + 1), running: [] }, 95],
     [
-      // 20 fast calls finished first; 80 still run at 1 s: the fast ones alone would say 20 ms.
-      "calls still running count at their elapsed time",
+      // 20 fast calls finished first; 80 still run at 1 s: the fast ones alone would say 20 ms, and
+      // the p95 is past 1 s, where nothing has ended yet: no delay until the sample says it.
+      "calls still running past what has ended: not yet",
       p95,
       { finished: range(20, (i) => i + 1), running: range(80, () => 1_000) },
-      1_000,
+      null,
+    ],
+    [
+      // 100 finished at 1..100 ms and 5 running at 2 s: those 5 are past the p95 whatever they take.
+      "calls running longer than the percentile count as longer",
+      p95,
+      { finished: range(100, (i) => i + 1), running: range(5, () => 2_000) },
+      100,
+    ],
+    [
+      // 100 finished at 1..100 ms and 100 started 10 ms ago, counted as ending past 10 ms as the
+      // finished ones did: 96 (as if they had ended at 10 ms: 90).
+      "calls just started do not pull it down",
+      p95,
+      { finished: range(100, (i) => i + 1), running: range(100, () => 10) },
+      96,
     ],
     ["p50 of 1..100", HedgeSpecSchema.parse({ after: "p50" }), { finished: range(100, (i) => i + 1), running: [] }, 50],
   ])("%s", (_label, spec, sample, expected) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { percentile, percentiles } from "./percentile.ts";
+import { censoredPercentile, percentile, percentiles } from "./percentile.ts";
 
 describe("percentile (nearest rank)", () => {
   const ten = [10, 1, 9, 2, 8, 3, 7, 4, 6, 5];
@@ -58,5 +58,52 @@ describe("percentile (nearest rank)", () => {
   it("sorts numerically, not as strings", () => {
     expect(percentile([100, 9, 20], 100)).toBe(100);
     expect(percentile([100, 9, 20], 1)).toBe(9);
+  });
+});
+
+describe("censoredPercentile (Kaplan–Meier: some values only bounded below)", () => {
+  const ten = [10, 1, 9, 2, 8, 3, 7, 4, 6, 5];
+  const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
+
+  it.each([1, 10, 11, 50, 51, 95, 100])("with none censored, p%d is the nearest-rank percentile", (p) => {
+    expect(censoredPercentile(ten, [], p)).toBe(percentile(ten, p));
+    expect(
+      censoredPercentile(
+        range(1_000, (i) => i + 1),
+        [],
+        p,
+      ),
+    ).toBe(
+      percentile(
+        range(1_000, (i) => i + 1),
+        p,
+      ),
+    );
+  });
+
+  it.each<[string, readonly number[], readonly number[], number, number | null]>([
+    ["nothing ended", [], [5, 6], 50, null],
+    ["nothing at all", [], [], 50, null],
+    // Ended at 3, 5, 7; still running at 4 and 6 (the textbook case): S = 0.8 after 3, 0.8 × 2/3 after 5, 0 after 7.
+    ["the textbook case, p20", [3, 5, 7], [4, 6], 20, 3],
+    ["the textbook case, p40", [3, 5, 7], [4, 6], 40, 5],
+    ["the textbook case, p50", [3, 5, 7], [4, 6], 50, 7],
+    ["the textbook case, p60", [3, 5, 7], [4, 6], 60, 7],
+    ["one running as long as an ended one is still at risk then", [5], [5], 50, 5],
+    ["one running as long as an ended one is still at risk then, p60", [5], [5], 60, null],
+    // A swarm's first second: its 20 fast calls ended, 80 still running at 1 s. Its p95 is not
+    // 1 s (where those 80 are now): nothing says yet where it is.
+    ["the fast ones ended, the rest running: p95 unknown", range(20, (i) => i + 1), range(80, () => 1_000), 95, null],
+    ["the fast ones ended, the rest running: p10 known", range(20, (i) => i + 1), range(80, () => 1_000), 10, 10],
+    // Calls that ran less than a latency tell little of it: 100 ended at 1..100 ms and 900 started
+    // 5 ms ago, which count as ending past 5 ms as the ended ones did: 96 (as ended calls of 5 ms: 5).
+    ["calls just started do not pull it down", range(100, (i) => i + 1), range(900, () => 5), 95, 96],
+    // 100 started 10 ms ago: 95% of the calls end by 10 ms, the rest as those ended past 10 ms did.
+    ["calls just started count as the ended ones past their time", range(100, (i) => i + 1), range(100, () => 10), 95, 96],
+    ["NaN ignored", [3, Number.NaN, 1, 2], [Number.NaN], 100, 3],
+    ["p0", ten, [], 0, null],
+    ["p over 100", ten, [], 101, null],
+  ])("%s", (_label, events, censored, p, expected) => {
+    expect(censoredPercentile(events, censored, p)).toBe(expected);
   });
 });

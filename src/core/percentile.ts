@@ -23,3 +23,42 @@ export function percentiles(values: readonly number[], ps: readonly number[]): (
     return sorted[rank - 1] ?? null;
   });
 }
+
+/**
+ * The p-th percentile of latencies of which some are known (`events`: calls that ended) and some
+ * only bounded below (`censored`: calls still running, at their elapsed time), by the Kaplan–Meier
+ * estimate of their distribution: the smallest ended latency t at which the estimated share of
+ * calls that take at most t reaches p%. A running call counts as "not ended yet" up to its elapsed
+ * time and says nothing after it; counted as if it had ended then, a swarm's first second (its
+ * fast calls ended, its slow ones running) put the p95 below the true one, and calls ended but not
+ * yet reported (a lane's outcomes wait for company) put it above. With no censored values it is
+ * `percentile` (nearest rank). null when the sample cannot say yet (too much of it still runs, or
+ * no event), or for a p outside (0, 100].
+ */
+export function censoredPercentile(events: readonly number[], censored: readonly number[], p: number): number | null {
+  if (!(p > 0 && p <= 100)) return null;
+  const ended = Float64Array.from(events.filter((v) => !Number.isNaN(v))).sort();
+  const running = Float64Array.from(censored.filter((v) => !Number.isNaN(v))).sort();
+  // 1 − p%: the survival to reach (a tolerance for the product's rounding).
+  const target = 1 - p / 100 + 1e-9;
+  let atRisk = ended.length + running.length;
+  let survival = 1;
+  let c = 0;
+  for (let i = 0; i < ended.length; ) {
+    const t = ended[i] as number;
+    // A call still running that has run less than t tells nothing about t: it leaves the risk set.
+    while (c < running.length && (running[c] as number) < t) {
+      c += 1;
+      atRisk -= 1;
+    }
+    let d = 0;
+    while (i < ended.length && ended[i] === t) {
+      d += 1;
+      i += 1;
+    }
+    survival *= 1 - d / atRisk;
+    atRisk -= d;
+    if (survival <= target) return t;
+  }
+  return null;
+}

@@ -241,9 +241,11 @@ export interface PullRequest {
   /**
    * Standby tasks the lane started, each in the place of a task of its own that ended for good
    * (a success, or a failure never retried) and is reported in this pull or an earlier one; listed
-   * until a pull carrying them is answered. Recorded before the reports.
+   * until a pull carrying them is answered. Recorded before the reports. `startedAt` (the lane's
+   * clock, epoch ms): when it started, from which a hedging swarm counts its call's age (its grant
+   * noted the call when it was granted, a whole call earlier or more).
    */
-  promoted?: { taskId: string; attempt: number }[];
+  promoted?: { taskId: string; attempt: number; startedAt?: number }[];
   /** Standby tasks handed back unstarted (the lane stops): they are handed out again as they were. */
   released?: { taskId: string; attempt: number }[];
   /** Standby tasks the lane holds unstarted: the window's room (up to `want`) goes to them first (`PullResponse.run`). */

@@ -4,7 +4,7 @@
 // It never sends a call and never changes a task's state.
 import { fitsBudget, type Amount } from "../core/budget.ts";
 import { mayHedge, toHedgeAfterMs, toHedgeLimit, toMeanLatencyMs, type HedgeSpec } from "../core/hedge-policy.ts";
-import { toCallId } from "../core/ids.ts";
+import { callIdRange, toCallId } from "../core/ids.ts";
 import { costOfUsage, resolvePrice, type PriceTable } from "../core/pricing.ts";
 import type { CallStart, HedgeGrant, HedgesView } from "../core/swarm-contract.ts";
 import type { SwarmLedger } from "./swarm-ledger.ts";
@@ -94,6 +94,28 @@ export class SwarmHedges {
     return { granted: true };
   }
 
+  /**
+   * Standby tasks started now (`PullRequest.promoted`, at the lane's `startedAt`; `PullResponse.run`,
+   * at `now`): their grant noted their first call when it was granted, and a call's age counts from
+   * its start (the delay's running calls, and how long a call to back up has run). Only in a swarm
+   * that hedges: one row written a task.
+   */
+  started(swarm: SwarmRow, tasks: readonly { taskId: string; attempt: number; startedAt?: number }[], now: number): void {
+    if (tasks.length === 0 || this.spec(swarm) === null || swarm.finished_at !== null) return;
+    for (const task of tasks) {
+      const range = callIdRange(swarm.id, task.taskId, task.attempt);
+      // The lane's clock may run ahead of the room's: never a start in the room's future.
+      const at = Math.min(now, task.startedAt ?? now);
+      this.sql.exec(
+        "UPDATE open_calls SET started_at = ? WHERE call_id >= ? AND call_id < ? AND call_id NOT LIKE '%:h' AND started_at < ?",
+        at,
+        range.from,
+        range.to,
+        at,
+      );
+    }
+  }
+
   /** null when the swarm does not hedge. */
   view(swarm: SwarmRow, now: number): HedgesView | null {
     const spec = this.spec(swarm);
@@ -124,7 +146,8 @@ export class SwarmHedges {
 
   /**
    * The delay over the newest finished calls (backups left out: they started late on purpose) and
-   * every call still running at its elapsed time;.
+   * every call still running at its elapsed time. Not the notes of standby tasks a lane holds
+   * unstarted: their age is the time since their grant, not a call's.
    */
   private currentThreshold(spec: HedgeSpec, now: number): Threshold {
     const cached = this.threshold;
@@ -134,7 +157,11 @@ export class SwarmHedges {
       .toArray()
       .map((row) => row.ms);
     const running = this.sql
-      .exec<{ ms: number }>("SELECT ? - started_at AS ms FROM open_calls WHERE call_id NOT LIKE '%:h'", now)
+      .exec<{ ms: number }>(
+        `SELECT ? - o.started_at AS ms FROM open_calls o JOIN tasks t ON t.id = o.task_id
+         WHERE o.call_id NOT LIKE '%:h' AND NOT (t.standby = 1 AND t.attempts = o.attempt)`,
+        now,
+      )
       .toArray()
       .map((row) => Math.max(0, row.ms));
     const afterMs = toHedgeAfterMs(spec, { finished, running });

@@ -92,7 +92,7 @@ describe("the delay a pull carries", () => {
     expect((await stub.getStatus("tk_test"))?.hedges).toBeNull();
   });
 
-  it("comes once enough calls have finished, as their percentile, and counts calls still running at their elapsed time", async () => {
+  it("comes once enough calls have finished, as their percentile, and counts calls still running as lasting at least their elapsed time", async () => {
     const { stub } = await startedSwarm(100, { concurrency: 100, hedge: { after: "p50", max_extra: 0.1 } });
     const first = await stub.pull(pullOf(HEDGE_MIN_SAMPLES - 1));
     expect(first.hedgeAfterMs).toBeUndefined();
@@ -113,12 +113,67 @@ describe("the delay a pull carries", () => {
       ),
     );
     expect(twenty.hedgeAfterMs).toBe(10);
-    // 40 calls noted as started 5 s ago and still running: the median is now one of them.
+    // 40 calls noted as started 5 s ago and still running: two thirds of the calls have run longer
+    // than any that ended, so the median is past 20 ms and nothing says where yet: no delay.
     const running = (await stub.pull(pullOf(40))).granted;
     await stub.startCalls(running.map((task) => startOf(task, 5_000)));
     await freshThreshold(stub);
     const withRunning = await stub.pull(pullOf(0));
-    expect(withRunning.hedgeAfterMs).toBeGreaterThanOrEqual(4_900);
+    expect(withRunning.hedgeAfterMs).toBeUndefined();
+    // 10 of them end at 6 s; the other 30, still running at 5 s, count as ending past 5 s as those
+    // did (Kaplan–Meier): the median is 6 s (as if they had ended at 5 s, it would be 5 s).
+    await freshThreshold(stub);
+    const sixSeconds = await stub.pull(
+      pullOf(
+        0,
+        running.slice(0, 10).map((task) => succeeded(task, [call(6_000)])),
+      ),
+    );
+    expect(sixSeconds.hedgeAfterMs).toBe(6_000);
+  });
+});
+
+describe("a call's age, in the delay", () => {
+  it("leaves out the notes of standby tasks a lane holds, and counts a standby task's call from when it started, not from its grant", async () => {
+    const { stub } = await startedSwarm(60, { concurrency: 20, hedge: { after: "p95", max_extra: 0.1 } });
+    await finishWithLatencies(stub, 20);
+    // A lane takes the window's 20 and standby tasks (its share of what is left); the grant notes
+    // every first call now.
+    const lane = { lane: "lane-a", slots: 20 };
+    const granted = (await stub.pull({ ...pullOf(20), ...lane, seq: 1, sentAt: Date.now(), standby: 20, running: 0 })).granted;
+    const held = granted.filter((task) => task.standby === true);
+    // Half start in ended tasks' places, the others in the window's room: enough of each to be the
+    // p95 of about 45 calls.
+    expect(held.length).toBeGreaterThanOrEqual(6);
+    const half = Math.floor(held.length / 2);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The window's calls end (21..40 ms); the standby tasks, noted 500 ms ago, are still held.
+    const window = granted.filter((task) => task.standby !== true);
+    const heldIds = held.map((task) => ({ taskId: task.taskId, attempt: task.attempt }));
+    await stub.pull({
+      ...pullOf(
+        0,
+        window.map((task, i) => succeeded(task, [call(21 + i)])),
+      ),
+      ...lane,
+      seq: 2,
+      sentAt: Date.now(),
+      held: heldIds,
+    });
+    await freshThreshold(stub);
+    // 40 finished calls of 1..40 ms: the held notes' 500 ms are no call's.
+    expect((await stub.getStatus("tk_test"))?.hedges?.after_ms).toBeLessThanOrEqual(40);
+    // Half start now in ended tasks' places: their calls are new, not 500 ms old.
+    const promoted = heldIds.slice(0, half).map((task) => ({ ...task, startedAt: Date.now() }));
+    await stub.pull({ ...pullOf(0), ...lane, seq: 3, sentAt: Date.now(), running: half, promoted, held: heldIds.slice(half) });
+    await freshThreshold(stub);
+    expect((await stub.getStatus("tk_test"))?.hedges?.after_ms).toBeLessThan(250);
+    // The window has room for the others: they run from this answer on.
+    const rest = heldIds.length - half;
+    const answer = await stub.pull({ ...pullOf(rest), ...lane, seq: 4, sentAt: Date.now(), running: half, held: heldIds.slice(half) });
+    expect(answer.run).toHaveLength(rest);
+    await freshThreshold(stub);
+    expect((await stub.getStatus("tk_test"))?.hedges?.after_ms).toBeLessThan(250);
   });
 });
 

@@ -300,7 +300,10 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         if (request.startedPartial !== true) this.ledger.dropUnstartedNotes(request.lane, request.sentAt, started);
       }
       // Standby tasks started in ended tasks' places take those places before the ends free them.
-      if (request.promoted !== undefined && request.promoted.length > 0) this.dispatch.promote(request.promoted);
+      if (request.promoted !== undefined && request.promoted.length > 0) {
+        this.dispatch.promote(request.promoted);
+        this.hedges.started(swarm, request.promoted, now);
+      }
       const actions = request.reports.length > 0 ? this.dispatch.recordReports(swarm, request.reports, now, started) : [];
       const releasedEnded = request.released !== undefined && request.released.length > 0 && this.dispatch.release(swarm, request.released, now);
       this.live.noteTasks(request.reports.map((report) => report.taskId));
@@ -327,6 +330,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         repeated === null && !request.final && !halted && request.held !== undefined && request.held.length > 0
           ? this.dispatch.runHeld(current, request.held, request.want)
           : [];
+      this.hedges.started(current, run, now);
       const want = request.want - run.length;
       if (!request.final) this.tickets.noteRunning(request.ticket, request.running ?? 0);
       // Before the grant: the lanes it lets the room send are the ones to run what this lane is not given.

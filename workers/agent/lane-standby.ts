@@ -18,8 +18,8 @@ export interface LaneStandby<Run> {
   releasing(): number;
   /** A standby task granted: held until one of the lane's tasks ends, or the window takes it. */
   hold(task: HeldTask<Run>): void;
-  /** The next held task, to start in the place of an ended one (the room hears it with the next pull). */
-  promoteNext(): HeldTask<Run> | undefined;
+  /** The next held task, to start at `now` in the place of an ended one (the room hears it with the next pull). */
+  promoteNext(now: number): HeldTask<Run> | undefined;
   /** Takes a held task out (to start it, the window having room, or because it is no longer the lane's). */
   take(taskId: string): HeldTask<Run> | undefined;
   /** Every held task goes back unstarted with the next pull; returns them. */
@@ -36,7 +36,7 @@ const attemptOf = (task: ClaimedTask): Attempt => ({ taskId: task.taskId, attemp
 
 export function createLaneStandby<Run>(): LaneStandby<Run> {
   const held: HeldTask<Run>[] = [];
-  const promoted = new Map<string, Attempt>();
+  const promoted = new Map<string, Attempt & { startedAt: number }>();
   const releasing = new Map<string, Attempt>();
   return {
     size: () => held.length,
@@ -44,9 +44,9 @@ export function createLaneStandby<Run>(): LaneStandby<Run> {
     hold(task) {
       held.push(task);
     },
-    promoteNext() {
+    promoteNext(now) {
       const next = held.shift();
-      if (next !== undefined) promoted.set(next.task.taskId, attemptOf(next.task));
+      if (next !== undefined) promoted.set(next.task.taskId, { ...attemptOf(next.task), startedAt: now });
       return next;
     },
     take(taskId) {

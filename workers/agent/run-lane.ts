@@ -321,7 +321,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   /** A task of this lane ended for good: the next standby task takes its slot, unless the room said not to. */
   const promoteNext = (): void => {
     if (stopping || !transfer || runFailures.size > 0 || ctx.allowance.tasks <= 0 || ctx.now() >= ctx.pullUntil) return;
-    const next = standby.promoteNext();
+    const next = standby.promoteNext(ctx.now());
     if (next === undefined) return;
     ctx.tally.promoted += 1;
     start(next.task, next.run);

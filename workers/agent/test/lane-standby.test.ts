@@ -5,6 +5,8 @@ import { describe, expect, it } from "vitest";
 import type { ClaimedTask } from "../../../src/core/swarm-contract.ts";
 import { createLaneStandby } from "../lane-standby.ts";
 
+const T0 = 1_000_000;
+
 function task(taskId: string, attempt = 1): ClaimedTask {
   return {
     taskId,
@@ -32,25 +34,25 @@ describe("a lane's standby tasks", () => {
   it("lists nothing when it holds nothing", () => {
     const standby = createLaneStandby<string>();
     expect(standby.size()).toBe(0);
-    expect(standby.promoteNext()).toBeUndefined();
+    expect(standby.promoteNext(T0)).toBeUndefined();
     expect(standby.pullFields()).toEqual({});
   });
 
-  it("starts the first granted in an ended task's place, and tells the room until a pull saying so is answered", () => {
+  it("starts the first granted in an ended task's place, and tells the room when, until a pull saying so is answered", () => {
     const standby = holding(3);
-    expect(standby.promoteNext()).toEqual({ task: task("t1"), run: "run-t1" });
+    expect(standby.promoteNext(T0)).toEqual({ task: task("t1"), run: "run-t1" });
     const request = standby.pullFields();
     expect(request).toEqual({
-      promoted: [{ taskId: "t1", attempt: 1 }],
+      promoted: [{ taskId: "t1", attempt: 1, startedAt: T0 }],
       held: [
         { taskId: "t2", attempt: 1 },
         { taskId: "t3", attempt: 1 },
       ],
     });
     // Another one starts while the pull is on its way: the next pull lists both, the answer clears one.
-    standby.promoteNext();
+    standby.promoteNext(T0 + 40);
     standby.answered(request);
-    expect(standby.pullFields()).toEqual({ promoted: [{ taskId: "t2", attempt: 1 }], held: [{ taskId: "t3", attempt: 1 }] });
+    expect(standby.pullFields()).toEqual({ promoted: [{ taskId: "t2", attempt: 1, startedAt: T0 + 40 }], held: [{ taskId: "t3", attempt: 1 }] });
     expect(standby.size()).toBe(1);
   });
 
