@@ -33,11 +33,12 @@ describe("the backup's delay", () => {
     ["p95 of 100 finished calls 1..100 ms", p95, { finished: range(100, (i) => i + 1), running: [] }, 95],
     [
       // 20 fast calls finished first; 80 still run at 1 s: the fast ones alone would say 20 ms, and
-      // the p95 is past 1 s, where nothing has ended yet: no delay until the sample says it.
-      "calls still running past what has ended: not yet",
+      // the p95 is past 1 s, where nothing has ended yet: until the estimate can say, the running
+      // calls count as if they ended now (at most the true p95).
+      "calls still running past what has ended: at their elapsed time, until the estimate can say",
       p95,
       { finished: range(20, (i) => i + 1), running: range(80, () => 1_000) },
-      null,
+      1_000,
     ],
     [
       // 100 finished at 1..100 ms and 5 running at 2 s: those 5 are past the p95 whatever they take.

@@ -1,7 +1,7 @@
 // Hedged requests ("The Tail at Scale"): when a call's backup is due, and whether the swarm may
 // spend one. No I/O. The SwarmRoom feeds it the latencies it knows; the lane only asks.
 import { z } from "zod";
-import { censoredPercentile } from "./percentile.ts";
+import { censoredPercentile, percentile } from "./percentile.ts";
 
 /** `limits.hedge` (docs/configuration.md): off when absent. */
 export const HedgeSpecSchema = z.strictObject({
@@ -30,8 +30,8 @@ export interface LatencySample {
 }
 
 /**
- * The backup delay in ms, or null while the sample cannot say it yet (too few finished calls, or
- * too many still running). A running call's latency is at least its elapsed time: the percentile
+ * The backup delay in ms, or null while there are too few finished calls to say. A running call's
+ * latency is at least its elapsed time: the percentile
  * is the Kaplan–Meier one (`censoredPercentile`), which counts it as not ended up to that time. The
  * first calls to finish are the fast ones, so a percentile of them alone would send backups for half
  * the swarm's ordinary calls; counted as if they had ended at their elapsed time, running calls
@@ -44,7 +44,12 @@ export function toHedgeAfterMs(spec: HedgeSpec, sample: LatencySample): number |
   if (typeof spec.after === "number") return spec.after;
   if (sample.finished.length < HEDGE_MIN_SAMPLES) return null;
   const p = Number(spec.after.slice(1));
-  const at = censoredPercentile(sample.finished, sample.running, p);
+  // Too much still running for it to say (a swarm's first calls, or a window of long ones): the
+  // percentile of the finished and running calls together, as if the running ones ended now, which
+  // is at most the true one. A call started while no delay is in force never gets a backup
+  // (sendHedged), and a straggler among them set the wall: with no delay until the estimate could
+  // say, 3 of 4 runs with headers that come with the answer took 0.94× the pool, not 0.72×.
+  const at = censoredPercentile(sample.finished, sample.running, p) ?? percentile([...sample.finished, ...sample.running], p);
   return at === null ? null : Math.max(1, Math.round(at));
 }
 
