@@ -7,6 +7,12 @@ import type { ModelCallResult, ModelRequest } from "../../src/model/model-client
 export interface HedgeContext {
   /** The delay in force (the lane's last pull said so), or null: no backups now. */
   afterMs(): number | null;
+  /**
+   * Resolves when the swarm's tail begins (a pull's answer says no task is left to hand out), where
+   * the room spends its backups: a call refused before it asks again then, not only at its next
+   * multiple of the delay. Absent: no such news.
+   */
+  tail?(): Promise<void>;
 }
 
 export interface BackupCall {
@@ -85,6 +91,14 @@ export async function sendHedged(request: ModelRequest, io: HedgedSend): Promise
   const setTimer = io.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
   const clearTimer = io.clearTimer ?? ((timer) => clearTimeout(timer as ReturnType<typeof setTimeout>));
   let prepared: BackupCall | null = null;
+  // The room keeps its backups for the swarm's tail (mayHedge): a call refused before the tail asks
+  // again when it begins, once, whatever multiple of the delay comes next. A delay estimated high
+  // put a straggler's next ask past its end (asks at 2.5 s and 5 s refused, 10 s after its 6.9 s answer).
+  let tail = io.hedge?.tail?.().then(() => "tail" as const);
+  let inTail = false;
+  void tail?.then(() => {
+    inTail = true;
+  });
   for (const [i, multiple] of ASK_AT.entries()) {
     const waitMs = afterMs * multiple - (now() - startedAt);
     if (waitMs > 0) {
@@ -92,14 +106,17 @@ export async function sendHedged(request: ModelRequest, io: HedgedSend): Promise
       const due = new Promise<"due">((resolve) => {
         timer = setTimer(() => resolve("due"), waitMs);
       });
-      const first = await Promise.race([primary.promise, due]);
-      if (first !== "due") {
-        clearTimer(timer);
-        return reportAlone(primary, io);
-      }
+      const waits: Promise<ModelCallResult | "due" | "tail">[] = [primary.promise, due];
+      if (i > 0 && tail !== undefined) waits.push(tail);
+      const first = await Promise.race(waits);
+      if (first !== "due") clearTimer(timer);
+      if (first === "tail") tail = undefined;
+      else if (first !== "due") return reportAlone(primary, io);
     }
     // A later ask only while the room still offers backups (its pulls drop the delay once spent).
     if (primary.ended !== null || (i > 0 && (io.hedge?.afterMs() ?? null) === null)) break;
+    // An ask in the tail already: the tail's beginning is no news to this call.
+    if (inTail) tail = undefined;
     const leftMs = request.timeoutMs - (now() - startedAt);
     if (leftMs < BACKUP_MIN_MS) break;
     prepared = await io.prepareBackup(leftMs);

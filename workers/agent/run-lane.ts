@@ -156,6 +156,11 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   const startedNoted = new Map<string, { taskId: string; attempt: number; turn: number }[]>();
   /** limits.hedge: the delay the room's last answer gave (null: no backups now). */
   let hedgeAfterMs: number | null = null;
+  /** Resolved when an answer first says no task is left to hand out (the swarm's tail: HedgeContext.tail). */
+  let beginTail: () => void = () => {};
+  const tailBegun = new Promise<void>((resolve) => {
+    beginTail = resolve;
+  });
   /**
    * The warm-up task's first call has its headers (ClaimedTask.warmup): `pending` until a pull that
    * says so (`warmed`) is answered. That pull goes at once: the swarm's other tasks wait for it.
@@ -167,6 +172,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     noteStart: (start) => ctx.callStarts.note(ticket.swarm_id, start),
     hedge: {
       afterMs: () => hedgeAfterMs,
+      tail: () => tailBegun,
       // A room that cannot answer grants nothing: the call goes on alone.
       grant: (start) =>
         room.hedgeCall(start).then(
@@ -529,6 +535,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       // a retired lane ran its last standby tasks 10 at a time, 0.3 s after the other had finished).
       if (retired || (answer.stop && !transfer) || (running.size === 0 && standby.size() > 0)) releaseStandby();
       drained = answer.waiting === 0;
+      if (drained) beginTail();
       if (answer.granted.length === 0 && running.size === 0 && outbox.length === 0 && standby.size() === 0 && standby.releasing() === 0) {
         const waitMs = answer.retryInMs;
         // Idle waits add up (a full window answers "soon" again and again): at most idleWaitMaxMs in a row.

@@ -203,6 +203,44 @@ describe("a call and its backup", () => {
     expect(await result).toEqual(ok("first"));
   });
 
+  it("a call refused before the swarm's tail asks again when the tail begins, not only at its next multiple", async () => {
+    let beginTail: () => void = () => {};
+    const tail = new Promise<void>((resolve) => {
+      beginTail = resolve;
+    });
+    const h = harness({ grant: false });
+    h.io.hedge = { afterMs: () => 100, tail: () => tail };
+    const result = sendHedged(REQUEST, h.io);
+    await h.due();
+    expect(h.prepares()).toBe(1);
+    // The tail begins before twice the delay: the call asks at once.
+    beginTail();
+    await h.flush();
+    await h.flush();
+    expect(h.prepares()).toBe(2);
+    // Then at four times the delay, and no more.
+    for (let i = 0; i < 3; i += 1) await h.due();
+    expect(h.prepares()).toBe(3);
+    h.calls[0]?.end(ok("first"));
+    expect(await result).toEqual(ok("first"));
+  });
+
+  it("a call whose first ask was in the tail already asks at twice and four times the delay only", async () => {
+    const h = harness({ grant: false });
+    h.io.hedge = { afterMs: () => 100, tail: () => Promise.resolve() };
+    const result = sendHedged(REQUEST, h.io);
+    await h.flush();
+    await h.due();
+    expect(h.prepares()).toBe(1);
+    await h.flush();
+    await h.flush();
+    expect(h.prepares()).toBe(1);
+    for (let i = 0; i < 3; i += 1) await h.due();
+    expect(h.prepares()).toBe(3);
+    h.calls[0]?.end(ok("first"));
+    expect(await result).toEqual(ok("first"));
+  });
+
   it("no later ask once the room no longer offers backups", async () => {
     let offered: number | null = 100;
     const h = harness({ grant: false });
