@@ -29,9 +29,8 @@ export function percentiles(values: readonly number[], ps: readonly number[]): (
  * only bounded below (`censored`: calls still running, at their elapsed time), by the Kaplan–Meier
  * estimate of their distribution: the smallest ended latency t at which the estimated share of
  * calls that take at most t reaches p%. A running call counts as "not ended yet" up to its elapsed
- * time and says nothing after it; counted as if it had ended then, a swarm's first second (its
- * fast calls ended, its slow ones running) put the p95 below the true one, and calls ended but not
- * yet reported (a lane's outcomes wait for company) put it above. With no censored values it is
+ * time and says nothing after it; counted as if it had ended then, the calls running at any time
+ * (the long ones among them) put the p95 below the true one. With no censored values it is
  * `percentile` (nearest rank). null when the sample cannot say yet (too much of it still runs, or
  * no event), or for a p outside (0, 100].
  */
