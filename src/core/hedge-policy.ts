@@ -31,10 +31,10 @@ export interface LatencySample {
 
 /**
  * The backup delay in ms, or null while there are too few finished calls to say. A running call's
- * latency is at least its elapsed time: the percentile
- * is the Kaplan–Meier one (`censoredPercentile`), which counts it as not ended up to that time. The
- * first calls to finish are the fast ones, so a percentile of them alone would send backups for half
- * the swarm's ordinary calls; counted as if they had ended at their elapsed time, running calls
+ * latency is at least its elapsed time: the percentile is the Kaplan–Meier one
+ * (`censoredPercentile`), which counts it as not ended up to that time. The first calls to finish
+ * are the fast ones, so a percentile of them alone would send backups for half the swarm's
+ * ordinary calls; counted as if they had ended at their elapsed time, running calls
  * still put the delay below the true percentile (1.2–1.3 s against a p95 of 1.5 s, 1,000 lognormal
  * 300/1500 calls at W = 100, early headers: about 7% of calls asked, the limit went first come,
  * first served, and a late straggler ran unhedged in 4 of 14 runs). The estimate is high where
