@@ -324,11 +324,29 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       ? { slots: sizer.capacity(), concurrency: ctx.concurrency, running: runs, outcomes: ctx.coalesce.outcomes, hedging: hedgeAfterMs !== null }
       : undefined;
 
+  /**
+   * Slots a pull would fill now. Calls already queue for a header slot: the gate binds, so more
+   * tasks would only wait there (holding their leases) while the room could give them to a lane
+   * with room. The gate is the invocation's: a lane with nothing running still asks (the queue may
+   * be another lane's).
+   */
+  const freeSlots = (): number =>
+    stopping || retiring || (running.size > 0 && gate.waiting() > 0) ? 0 : Math.max(0, Math.min(sizer.capacity() - running.size, ctx.allowance.tasks));
+
+  /**
+   * Places of ended tasks that no standby task took, since the last pull left: that pull asked only
+   * for the slots free when it left, so the standby tasks its answer brings take these (a lane
+   * starts one only as a task of its own ends, and these have ended).
+   */
+  let vacant = 0;
   /** A task of this lane ended for good: the next standby task takes its slot, unless the room said not to. */
   const promoteNext = (): void => {
     if (stopping || !transfer || runFailures.size > 0 || ctx.allowance.tasks <= 0 || ctx.now() >= ctx.pullUntil) return;
     const next = standby.promoteNext(ctx.now());
-    if (next === undefined) return;
+    if (next === undefined) {
+      vacant += 1;
+      return;
+    }
     ctx.tally.promoted += 1;
     start(next.task, next.run);
   };
@@ -399,11 +417,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     if (!stopping && (ctx.now() >= ctx.pullUntil || ctx.allowance.tasks <= 0)) stop(ctx.now() >= ctx.pullUntil ? "pull_for" : "allowance");
     if (retiring && running.size === 0 && standby.size() === 0) stop("retired");
     const final = stopping && running.size === 0;
-    // Calls already queue for a header slot: the gate binds, so more tasks would only wait there
-    // (holding their leases) while the room could give them to a lane with room. The gate is the
-    // invocation's: a lane with nothing running still asks (the queue may be another lane's).
-    const free =
-      stopping || retiring || (running.size > 0 && gate.waiting() > 0) ? 0 : Math.max(0, Math.min(sizer.capacity() - running.size, ctx.allowance.tasks));
+    const free = freeSlots();
     const reports = outbox.splice(0);
     if (stopping) releaseStandby();
     const renew = leases.due(ctx.now());
@@ -458,6 +472,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     };
     const pullStarted = ctx.now();
     lastPullAt = pullStarted;
+    vacant = 0;
     const answer = await pullWithRetry(room, ticket.swarm_id, request, ctx);
     ctx.tally.slots = request.slots;
     sizer.told(request.slots);
@@ -516,6 +531,13 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
             leases.hold(task);
           } else start(task, config);
         }
+      }
+      // Places that ended while the pull was on its way, with no standby task then: a header-bound
+      // round's calls end within a few ms of each other, and the pull that the first empty slot sent
+      // left before the others had ended.
+      while (vacant > 0 && standby.size() > 0 && freeSlots() > 0) {
+        vacant -= 1;
+        promoteNext();
       }
       // The window or the tasks ran out: more slots would get nothing until tasks end, whose pull
       // asks anyway. (Held standby tasks the window took count towards what the pull asked for.)
@@ -583,9 +605,18 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
               outbox.every((report) => freesSlot(report.outcome)) ? (hedgeAfterMs === null ? TAIL_COALESCE_MS : HEDGING_TAIL_COALESCE_MS) : 0,
             )
           : coalesceMs(ctx.coalesce.ms, sizer.timing().latencyMs, laneShape(standby.size() > 0));
-    const paced = tail ? 0 : Math.max(0, paceMs - (ctx.now() - lastPullAt));
+    const paced = (): number => (tail ? 0 : Math.max(0, paceMs - (ctx.now() - lastPullAt)));
     ctx.pace.ms = Math.max(paceMs, company);
-    await coalesce(outbox, running, ctx, Math.max(paced, company - (ctx.now() - outboxSince)), untilWoken);
+    // A small lane's long wait for company holds only while its standby tasks take the slots its
+    // calls free: once a slot is free with none left to take it, the wait is that of a lane holding
+    // none (counted from the same oldest outcome), since the slot waits for the pull. Header-bound
+    // lognormal 300/1500, W = 100: a round's calls end together at the headers' 484 ms, a lane's 3
+    // standby tasks took 3 of its 6 freed slots, and the other 3 stood empty for 500–700 ms, until
+    // the promoted calls had ended too (the second round's slots waited 295 ms on average for a refill).
+    const dryCompany = tail || urgent || retiring ? company : coalesceMs(ctx.coalesce.ms, sizer.timing().latencyMs);
+    const dry = dryCompany < company ? () => standby.size() === 0 && freeSlots() > 0 : undefined;
+    await coalesce(outbox, running, ctx, Math.max(paced(), company - (ctx.now() - outboxSince)), untilWoken, dry);
+    if (dry?.() === true) await coalesce(outbox, running, ctx, Math.max(paced(), dryCompany - (ctx.now() - outboxSince)), untilWoken);
   }
 }
 
@@ -626,16 +657,20 @@ export interface LaneShape {
   hedging?: boolean;
 }
 
-/** Lets a few more outcomes join the first: until `outcomes` are waiting, `ms` passed, or nothing runs. */
+/**
+ * Lets a few more outcomes join the first: until `outcomes` are waiting, `ms` passed, nothing runs,
+ * or `cutShort()` holds.
+ */
 async function coalesce(
   outbox: readonly TaskReport[],
   running: ReadonlySet<string>,
   ctx: LaneContext,
   ms: number,
   untilWoken: (ms: number, ready: () => boolean) => Promise<void>,
+  cutShort: () => boolean = () => false,
 ): Promise<void> {
   if (outbox.length === 0 || running.size === 0) return;
-  const enough = (): boolean => outbox.length >= ctx.coalesce.outcomes || running.size === 0;
+  const enough = (): boolean => outbox.length >= ctx.coalesce.outcomes || running.size === 0 || cutShort();
   if (enough() || ms <= 0) return;
   await untilWoken(ms, enough);
 }

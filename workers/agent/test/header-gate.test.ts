@@ -422,6 +422,56 @@ describe("a header-bound lane's standby tasks (headers with the answer)", () => 
   });
 });
 
+describe("a header-bound lane whose standby tasks run out (headers with the answer)", () => {
+  it("pulls soon for the slots its standby tasks could not fill, and fills those that end meanwhile from the standby tasks the answer brings", async () => {
+    // Its first call ends at 500 ms, three more at 700 ms and the last two at 720 ms; it holds the 3
+    // standby tasks a lane asks for before its calls are timed, and the room answers in 50 ms. At
+    // 500 ms the outcome waits for company as long as two slots' worth of calls (1 s, coalesceMs),
+    // since standby tasks take the freed slots; at 700 ms the last two take two freed slots and the
+    // third is empty; at 720 ms two more end while the pull for it is on its way. The empty slots
+    // used to stay so until nothing ran (1,300 ms, when the promoted calls had ended), or until a
+    // promoted call ended (1,100 ms) for those that ended while the pull was on its way:
+    // header-bound lognormal 300/1500, W = 100, whose rounds end together at the headers, lost
+    // 300 ms a slot that way in its second round.
+    const latencyOf = (taskId: string): number => {
+      const n = Number(taskId.slice(1));
+      return n === 1 ? 500 : n <= 4 ? 700 : n <= 6 ? 720 : 600;
+    };
+    const startedAt = new Map<string, number>();
+    const perTask: typeof fetch = (input, init) => {
+      const taskId = /prompt of (t\d+)/.exec(typeof init?.body === "string" ? init.body : "")?.[1] ?? "";
+      startedAt.set(taskId, Date.now());
+      const headers = new Headers(init?.headers);
+      headers.set("x-mock-ttfb-ms", String(latencyOf(taskId)));
+      headers.set("x-mock-latency-ms", String(latencyOf(taskId)));
+      return fetch(input, { ...init, headers });
+    };
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: perTask });
+    const room = new FakeRoom("sw_standby_dry", { tasks: Array.from({ length: 18 }, (_, i) => `t${i + 1}`), window: 6 });
+    const pull = room.pull.bind(room);
+    room.pull = async (request) => {
+      const answer = await pull(request);
+      await scheduler.wait(50);
+      return answer;
+    };
+    const ticket = { ...ticketMessage("m1", "sw_standby_dry"), body: { v: 2, swarm_id: "sw_standby_dry", ticket: "m1", slots: 6 } };
+
+    await run([ticket], { ...BASE, concurrency: 40, headerSlots: 6, coalesce: { ms: 5, outcomes: 32 }, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(18);
+    // It held the standby tasks t7–t9 when its first call ended.
+    expect(room.grants.slice(6, 9).map((task) => [task.taskId, task.standby])).toEqual([
+      ["t7", true],
+      ["t8", true],
+      ["t9", true],
+    ]);
+    // The three empty slots ran again before any promoted call ended (the first at 1,100 ms).
+    const t0 = startedAt.get("t1") ?? 0;
+    const next = ["t10", "t11", "t12"].map((taskId) => (startedAt.get(taskId) ?? Number.POSITIVE_INFINITY) - t0);
+    for (const ms of next) expect(ms).toBeLessThan(1_000);
+  });
+});
+
 describe("one header gate per invocation (lanes hosted by the consumer)", () => {
   it("two lanes of one queue batch never hold more than 6 calls waiting for headers between them, and every task runs once", async () => {
     // Which swarm a request is for: the fake rooms' prompts are `prompt of <task id>`.
