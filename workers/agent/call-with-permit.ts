@@ -379,7 +379,13 @@ async function prepareBackup(
   return {
     request: slotted,
     ...(client === null ? {} : { send: (r: ModelRequest) => client.complete(r) }),
-    done: (result) => releasePermitOf(result, result !== null),
+    done: (result) => {
+      // A backup never sent (its first call answered while the room granted it) still holds its
+      // header slot, which only a sent request's headers free: kept, the invocation had one fewer
+      // for good. Freeing a slot is idempotent, so a sent backup's is not freed twice.
+      slotted.headerSlot?.release();
+      return releasePermitOf(result, result !== null);
+    },
   };
 }
 

@@ -20,7 +20,7 @@ export interface BackupCall {
   request: ModelRequest;
   /** Sends it through its own key's client (its permit may be another key's); absent: as the first call. */
   send?: (request: ModelRequest) => Promise<ModelCallResult>;
-  /** Hands back what the backup held (its key's permit) once it has ended, with its result. */
+  /** Hands back what the backup held (its key's permit; its header slot, if never sent) once it has ended, with its result (null: not sent). */
   done(result: ModelCallResult | null): Promise<void>;
 }
 

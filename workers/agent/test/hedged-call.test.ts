@@ -1,8 +1,9 @@
 // A turn's call with its backup (limits.hedge): when the backup goes, which answer wins, that the
 // loser is aborted and left to the room's note, and, through a lane and the gateway, that a backup
 // takes a key's permit like any call (a key at its rpm sends none) and is billed as a row of its own.
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { ModelCallResult, ModelRequest } from "../../../src/model/model-client.ts";
+import { createModelClient, type ModelCallResult, type ModelRequest } from "../../../src/model/model-client.ts";
 import { BACKUP_MIN_MS, sendHedged, type BackupCall, type HedgedSend } from "../hedged-call.ts";
 import { directGateway, FakeKeyPool, fakeKeyPools, toGatewayConfig } from "./fake-gateway.ts";
 import { BASE, FakeRoom, fakeClock, okResult, promptOf, roomsOf, runObserved, ticketMessage, USAGE } from "./fake-room.ts";
@@ -298,6 +299,45 @@ describe("a backup through a lane and the gateway", () => {
     // The backup's row; the aborted first call is the room's to bill (its note), not the lane's.
     expect([...room.ledger.entries()]).toEqual([["t1:1:1:h", expect.objectContaining({ hedge: "won", status: "ok", usage: USAGE })]]);
   });
+
+  it("a backup whose first call answers while the room grants it is not sent, and hands its header slot back", async () => {
+    // One header slot, headers at once: the first call frees it at its headers, the backup takes it,
+    // and the first call answers while the room is still granting the backup. The unsent backup kept
+    // the slot, so the invocation had none left: t2's call waited for one until its latest start.
+    let sent = 0;
+    const client = createModelClient({
+      baseURL: env.MODEL_BASE_URL,
+      apiKey: env.MODEL_API_KEY,
+      fetch: (input, init) => {
+        sent += 1;
+        const headers = new Headers(init?.headers);
+        headers.set("x-mock-latency-ms", "300");
+        return fetch(input, { ...init, headers });
+      },
+    });
+    const room = new FakeRoom("sw_a", { tasks: ["t1", "t2"], hedge: { afterMs: 20, limit: 5 } });
+    const hedgeCall = room.hedgeCall.bind(room);
+    room.hedgeCall = async (start) => {
+      await scheduler.wait(400);
+      return hedgeCall(start);
+    };
+    await runObserved([ticketMessage("m1", "sw_a")], {
+      ...BASE,
+      concurrency: 1,
+      headerSlots: 1,
+      // A call waits for a header slot until its latest start, 2 s in (9 s less its 7 s timeout).
+      pullForMs: 2_000,
+      callsWithinMs: 9_000,
+      rooms: roomsOf(room),
+      gateway: directGateway(client),
+    });
+
+    // Each call's backup was granted after the call had answered, so none was sent.
+    expect(room.hedgeStarts.map((start) => start.taskId)).toEqual(["t1", "t2"]);
+    expect(sent).toBe(2);
+    expect(room.task("t1")).toMatchObject({ state: "succeeded" });
+    expect(room.task("t2")).toMatchObject({ state: "succeeded" });
+  }, 15_000);
 
   it("takes a key's permit like any call: a key at its rpm sends no backup, and the room is not asked", async () => {
     const config = toGatewayConfig(
