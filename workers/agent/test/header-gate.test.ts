@@ -441,10 +441,7 @@ describe("a header-bound lane whose standby tasks run out (headers with the answ
     const perTask: typeof fetch = (input, init) => {
       const taskId = /prompt of (t\d+)/.exec(typeof init?.body === "string" ? init.body : "")?.[1] ?? "";
       startedAt.set(taskId, Date.now());
-      const headers = new Headers(init?.headers);
-      headers.set("x-mock-ttfb-ms", String(latencyOf(taskId)));
-      headers.set("x-mock-latency-ms", String(latencyOf(taskId)));
-      return fetch(input, { ...init, headers });
+      return timedFetch(latencyOf(taskId), latencyOf(taskId))(input, init);
     };
     const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: perTask });
     const room = new FakeRoom("sw_standby_dry", { tasks: Array.from({ length: 18 }, (_, i) => `t${i + 1}`), window: 6 });
