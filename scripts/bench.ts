@@ -27,6 +27,7 @@ import { runPoolChild } from "./lib/promise-pool-baseline.ts";
 import { findWorkerdInspectors, SAMPLING_INTERVAL_US, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
 import { breakdownPerfScript, comparePerfSides, formatPerfBreakdown, formatPerfSides, splitPerfScriptByPid, type PerfKindCost } from "./lib/perf-breakdown.ts";
 import { startPerfRecord } from "./lib/perf-record.ts";
+import { formatPerfTimeline, perfTimeline } from "./lib/perf-timeline.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./lib/otlp-receiver.ts";
 import { compareTracedRounds, formatTraceComparison, formatTracedSwarm, type TracedRound } from "./lib/trace-comparison.ts";
 import { measureTracePathCpu } from "./lib/trace-path-cost.ts";
@@ -146,6 +147,9 @@ const REQUEST_SPANS_KEPT = 200_000;
 const CORES = availableParallelism();
 /** How often the bench reads the measured swarm's status while it runs. */
 const STATUS_POLL_MS = 1_000;
+/** --workerd-perf: the swarm's start, by workerd, over its first 400 ms in steps of 20. */
+const PERF_START_MS = 400;
+const PERF_START_BUCKET_MS = 20;
 /** Tasks of the warm-up swarm that runs before the measured one (--no-warmup: none). */
 const WARMUP_TASKS = 20;
 /** --trace: swarms of each side by default, and the target of issue "Traces where teams already look". */
@@ -377,18 +381,19 @@ async function runEdgeswarmOnce(
   const sampler = startRun(mock);
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
   const workerdProfiles = profile && values.workerdCpuProf ? await startAllProfiles(stack.sessionPids, stack.inspectorPort) : null;
-  // Each session's workerd processes; the whole stack's are all of them.
-  const sessionsBefore = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd"));
-  const cpuBefore = sessionsBefore.flat();
-  // --workerd-perf: Linux perf samples workerd's native stacks (every isolate, exactly attributed).
+  // --workerd-perf: Linux perf samples workerd's native stacks (every isolate, exactly attributed),
+  // from before the submit on (startPerfRecord resolves once perf samples).
   const perf =
     (options.perf ?? profile) && values.workerdPerf
-      ? startPerfRecord(
-          cpuBefore.map((p) => p.pid),
+      ? await startPerfRecord(
+          stack.sessions.flatMap((session) => usageOfDescendants([session.pid], "workerd").map((p) => p.pid)),
           path.join(ROOT, ".tmp", "workerd-perf"),
         )
       : null;
   if (perf !== null && !perf.ok) console.log(`note: --workerd-perf: ${perf.why}`);
+  // Each session's workerd processes; the whole stack's are all of them.
+  const sessionsBefore = stack.sessions.map((session) => usageOfDescendants([session.pid], "workerd"));
+  const cpuBefore = sessionsBefore.flat();
   const submittedAt = Date.now();
   const { id } = await submitSwarm(stack.url, stack.token, swarmSpec(tasks, options.label ?? (rounds > 1 ? `bench round ${round}` : "bench")));
   // The swarm's own figures (wall_s, latencies) come from its SwarmRoom, not from when a poll sees
@@ -459,6 +464,17 @@ async function runEdgeswarmOnce(
     const breakdown = breakdownPerfScript(perfScript);
     console.log(`workerd CPU by what it ran (perf, ${breakdown.samples} samples at 999 Hz; raw data in .tmp/workerd-perf/perf.data):`);
     for (const line of formatPerfBreakdown(breakdown, workerd === null ? null : workerd.cpuMs / tasks)) console.log(line);
+    // The swarm's start: which workerd ran when, from the submit on.
+    const timeline = perfTimeline(perfScript, {
+      fromMs: submittedAt,
+      untilMs: submittedAt + Math.min(PERF_START_MS, status.wall_s * 1_000),
+      bucketMs: PERF_START_BUCKET_MS,
+      groups: stack.sessions.map((session, i) => ({ name: session.name, pids: (sessionsBefore[i] ?? []).map((p) => p.pid) })),
+    });
+    console.log(
+      `the start by workerd (perf: samples, about 1 ms of CPU each, in each ${PERF_START_BUCKET_MS} ms from the submit, where one thread busy throughout gives ${PERF_START_BUCKET_MS}):`,
+    );
+    for (const line of formatPerfTimeline(timeline)) console.log(line);
     if (stack.sessions.length > 1) {
       const byPid = splitPerfScriptByPid(perfScript);
       for (const [i, session] of stack.sessions.entries()) {
