@@ -467,7 +467,7 @@ async function runEdgeswarmOnce(
     // The swarm's start: which workerd ran when, from the submit on.
     const timeline = perfTimeline(perfScript, {
       fromMs: submittedAt,
-      untilMs: submittedAt + Math.min(PERF_START_MS, status.wall_s * 1_000),
+      untilMs: submittedAt + PERF_START_MS,
       bucketMs: PERF_START_BUCKET_MS,
       groups: stack.sessions.map((session, i) => ({ name: session.name, pids: (sessionsBefore[i] ?? []).map((p) => p.pid) })),
     });
