@@ -115,6 +115,8 @@ export class FakeRoom implements SwarmRoomRpc {
   failPull: (n: number, request: PullRequest) => boolean = () => false;
   /** recordCalls throws this many times before it answers. */
   recordCallsFailures = 0;
+  /** Runs as pull number n (1-based) comes, before it is answered (e.g. to add tasks it will find). */
+  beforePull: (n: number, request: PullRequest) => void = () => {};
   /** Runs after each pull is answered (e.g. to move a clock or cancel the swarm). */
   afterPull: (request: PullRequest, answer: PullResponse) => void = () => {};
   window: number;
@@ -182,6 +184,7 @@ export class FakeRoom implements SwarmRoomRpc {
     this.pulledAt.push(now);
     this.events.push("pull");
     if (request.reports.length > 0) this.records.push(structuredClone(request.reports));
+    this.beforePull(n, request);
     if (this.failPull(n, request)) throw new Error("Durable Object is overloaded");
     if (!this.exists) {
       return { config: null, granted: [], actions: request.reports.map((r) => ack(r.taskId)), stop: true, retryInMs: null };
