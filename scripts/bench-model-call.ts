@@ -5,7 +5,8 @@
 // (scripts/model-call-bench/) makes the calls; workerd's CPU is read from /proc around each run,
 // and the paths take turns, round after round, so the machine's drift falls on all of them.
 // Figures only, no pass/fail. Every upstream fetch of a local Worker also passes through
-// miniflare's outbound interceptor (docs/benchmarks.md), so each figure holds that hop too.
+// miniflare's outbound interceptor (docs/benchmarks.md), so each figure holds that hop too; a fourth
+// path takes one more such hop, and the difference is printed: what the local stack adds to a call.
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
@@ -16,7 +17,7 @@ import { usageOfDescendants } from "./lib/process-tree.ts";
 
 const program = newProgram("npm run bench:model-call --")
   .description(
-    `What one streamed model call costs in workerd, by path (the model client, a bare fetch read by the same stream reader, a bare fetch read whole), against the mock model (docs/benchmarks.md). Environment: ${STACK_ENVIRONMENT}.`,
+    `What one streamed model call costs in workerd, by path (the model client, a bare fetch read by the same stream reader, a bare fetch read whole, and the same through one more hop like miniflare's outbound interceptor), against the mock model (docs/benchmarks.md). Environment: ${STACK_ENVIRONMENT}.`,
   )
   .option("--calls <n>", "calls of each path in each round (1-100,000)", "3000")
   .option("--concurrency <n>", "calls at a time (1-1,000)", "50")
@@ -28,7 +29,7 @@ const calls = readIntOption("calls", values.calls, 1, 100_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_000);
 const latency = readIntOption("latency", values.latency, 0, 10_000);
 const rounds = readIntOption("rounds", values.rounds, 1, 20);
-const PATHS = ["client", "fetch-stream", "fetch-text"] as const;
+const PATHS = ["client", "fetch-stream", "fetch-text", "fetch-text-hop"] as const;
 
 const persistTo = path.join(ROOT, ".tmp", "model-call-bench-state");
 await rm(persistTo, { recursive: true, force: true });
@@ -62,6 +63,11 @@ try {
   const base = median(perCall.get("fetch-text") ?? []);
   console.log(
     `cpu/call (median of rounds): ${PATHS.map((p) => `${p}=${median(perCall.get(p) ?? []).toFixed(3)} ms (${(median(perCall.get(p) ?? []) / base).toFixed(2)}x fetch-text)`).join(" ")}`,
+  );
+  // Round by round, so the machine's drift between rounds does not enter the difference.
+  const hops = (perCall.get("fetch-text-hop") ?? []).map((ms, i) => ms - (perCall.get("fetch-text")?.[i] ?? Number.NaN));
+  console.log(
+    `one interceptor-like hop (fetch-text-hop − fetch-text, median of rounds): ${median(hops).toFixed(3)} ms a call (${Math.min(...hops).toFixed(3)}–${Math.max(...hops).toFixed(3)}); every upstream fetch of a local Worker takes one (miniflare's outbound interceptor), production's none`,
   );
 } finally {
   await stack.stop();
