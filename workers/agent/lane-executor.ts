@@ -49,6 +49,14 @@ export class LaneExecutor extends DurableObject<Env> {
     return { started: true };
   }
 
+  /**
+   * Hands `ticket` to the executor `name` of this object's own namespace: the local stack's relay
+   * into another agent process (lane-executors.ts, RELAY_NAME). It keeps nothing and runs no lane.
+   */
+  async startHere(name: string, ticket: Ticket, pool: TaskPool): Promise<{ started: boolean }> {
+    return this.env.LANE_EXECUTOR.get(this.env.LANE_EXECUTOR.idFromName(name)).start(ticket, pool);
+  }
+
   override async alarm(): Promise<void> {
     const held = await this.ctx.storage.get<HeldLane>(LANE_KEY);
     if (held === undefined) return;

@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { TicketSchema, type Ticket } from "../../../src/core/ticket.ts";
 import { createTaskDeps } from "../composition.ts";
 import { consumeTasks } from "../consume-tasks.ts";
-import { toExecutorName, toLaneExecutors } from "../lane-executors.ts";
+import { toExecutorHost } from "../../../src/core/executor-hosts.ts";
+import { RELAY_NAME, toExecutorName, toLaneExecutors } from "../lane-executors.ts";
 import { ledgerRows, messageIds, mockStats, startNumberedSwarm, tickets, waitFor, type MockStats, type NumberedSwarm } from "./room-swarm.ts";
 
 const TENANT = "tk_executor_test";
@@ -106,6 +107,37 @@ describe("a lane executor (real SwarmRoom, mock model)", () => {
     const [first, second] = await Promise.all([executors.start(ticket, "short"), executors.start(ticket, "short")]);
     expect([first, second].map((r) => r.started).sort()).toEqual([false, true]);
     expect(await executors.start(ticket, "short")).toEqual({ started: false });
+    await runAlarmToEnd(executorOf(ticket));
+
+    expect(model.calls()).toBe(8);
+    await expectEveryTaskOnce(swarm, before);
+  });
+
+  it("spread over another agent process: started through that process's relay, once however often, and the relay keeps nothing", async () => {
+    // The local stack's second agent process, as the test pool has one: the same namespace as `more`.
+    const swarm = await startSwarm(8);
+    const before = await mockStats();
+    const model = watchModelCalls();
+    const ticket = Array.from({ length: 64 }, () => ticketOf(swarm)).find((t) => toExecutorHost(toExecutorName(t), 2) === 1);
+    if (ticket === undefined) throw new Error("no ticket of the second host in 64");
+    // The other process's namespace, as the real one, noting the names it is asked for.
+    const asked: string[] = [];
+    const other = {
+      idFromName: (name: string) => {
+        asked.push(name);
+        return env.LANE_EXECUTOR.idFromName(name);
+      },
+      get: (id: DurableObjectId) => env.LANE_EXECUTOR.get(id),
+    } as unknown as typeof env.LANE_EXECUTOR;
+    const executors = toLaneExecutors(env.LANE_EXECUTOR, [other]);
+    const relay = env.LANE_EXECUTOR.get(env.LANE_EXECUTOR.idFromName(RELAY_NAME));
+
+    const [first, second] = await Promise.all([executors.start(ticket, "short"), executors.start(ticket, "short")]);
+    expect([first, second].map((r) => r.started).sort()).toEqual([false, true]);
+    // Only the relay was reached in the other process; it started the executor there.
+    expect(asked).toEqual([RELAY_NAME, RELAY_NAME]);
+    expect((await keptBy(executorOf(ticket))).keys).toEqual(["lane"]);
+    expect(await keptBy(relay)).toEqual({ keys: [], alarm: null });
     await runAlarmToEnd(executorOf(ticket));
 
     expect(model.calls()).toBe(8);
