@@ -84,6 +84,19 @@ function kindOf(header: string, frames: readonly string[]): string {
   return around?.kind ?? "the event loop, sockets and HTTP outside any event";
 }
 
+/** A sample's header: `comm pid/tid`, then its time in seconds and a colon when `-F` has `time`. */
+const SAMPLE_HEADER = /\s(\d+)\/\d+(?:\s+(\d+\.\d+):)?(?=\s|$)/;
+
+/**
+ * The pid and, when the sample has one, the time (ms, as perf's clock reads it) of a sample's
+ * header line; null for any other line. Shared by the breakdown's split and perf-timeline.ts.
+ */
+export function readPerfSampleHeader(line: string): { pid: number; atMs: number | null } | null {
+  const match = SAMPLE_HEADER.exec(line);
+  if (match === null) return null;
+  return { pid: Number(match[1]), atMs: match[2] === undefined ? null : Number(match[2]) * 1_000 };
+}
+
 /**
  * The samples of each process, by the pid in their header (`comm pid/tid`), as `perf script` text
  * again: the local stack runs a workerd per Worker, and each is broken down on its own. Samples
@@ -93,11 +106,11 @@ export function splitPerfScriptByPid(text: string): Map<number, string> {
   const blocks = new Map<number, string[]>();
   for (const block of text.split(/\n\s*\n/)) {
     const header = block.split("\n").find((line) => line.trim() !== "");
-    const pid = header === undefined ? undefined : /\s(\d+)\/\d+(\s|$)/.exec(header)?.[1];
+    const pid = header === undefined ? undefined : readPerfSampleHeader(header)?.pid;
     if (pid === undefined) continue;
-    const list = blocks.get(Number(pid)) ?? [];
+    const list = blocks.get(pid) ?? [];
     list.push(block);
-    blocks.set(Number(pid), list);
+    blocks.set(pid, list);
   }
   return new Map([...blocks].map(([pid, list]) => [pid, list.join("\n\n")]));
 }

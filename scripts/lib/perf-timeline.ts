@@ -3,6 +3,7 @@
 // process group and per interval from a moment on. `npm run bench -- --workerd-perf` prints the
 // swarm's start this way: which workerd was busy, and which waited, between the submit and the
 // window's first full round. At 999 Hz a sample is about 1 ms of one thread's CPU. Pure.
+import { readPerfSampleHeader } from "./perf-breakdown.ts";
 
 export interface PerfTimelineGroup {
   name: string;
@@ -16,9 +17,6 @@ export interface PerfTimeline {
   rows: { name: string; samples: number[] }[];
 }
 
-/** A sample's header: the thread's name, `pid/tid`, then its time in seconds with a colon. */
-const HEADER = /\s(\d+)\/\d+\s+(\d+\.\d+):/;
-
 export function perfTimeline(text: string, options: { fromMs: number; untilMs: number; bucketMs: number; groups: readonly PerfTimelineGroup[] }): PerfTimeline {
   const { fromMs, untilMs, bucketMs, groups } = options;
   if (!(bucketMs > 0) || !(untilMs > fromMs))
@@ -28,11 +26,11 @@ export function perfTimeline(text: string, options: { fromMs: number; untilMs: n
   for (const [i, group] of groups.entries()) for (const pid of group.pids) groupOf.set(pid, i);
   const rows = groups.map((group) => ({ name: group.name, samples: new Array<number>(buckets).fill(0) }));
   for (const line of text.split("\n")) {
-    const match = HEADER.exec(line);
-    if (match === null) continue;
-    const group = groupOf.get(Number(match[1]));
+    const header = readPerfSampleHeader(line);
+    if (header === null || header.atMs === null) continue;
+    const group = groupOf.get(header.pid);
     if (group === undefined) continue;
-    const atMs = Number(match[2]) * 1_000;
+    const { atMs } = header;
     if (atMs < fromMs || atMs >= untilMs) continue;
     const row = rows[group];
     const bucket = Math.floor((atMs - fromMs) / bucketMs);
