@@ -14,8 +14,8 @@
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { startMockMcp } from "../dev/mock-mcp/server.ts";
-import { parseLatency } from "../dev/mock-model/latency.ts";
 import { readIntOption } from "./lib/int-option.ts";
+import { LATENCY_FORMS, readLatencyOption } from "./lib/latency-option.ts";
 import { ROOT, generateToken, startStack } from "./lib/local-stack.ts";
 import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
@@ -32,7 +32,7 @@ const program = newProgram("npm run bench:mcp --")
   .option("--tasks <n>", "tasks of each swarm (1-10,000)", "1000")
   .option("--concurrency <w>", "the window W (1-1,500)", "100")
   .option("--tool-ms <ms>", "latency of the tool, MCP and built-in alike", "50")
-  .option("--latency <spec>", "the mock model's latency: MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95", "200")
+  .option("--latency <spec>", `the mock model's latency: ${LATENCY_FORMS}`, "200")
   .option("--era <era>", "the MCP server's protocol era: modern (2026-07-28) or legacy (session-based)", "modern")
   .option("--rounds <n>", "pairs of swarms (built-in, then MCP) to run (1-10)", "1")
   .option("--cpu", "CPU per task of each process of the stack, per swarm (Linux /proc)")
@@ -56,11 +56,7 @@ const tasks = readIntOption("tasks", values.tasks, 1, 10_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_500);
 const toolMs = readIntOption("tool-ms", values.toolMs, 0, 60_000);
 const rounds = readIntOption("rounds", values.rounds, 1, 10);
-const latency = parseLatency(values.latency);
-if (!latency.ok) {
-  console.error(`--latency: ${latency.error}`);
-  process.exit(2);
-}
+const latency = readLatencyOption(values.latency);
 
 const mcp = await startMockMcp({ port: 0, latencyMs: toolMs });
 const mcpPath = values.era === "modern" ? "/mcp" : "/session/mcp";
@@ -68,7 +64,7 @@ const state = scratchStateDir("bench-mcp", path.join(ROOT, ".tmp", "bench-mcp-st
 const stack = await startStack({
   port: 0,
   apiToken: generateToken(),
-  mock: { latency: latency.value, seed: 1 },
+  mock: { latency, seed: 1 },
   persistTo: state.dir,
   // The tools reach the mock on 127.0.0.1 (local development only).
   allowPrivateNetwork: true,

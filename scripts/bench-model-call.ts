@@ -1,4 +1,4 @@
-// `npm run bench:model-call -- [--calls 3000] [--concurrency 50] [--latency 20] [--rounds 3]`: what
+// `npm run bench:model-call -- [--calls 3000] [--concurrency 50] [--latency 20] [--ttfb 0] [--rounds 3]`: what
 // one streamed model call costs in workerd, by path, against the mock model: edgeswarm's model
 // client (the openai SDK sends the request, src/model/chat-stream.ts reads the stream), a bare
 // fetch read by the same stream reader, and a bare fetch whose body is read whole. A driver Worker
@@ -11,6 +11,7 @@ import { rm } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { readIntOption } from "./lib/int-option.ts";
+import { LATENCY_FORMS, readLatencyOption } from "./lib/latency-option.ts";
 import { ROOT, STACK_ENVIRONMENT, generateToken, startStack } from "./lib/local-stack.ts";
 import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
@@ -21,23 +22,27 @@ const program = newProgram("npm run bench:model-call --")
   )
   .option("--calls <n>", "calls of each path in each round (1-100,000)", "3000")
   .option("--concurrency <n>", "calls at a time (1-1,000)", "50")
-  .option("--latency <ms>", "the mock model's latency (0-10,000)", "20")
+  .option("--latency <spec>", `the mock model's latency: ${LATENCY_FORMS}`, "20")
+  .option("--ttfb <ms>", "the mock's time to first byte (0-600,000): equal to the latency, the headers come with the answer", "0")
   .option("--rounds <n>", "rounds, each path once in each (1-20)", "3");
 parseOrExit(program);
-const values = program.opts<{ calls: string; concurrency: string; latency: string; rounds: string }>();
+const values = program.opts<{ calls: string; concurrency: string; latency: string; ttfb: string; rounds: string }>();
 const calls = readIntOption("calls", values.calls, 1, 100_000);
 const concurrency = readIntOption("concurrency", values.concurrency, 1, 1_000);
-const latency = readIntOption("latency", values.latency, 0, 10_000);
+const latency = readLatencyOption(values.latency);
+const ttfb = readIntOption("ttfb", values.ttfb, 0, 600_000);
 const rounds = readIntOption("rounds", values.rounds, 1, 20);
 const PATHS = ["client", "fetch-stream", "fetch-text", "fetch-text-hop"] as const;
 
 const persistTo = path.join(ROOT, ".tmp", "model-call-bench-state");
 await rm(persistTo, { recursive: true, force: true });
-console.log(`bench:model-call: ${calls} calls per run, ${concurrency} at a time, mock latency ${latency} ms, ${rounds} rounds (local wrangler dev)`);
+console.log(
+  `bench:model-call: ${calls} calls per run, ${concurrency} at a time, mock latency ${values.latency}${/^\d+$/.test(values.latency) ? " ms" : ""} ttfb ${ttfb} ms, ${rounds} rounds (local wrangler dev)`,
+);
 const stack = await startStack({
   port: 0,
   apiToken: generateToken(),
-  mock: { latency },
+  mock: { latency, ttfb_ms: ttfb },
   persistTo,
   configs: ["scripts/model-call-bench/wrangler.toml"],
   log: "capture",

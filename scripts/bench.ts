@@ -13,9 +13,10 @@ import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { formatHedges } from "./lib/bench-hedges.ts";
 import { HedgeSpecSchema, type HedgeSpec } from "../src/core/hedge-policy.ts";
 import { z } from "zod";
-import { meanLatencyMs, p95LatencyMs, parseLatency } from "../dev/mock-model/latency.ts";
+import { meanLatencyMs, p95LatencyMs } from "../dev/mock-model/latency.ts";
 import type { FaultKind, MockModelHandle, Scenario, StatsSnapshot } from "../dev/mock-model/server.ts";
 import { readIntOption } from "./lib/int-option.ts";
+import { LATENCY_FORMS, readLatencyOption } from "./lib/latency-option.ts";
 import { costOfUsage, DEFAULT_PRICES } from "../src/core/pricing.ts";
 import { priceOperations } from "../src/core/capacity-model.ts";
 import { formatUsd } from "./lib/format-usd.ts";
@@ -45,7 +46,7 @@ const program = newProgram("npm run bench --")
   )
   .option("--tasks <n>", "tasks (1-10,000)", "1000")
   .option("--concurrency <w>", "the window, of both runners (1-1,500)", "100")
-  .option("--latency <spec>", "MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95", "200")
+  .option("--latency <spec>", LATENCY_FORMS, "200")
   .option(
     "--ttfb <ms>",
     "the mock's time to first byte: MS, or both (the workload with early headers, --ttfb 0, then header-bound, --ttfb = the mean call latency)",
@@ -190,11 +191,7 @@ const seed = readIntOption("seed", values.seed, 0, 2 ** 31);
 const agentProcesses = readIntOption("agent-processes", values.agentProcesses, 1, MAX_AGENT_PROCESSES);
 // --trace: a side's rounds are 8 unless --rounds says otherwise (a 5% difference needs several).
 const rounds = values.trace && program.getOptionValueSource("rounds") === "default" ? TRACE_ROUNDS : readIntOption("rounds", values.rounds, 1, 20);
-const latency = parseLatency(values.latency);
-if (!latency.ok) {
-  console.error(`--latency: ${latency.error} (want MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95)`);
-  process.exit(2);
-}
+const latency = readLatencyOption(values.latency);
 const hedge = toHedgeSpec(values.hedge, values.hedgeMaxExtra);
 const rates = FAULT_PROFILES[values.faults];
 if (rates === undefined) {
@@ -206,14 +203,14 @@ const faulty = Object.keys(rates).length > 0;
 // that hung calls come back soon, as in `npm run chaos`.
 const timeoutS =
   values.timeoutS === undefined
-    ? Math.min(600, Math.max(faulty ? 3 : 30, Math.ceil((3 * Math.max(p95LatencyMs(latency.value), ttfb)) / 1000)))
+    ? Math.min(600, Math.max(faulty ? 3 : 30, Math.ceil((3 * Math.max(p95LatencyMs(latency), ttfb)) / 1000)))
     : readIntOption("timeout-s", values.timeoutS, 1, 600);
 
 // Every workload twice by default: the same swarm costs very different connection budgets when the
 // upstream sends its headers at once (streaming, a short first token) and when they come with the
 // answer (non-streaming proxies, short answers, slow reasoning): each half is a bench of its own.
 if (ttfbBoth) {
-  const headerBound = Math.round(meanLatencyMs(latency.value, 0));
+  const headerBound = Math.round(meanLatencyMs(latency, 0));
   const rest = process.argv.slice(2).filter((arg, i, all) => arg !== "--ttfb" && all[i - 1] !== "--ttfb" && !arg.startsWith("--ttfb="));
   for (const [label, ms] of [
     ["early headers", 0],
@@ -228,7 +225,7 @@ if (ttfbBoth) {
 
 const callsPerTask = toolTurns + 1;
 // A streamed call lasts max(latency, ttfb): the mock ends it right after the headers when the latency is shorter.
-const meanMs = meanLatencyMs(latency.value, ttfb);
+const meanMs = meanLatencyMs(latency, ttfb);
 // The throughput bound: each task holds its window slot for its T+1 calls, one after another.
 const idealS = (tasks * callsPerTask * meanMs) / concurrency / 1_000;
 const runBaseline = values.baseline && toolTurns === 0 && !values.trace;
@@ -236,7 +233,7 @@ const runBaseline = values.baseline && toolTurns === 0 && !values.trace;
 const poolProfileDir = values.poolCpuProf ? path.join(ROOT, ".tmp", "pool-cpu-prof") : undefined;
 
 const scenario: Scenario = {
-  latency: latency.value,
+  latency,
   ttfb_ms: ttfb,
   prefill_ms_per_1k_tokens: prefillMsPer1k,
   seed,

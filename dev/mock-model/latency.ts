@@ -132,10 +132,17 @@ export function parseLatency(input: unknown): Parsed<LatencySpec> {
   }
 }
 
+/** The forms a latency takes as text (the mock's --latency, the benches' --latency). */
+export const LATENCY_FORMS = "MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95";
+
 function parseLatencyString(s: string): Parsed<LatencySpec> {
   const parts = s.trim().split(":");
   const nums = parts.slice(1).map(Number);
-  if (parts.length === 1) return parseLatency(Number(parts[0]));
+  if (parts.length === 1) {
+    const ms = Number(parts[0]);
+    // Number("") is 0 and Number("soon") NaN: neither is a latency someone wrote.
+    return parts[0] === "" || Number.isNaN(ms) ? bad(`bad latency "${s}" (want ${LATENCY_FORMS})`) : parseLatency(ms);
+  }
   const [a, b] = nums;
   if (nums.length !== 2 || a === undefined || b === undefined) return bad(`bad latency "${s}"`);
   switch (parts[0]) {
@@ -146,7 +153,7 @@ function parseLatencyString(s: string): Parsed<LatencySpec> {
     case "lognormal":
       return parseLatency({ dist: "lognormal", median: a, p95: b });
     default:
-      return bad(`bad latency "${s}" (want MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95)`);
+      return bad(`bad latency "${s}" (want ${LATENCY_FORMS})`);
   }
 }
 

@@ -34,8 +34,15 @@ describe("latency", () => {
     expect(parseLatency(input)).toEqual({ ok: true, value: want });
   });
 
-  it.each([-1, "abc", "uniform:3:1", "normal:1", "lognormal:0:5", { dist: "poisson" }, null])("rejects %j", (input) => {
+  it.each([-1, "abc", "", " ", "uniform:3:1", "normal:1", "lognormal:0:5", { dist: "poisson" }, null])("rejects %j", (input) => {
     expect(parseLatency(input).ok).toBe(false);
+  });
+
+  it.each(["abc", "", "soon"])("names a latency that is no number, %j, and the forms it takes", (input) => {
+    expect(parseLatency(input)).toEqual({
+      ok: false,
+      error: `latency: bad latency "${input}" (want MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95)`,
+    });
   });
 
   it("samples reproducibly within bounds", () => {

@@ -45,7 +45,11 @@ const SCRIPTS: [string, string[], RegExp][] = [
   ["otel-dev.ts", ["--port", "70000"], /--port must be an integer 0-65535, got "70000"/],
   ["bench-batch.ts", ["--upload-mb", "200"], /--upload-mb must be an integer 0-190, got "200"/],
   ["bench-dashboard.ts", ["--loads", "many"], /--loads must be an integer 1-100, got "many"/],
-  ["bench-model-call.ts", ["--rounds", "0"], /--rounds must be an integer 1-20, got "0"/],
+  [
+    "bench-model-call.ts",
+    ["--latency", "lognormal:300:100"],
+    /^--latency: lognormal needs 0 < median ≤ p95 \(want MS, uniform:MIN:MAX, normal:MEAN:SD or lognormal:MEDIAN:P95\)$/m,
+  ],
   ["bench-room.ts", ["--tasks", "1000,x"], /--tasks must be an integer 1-10000, got "x"/],
   // With its default --ttfb both, bench.ts runs itself twice: it checks every option before the first.
   ["bench.ts", ["--tasks", "0"], /--tasks must be an integer 1-10000, got "0"/],

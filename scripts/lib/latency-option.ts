@@ -1,0 +1,15 @@
+// Reads a --latency option (the mock model's latency: MS, uniform:MIN:MAX, normal:MEAN:SD or
+// lognormal:MEDIAN:P95), or exits 2 saying what was wrong, as readIntOption does for integers.
+import { LATENCY_FORMS, type LatencySpec, parseLatency } from "../../dev/mock-model/latency.ts";
+
+export { LATENCY_FORMS };
+
+export function readLatencyOption(raw: string): LatencySpec {
+  const latency = parseLatency(raw);
+  if (!latency.ok) {
+    // Its errors begin with "latency" ("latency: lognormal needs 0 < median ≤ p95").
+    console.error(`--${latency.error}${latency.error.includes("(want") ? "" : ` (want ${LATENCY_FORMS})`}`);
+    process.exit(2);
+  }
+  return latency.value;
+}
