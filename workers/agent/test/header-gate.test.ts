@@ -342,20 +342,25 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
     // The room grants a growing lane standby tasks while the window has room (no other lane has a
     // free slot); the pulls the lane grows by run them (`run`). A lane that stopped growing once
     // nothing was left to hand out started them only in the places of its first calls, a whole call
-    // later. How much the second pull asks for depends on how many first headers came before it
-    // (6–20 on a loaded machine), so the room is given, as that pull comes, just enough tasks that
-    // it hands out everything with some standby: all it asks, and half the standby it asks for.
-    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(0, 2_000) });
+    // later. How much the second pull asks for depends on when it goes: an untimed lane carries 6 ×
+    // its first calls' running time ÷ their time to headers (toUntimedLaneSlots). With headers at
+    // once it asked for 6–20 here, and 34 (all of its 40) in a CI run, where no standby task could
+    // run before a call ended. Headers at 200 ms keep the lane growing for 1.3 s, half of the calls' 2.6 s;
+    // and the room is given, as that pull comes, just enough tasks that it hands out everything with
+    // some standby: all it asks, and half the standby it asks for, within what the lane can run.
+    const concurrency = 40;
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(200, 2_600) });
     const room = new FakeRoom("sw_first_held", { tasks: Array.from({ length: 7 }, (_, i) => `t${i + 1}`), standbyWhenWantMet: true });
     room.beforePull = (n, request) => {
       if (n !== 2) return;
       const pending = [...room.tasks.values()].filter((task) => task.state === "pending").length;
-      const standby = Math.max(1, Math.floor(Math.min(request.standby ?? 0, STANDBY_MAX) / 2));
+      const free = concurrency - (request.running ?? 0) - request.want;
+      const standby = Math.max(1, Math.min(free, Math.floor(Math.min(request.standby ?? 0, STANDBY_MAX) / 2)));
       const more = request.want + standby - pending;
       room.addTasks(Array.from({ length: more }, (_, i) => `t${room.tasks.size + i + 1}`));
     };
 
-    await run([firstTicket("m1", "sw_first_held")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+    await run([firstTicket("m1", "sw_first_held")], { ...BASE, concurrency, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
 
     const tasks = room.tasks.size;
     expect(tasks).toBeGreaterThan(7);
@@ -369,7 +374,7 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
     // Every task started before the first call answered, standby ones in the window's room.
     const started = answers.flatMap((answer) => [...answer.granted.filter((task) => task.standby !== true), ...(answer.run ?? [])]);
     expect(started).toHaveLength(tasks);
-  });
+  }, 15_000);
 
   it("stays on the room's 6 while its first calls have no headers (headers with the answer)", async () => {
     const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(600, 600) });
