@@ -344,8 +344,8 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
     // nothing was left to hand out started them only in the places of its first calls, a whole call
     // later. How much the second pull asks for depends on when it goes: an untimed lane carries 6 ×
     // its first calls' running time ÷ their time to headers (toUntimedLaneSlots). With headers at
-    // once it asked for 6–20 here, and 34 (all of its 40) in a CI run, where no standby task could
-    // run before a call ended. Headers at 200 ms keep the lane growing for 1.3 s, half of the calls' 2.6 s;
+    // once it asked for 6–20 here, and in a CI run for every slot the lane had (41 tasks for 40), so
+    // no standby task could run before a call ended. Headers at 200 ms keep the lane growing for 1.3 s, half of the calls' 2.6 s;
     // and the room is given, as that pull comes, just enough tasks that it hands out everything with
     // some standby: all it asks, and half the standby it asks for, within what the lane can run.
     const concurrency = 40;
