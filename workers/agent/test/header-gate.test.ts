@@ -345,9 +345,11 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
     // later. How much the second pull asks for depends on when it goes: an untimed lane carries 6 ×
     // its first calls' running time ÷ their time to headers (toUntimedLaneSlots). With headers at
     // once it asked for 6–20 here, and in a CI run for every slot the lane had (41 tasks for 40), so
-    // no standby task could run before a call ended. Headers at 200 ms keep the lane growing for 1.3 s, half of the calls' 2.6 s;
-    // and the room is given, as that pull comes, just enough tasks that it hands out everything with
-    // some standby: all it asks, and half the standby it asks for, within what the lane can run.
+    // no standby task could run before a call ended. Headers at 200 ms keep the lane growing for
+    // 1.3 s, half of the calls' 2.6 s (its second pull asked for 6 in five runs under three busy
+    // loops); and the room is given, as that pull comes, just enough tasks that it hands out
+    // everything with some standby: all it asks, and half the standby it asks for, within what the
+    // lane can run.
     const concurrency = 40;
     const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(200, 2_600) });
     const room = new FakeRoom("sw_first_held", { tasks: Array.from({ length: 7 }, (_, i) => `t${i + 1}`), standbyWhenWantMet: true });
