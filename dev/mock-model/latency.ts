@@ -109,7 +109,11 @@ function normalCdf(z: number): number {
  */
 export function parseLatency(input: unknown): Parsed<LatencySpec> {
   if (isNum(input)) return input >= 0 ? { ok: true, value: input } : { ok: false, error: "latency must be ≥ 0" };
-  if (typeof input === "string") return parseLatencyString(input);
+  if (typeof input === "string") {
+    // Every failure of a latency written as text says the forms it takes.
+    const parsed = parseLatencyString(input);
+    return parsed.ok ? parsed : { ok: false, error: `${parsed.error} (want ${LATENCY_FORMS})` };
+  }
   if (typeof input !== "object" || input === null) return { ok: false, error: "latency must be a number, string or object" };
   const o = input as Record<string, unknown>;
   switch (o.dist) {
@@ -141,7 +145,7 @@ function parseLatencyString(s: string): Parsed<LatencySpec> {
   if (parts.length === 1) {
     const ms = Number(parts[0]);
     // Number("") is 0 and Number("soon") NaN: neither is a latency someone wrote.
-    return parts[0] === "" || Number.isNaN(ms) ? bad(`bad latency "${s}" (want ${LATENCY_FORMS})`) : parseLatency(ms);
+    return parts[0] === "" || Number.isNaN(ms) ? bad(`bad latency "${s}"`) : parseLatency(ms);
   }
   const [a, b] = nums;
   if (nums.length !== 2 || a === undefined || b === undefined) return bad(`bad latency "${s}"`);
@@ -153,7 +157,7 @@ function parseLatencyString(s: string): Parsed<LatencySpec> {
     case "lognormal":
       return parseLatency({ dist: "lognormal", median: a, p95: b });
     default:
-      return bad(`bad latency "${s}" (want ${LATENCY_FORMS})`);
+      return bad(`bad latency "${s}"`);
   }
 }
 

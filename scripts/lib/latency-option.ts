@@ -7,8 +7,8 @@ export { LATENCY_FORMS };
 export function readLatencyOption(raw: string): LatencySpec {
   const latency = parseLatency(raw);
   if (!latency.ok) {
-    // Its errors begin with "latency" ("latency: lognormal needs 0 < median ≤ p95").
-    console.error(`--${latency.error}${latency.error.includes("(want") ? "" : ` (want ${LATENCY_FORMS})`}`);
+    // Its errors begin with "latency" and end with the forms it takes ("latency: lognormal needs 0 < median ≤ p95 (want …)").
+    console.error(`--${latency.error}`);
     process.exit(2);
   }
   return latency.value;
