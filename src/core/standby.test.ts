@@ -64,8 +64,10 @@ describe("whether a swarm's calls are even", () => {
     ["p90 at 1.5 times the median: even", latencies(200, 200, 30, 300), true],
     ["p90 just past 1.5 times the median: not even", latencies(200, 200, 30, 301), false],
     ["a long tail: a fifth of the calls 5 times the median", latencies(200, 300, 40, 1_500), false],
-    [`fewer than ${EVEN_CALLS_MIN_SAMPLES} finished calls: not known, so not even`, latencies(EVEN_CALLS_MIN_SAMPLES - 1, 200), false],
-    ["no calls", [], false],
+    [`fewer than ${EVEN_CALLS_MIN_SAMPLES} finished calls, all alike: nothing shows them uneven, so even`, latencies(EVEN_CALLS_MIN_SAMPLES - 1, 200), true],
+    [`fewer than ${EVEN_CALLS_MIN_SAMPLES}, a long tail among them: too few to tell, so even`, latencies(EVEN_CALLS_MIN_SAMPLES - 1, 300, 5, 1_500), true],
+    [`${EVEN_CALLS_MIN_SAMPLES} of them with that tail: uneven`, latencies(EVEN_CALLS_MIN_SAMPLES, 300, 5, 1_500), false],
+    ["no calls (a swarm's first round): even", [], true],
     ["calls that took no time: no median to compare with", latencies(50, 0), false],
   ])("%s", (_label, sample, expected) => {
     expect(areCallsEven(sample)).toBe(expected);
@@ -100,10 +102,18 @@ function inverseNormal(p: number): number {
 
 describe("the standby tasks the room may still hand out near a swarm's end", () => {
   it.each([
-    ["even calls, 300 waiting, W = 100: all but the last window", { waiting: 300, window: 100, evenCalls: true }, 200],
-    ["even calls, the last window waiting: none (each goes to a lane as its slots free)", { waiting: 100, window: 100, evenCalls: true }, 0],
-    ["even calls, fewer than a window waiting: none", { waiting: 40, window: 100, evenCalls: true }, 0],
-    ["uneven calls: no bound of its own", { waiting: 40, window: 100, evenCalls: false }, Number.POSITIVE_INFINITY],
+    [
+      "even calls, 150 waiting, W = 100, one lane running the window: all but the last window",
+      { waiting: 150, window: 100, laneRuns: 100, evenCalls: true },
+      50,
+    ],
+    ["even calls, 300 waiting, W = 100, a lane running 6: one round of its own (6)", { waiting: 300, window: 100, laneRuns: 6, evenCalls: true }, 6],
+    ["even calls, 131 waiting, W = 100, a lane running 6: 6 of the 31 past the last window", { waiting: 131, window: 100, laneRuns: 6, evenCalls: true }, 6],
+    ["even calls, 103 waiting, a lane running 6: the 3 past the last window", { waiting: 103, window: 100, laneRuns: 6, evenCalls: true }, 3],
+    ["even calls, the last window waiting: none (each goes to a lane as its slots free)", { waiting: 100, window: 100, laneRuns: 6, evenCalls: true }, 0],
+    ["even calls, fewer than a window waiting: none", { waiting: 40, window: 100, laneRuns: 6, evenCalls: true }, 0],
+    ["a lane that runs nothing: none", { waiting: 300, window: 100, laneRuns: 0, evenCalls: true }, 0],
+    ["uneven calls: no bound of its own", { waiting: 40, window: 100, laneRuns: 6, evenCalls: false }, Number.POSITIVE_INFINITY],
   ])("%s", (_label, input, expected) => {
     expect(tailStandbyRoom(input)).toBe(expected);
   });

@@ -96,7 +96,15 @@ export function standbyPastRoom(input: { pending: number; freeRoom: number }): n
   return Math.max(0, Math.floor(input.pending) - Math.max(0, Math.floor(input.freeRoom)));
 }
 
-/** Finished calls the room needs before it calls a swarm's calls even (fewer: not even). */
+/**
+ * Finished calls the room needs before it may call a swarm's calls uneven. With fewer it counts
+ * them even, the cheaper guess for the last window (tailStandbyRoom): wrongly even, a freed slot
+ * of a swarm's first rounds waits for a pull (a small lognormal swarm, 200 × 300/1500 with headers
+ * at 484 ms: 0.61 → 0.76 SwarmRoom requests a task, the same wall); wrongly uneven, a swarm of
+ * two windows ran a third round (200 calls of 1 s with headers at the answer, W = 100: the first
+ * lanes to report round one's end took the rest as standby while 11 lanes of 17 stood empty, 1.6×
+ * ideal and 1.4× the pool's wall, against 1.07× and 0.95×).
+ */
 export const EVEN_CALLS_MIN_SAMPLES = 20;
 
 /**
@@ -106,16 +114,20 @@ export const EVEN_CALLS_MIN_SAMPLES = 20;
  */
 export const EVEN_CALLS_P90_OVER_P50 = 1.5;
 
-/** Whether the latencies (ms) of a swarm's newest finished calls are even (EVEN_CALLS_P90_OVER_P50). */
+/**
+ * Whether the latencies (ms) of a swarm's newest finished calls are even (EVEN_CALLS_P90_OVER_P50);
+ * fewer than EVEN_CALLS_MIN_SAMPLES of them show nothing, and count as even.
+ */
 export function areCallsEven(latenciesMs: readonly number[]): boolean {
-  if (latenciesMs.length < EVEN_CALLS_MIN_SAMPLES) return false;
+  if (latenciesMs.length < EVEN_CALLS_MIN_SAMPLES) return true;
   const [p50 = null, p90 = null] = percentiles(latenciesMs, [50, 90]);
   return p50 !== null && p90 !== null && p50 > 0 && p90 <= EVEN_CALLS_P90_OVER_P50 * p50;
 }
 
 /**
- * The most standby tasks the room may still hand out: the tasks it has yet to hand out less a
- * window's worth, when the swarm's calls are even; otherwise no bound (Infinity).
+ * The most standby tasks one lane may still get: the tasks the room has yet to hand out less a
+ * window's worth, and no more than the lane will run (`laneRuns`), when the swarm's calls are even;
+ * otherwise no bound (Infinity).
  *
  * With even calls, a lane's standby tasks set when it ends: each runs a whole call after the slot
  * it waits for frees. Granted from pulls made at different times, the last window's standby tasks
@@ -126,10 +138,18 @@ export function areCallsEven(latenciesMs: readonly number[]): boolean {
  * same rule only adds pulls: a lane with no standby pulls for each slot that frees, and 1,000 ×
  * lognormal 300/1500 with headers at 484 ms made 0.246–0.251 SwarmRoom requests a task with it,
  * against 0.21 without.
+ *
+ * A lane starts its standby tasks a round after the tasks it runs, in their places, so with even
+ * calls more than it runs would end it a round after the others. At a round's end the lanes that
+ * report first took that much: 300 calls of 500 ms with headers at the answer, W = 100 (17 lanes
+ * of 6), three lanes took 11–12 standby tasks each from the 31 past the last window (what waited
+ * still counted the places other lanes had freed and not yet reported) and ran a fourth round,
+ * 1.19× the pool's wall; held to one round each, 0.99×.
  */
-export function tailStandbyRoom(input: { waiting: number; window: number; evenCalls: boolean }): number {
+export function tailStandbyRoom(input: { waiting: number; window: number; laneRuns: number; evenCalls: boolean }): number {
   if (!input.evenCalls) return Number.POSITIVE_INFINITY;
-  return Math.max(0, Math.floor(input.waiting) - Math.max(0, Math.floor(input.window)));
+  const pastTheWindow = Math.floor(input.waiting) - Math.max(0, Math.floor(input.window));
+  return Math.max(0, Math.min(pastTheWindow, Math.floor(input.laneRuns)));
 }
 
 /**

@@ -8,7 +8,7 @@ import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
 import { estimatePromptTokens } from "../core/estimate-swarm.ts";
 import { isSurplusLane, toGrantedRoom } from "../core/lane-sizing.ts";
-import { areCallsEven, STANDBY_MAX, STANDBY_SLOTS_SHARE, standbyPastRoom, standbyShare, tailStandbyRoom } from "../core/standby.ts";
+import { areCallsEven, EVEN_CALLS_MIN_SAMPLES, STANDBY_MAX, STANDBY_SLOTS_SHARE, standbyPastRoom, standbyShare, tailStandbyRoom } from "../core/standby.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import type { Limits } from "../core/spec-schema.ts";
 import { IN_FLIGHT_TASK_STATES, type CallStart, type ClaimedTask, type TaskAction, type TaskPool, type TaskReport } from "../core/swarm-contract.ts";
@@ -129,7 +129,8 @@ export class SwarmDispatch {
       .toArray()
       .map((row) => row.ms);
     const even = areCallsEven(latencies);
-    this.evenCalls = { at: now, even };
+    // Too few calls to judge are read again on the next pull: a round's ends come in pulls a few ms apart.
+    if (latencies.length >= EVEN_CALLS_MIN_SAMPLES) this.evenCalls = { at: now, even };
     return even;
   }
 
@@ -202,11 +203,14 @@ export class SwarmDispatch {
       shareCap > 0 && lane !== undefined && windowed < room
         ? Math.min(shareCap, standbyPastRoom({ pending: left, freeRoom: Math.min(room - windowed, this.freeSlotsElsewhere(swarm, lane.ticket, pool, now)) }))
         : shareCap;
-    // With even calls, the last window stays in the room, for the lanes whose slots free first
-    // (tailStandbyRoom over what waits once this grant's own tasks are out). The calls are read only
-    // where that bound could bind: near the swarm's end.
-    const nearTheEnd = shareRoom > 0 && left - swarm.window < shareRoom;
-    const standbyRoom = nearTheEnd ? Math.min(shareRoom, tailStandbyRoom({ waiting: left, window: swarm.window, evenCalls: this.callsEven(now) })) : shareRoom;
+    // With even calls, the last window stays in the room, for the lanes whose slots free first, and
+    // a lane gets no more standby than one round of what it runs (tailStandbyRoom over what waits
+    // once this grant's own tasks are out). The calls are read only where that bound could bind:
+    // within two windows of the swarm's end.
+    const nearTheEnd = shareRoom > 0 && left - swarm.window < Math.max(shareRoom, swarm.window);
+    const standbyRoom = nearTheEnd
+      ? Math.min(shareRoom, tailStandbyRoom({ waiting: left, window: swarm.window, laneRuns, evenCalls: this.callsEven(now) }))
+      : shareRoom;
     if (windowed + standbyRoom > 0) {
       candidates.push(
         ...this.sql

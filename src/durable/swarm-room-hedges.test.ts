@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { HEDGE_MIN_SAMPLES } from "../core/hedge-policy.ts";
 import { LimitsSchema } from "../core/spec-schema.ts";
 import type { CallRecord, CallStart, ClaimedTask, PullRequest, StartSwarmInput, TaskReport } from "../core/swarm-contract.ts";
+import { seedUnevenCalls } from "./uneven-calls-fixture.ts";
 
 let counter = 0;
 
@@ -237,6 +238,8 @@ describe("a backup's grant", () => {
   it("counts a lane's standby tasks as not yet out: no tail while lanes hold them", async () => {
     // 20 tasks, W = 10, max_extra 0.25: 5 backups, a fixed delay of 100 ms.
     const { stub } = await startedSwarm(20, { concurrency: 10, hedge: { after: 100, max_extra: 0.25 } });
+    // Calls of uneven latency: the lanes' share and the window's room decide, not the last-window rule.
+    await seedUnevenCalls(stub);
     // One lane takes the window and the other 10 as standby: nothing is left to hand out.
     const granted = (await stub.pull({ ...pullOf(10), lane: "lane-a", seq: 1, standby: 10, running: 10 })).granted;
     expect(granted.filter((task) => task.standby === true)).toHaveLength(10);

@@ -9,6 +9,7 @@ import { LimitsSchema } from "../core/spec-schema.ts";
 import { FIRST_LANES_MAX } from "../core/lane-sizing.ts";
 import { RELEASE_TOP_UP_MS, WARMUP_RELEASE_MAX_MS } from "../core/cache-warmup.ts";
 import { taskReport } from "./task-report-fixture.ts";
+import { seedUnevenCalls } from "./uneven-calls-fixture.ts";
 
 const TENANT = "tk_test";
 /** What the orchestrator project gives a ticket before a lane says (wrangler.toml), and the lease grace. */
@@ -259,6 +260,8 @@ describe("SwarmRoom pull", () => {
   it("grants a lane at most its share of the tasks left as standby: what waits, over the open lanes", async () => {
     const { input, stub } = newSwarm(40, { concurrency: 30 });
     await stub.start(input);
+    // Calls of uneven latency: the lanes' share and the window's room decide, not the last-window rule.
+    await seedUnevenCalls(stub);
     const sent = await tickets(stub);
     // A window of 30 opens five header-bound lanes of 6.
     expect(sent).toHaveLength(5);
@@ -273,6 +276,8 @@ describe("SwarmRoom pull", () => {
     // As many tasks as the window holds (a swarm that fans out once): every one can run at once.
     const fits = newSwarm(40, { concurrency: 40 });
     await fits.stub.start(fits.input);
+    // Calls of uneven latency: the lanes' share and the window's room decide, not the last-window rule.
+    await seedUnevenCalls(fits.stub);
     const lanes = await tickets(fits.stub);
     expect(lanes.length).toBeGreaterThanOrEqual(2);
     const ask = { seq: 1, want: 6, standby: 64, running: 6 };
@@ -287,6 +292,8 @@ describe("SwarmRoom pull", () => {
     // Six tasks more than the window: only those six can be standby (their share would be 8).
     const past = newSwarm(36, { concurrency: 30 });
     await past.stub.start(past.input);
+    // Calls of uneven latency: the lanes' share and the window's room decide, not the last-window rule.
+    await seedUnevenCalls(past.stub);
     const sent = await tickets(past.stub);
     expect(sent).toHaveLength(5);
     const pulled = await pull(past.stub, { ...ask, ticket: sent[0]?.id ?? "", lane: "lane-a" });
@@ -325,6 +332,8 @@ describe("SwarmRoom pull", () => {
     // W = 12: two header-bound lanes of 6. Lane b runs its 6 and says so.
     const { input, stub } = newSwarm(13, { concurrency: 12 });
     await stub.start(input);
+    // Calls of uneven latency: the lanes' share and the window's room decide, not the last-window rule.
+    await seedUnevenCalls(stub);
     const [a, b] = await tickets(stub);
     expect((await pull(stub, { ticket: b?.id ?? "", lane: "lane-b", seq: 1, want: 6 })).granted).toHaveLength(6);
     await pull(stub, { ticket: b?.id ?? "", lane: "lane-b", seq: 2, want: 0, running: 6 });
@@ -338,6 +347,8 @@ describe("SwarmRoom pull", () => {
   it("counts the standby tasks other lanes hold in a lane's share: lanes that pull in turn get about the same", async () => {
     const { input, stub } = newSwarm(70, { concurrency: 30 });
     await stub.start(input);
+    // Calls of uneven latency: the lanes' share and the window's room decide, not the last-window rule.
+    await seedUnevenCalls(stub);
     const sent = await tickets(stub);
     expect(sent).toHaveLength(5);
     const ask = { seq: 1, want: 6, standby: 64, running: 6 };
@@ -387,6 +398,51 @@ describe("SwarmRoom pull", () => {
     expect(second.granted.filter((task) => task.standby !== true)).toHaveLength(24);
     // Uneven: 50 waiting over 5 lanes, 10 (its share).
     expect(second.granted.filter((task) => task.standby === true)).toHaveLength(expectedStandby);
+  });
+
+  /** A header-bound swarm's first round: W = 100 opens 17 lanes of 6, and each takes its 6 (the last 4). */
+  async function firstRound(taskCount: number) {
+    const { input, stub } = newSwarm(taskCount, { concurrency: 100 });
+    await stub.start(input);
+    const lanes = (await tickets(stub)).map((ticket, i) => ({ ticket: ticket.id, lane: `lane-${i}` }));
+    expect(lanes).toHaveLength(17);
+    const round = [];
+    for (const lane of lanes) round.push((await pull(stub, { ...lane, seq: 1, want: 6 })).granted);
+    expect(round.flat()).toHaveLength(100);
+    return { stub, lanes, round };
+  }
+
+  /** A lane reports its round's tasks ended (calls of `latencyMs`) and asks for their places and a round of standby. */
+  function roundEnd(lane: { ticket: string; lane: string }, tasks: { taskId: string; attempt: number }[], latencyMs: number) {
+    const reports = tasks.map((g) => taskReport(g.taskId, g.attempt, ok("done"), { latencyMs }));
+    return { ...lane, seq: 2, reports, want: tasks.length, standby: 18, running: 0 };
+  }
+
+  it("two windows, no call ended before the round's end: the first lanes to report it get the rest to run, none as standby", async () => {
+    // 200 calls of 1 s with headers at the answer: the lanes that reported first took the other 100
+    // as standby while 11 lanes of 17 found nothing, and ran a third round (1.6× ideal).
+    const { stub, lanes, round } = await firstRound(200);
+    for (const [i, lane] of lanes.slice(0, 3).entries()) {
+      const answer = await pull(stub, roundEnd(lane, round[i] ?? [], 1_000));
+      expect(answer.granted.filter((task) => task.standby !== true)).toHaveLength(6);
+      expect(answer.granted.filter((task) => task.standby === true)).toEqual([]);
+    }
+    // What is left goes to the other lanes' freed slots as they report: the whole second round runs at once.
+    for (const [i, lane] of lanes.slice(3).entries()) await pull(stub, roundEnd(lane, round[i + 3] ?? [], 1_000));
+    expect(countStates(await taskStates(stub))).toEqual({ succeeded: 100, running: 100 });
+  });
+
+  it("three windows of even calls: a lane that reports a round's end first gets one round of standby, not two", async () => {
+    // 300 calls of 500 ms, headers at the answer: three lanes took 11–12 standby tasks each and ran
+    // a fourth round (1.19× the pool's wall).
+    const { stub, lanes, round } = await firstRound(300);
+    const standby = [];
+    for (const [i, lane] of lanes.slice(0, 3).entries()) {
+      const answer = await pull(stub, roundEnd(lane, round[i] ?? [], 500));
+      expect(answer.granted.filter((task) => task.standby !== true)).toHaveLength(6);
+      standby.push(answer.granted.filter((task) => task.standby === true).length);
+    }
+    expect(standby).toEqual([6, 6, 6]);
   });
 
   it("leases for every turn of a task's agent loop (turns × (timeout_s + tool time) + grace)", async () => {
@@ -1463,9 +1519,10 @@ describe("SwarmRoom tickets", () => {
   });
 
   it.each([
-    // The pull that says so gets no standby: the lanes the room sends next run the rest.
+    // The pull that says so gets no standby: every task fits the window, and with no call ended the
+    // room keeps its last window for the lanes' free slots (the lanes it sends next run the rest).
     ["headers after 498 ms: every lane the window needs, at once", 498, 50, 0],
-    ["headers after 100 ms: FIRST_LANES_MAX until a lane has timed a call", 100, FIRST_LANES_MAX, 3],
+    ["headers after 100 ms: FIRST_LANES_MAX until a lane has timed a call", 100, FIRST_LANES_MAX, 0],
   ])("on no prior, hears a lane's first headers before any call has ended: %s", async (_label, firstHeadersMs, expected, standby) => {
     const { input, stub } = newSwarm(300, { concurrency: 300 });
     await stub.start(input);
@@ -1956,6 +2013,8 @@ describe("SwarmRoom: the grant notes a task's first call", () => {
   it("a standby task's note holds as long as its lease: the lane starts it seconds later without a note of its own", async () => {
     const { swarmId, input, stub } = newSwarm(4, { concurrency: 2 });
     await stub.start(input);
+    // Calls of uneven latency: the lanes' share and the window's room decide, not the last-window rule.
+    await seedUnevenCalls(stub);
     const granted = (await pull(stub, { lane: "lane-a", seq: 1, want: 2, standby: 2, running: 0 })).granted;
     const standby = granted.filter((g) => g.standby === true);
     const windowed = granted.filter((g) => g.standby !== true);
