@@ -25,6 +25,7 @@ import { MAX_AGENT_PROCESSES } from "./lib/agent-configs.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { formatSelfTimeRows, samplesByModule, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild } from "./lib/promise-pool-baseline.ts";
+import { runBareClientChild } from "./lib/bare-client.ts";
 import { findWorkerdInspectors, SAMPLING_INTERVAL_US, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
 import { breakdownPerfScript, comparePerfSides, formatPerfBreakdown, formatPerfSides, splitPerfScriptByPid, type PerfKindCost } from "./lib/perf-breakdown.ts";
 import { startPerfRecord } from "./lib/perf-record.ts";
@@ -55,6 +56,10 @@ const program = newProgram("npm run bench --")
   .option("--faults <profile>", "the mock's fault profile: none or mixed", "none")
   .option("--no-gate", "without the simulated 6 connections waiting for headers per invocation")
   .option("--no-baseline", "edgeswarm only")
+  .option(
+    "--floor",
+    "also run the floor after the pool: W workers over node:http, each body read whole, no SDK and no retries — what this machine and the mock allow any runner (prints its wall over the ideal)",
+  )
   .option("--no-warmup", "a cold stack: no 20-task swarm first")
   .option("--tool-turns <t>", "every task an agent of T scratchpad turns (no baseline)", "0")
   .option("--max-output-tokens <n>", "max_tokens of every call", "32")
@@ -94,6 +99,7 @@ const values = program.opts<{
   faults: string;
   gate: boolean;
   baseline: boolean;
+  floor?: boolean;
   warmup: boolean;
   toolTurns: string;
   maxOutputTokens: string;
@@ -229,6 +235,8 @@ const meanMs = meanLatencyMs(latency, ttfb);
 // The throughput bound: each task holds its window slot for its T+1 calls, one after another.
 const idealS = (tasks * callsPerTask * meanMs) / concurrency / 1_000;
 const runBaseline = values.baseline && toolTurns === 0 && !values.trace;
+// --floor: the bare client makes one call a task (no agent turns), and --trace compares edgeswarm with itself.
+const runFloor = values.floor === true && toolTurns === 0 && !values.trace;
 // --pool-cpu-prof: the baseline runs under Node's --cpu-prof, and the bench prints where its CPU went.
 const poolProfileDir = values.poolCpuProf ? path.join(ROOT, ".tmp", "pool-cpu-prof") : undefined;
 
@@ -292,16 +300,17 @@ try {
     if (values.warmup) await warmUpBothSides(traceReceiver);
     await runTraceComparison(mock, traceReceiver);
   }
-  const results: Array<{ base: RunFigures | null; edgeswarm: RunFigures }> = [];
+  const results: Array<{ base: RunFigures | null; floor: FloorFigures | null; edgeswarm: RunFigures }> = [];
   for (let round = 1; round <= (traceReceiver === null ? rounds : 0); round += 1) {
     if (rounds > 1) console.log(`round ${round} of ${rounds}:`);
     // The profiles are of the first round only.
     const profile = round === 1;
     const base = runBaseline ? await runBaselineOnce(mock, profile) : null;
+    const floor = runFloor ? await runFloorOnce(mock) : null;
     if (!warmed) await warmUp();
     const edgeswarm = await runEdgeswarmOnce(mock, round, profile);
-    printRun(base, edgeswarm);
-    results.push({ base, edgeswarm });
+    printRun(base, floor, edgeswarm);
+    results.push({ base, floor, edgeswarm });
   }
   if (results.length > 1) printMedians(results);
   if (traceReceiver !== null) printTraces(traceReceiver.spans());
@@ -361,6 +370,36 @@ async function runBaselineOnce(mock: MockModelHandle, profile: boolean): Promise
   }
   if (profileDir !== undefined) printPoolProfile(profileDir, tasks);
   return figures;
+}
+
+/** What --floor measured: the bare client's wall, its CPU a call and its outcomes. */
+interface FloorFigures {
+  wallS: number;
+  cpuPerCall: number;
+  ok: number;
+  failed: number;
+}
+
+/** One run of the floor: the bare client (lib/bare-client.ts) in a child process, against the mock. */
+async function runFloorOnce(mock: MockModelHandle): Promise<FloorFigures> {
+  const sampler = startRun(mock);
+  const f = await runBareClientChild({
+    baseURL: stack.modelBaseUrl,
+    apiKey: "mock-key-floor",
+    model: "mock-1",
+    prompts,
+    ...(sharedSystem === null ? {} : { system: sharedSystem }),
+    concurrency,
+    maxTokens: maxOutputTokens,
+    timeoutMs: timeoutS * 1000,
+  });
+  sampler.stop(0, 0);
+  return { wallS: f.wall_ms / 1000, cpuPerCall: f.cpu_ms / f.tasks, ok: f.ok, failed: f.failed };
+}
+
+/** The floor's line (--floor). */
+function formatFloor(floor: FloorFigures): string {
+  return `${label("floor (bare node:http client):")}wall=${floor.wallS.toFixed(2)} s wall/ideal=${wallOverIdeal(floor.wallS)} cpu/call=${floor.cpuPerCall.toFixed(2)} ms ok=${floor.ok} err=${floor.failed}`;
 }
 
 /**
@@ -571,7 +610,7 @@ async function runTraceComparison(mock: MockModelHandle, receiver: OtlpReceiver)
     console.log(`swarm ${swarm}:`);
     const postsBefore = receiver.requests().length;
     const run = await runEdgeswarmOnce(mock, swarm, swarm === 1, { settle: true, label: `bench swarm ${swarm}`, perf: values.workerdPerf === true });
-    printRun(null, run);
+    printRun(null, null, run);
     const spans = receiver.spans().filter((span) => span.attributes["edgeswarm.swarm_id"] === run.swarmId);
     const chat = sumChatSpans(spans);
     const usage = LedgerCallsSchema.parse(run.status).usage;
@@ -686,15 +725,17 @@ function printCacheLine(base: RunFigures | null, edgeswarm: RunFigures): void {
   console.log(line.join(" "));
 }
 
-/** A round's side-by-side lines: both runners' figures and their ratios. */
-function printRun(base: RunFigures | null, edgeswarm: RunFigures): void {
+/** A round's side-by-side lines: both runners' figures and their ratios, and the floor's (--floor). */
+function printRun(base: RunFigures | null, floor: FloorFigures | null, edgeswarm: RunFigures): void {
   if (sharedSystem !== null) printCacheLine(base, edgeswarm);
+  const floorIdeal = floor === null ? "" : `, floor ${wallOverIdeal(floor.wallS)}`;
+  if (floor !== null) console.log(formatFloor(floor));
   if (base !== null) {
     console.log(`${label("baseline (promise pool, openai SDK):")}${formatRun(base)}${base.extra}`);
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
     console.log(
       `ratio edgeswarm/baseline: wall=${ratio(edgeswarm.wallS, base.wallS)} upstream_wall=${ratio(upstreamWallS(edgeswarm.upstream), upstreamWallS(base.upstream))} p50=${ratio(edgeswarm.p50, base.p50)} p95=${ratio(edgeswarm.p95, base.p95)} cpu/task=${ratio(edgeswarm.cpuPerTask, base.cpuPerTask)}${swarmCpuRatio(edgeswarm, base)}` +
-        `    ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)} (baseline ${wallOverIdeal(base.wallS)})`,
+        `    ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)} (baseline ${wallOverIdeal(base.wallS)}${floorIdeal})`,
     );
     console.log(
       formatCeiling([
@@ -707,7 +748,7 @@ function printRun(base: RunFigures | null, edgeswarm: RunFigures): void {
       toolTurns > 0 ? "--tool-turns: the hand-written pool runs no agent turns" : values.trace ? "--trace compares edgeswarm with itself" : "--no-baseline";
     console.log(`baseline: skipped (${why})`);
     console.log(`${label("edgeswarm:")}${formatRun(edgeswarm)}`);
-    console.log(`ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)}`);
+    console.log(`ideal=${idealS.toFixed(2)} s  wall/ideal=${wallOverIdeal(edgeswarm.wallS)}${floor === null ? "" : ` (floor ${wallOverIdeal(floor.wallS)})`}`);
     console.log(formatCeiling([["edgeswarm", edgeswarm]]));
   }
 }
@@ -717,7 +758,7 @@ function printRun(base: RunFigures | null, edgeswarm: RunFigures): void {
  * round's ratio (a round's two runs are next to each other in time, so their ratio holds up better
  * on a shared machine than either figure alone).
  */
-function printMedians(results: Array<{ base: RunFigures | null; edgeswarm: RunFigures }>): void {
+function printMedians(results: Array<{ base: RunFigures | null; floor: FloorFigures | null; edgeswarm: RunFigures }>): void {
   const spread = (values: Array<number | null>, digits: number, unit = ""): string => {
     const known = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
     if (known.length === 0) return "n/a";
@@ -760,7 +801,19 @@ function printMedians(results: Array<{ base: RunFigures | null; edgeswarm: RunFi
   console.log(`median of ${results.length} rounds (lowest–highest):`);
   if (results.some((r) => r.base !== null)) console.log(`  ${label("baseline (promise pool, openai SDK):")}${figures((r) => r.base)}`);
   console.log(`  ${label("edgeswarm:")}${figures((r) => r.edgeswarm)}`);
-  const paired = results.filter((r): r is { base: RunFigures; edgeswarm: RunFigures } => r.base !== null);
+  const floors = results.flatMap((r) => (r.floor === null ? [] : [r.floor]));
+  if (floors.length > 0)
+    console.log(
+      `  ${label("floor (bare node:http client):")}wall/ideal=${spread(
+        floors.map((f) => f.wallS / idealS),
+        2,
+      )} cpu/call=${spread(
+        floors.map((f) => f.cpuPerCall),
+        2,
+        " ms",
+      )}`,
+    );
+  const paired = results.flatMap(({ base, edgeswarm }) => (base === null ? [] : [{ base, edgeswarm }]));
   if (paired.length === 0) return;
   const ratios = (pick: (r: RunFigures) => number | null) =>
     spread(

@@ -4,10 +4,10 @@
 // honours retry-after. No ledger, no leases, nothing survives the process.
 // Run it as a child process (`node promise-pool-baseline.ts`, options as JSON on stdin, the result
 // as JSON on stdout) so its CPU figure is the pool's own, not the mock model's it talks to.
-import { spawn } from "node:child_process";
 import OpenAI from "openai";
 import { z } from "zod";
 import { percentile } from "../../src/core/percentile.ts";
+import { runJsonChild, serveJsonChild } from "./json-child.ts";
 
 export const PoolOptionsSchema = z.object({
   /** OpenAI-compatible base URL, e.g. `http://127.0.0.1:PORT/v1`. */
@@ -184,25 +184,10 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
   return Number.isFinite(s) && s >= 0 ? s * 1000 : undefined;
 }
 
-/** Runs the pool as a child process: PoolOptions as JSON on stdin, PoolResult as JSON on stdout. */
 /** Runs the pool in a child process; with `cpuProfileDir`, Node writes its CPU profile there (`--cpu-prof`). */
-export async function runPoolChild(options: PoolOptions, cpuProfileDir?: string): Promise<PoolResult> {
+export function runPoolChild(options: PoolOptions, cpuProfileDir?: string): Promise<PoolResult> {
   const profile = cpuProfileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`];
-  const child = spawn(process.execPath, [...profile, import.meta.filename], { stdio: ["pipe", "pipe", "inherit"] });
-  let out = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    out += chunk.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  child.stdin.end(JSON.stringify(options));
-  const code = await exited;
-  if (code !== 0) throw new Error(`the promise-pool baseline exited with code ${code}: ${out.slice(-2_000)}`);
-  return PoolResultSchema.parse(JSON.parse(out));
+  return runJsonChild(import.meta.filename, options, PoolResultSchema, profile);
 }
 
-if (import.meta.main) {
-  let input = "";
-  for await (const chunk of process.stdin) input += String(chunk);
-  const result = await runPromisePool(PoolOptionsSchema.parse(JSON.parse(input)));
-  process.stdout.write(`${JSON.stringify(result)}\n`);
-}
+if (import.meta.main) await serveJsonChild(PoolOptionsSchema, runPromisePool);
