@@ -26,6 +26,7 @@ import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { formatSelfTimeRows, samplesByModule, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
 import { runPoolChild } from "./lib/promise-pool-baseline.ts";
 import { runBareClientChild } from "./lib/bare-client.ts";
+import type { RunnerWorkload } from "./lib/runner-workload.ts";
 import { findWorkerdInspectors, SAMPLING_INTERVAL_US, startWorkerdProfiles, writeProfiles, type WorkerdProfiles } from "./lib/workerd-inspector.ts";
 import { breakdownPerfScript, comparePerfSides, formatPerfBreakdown, formatPerfSides, splitPerfScriptByPid, type PerfKindCost } from "./lib/perf-breakdown.ts";
 import { startPerfRecord } from "./lib/perf-record.ts";
@@ -330,24 +331,25 @@ function printTraces(spans: ReadonlyArray<{ traceId: string; parentSpanId: strin
   );
 }
 
+/** The workload as the runners beside edgeswarm get it (lib/runner-workload.ts), under an API key of their own. */
+function runnerWorkload(apiKey: string): RunnerWorkload {
+  return {
+    baseURL: stack.modelBaseUrl,
+    apiKey,
+    model: "mock-1",
+    prompts,
+    ...(sharedSystem === null ? {} : { system: sharedSystem }),
+    concurrency,
+    maxTokens: maxOutputTokens,
+    timeoutMs: timeoutS * 1000,
+  };
+}
+
 /** One run of the baseline: the promise pool in a child process, against the mock. */
 async function runBaselineOnce(mock: MockModelHandle, profile: boolean): Promise<RunFigures> {
   const sampler = startRun(mock);
   const profileDir = profile ? poolProfileDir : undefined;
-  const b = await runPoolChild(
-    {
-      baseURL: stack.modelBaseUrl,
-      apiKey: "mock-key-baseline",
-      model: "mock-1",
-      prompts,
-      ...(sharedSystem === null ? {} : { system: sharedSystem }),
-      concurrency,
-      maxTokens: maxOutputTokens,
-      timeoutMs: timeoutS * 1000,
-      maxAttempts: MAX_ATTEMPTS,
-    },
-    profileDir,
-  );
+  const b = await runPoolChild({ ...runnerWorkload("mock-key-baseline"), maxAttempts: MAX_ATTEMPTS }, profileDir);
   const upstream = mock.stats();
   const figures: RunFigures = {
     wallS: b.wall_ms / 1000,
@@ -383,16 +385,7 @@ interface FloorFigures {
 /** One run of the floor: the bare client (lib/bare-client.ts) in a child process, against the mock. */
 async function runFloorOnce(mock: MockModelHandle): Promise<FloorFigures> {
   const sampler = startRun(mock);
-  const f = await runBareClientChild({
-    baseURL: stack.modelBaseUrl,
-    apiKey: "mock-key-floor",
-    model: "mock-1",
-    prompts,
-    ...(sharedSystem === null ? {} : { system: sharedSystem }),
-    concurrency,
-    maxTokens: maxOutputTokens,
-    timeoutMs: timeoutS * 1000,
-  });
+  const f = await runBareClientChild(runnerWorkload("mock-key-floor"));
   sampler.stop(0, 0);
   return { wallS: f.wall_ms / 1000, cpuPerCall: f.cpu_ms / f.tasks, ok: f.ok, failed: f.failed };
 }

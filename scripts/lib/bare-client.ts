@@ -7,21 +7,10 @@
 import http from "node:http";
 import { z } from "zod";
 import { runJsonChild, serveJsonChild } from "./json-child.ts";
+import { RunnerWorkloadSchema } from "./runner-workload.ts";
 
-export const BareClientOptionsSchema = z.object({
-  /** The mock's OpenAI-compatible base URL, `http://127.0.0.1:PORT/v1`: plain HTTP only. */
-  baseURL: z.url({ protocol: /^http$/ }),
-  apiKey: z.string(),
-  model: z.string(),
-  prompts: z.array(z.string()).min(1),
-  /** A system prompt every call sends first, as the other runners do with --shared-prefix. */
-  system: z.string().optional(),
-  /** W: calls in flight at once. */
-  concurrency: z.number().int().positive(),
-  maxTokens: z.number().int().positive(),
-  /** A call whose socket is silent this long fails (there is no retry). */
-  timeoutMs: z.number().int().positive(),
-});
+/** The workload, from the mock's plain-HTTP base URL (`http://127.0.0.1:PORT/v1`). */
+export const BareClientOptionsSchema = RunnerWorkloadSchema.extend({ baseURL: z.url({ protocol: /^http$/ }) });
 export type BareClientOptions = z.input<typeof BareClientOptionsSchema>;
 
 export const BareClientResultSchema = z.object({

@@ -8,20 +8,9 @@ import OpenAI from "openai";
 import { z } from "zod";
 import { percentile } from "../../src/core/percentile.ts";
 import { runJsonChild, serveJsonChild } from "./json-child.ts";
+import { RunnerWorkloadSchema } from "./runner-workload.ts";
 
-export const PoolOptionsSchema = z.object({
-  /** OpenAI-compatible base URL, e.g. `http://127.0.0.1:PORT/v1`. */
-  baseURL: z.string(),
-  apiKey: z.string(),
-  model: z.string(),
-  prompts: z.array(z.string()).min(1),
-  /** A system prompt every call sends first (bench --shared-prefix), as edgeswarm's swarm does. */
-  system: z.string().optional(),
-  /** W: calls in flight at once. */
-  concurrency: z.number().int().positive(),
-  maxTokens: z.number().int().positive(),
-  /** Deadline of one call, headers and body (the SDK's own `timeout` stops at the headers). */
-  timeoutMs: z.number().int().positive(),
+export const PoolOptionsSchema = RunnerWorkloadSchema.extend({
   /** Calls per task, the first included. */
   maxAttempts: z.number().int().positive(),
   /** First back-off; doubled each retry, with jitter; a longer retry-after wins. */
