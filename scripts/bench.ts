@@ -384,9 +384,10 @@ interface FloorFigures {
 
 /** One run of the floor: the bare client (lib/bare-client.ts) in a child process, against the mock. */
 async function runFloorOnce(mock: MockModelHandle): Promise<FloorFigures> {
+  // The run's scenario and fresh stats, as the other runners get; its figures are its own process's.
   const sampler = startRun(mock);
   const f = await runBareClientChild(runnerWorkload("mock-key-floor"));
-  sampler.stop(0, 0);
+  sampler.stop(f.started_at, f.ended_at);
   return { wallS: f.wall_ms / 1000, cpuPerCall: f.cpu_ms / f.tasks, ok: f.ok, failed: f.failed };
 }
 

@@ -20,6 +20,9 @@ export const BareClientResultSchema = z.object({
   /** Calls that got another status, broke off or timed out: the floor does not retry them. */
   failed: z.number(),
   wall_ms: z.number(),
+  /** Epoch ms of the first call and of the last call's end. */
+  started_at: z.number(),
+  ended_at: z.number(),
   /** process.cpuUsage() over the run: user + system. */
   cpu_ms: z.number(),
 });
@@ -67,12 +70,13 @@ export async function runBareClient(input: BareClientOptions): Promise<BareClien
     }
   };
   const cpuBefore = process.cpuUsage();
+  const startedAt = Date.now();
   const t0 = performance.now();
   await Promise.all(Array.from({ length: Math.min(options.concurrency, options.prompts.length) }, worker));
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpuBefore);
   agent.destroy();
-  return { tasks: options.prompts.length, ok, failed, wall_ms: wallMs, cpu_ms: (cpu.user + cpu.system) / 1000 };
+  return { tasks: options.prompts.length, ok, failed, wall_ms: wallMs, started_at: startedAt, ended_at: Date.now(), cpu_ms: (cpu.user + cpu.system) / 1000 };
 }
 
 /** Runs the bare client in a child process. */
