@@ -7,24 +7,18 @@
 import http from "node:http";
 import { z } from "zod";
 import { runJsonChild, serveJsonChild } from "./json-child.ts";
-import { RunnerWorkloadSchema } from "./runner-workload.ts";
+import { RunnerTimesSchema, RunnerWorkloadSchema, runPrompts } from "./runner-workload.ts";
 
 /** The workload, from the mock's plain-HTTP base URL (`http://127.0.0.1:PORT/v1`). */
 export const BareClientOptionsSchema = RunnerWorkloadSchema.extend({ baseURL: z.url({ protocol: /^http$/ }) });
 export type BareClientOptions = z.input<typeof BareClientOptionsSchema>;
 
-export const BareClientResultSchema = z.object({
+export const BareClientResultSchema = RunnerTimesSchema.extend({
   tasks: z.number(),
   /** Calls answered 200 to their end. */
   ok: z.number(),
   /** Calls that got another status, broke off or timed out: the floor does not retry them. */
   failed: z.number(),
-  wall_ms: z.number(),
-  /** Epoch ms of the first call and of the last call's end. */
-  started_at: z.number(),
-  ended_at: z.number(),
-  /** process.cpuUsage() over the run: user + system. */
-  cpu_ms: z.number(),
 });
 export type BareClientResult = z.infer<typeof BareClientResultSchema>;
 
@@ -62,21 +56,12 @@ export async function runBareClient(input: BareClientOptions): Promise<BareClien
 
   let ok = 0;
   let failed = 0;
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let i = next++; i < options.prompts.length; i = next++) {
-      if (await callOnce(options.prompts[i] ?? "")) ok += 1;
-      else failed += 1;
-    }
-  };
-  const cpuBefore = process.cpuUsage();
-  const startedAt = Date.now();
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: Math.min(options.concurrency, options.prompts.length) }, worker));
-  const wallMs = performance.now() - t0;
-  const cpu = process.cpuUsage(cpuBefore);
+  const times = await runPrompts(options.prompts, options.concurrency, async (prompt) => {
+    if (await callOnce(prompt)) ok += 1;
+    else failed += 1;
+  });
   agent.destroy();
-  return { tasks: options.prompts.length, ok, failed, wall_ms: wallMs, started_at: startedAt, ended_at: Date.now(), cpu_ms: (cpu.user + cpu.system) / 1000 };
+  return { tasks: options.prompts.length, ok, failed, ...times };
 }
 
 /** Runs the bare client in a child process. */

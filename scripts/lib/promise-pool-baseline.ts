@@ -8,7 +8,7 @@ import OpenAI from "openai";
 import { z } from "zod";
 import { percentile } from "../../src/core/percentile.ts";
 import { runJsonChild, serveJsonChild } from "./json-child.ts";
-import { RunnerWorkloadSchema } from "./runner-workload.ts";
+import { RunnerTimesSchema, RunnerWorkloadSchema, runPrompts } from "./runner-workload.ts";
 
 export const PoolOptionsSchema = RunnerWorkloadSchema.extend({
   /** Calls per task, the first included. */
@@ -18,7 +18,7 @@ export const PoolOptionsSchema = RunnerWorkloadSchema.extend({
 });
 export type PoolOptions = z.input<typeof PoolOptionsSchema>;
 
-export const PoolResultSchema = z.object({
+export const PoolResultSchema = RunnerTimesSchema.extend({
   tasks: z.number(),
   ok: z.number(),
   failed: z.number(),
@@ -28,17 +28,11 @@ export const PoolResultSchema = z.object({
   /** Failed calls by cause (`429`, `500`, `timeout`, `malformed`, …). */
   errors: z.record(z.string(), z.number()),
   total_tokens: z.number(),
-  wall_ms: z.number(),
-  /** Epoch ms of the first call and of the last task's end (the pool's wall, for figures sampled outside). */
-  started_at: z.number(),
-  ended_at: z.number(),
   /** Per call (every attempt), from the request to the end of its stream or its error. */
   p50_ms: z.number().nullable(),
   p95_ms: z.number().nullable(),
   /** The slowest call: with a heavy-tailed latency it, not N·L̄/W, can bound the wall. */
   max_ms: z.number().nullable(),
-  /** process.cpuUsage() over the run: user + system. */
-  cpu_ms: z.number(),
   /** The process's peak resident set (process.resourceUsage().maxRSS). */
   max_rss_mb: z.number(),
 });
@@ -118,16 +112,7 @@ export async function runPromisePool(input: PoolOptions): Promise<PoolResult> {
     }
   };
 
-  const cpuBefore = process.cpuUsage();
-  const startedAt = Date.now();
-  const t0 = performance.now();
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let i = next++; i < options.prompts.length; i = next++) await runTask(options.prompts[i] ?? "");
-  };
-  await Promise.all(Array.from({ length: Math.min(options.concurrency, options.prompts.length) }, worker));
-  const wallMs = performance.now() - t0;
-  const cpu = process.cpuUsage(cpuBefore);
+  const times = await runPrompts(options.prompts, options.concurrency, runTask);
   return {
     tasks: options.prompts.length,
     ok,
@@ -136,13 +121,10 @@ export async function runPromisePool(input: PoolOptions): Promise<PoolResult> {
     retries,
     errors,
     total_tokens: tokens,
-    wall_ms: wallMs,
-    started_at: startedAt,
-    ended_at: Date.now(),
+    ...times,
     p50_ms: percentile(latencies, 50),
     p95_ms: percentile(latencies, 95),
     max_ms: percentile(latencies, 100),
-    cpu_ms: (cpu.user + cpu.system) / 1000,
     max_rss_mb: process.resourceUsage().maxRSS / 1024,
   };
 }
