@@ -14,6 +14,11 @@ export interface MeasuredHeaderGate extends HeaderGate {
   /** Callers waiting for a slot now. */
   waiting(): number;
   /**
+   * Calls `listener` once, the next time the queue empties (its last caller got a slot or gave up
+   * its place); never if the queue is empty now and stays so.
+   */
+  onceDrained(listener: () => void): void;
+  /**
    * The same gate for calls that must start by `deadline` (epoch ms, read on `now`): a caller that
    * would wait past it leaves the queue then, and its acquire rejects with HeaderSlotTimeout.
    */
@@ -30,10 +35,20 @@ export function createHeaderGate(slots: number): MeasuredHeaderGate {
   const width = Math.floor(slots);
   const queue: (() => void)[] = [];
   let held = 0;
+  let drainListeners: (() => void)[] = [];
+  const drained = (): void => {
+    if (queue.length > 0 || drainListeners.length === 0) return;
+    const listeners = drainListeners;
+    drainListeners = [];
+    for (const listener of listeners) listener();
+  };
   const release = (): void => {
     const next = queue.shift();
     if (next === undefined) held -= 1;
-    else next();
+    else {
+      next();
+      drained();
+    }
   };
   const acquire = (deadline: number | null, now: () => number): Promise<() => void> => {
     if (width <= 0) return Promise.resolve(() => {});
@@ -58,6 +73,7 @@ export function createHeaderGate(slots: number): MeasuredHeaderGate {
             if (at < 0) return;
             queue.splice(at, 1);
             reject(late());
+            drained();
           }, deadline - now());
         }
       }
@@ -75,6 +91,9 @@ export function createHeaderGate(slots: number): MeasuredHeaderGate {
     acquire: () => acquire(null, Date.now),
     until: (deadline, now = Date.now) => ({ acquire: () => acquire(deadline, now) }),
     waiting: () => queue.length,
+    onceDrained: (listener) => {
+      drainListeners.push(listener);
+    },
   };
 }
 

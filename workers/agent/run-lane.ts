@@ -330,8 +330,18 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
    * with room. The gate is the invocation's: a lane with nothing running still asks (the queue may
    * be another lane's).
    */
-  const freeSlots = (): number =>
-    stopping || retiring || (running.size > 0 && gate.waiting() > 0) ? 0 : Math.max(0, Math.min(sizer.capacity() - running.size, ctx.allowance.tasks));
+  const freeSlots = (): number => (gateQueues() ? 0 : openSlots());
+  /** Slots the lane has beyond the tasks it runs, whether or not its calls queue at the gate. */
+  const openSlots = (): number => (stopping || retiring ? 0 : Math.max(0, Math.min(sizer.capacity() - running.size, ctx.allowance.tasks)));
+  const gateQueues = (): boolean => running.size > 0 && gate.waiting() > 0;
+  /**
+   * The last pull asked for nothing because calls queued at the gate, while the room still had tasks
+   * to hand out. Nothing else wakes the lane for its open slots before a task ends: 2,000 calls of
+   * 1 s, W = 1,000, early headers, left lanes of 128 with 32 slots open while the room held 26 tasks,
+   * which ran a third round. So the gate's drain wakes it (`onceDrained`), and it pulls then.
+   */
+  let gateHeldBack = false;
+  const roomAfterGate = (): boolean => gateHeldBack && !gateQueues() && freeSlots() > 0;
 
   /**
    * Places of ended tasks that no standby task took, since the last pull left: that pull asked only
@@ -418,6 +428,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     if (retiring && running.size === 0 && standby.size() === 0) stop("retired");
     const final = stopping && running.size === 0;
     const free = freeSlots();
+    const heldBack = gateQueues() && openSlots() > 0;
     const reports = outbox.splice(0);
     if (stopping) releaseStandby();
     const renew = leases.due(ctx.now());
@@ -558,6 +569,12 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       if (retired || (answer.stop && !transfer) || (running.size === 0 && standby.size() > 0)) releaseStandby();
       drained = answer.waiting === 0;
       if (drained) beginTail();
+      gateHeldBack = heldBack && (answer.waiting ?? 0) > 0 && !answer.stop;
+      if (gateHeldBack) {
+        gate.onceDrained(() => {
+          if (roomAfterGate()) poke();
+        });
+      }
       if (answer.granted.length === 0 && running.size === 0 && outbox.length === 0 && standby.size() === 0 && standby.releasing() === 0) {
         const waitMs = answer.retryInMs;
         // Idle waits add up (a full window answers "soon" again and again): at most idleWaitMaxMs in a row.
@@ -581,8 +598,9 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       }
     }
     if (outbox.length === 0 && running.size > 0 && !warmup.pending && !(retiring && standby.releasing() > 0)) {
-      await waitForWake();
-      // Woken to renew leases (or to say the warm-up call has its headers), with nothing to report: the pull goes now.
+      if (!roomAfterGate()) await waitForWake();
+      // Woken to renew leases, to say the warm-up call has its headers or to fill the slots the
+      // gate's queue held back, with nothing to report: the pull goes now.
       if (outbox.length === 0) continue;
     }
     // Outcomes wait for company, counted from the oldest of them: the journal times its flush of

@@ -158,6 +158,32 @@ describe("createHeaderGate", () => {
     release();
   });
 
+  it("tells its drain listeners once, when its queue empties by a slot or by a caller giving up its place", async () => {
+    const gate = createHeaderGate(1);
+    const drains: string[] = [];
+    const release = await gate.acquire();
+    // Nothing queues: a listener waits for the next drain, not this empty queue.
+    gate.onceDrained(() => drains.push("early"));
+    await settle();
+    expect(drains).toEqual([]);
+    const second = gate.acquire();
+    const third = gate.acquire();
+    gate.onceDrained(() => drains.push("later"));
+    release();
+    await settle();
+    // One still queued: no drain yet.
+    expect(drains).toEqual([]);
+    (await second)();
+    expect(gate.waiting()).toBe(0);
+    expect(drains).toEqual(["early", "later"]);
+    // Told once: the next drain tells only who listens again.
+    const giveUp = gate.until(Date.now() + 20).acquire();
+    gate.onceDrained(() => drains.push("gave up"));
+    await expect(giveUp).rejects.toBeInstanceOf(HeaderSlotTimeout);
+    expect(drains).toEqual(["early", "later", "gave up"]);
+    (await third)();
+  });
+
   it("with 0 slots is no gate: every acquisition is granted at once", async () => {
     const gate = createHeaderGate(0);
     const releases = await Promise.all(Array.from({ length: 100 }, () => gate.acquire()));
@@ -510,4 +536,54 @@ describe("one header gate per invocation (lanes hosted by the consumer)", () => 
     expect(counts.requests).toBe(48);
     expect(counts.maxWaiting).toBe(HEADER_SLOTS_PER_INVOCATION);
   });
+});
+
+describe("a lane whose calls queue at the gate while the room still has tasks", () => {
+  it("pulls for its open slots when the gate's queue drains, not when a task ends", async () => {
+    // Six quick calls time the lane: it carries its 30 (headers at 10 ms of 300). The room then has
+    // 18 tasks of 2.5 s with headers at 150 ms: 12 queue behind the gate's 6 for 300 ms, and the
+    // outcomes of the first round go in pulls that ask for nothing while they queue (more tasks
+    // would wait there too). The room gets 16 more tasks as those pulls come. Nothing ended for
+    // 2.5 s after that, and nothing else woke the lane: its 12 open slots stayed empty a whole call
+    // (2,000 calls of 1 s, W = 1,000, early headers: a partial third round).
+    const timingOf = (taskId: string): { ttfbMs: number; latencyMs: number } => {
+      const n = Number(taskId.slice(1));
+      if (n <= 6) return { ttfbMs: 10, latencyMs: 300 };
+      if (n <= 24) return { ttfbMs: 150, latencyMs: 2_500 };
+      return { ttfbMs: 10, latencyMs: 100 };
+    };
+    const startedAt = new Map<string, number>();
+    const perTask: typeof fetch = (input, init) => {
+      const taskId = /prompt of (t\d+)/.exec(typeof init?.body === "string" ? init.body : "")?.[1] ?? "";
+      startedAt.set(taskId, Date.now());
+      const { ttfbMs, latencyMs } = timingOf(taskId);
+      return timedFetch(ttfbMs, latencyMs)(input, init);
+    };
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: perTask });
+    const room = new FakeRoom("sw_gate_drain", { tasks: Array.from({ length: 6 }, (_, i) => `t${i + 1}`) });
+    let phase = 0;
+    room.beforePull = (_n, request) => {
+      if (phase !== 0 || request.reports.length === 0) return;
+      phase = 1;
+      room.addTasks(Array.from({ length: 18 }, (_, i) => `t${i + 7}`));
+    };
+    room.afterPull = () => {
+      if (phase !== 1) return;
+      phase = 2;
+      room.addTasks(Array.from({ length: 16 }, (_, i) => `t${i + 25}`));
+    };
+    const ticket = { ...ticketMessage("m1", "sw_gate_drain"), body: { v: 2, swarm_id: "sw_gate_drain", ticket: "m1", slots: 6 } };
+
+    await run([ticket], { ...BASE, concurrency: 30, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(40);
+    // Some pull asked for nothing while calls queued and the room had tasks: the case this is about.
+    const heldBack = room.pulls.findIndex((pull, i) => pull.want === 0 && (pull.running ?? 0) > 0 && (room.answers[i]?.waiting ?? 0) > 0);
+    expect(heldBack).toBeGreaterThan(0);
+    // The tasks added after the first round started once the queue had drained, long before the
+    // first of the 2.5 s calls ended (about 470 ms after t7, against 2,500 without the drain's wake).
+    const firstSlowStart = Math.min(...Array.from({ length: 18 }, (_, i) => startedAt.get(`t${i + 7}`) ?? Number.POSITIVE_INFINITY));
+    const laterStart = Math.min(...Array.from({ length: 16 }, (_, i) => startedAt.get(`t${i + 25}`) ?? Number.POSITIVE_INFINITY));
+    expect(laterStart - firstSlowStart).toBeLessThan(1_500);
+  }, 15_000);
 });
