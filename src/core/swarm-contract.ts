@@ -329,6 +329,12 @@ export interface PullResponse {
    */
   closed?: boolean;
   /**
+   * The room already sends every lane of the gate's slots that the window needs (a header-bound
+   * prior, or a lane's slow first headers heard): a lane's `firstHeadersMs` would tell it nothing,
+   * so the lane does not pull to say it.
+   */
+  gateBound?: boolean;
+  /**
    * limits.hedge: a call still without its whole answer this long after it started may get a
    * backup (ask the room with hedgeCall). Absent: no backups now (off, spent, or too few calls yet).
    */

@@ -1519,6 +1519,18 @@ describe("SwarmRoom tickets", () => {
   });
 
   it.each([
+    ["a header-bound prior: from the first answer on", { slots: 6, latencyMs: 1_000 }, true],
+    ["an early prior (lanes of 64): not", { slots: 64, latencyMs: 480 }, false],
+  ])("tells its lanes it sends the lanes of 6 the window needs (gateBound), %s", async (_label, lanePrior, gateBound) => {
+    // A lane then makes no pull to say its first headers are slow: the room has nothing to learn.
+    const { input, stub } = newSwarm(300, { concurrency: 300 });
+    await stub.start({ ...input, lanePrior });
+    const [first] = await tickets(stub);
+    const answer = await pull(stub, { ticket: first?.id ?? "", lane: "lane-0", seq: 1, want: LANE_SLOTS });
+    expect(answer.gateBound === true).toBe(gateBound);
+  });
+
+  it.each([
     // The pull that says so gets no standby: every task fits the window, and with no call ended the
     // room keeps its last window for the lanes' free slots (the lanes it sends next run the rest).
     ["headers after 498 ms: every lane the window needs, at once", 498, 50, 0],

@@ -435,6 +435,7 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         ...(run.length > 0 ? { run } : {}),
         ...(retire ? { retire } : {}),
         ...(closed ? { closed } : {}),
+        ...(this.tickets.isGateBound() ? { gateBound: true } : {}),
         paceMs,
         ...this.hedgeAfter(after, now),
       };

@@ -369,6 +369,11 @@ export class SwarmTickets {
     if (Number.isFinite(ms) && ms >= FILL_MIN_MS) this.gateBound = true;
   }
 
+  /** The room sends every lane the window needs, its lanes of the gate's slots (PullResponse.gateBound). */
+  isGateBound(): boolean {
+    return this.gateBound;
+  }
+
   /** The swarm's lanes now (SwarmStatus.dispatch). */
   view(): DispatchView {
     let slots = 0;

@@ -559,7 +559,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       // first swarm: 976 in flight until the first calls ended, the last 24 a call later (6.4 s, not 4.2 s).
       const windowed = answer.granted.filter((task) => task.standby !== true).length + (answer.run?.length ?? 0);
       const short = windowed < request.want || (answer.waiting === 0 && standby.size() === 0);
-      sizer.answered({ grantedShort: short, toldFirstHeaders: request.firstHeadersMs !== undefined });
+      sizer.answered({ grantedShort: short, toldFirstHeaders: request.firstHeadersMs !== undefined, gateBound: answer.gateBound === true });
       // The swarm hands out nothing more and may not transfer (it ended, was cancelled or is blocked),
       // or nothing of this lane runs to make room and the window has none: what waits in standby
       // goes back, for lanes whose tasks end to take. A retired lane's standby tasks go back too,

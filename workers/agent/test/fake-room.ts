@@ -4,6 +4,7 @@
 // (with timers) and a runner that reports which messages a consumeTasks batch acked or retried.
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import type { MessageBatchMessage, QueueResult } from "cloudflare:test";
+import { FILL_MIN_MS } from "../../../src/core/lane-sizing.ts";
 import { LimitsSchema } from "../../../src/core/spec-schema.ts";
 import { STANDBY_MAX } from "../../../src/core/standby.ts";
 import type {
@@ -121,6 +122,12 @@ export class FakeRoom implements SwarmRoomRpc {
   afterPull: (request: PullRequest, answer: PullResponse) => void = () => {};
   window: number;
   cancelled = false;
+  /**
+   * The room sends the lanes of the gate's slots that fill the window (PullResponse.gateBound): set
+   * by a lane's first headers of FILL_MIN_MS or more, as the SwarmRoom does, or by a test (a
+   * header-bound prior).
+   */
+  gateBound = false;
   readonly clock: () => number;
   private readonly leaseMs: number;
   private readonly maxAttempts: number;
@@ -189,6 +196,7 @@ export class FakeRoom implements SwarmRoomRpc {
     if (!this.exists) {
       return { config: null, granted: [], actions: request.reports.map((r) => ack(r.taskId)), stop: true, retryInMs: null };
     }
+    if (request.firstHeadersMs !== undefined && request.firstHeadersMs >= FILL_MIN_MS) this.gateBound = true;
     const renewed = this.renew(request.renew ?? [], now);
     this.expireLeases(now);
     // Standby tasks started in ended ones' places take them before the ends free them.
@@ -225,6 +233,7 @@ export class FakeRoom implements SwarmRoomRpc {
       waiting,
       ...(run.length > 0 ? { run } : {}),
       ...(closed ? { closed } : {}),
+      ...(this.gateBound ? { gateBound: true } : {}),
       ...(this.hedge !== null && !finished && this.hedgeStarts.length < this.hedge.limit ? { hedgeAfterMs: this.hedge.afterMs } : {}),
     };
     this.answers.push(answer);

@@ -325,6 +325,24 @@ describe("a lane on no prior (a tenant's first swarm of the model)", () => {
     expect(toldAt).toBeLessThan(firstReportAt);
   });
 
+  it("makes no pull to say its first headers are slow when the room already counts the swarm gate-bound", async () => {
+    // A header-bound prior (or another lane's note) set the room's mind: 1,000 calls of 3 s with
+    // headers at the answer, W = 1,000, made one such pull in each of 167 lanes, a sixth of the
+    // swarm's Durable Object requests, and told the room nothing.
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: timedFetch(900, 900) });
+    const room = new FakeRoom("sw_first_known", { tasks: Array.from({ length: 6 }, (_, i) => `t${i + 1}`) });
+    room.gateBound = true;
+
+    await run([firstTicket("m1", "sw_first_known")], { ...BASE, concurrency: 40, headerSlots: 6, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(6);
+    expect(room.pulls.every((pull) => pull.firstHeadersMs === undefined)).toBe(true);
+    // Its first pull, then the one its calls' outcomes bring: nothing between them.
+    expect(room.pulls.findIndex((pull) => pull.reports.length > 0)).toBe(1);
+    // Nor does it grow on its calls' running time: it stays on the room's 6, as a lane that said it.
+    expect(room.pulls.every((pull) => pull.slots === 6)).toBe(true);
+  });
+
   it("grows past the room's 6 while its first calls run, headers in at once, before any call has answered", async () => {
     // Calls of 2 s with headers at once: the lane's gate carries its whole concurrency, which a
     // lane learned only from a call's end, after running 6 for the whole call. (Growing to 40 takes

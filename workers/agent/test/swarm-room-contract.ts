@@ -3,6 +3,7 @@
 // cannot drift into a room that lanes would never meet).
 import { describe, expect, it } from "vitest";
 import type { CallRecord, ClaimedTask, PullRequest, PullResponse, TaskReport } from "../../../src/core/swarm-contract.ts";
+import { FILL_MIN_MS } from "../../../src/core/lane-sizing.ts";
 import type { SwarmRoomRpc } from "../swarm-rooms.ts";
 
 export interface ContractSetup {
@@ -371,6 +372,17 @@ export function describeSwarmRoomContract(name: string, subject: SwarmRoomContra
       const after = await swarm.room.pull(pullOf(ticket, 0, [], { lane: "lane-r", seq: 3, released: [{ taskId: kept.taskId, attempt: 1 }] }));
       expect(after.transfer).toBe(false);
       expect(await swarm.task(kept.taskId)).toMatchObject({ state: "cancelled" });
+    });
+
+    it("says the swarm is gate-bound in every answer once a lane's first headers took FILL_MIN_MS or more, and not before", async () => {
+      const swarm = await subject.start({ tasks: 4, window: 4, maxAttempts: 3 });
+      const ticket = newTicket();
+      // A swarm started on no prior: the room assumes lanes of 6, but has heard nothing yet.
+      expect((await swarm.room.pull(pullOf(ticket, 1))).gateBound).toBeUndefined();
+      expect((await swarm.room.pull(pullOf(ticket, 0, [], { running: 1, firstHeadersMs: FILL_MIN_MS - 1 }))).gateBound).toBeUndefined();
+      expect((await swarm.room.pull(pullOf(ticket, 0, [], { running: 1, firstHeadersMs: FILL_MIN_MS }))).gateBound).toBe(true);
+      // Every lane hears it from then on, one that never said it included.
+      expect((await swarm.room.pull(pullOf(newTicket(), 1))).gateBound).toBe(true);
     });
 
     it("answers a swarm that was never started with no settings, nothing granted and stop", async () => {
