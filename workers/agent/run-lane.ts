@@ -342,6 +342,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
    */
   let gateHeldBack = false;
   const roomAfterGate = (): boolean => gateHeldBack && !gateQueues() && freeSlots() > 0;
+  /** One drain listener at a time: a gate whose queue stays long (the invocation's, shared) would collect one a pull. */
+  let drainWatched = false;
 
   /**
    * Places of ended tasks that no standby task took, since the last pull left: that pull asked only
@@ -570,8 +572,10 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       drained = answer.waiting === 0;
       if (drained) beginTail();
       gateHeldBack = heldBack && (answer.waiting ?? 0) > 0 && !answer.stop;
-      if (gateHeldBack) {
+      if (gateHeldBack && !drainWatched) {
+        drainWatched = true;
         gate.onceDrained(() => {
+          drainWatched = false;
           if (roomAfterGate()) poke();
         });
       }
