@@ -330,10 +330,10 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
    * with room. The gate is the invocation's: a lane with nothing running still asks (the queue may
    * be another lane's).
    */
-  const freeSlots = (): number => (gateQueues() ? 0 : openSlots());
+  const gateQueues = (): boolean => running.size > 0 && gate.waiting() > 0;
   /** Slots the lane has beyond the tasks it runs, whether or not its calls queue at the gate. */
   const openSlots = (): number => (stopping || retiring ? 0 : Math.max(0, Math.min(sizer.capacity() - running.size, ctx.allowance.tasks)));
-  const gateQueues = (): boolean => running.size > 0 && gate.waiting() > 0;
+  const freeSlots = (): number => (gateQueues() ? 0 : openSlots());
   /**
    * The last pull asked for nothing because calls queued at the gate, while the room still had tasks
    * to hand out. Nothing else wakes the lane for its open slots before a task ends: 2,000 calls of
@@ -341,7 +341,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
    * which ran a third round. So the gate's drain wakes it (`onceDrained`), and it pulls then.
    */
   let gateHeldBack = false;
-  const roomAfterGate = (): boolean => gateHeldBack && !gateQueues() && freeSlots() > 0;
+  const roomAfterGate = (): boolean => gateHeldBack && freeSlots() > 0;
   /** One drain listener at a time: a gate whose queue stays long (the invocation's, shared) would collect one a pull. */
   let drainWatched = false;
 
