@@ -4,8 +4,8 @@ import type { TaskOutcome } from "./swarm-contract.ts";
 
 describe("standby target", () => {
   it.each([
-    ["first pull (no timing): half the concurrency, capped", { concurrency: 128, running: 0, latencyMs: null, refillMs: null }, 64],
-    ["first pull, small lane: rounded up", { concurrency: 3, running: 0, latencyMs: null, refillMs: null }, 2],
+    ["first pull (no timing): a wave of its concurrency, capped", { concurrency: 128, running: 0, latencyMs: null, refillMs: null }, 64],
+    ["first pull, small lane: its concurrency", { concurrency: 3, running: 0, latencyMs: null, refillMs: null }, 3],
     ["40 running × 100 ms, a 60 ms refill: 40/100 × 60 × 2", { concurrency: 128, running: 40, latencyMs: 100, refillMs: 60 }, 48],
     ["100 × 200 ms, 40 ms refill: 40 by rate, but half the running", { concurrency: 128, running: 100, latencyMs: 200, refillMs: 40 }, 50],
     ["slow calls end few at a time: half the running", { concurrency: 128, running: 10, latencyMs: 30_000, refillMs: 20 }, 5],
@@ -26,7 +26,7 @@ describe("standby target", () => {
     ],
     ["the same lane, a 100 ms refill: by rate, 6/200 × 100 × 2", { concurrency: 128, slots: 6, running: 6, latencyMs: 200, refillMs: 100 }, 6],
     ["the same lane with a short refill: by rate", { concurrency: 128, slots: 6, running: 6, latencyMs: 666, refillMs: 300 }, 6],
-    ["first pull of a lane of 6: half its slots", { concurrency: 128, slots: 6, running: 0, latencyMs: null, refillMs: null }, 3],
+    ["first pull of a lane of 6: its slots (its first tasks end together)", { concurrency: 128, slots: 6, running: 0, latencyMs: null, refillMs: null }, 6],
     ["slots over the concurrency count as the concurrency", { concurrency: 4, slots: 10, running: 4, latencyMs: 10, refillMs: 100 }, 4],
     ["no slots: none", { concurrency: 128, slots: 0, running: 0, latencyMs: null, refillMs: null }, 0],
     ["a zero latency counts as 1 ms: 2/1 × 5 × 2", { concurrency: 128, running: 2, latencyMs: 0, refillMs: 5 }, 20],

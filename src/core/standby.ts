@@ -9,8 +9,14 @@ import type { TaskOutcome } from "./swarm-contract.ts";
 /** A lane never holds more standby tasks than this, whatever its timing says. */
 export const STANDBY_MAX = 64;
 
-/** With no timing measured yet (the first pull), a lane asks for this share of its concurrency. */
-const FIRST_PULL_SHARE = 1 / 2;
+/**
+ * With no timing measured yet (the first pull), a lane asks for this share of what it carries: all
+ * of it. The tasks of a first grant start together and end together, a whole wave, so each needs a
+ * standby task to take its slot. With half, a header-bound lane of 6 refilled 3 slots at its first
+ * round's end and the other 3 waited for the pull that its first outcomes sent (1,000 × 200 ms,
+ * W = 100, headers with the answer: the second round's slots waited 30–50 ms for a call).
+ */
+const FIRST_PULL_SHARE = 1;
 
 /**
  * Never fewer than this share of the running tasks: tasks started together (a swarm's first
@@ -51,7 +57,7 @@ export interface StandbyInput {
  * two refills (completions arrive at running / latency per ms), and at least half its running
  * tasks (waves) and 1 while tasks run; at most STANDBY_MAX, its concurrency and STANDBY_SLOTS_SHARE
  * times its slots.
- * Before any timing: half of what it carries.
+ * Before any timing: what it carries (FIRST_PULL_SHARE).
  */
 export function standbyTarget(input: StandbyInput): number {
   const concurrency = Math.max(0, Math.floor(input.concurrency));

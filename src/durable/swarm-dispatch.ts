@@ -185,11 +185,16 @@ export class SwarmDispatch {
       lane === undefined || asked <= fillSlots
         ? asked
         : toGrantedRoom({ asked, fillSlots, pending: waiting - retries, freeElsewhere: this.freeSlotsElsewhere(swarm, lane.ticket, pool, now) });
-    // Only once the window is full, or a lane already running tasks has all it asked for (not over
-    // the window: a window that shrank drains first), and only to a lane that will run something.
-    // Many small lanes (a header-bound swarm's executors) each get their want while the window still
-    // has room that others' ended tasks left until their own pulls: they need standby tasks all the same.
-    const wantMet = laneRunning > 0 && windowed >= limit - retries;
+    // Only once the window is full, or a lane running tasks gets all it asked for (not over the
+    // window: a window that shrank drains first), and only to a lane that will run something. Many
+    // small lanes (a header-bound swarm's executors) each get their want while the window still has
+    // room that others' ended tasks left until their own pulls, or that lanes on their way will take:
+    // they need standby tasks all the same, from their first pull on once the swarm is gate-bound
+    // (its tasks end together, and with none in hand a lane of 6 refilled its first round's slots
+    // one pull later: 1,000 × 200 ms, W = 100, headers with the answer). A lane whose headers come
+    // early pulls again as soon as they do, to grow. Never a task another lane could run now:
+    // standbyPastRoom below.
+    const wantMet = (laneRunning > 0 || (windowed > 0 && this.tickets.isGateBound())) && windowed >= limit - retries;
     // What the lane will run: a lane starts its standby tasks only in the places of its own tasks
     // as they end, so it holds at most STANDBY_SLOTS_SHARE times that. It asks for what it would
     // run had it got its `want`: a lane of 128 slots running 6 of a full window asked for 64 and

@@ -301,6 +301,26 @@ describe("SwarmRoom pull", () => {
     expect(pulled.granted.filter((task) => task.standby === true)).toHaveLength(6);
   });
 
+  it.each([
+    ["a header-bound prior: a wave of standby, from what the other lanes have no slots for", { slots: 6, latencyMs: 200, ttfbMs: 200 }, 40, 6],
+    ["a header-bound prior, one window of tasks: none, since every task left has a slot in another lane", { slots: 6, latencyMs: 200, ttfbMs: 200 }, 30, 0],
+    ["no prior (its headers may come early, and it then pulls again to grow): none", null, 40, 0],
+  ])("grants standby on a lane's first pull once its want is met, %s", async (_label, lanePrior, taskCount, expected) => {
+    // W = 30: five lanes of 6. The first to pull runs nothing yet and asks for its 6 and a wave of
+    // standby: its first tasks end together, and with none in hand its slots would wait a pull for
+    // their next ones. Of the 34 left of 40, the four other lanes have slots for 24: the 10 past
+    // them can wait in this one.
+    const { input, stub } = newSwarm(taskCount, { concurrency: 30 });
+    await stub.start(lanePrior === null ? input : { ...input, lanePrior });
+    // Calls of uneven latency: the lanes' share and the window's room decide, not the last-window rule.
+    await seedUnevenCalls(stub);
+    const sent = await tickets(stub);
+    expect(sent).toHaveLength(5);
+    const first = await pull(stub, { ticket: sent[0]?.id ?? "", lane: "lane-a", seq: 1, want: 6, standby: 6 });
+    expect(first.granted.filter((task) => task.standby !== true)).toHaveLength(6);
+    expect(first.granted.filter((task) => task.standby === true)).toHaveLength(expected);
+  });
+
   it("grants a lane past what its gate starts at once only the tasks the other lanes have no slots for", async () => {
     // Headers at 500 ms of 3 s calls: a lane carries 36 once full, and starts 6 a time to headers.
     const lanePrior = { slots: 36, latencyMs: 3_000, ttfbMs: 500 };

@@ -629,14 +629,17 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
           : coalesceMs(ctx.coalesce.ms, sizer.timing().latencyMs, laneShape(standby.size() > 0));
     const paced = (): number => (tail ? 0 : Math.max(0, paceMs - (ctx.now() - lastPullAt)));
     ctx.pace.ms = Math.max(paceMs, company);
-    // A small lane's long wait for company holds only while its standby tasks take the slots its
-    // calls free: once a slot is free with none left to take it, the wait is that of a lane holding
-    // none (counted from the same oldest outcome), since the slot waits for the pull. Header-bound
+    // A small lane's long wait for company holds only while it has standby tasks to take the slots
+    // its calls free: once none is left, the wait is that of a lane holding none (counted from the
+    // same oldest outcome), since the next slot to free would wait for the pull. Header-bound
     // lognormal 300/1500, W = 100: a round's calls end together at the headers' 484 ms, a lane's 3
     // standby tasks took 3 of its 6 freed slots, and the other 3 stood empty for 500–700 ms, until
-    // the promoted calls had ended too (the second round's slots waited 295 ms on average for a refill).
+    // the promoted calls had ended too (the second round's slots waited 295 ms on average for a
+    // refill). Not only once a slot is empty: a lane of 6 whose first grant's 6 standby tasks took
+    // its first round's slots pulled again only when its second round ended, and those slots
+    // waited for that pull (1,000 × 200 ms, W = 100, headers with the answer).
     const dryCompany = tail || urgent || retiring ? company : coalesceMs(ctx.coalesce.ms, sizer.timing().latencyMs);
-    const dry = dryCompany < company ? () => standby.size() === 0 && freeSlots() > 0 : undefined;
+    const dry = dryCompany < company ? () => standby.size() === 0 : undefined;
     await coalesce(outbox, running, ctx, Math.max(paced(), company - (ctx.now() - outboxSince)), untilWoken, dry);
     if (dry?.() === true) await coalesce(outbox, running, ctx, Math.max(paced(), dryCompany - (ctx.now() - outboxSince)), untilWoken);
   }

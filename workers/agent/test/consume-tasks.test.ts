@@ -137,9 +137,10 @@ describe("consumeTasks with a fake SwarmRoom: one lane per ticket", () => {
       // The grant-noted calls it has started (none yet), and when the pull was built.
       started: [],
       sentAt: started,
-      // Standby tasks on top of its free slots: before any timing, half its concurrency; and what
-      // it runs now (nothing yet: the room gives standby tasks with window tasks only).
-      standby: 3,
+      // Standby tasks on top of its free slots: before any timing, a wave of its concurrency (its
+      // first tasks end together); and what it runs now (nothing yet: the room gives standby tasks
+      // with window tasks only).
+      standby: 5,
     });
     // Its last pull reports t1's end; the room answers stop and closes the lane (no final pull).
     expect(a.pulls.at(-1)).toMatchObject({ ticket: "tk1", final: false, reports: [expect.objectContaining({ taskId: "t1" })] });

@@ -78,7 +78,7 @@ export interface FakeRoomOptions {
   /** limits.hedge as the room applies it: every pull's delay, and backups granted at most (default: off). */
   hedge?: { afterMs: number; limit: number };
   /**
-   * Standby tasks also to a lane that runs tasks and got all it asked while the window has room, as
+   * Standby tasks also to a lane that runs tasks (or gets some, once the swarm is gate-bound) and got all it asked while the window has room, as
    * the SwarmRoom grants them when no other lane has a free slot (swarm-dispatch.ts, `wantMet`);
    * default: only once the window is full.
    */
@@ -431,7 +431,7 @@ export class FakeRoom implements SwarmRoomRpc {
     const windowed = Math.max(0, Math.min(request.want - due.length, room));
     // Only to a lane that runs tasks or gets some here (PullRequest.running).
     const runs = (request.running ?? 0) + Math.min(request.want, due.length) + windowed > 0;
-    const wantMet = this.standbyWhenWantMet && (request.running ?? 0) > 0 && windowed >= request.want - due.length;
+    const wantMet = this.standbyWhenWantMet && ((request.running ?? 0) > 0 || (windowed > 0 && this.gateBound)) && windowed >= request.want - due.length;
     const standbyRoom = request.lane === undefined || (windowed < room && !wantMet) || room < 0 || !runs ? 0 : Math.min(request.standby ?? 0, STANDBY_MAX);
     const pending = all.filter((t) => t.state === "pending").slice(0, windowed + standbyRoom);
     const firstStandby = due.length + windowed;

@@ -462,8 +462,8 @@ describe("a header-bound lane's standby tasks (headers with the answer)", () => 
     await run([ticket], { ...BASE, concurrency: 40, headerSlots: 6, coalesce: { ms: 5, outcomes: 32 }, rooms: roomsOf(room), gateway: directGateway(client) });
 
     expect(room.count("succeeded")).toBe(90);
-    // Before its calls are timed it asks for half its slots' worth, as any lane does.
-    expect(room.pulls[0]?.standby).toBe(3);
+    // Before its calls are timed it asks for its slots' worth, as any lane does: its first tasks end together.
+    expect(room.pulls[0]?.standby).toBe(6);
     const timed = room.pulls.filter((pull) => pull.timing !== undefined && pull.draining !== true && !pull.final);
     expect(timed.length).toBeGreaterThan(2);
     for (const pull of timed) {
@@ -477,49 +477,76 @@ describe("a header-bound lane's standby tasks (headers with the answer)", () => 
 });
 
 describe("a header-bound lane whose standby tasks run out (headers with the answer)", () => {
-  it("pulls soon for the slots its standby tasks could not fill, and fills those that end meanwhile from the standby tasks the answer brings", async () => {
-    // Its first call ends at 500 ms, three more at 700 ms and the last two at 720 ms; it holds the 3
-    // standby tasks a lane asks for before its calls are timed, and the room answers in 50 ms. At
-    // 500 ms the outcome waits for company as long as two slots' worth of calls (1 s, coalesceMs),
-    // since standby tasks take the freed slots; at 700 ms the last two take two freed slots and the
-    // third is empty; at 720 ms two more end while the pull for it is on its way. The empty slots
-    // used to stay so until nothing ran (1,300 ms, when the promoted calls had ended), or until a
-    // promoted call ended (1,100 ms) for those that ended while the pull was on its way:
-    // header-bound lognormal 300/1500, W = 100, whose rounds end together at the headers, lost
-    // 300 ms a slot that way in its second round.
-    const latencyOf = (taskId: string): number => {
-      const n = Number(taskId.slice(1));
-      return n === 1 ? 500 : n <= 4 ? 700 : n <= 6 ? 720 : 600;
-    };
+  /** A fetch whose headers come with the answer, `latencyOf(taskId)` after the send; it notes each task's send. */
+  function perTaskFetch(latencyOf: (taskId: string) => number): { fetch: typeof fetch; startedAt: Map<string, number> } {
     const startedAt = new Map<string, number>();
     const perTask: typeof fetch = (input, init) => {
       const taskId = /prompt of (t\d+)/.exec(typeof init?.body === "string" ? init.body : "")?.[1] ?? "";
       startedAt.set(taskId, Date.now());
       return timedFetch(latencyOf(taskId), latencyOf(taskId))(input, init);
     };
-    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: perTask });
-    const room = new FakeRoom("sw_standby_dry", { tasks: Array.from({ length: 18 }, (_, i) => `t${i + 1}`), window: 6 });
+    return { fetch: perTask, startedAt };
+  }
+
+  /**
+   * A room of a window of 6 whose every answer takes `delayMs`, and that counts the swarm gate-bound
+   * from the start (a header-bound prior): the lane makes no pull to say its first headers are slow.
+   */
+  function slowRoom(id: string, tasks: number, delayMs: number): FakeRoom {
+    const room = new FakeRoom(id, { tasks: Array.from({ length: tasks }, (_, i) => `t${i + 1}`), window: 6 });
+    room.gateBound = true;
     const pull = room.pull.bind(room);
     room.pull = async (request) => {
       const answer = await pull(request);
-      await scheduler.wait(50);
+      await scheduler.wait(delayMs);
       return answer;
     };
-    const ticket = { ...ticketMessage("m1", "sw_standby_dry"), body: { v: 2, swarm_id: "sw_standby_dry", ticket: "m1", slots: 6 } };
+    return room;
+  }
+
+  it("pulls as soon as its standby tasks run out, so the next slot to free finds one", async () => {
+    // Its first grant: t1–t6 and, as standby, t7–t12, a wave's worth. t1 ends at 300 ms and
+    // t2–t6 at 400 ms: all six standby tasks take their slots, and none is left. It used to pull
+    // only once a slot stood empty (t7's end at 900 ms), with its outcomes waiting for company
+    // meanwhile, so that slot waited for the pull's answer: a round of 200 ms calls, each of a
+    // header-bound lane's rounds, waited a pull for its first slots (1,000 × 200 ms, W = 100).
+    const latencyOf = (taskId: string): number => {
+      const n = Number(taskId.slice(1));
+      return n === 1 ? 300 : n <= 6 ? 400 : n <= 12 ? 600 : 300;
+    };
+    const { fetch: perTask, startedAt } = perTaskFetch(latencyOf);
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: perTask });
+    const room = slowRoom("sw_standby_out", 18, 250);
+    const ticket = { ...ticketMessage("m1", "sw_standby_out"), body: { v: 2, swarm_id: "sw_standby_out", ticket: "m1", slots: 6 } };
 
     await run([ticket], { ...BASE, concurrency: 40, headerSlots: 6, coalesce: { ms: 5, outcomes: 32 }, rooms: roomsOf(room), gateway: directGateway(client) });
 
     expect(room.count("succeeded")).toBe(18);
-    // It held the standby tasks t7–t9 when its first call ended.
-    expect(room.grants.slice(6, 9).map((task) => [task.taskId, task.standby])).toEqual([
-      ["t7", true],
-      ["t8", true],
-      ["t9", true],
-    ]);
-    // The three empty slots ran again well before any promoted call ended (the first, t7, at about
-    // 1,100 ms; they ran at about 770 ms, and one at t7's end without the standby fill).
-    const beforeFirstPromotedEnd = (startedAt.get("t7") ?? 0) + latencyOf("t7") - 100;
-    for (const taskId of ["t10", "t11", "t12"]) expect(startedAt.get(taskId) ?? Number.POSITIVE_INFINITY).toBeLessThan(beforeFirstPromotedEnd);
+    expect(room.grants.slice(6, 12).every((task) => task.standby === true)).toBe(true);
+    // t13 took t7's slot as it ended, from the standby tasks of a pull made before: not the
+    // pull's 250 ms later.
+    const t7Ended = (startedAt.get("t7") ?? 0) + latencyOf("t7");
+    expect(startedAt.get("t13") ?? Number.POSITIVE_INFINITY).toBeLessThan(t7Ended + 100);
+  });
+
+  it("fills the slots that end while its pull is on its way from the standby tasks the answer brings", async () => {
+    // t1–t6 end at 500 ms and their slots take the six standby tasks t7–t12; t7 and t8 end 100 ms
+    // later, while the pull for more is on its way (the room answers in 200 ms). Those two slots
+    // run again when the answer comes, not when one of the lane's calls next ends (t9's, at 1,100 ms).
+    const latencyOf = (taskId: string): number => {
+      const n = Number(taskId.slice(1));
+      return n <= 6 ? 500 : n <= 8 ? 100 : 600;
+    };
+    const { fetch: perTask, startedAt } = perTaskFetch(latencyOf);
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: perTask });
+    const room = slowRoom("sw_standby_vacant", 18, 200);
+    const ticket = { ...ticketMessage("m1", "sw_standby_vacant"), body: { v: 2, swarm_id: "sw_standby_vacant", ticket: "m1", slots: 6 } };
+
+    await run([ticket], { ...BASE, concurrency: 40, headerSlots: 6, coalesce: { ms: 5, outcomes: 32 }, rooms: roomsOf(room), gateway: directGateway(client) });
+
+    expect(room.count("succeeded")).toBe(18);
+    const t9Ended = (startedAt.get("t9") ?? 0) + latencyOf("t9");
+    for (const taskId of ["t13", "t14"]) expect(startedAt.get(taskId) ?? Number.POSITIVE_INFINITY).toBeLessThan(t9Ended - 150);
   });
 });
 

@@ -450,8 +450,9 @@ describe("standby tasks (real SwarmRoom)", () => {
     // The lane stops pulling 20 ms in, before its first tasks end: its standby tasks never start.
     await deliver(tickets(swarm.swarmId, 1), { rooms, gateway: directGateway(mockModel(60)), concurrency: 4, headerSlots: 0, pullForMs: 20 });
 
-    expect(seen.standby).toBe(2);
-    expect(seen.released).toBe(2);
+    // A wave of its concurrency of 4, past the window's 2.
+    expect(seen.standby).toBe(4);
+    expect(seen.released).toBe(4);
     expect(seen.promoted).toBe(0);
     const counts = (await swarm.status()).counts;
     expect(counts).toMatchObject({ succeeded: 2, running: 0, queued: 10 });
@@ -505,7 +506,8 @@ describe("standby tasks when the window moves (fake room)", () => {
 
   it("a window that shrinks: once an answer says so, no standby task takes an ended one's slot until the window holds again", async () => {
     const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 10 }, (_, i) => `t${i + 1}`), window: 3 });
-    // Right after the first grant (3 in the window, 3 standby), the window shrinks to 1, as on 429s.
+    // Right after the first grant (3 in the window, 6 standby: a wave of the lane's concurrency), the
+    // window shrinks to 1, as on 429s.
     room.afterPull = () => {
       if (room.pulls.length === 1) room.window = 1;
     };
@@ -516,7 +518,7 @@ describe("standby tasks when the window moves (fake room)", () => {
     expect(explicitAcks).toEqual(["m1"]);
     expect(room.count("succeeded")).toBe(10);
     expect(model.requests).toHaveLength(10);
-    expect(room.answers[0]?.granted.filter((task) => task.standby === true)).toHaveLength(3);
+    expect(room.answers[0]?.granted.filter((task) => task.standby === true)).toHaveLength(6);
     expect(room.answers.some((answer) => answer.transfer === false)).toBe(true);
     // The first ended task's slot went to a standby task under the first answer, which did not know
     // of the shrink yet; once the room answered `transfer: false`, ended slots stayed empty until
@@ -550,7 +552,7 @@ describe("standby tasks when the window moves (fake room)", () => {
 
   it("a lane told to retire hands its standby tasks back at once, before its running tasks end, and ends with them", async () => {
     const room = new FakeRoom("sw_a", { tasks: Array.from({ length: 10 }, (_, i) => `t${i + 1}`), window: 3 });
-    // The first answer grants 3 in the window and 3 standby, and says other lanes carry the swarm.
+    // The first answer grants 3 in the window and 6 standby, and says other lanes carry the swarm.
     room.afterPull = (_request, answer) => {
       if (room.pulls.length === 1) answer.retire = true;
     };
@@ -560,7 +562,7 @@ describe("standby tasks when the window moves (fake room)", () => {
 
     expect(explicitAcks).toEqual(["m1"]);
     const standby = room.answers[0]?.granted.filter((task) => task.standby === true).map((task) => task.taskId) ?? [];
-    expect(standby).toHaveLength(3);
+    expect(standby).toHaveLength(6);
     // The next pull goes at once: it hands the standby tasks back and reports nothing yet.
     expect(room.pulls[1]?.released?.map((task) => task.taskId).sort()).toEqual([...standby].sort());
     expect(room.pulls[1]?.reports).toEqual([]);
