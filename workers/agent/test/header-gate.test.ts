@@ -477,23 +477,21 @@ describe("a header-bound lane's standby tasks (headers with the answer)", () => 
 });
 
 describe("a header-bound lane whose standby tasks run out (headers with the answer)", () => {
-  /** A fetch whose headers come with the answer, `latencyOf(taskId)` after the send; it notes each task's send. */
-  function perTaskFetch(latencyOf: (taskId: string) => number): { fetch: typeof fetch; startedAt: Map<string, number> } {
+  /**
+   * One lane of 6 (headers with the answer, `latencyOf(taskId)` after each send) on a room of a
+   * window of 6 whose every answer takes `delayMs`, and that counts the swarm gate-bound from the
+   * start (a header-bound prior: the lane makes no pull to say its first headers are slow). Returns
+   * the room and when each task's call was sent.
+   */
+  async function runLaneOf6(swarmId: string, tasks: number, delayMs: number, latencyOf: (taskId: string) => number) {
     const startedAt = new Map<string, number>();
     const perTask: typeof fetch = (input, init) => {
       const taskId = /prompt of (t\d+)/.exec(typeof init?.body === "string" ? init.body : "")?.[1] ?? "";
       startedAt.set(taskId, Date.now());
       return timedFetch(latencyOf(taskId), latencyOf(taskId))(input, init);
     };
-    return { fetch: perTask, startedAt };
-  }
-
-  /**
-   * A room of a window of 6 whose every answer takes `delayMs`, and that counts the swarm gate-bound
-   * from the start (a header-bound prior): the lane makes no pull to say its first headers are slow.
-   */
-  function slowRoom(id: string, tasks: number, delayMs: number): FakeRoom {
-    const room = new FakeRoom(id, { tasks: Array.from({ length: tasks }, (_, i) => `t${i + 1}`), window: 6 });
+    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: perTask });
+    const room = new FakeRoom(swarmId, { tasks: Array.from({ length: tasks }, (_, i) => `t${i + 1}`), window: 6 });
     room.gateBound = true;
     const pull = room.pull.bind(room);
     room.pull = async (request) => {
@@ -501,7 +499,9 @@ describe("a header-bound lane whose standby tasks run out (headers with the answ
       await scheduler.wait(delayMs);
       return answer;
     };
-    return room;
+    const ticket = { ...ticketMessage("m1", swarmId), body: { v: 2, swarm_id: swarmId, ticket: "m1", slots: 6 } };
+    await run([ticket], { ...BASE, concurrency: 40, headerSlots: 6, coalesce: { ms: 5, outcomes: 32 }, rooms: roomsOf(room), gateway: directGateway(client) });
+    return { room, startedAt };
   }
 
   it("pulls as soon as its standby tasks run out, so the next slot to free finds one", async () => {
@@ -514,12 +514,7 @@ describe("a header-bound lane whose standby tasks run out (headers with the answ
       const n = Number(taskId.slice(1));
       return n === 1 ? 300 : n <= 6 ? 400 : n <= 12 ? 600 : 300;
     };
-    const { fetch: perTask, startedAt } = perTaskFetch(latencyOf);
-    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: perTask });
-    const room = slowRoom("sw_standby_out", 18, 250);
-    const ticket = { ...ticketMessage("m1", "sw_standby_out"), body: { v: 2, swarm_id: "sw_standby_out", ticket: "m1", slots: 6 } };
-
-    await run([ticket], { ...BASE, concurrency: 40, headerSlots: 6, coalesce: { ms: 5, outcomes: 32 }, rooms: roomsOf(room), gateway: directGateway(client) });
+    const { room, startedAt } = await runLaneOf6("sw_standby_out", 18, 250, latencyOf);
 
     expect(room.count("succeeded")).toBe(18);
     expect(room.grants.slice(6, 12).every((task) => task.standby === true)).toBe(true);
@@ -537,12 +532,7 @@ describe("a header-bound lane whose standby tasks run out (headers with the answ
       const n = Number(taskId.slice(1));
       return n <= 6 ? 500 : n <= 8 ? 100 : 600;
     };
-    const { fetch: perTask, startedAt } = perTaskFetch(latencyOf);
-    const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: perTask });
-    const room = slowRoom("sw_standby_vacant", 18, 200);
-    const ticket = { ...ticketMessage("m1", "sw_standby_vacant"), body: { v: 2, swarm_id: "sw_standby_vacant", ticket: "m1", slots: 6 } };
-
-    await run([ticket], { ...BASE, concurrency: 40, headerSlots: 6, coalesce: { ms: 5, outcomes: 32 }, rooms: roomsOf(room), gateway: directGateway(client) });
+    const { room, startedAt } = await runLaneOf6("sw_standby_vacant", 18, 200, latencyOf);
 
     expect(room.count("succeeded")).toBe(18);
     const t9Ended = (startedAt.get("t9") ?? 0) + latencyOf("t9");
