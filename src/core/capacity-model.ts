@@ -8,7 +8,7 @@ import {
   MAX_TICKETS_PER_SWARM,
   ROOM_PULLS_PER_S,
   BASE_COALESCE_MAX_MS,
-  SMALL_LANE_COALESCE_MAX_MS,
+  smallLaneCoalesceMaxMs,
   toExecutorCount,
   toPullPaceMs,
 } from "./lane-sizing.ts";
@@ -109,11 +109,12 @@ export function toCapacity(input: CapacityInput): Capacity {
     Math.ceil((inFlight * Math.min(input.ttfbMs, input.latencyMs)) / Math.max(1, input.latencyMs)),
   );
   // Each executor pulls once its outcomes have waited for company (a gate-bound lane up to
-  // SMALL_LANE_COALESCE_MAX_MS or two latencies, a wide one up to BASE_COALESCE_MAX_MS or 32 outcomes), no sooner
-  // than the room's pace, and carries at least one outcome a pull.
+  // SMALL_LANE_COALESCE_MAX_MS, or one call up to LONG_CALL_COALESCE_MAX_MS when calls are longer,
+  // or two latencies; a wide one up to BASE_COALESCE_MAX_MS or 32 outcomes), no sooner than the
+  // room's pace, and carries at least one outcome a pull.
   const coalesce =
     carried < Math.min(32, input.concurrency)
-      ? Math.min(SMALL_LANE_COALESCE_MAX_MS, 2 * input.latencyMs)
+      ? Math.min(smallLaneCoalesceMaxMs(input.latencyMs), 2 * input.latencyMs)
       : Math.max(Math.min(BASE_COALESCE_MAX_MS, input.latencyMs / 10), (32 * input.latencyMs) / Math.max(1, carried));
   const pullEveryMs = Math.max(1, toPullPaceMs(executors), coalesce);
   const roomPullsPerS = Math.min((executors * 1_000) / pullEveryMs, ROOM_PULLS_PER_S, tasksPerS);

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
+  LONG_CALL_COALESCE_MAX_MS,
+  SMALL_LANE_COALESCE_MAX_MS,
+  smallLaneCoalesceMaxMs,
   FIRST_LANES_MAX,
   isSurplusLane,
   MAX_TICKETS_PER_SWARM,
@@ -224,5 +227,17 @@ describe("surplus lane", () => {
     ["the others' running not known: by slots alone", { ...busy, running: 88, othersLeastRunning: null }, true],
   ])("%s", (_label, input, expected) => {
     expect(isSurplusLane(input)).toBe(expected);
+  });
+});
+
+describe("the longest a small lane's outcomes wait for company", () => {
+  it.each<[string, number | null, number]>([
+    ["no call timed: SMALL_LANE_COALESCE_MAX_MS", null, SMALL_LANE_COALESCE_MAX_MS],
+    ["calls shorter than that: SMALL_LANE_COALESCE_MAX_MS", 666, SMALL_LANE_COALESCE_MAX_MS],
+    ["3 s calls: one call", 3_000, 3_000],
+    ["20 s calls: LONG_CALL_COALESCE_MAX_MS", 20_000, LONG_CALL_COALESCE_MAX_MS],
+    ["a latency that is not a number: SMALL_LANE_COALESCE_MAX_MS", Number.NaN, SMALL_LANE_COALESCE_MAX_MS],
+  ])("%s", (_label, latencyMs, expected) => {
+    expect(smallLaneCoalesceMaxMs(latencyMs)).toBe(expected);
   });
 });

@@ -208,6 +208,22 @@ export const ROOM_PULLS_PER_S = 400;
 export const SMALL_LANE_COALESCE_MAX_MS = 1_000;
 
 /**
+ * The same wait for a lane whose calls are longer than that: up to one mean call, at most this.
+ * Header-bound calls of several seconds (a reasoning model's slow first token: lognormal with a
+ * 3 s median and a 10 s p95, W = 100) end one by one, a lane of 6 hears of one every second or so,
+ * and with a 1 s bound nearly every outcome made a pull of its own: 0.8 SwarmRoom requests a task.
+ * Lanes renew their leases when half of one is left (5 s of the default 10 s): the wait ends by
+ * then whatever its bound (run-lane.ts).
+ */
+export const LONG_CALL_COALESCE_MAX_MS = 5_000;
+
+/** The longest a small lane's outcomes wait for company, its calls' mean latency given (ms; null: not timed). */
+export function smallLaneCoalesceMaxMs(meanLatencyMs: number | null): number {
+  if (meanLatencyMs === null || !Number.isFinite(meanLatencyMs)) return SMALL_LANE_COALESCE_MAX_MS;
+  return Math.max(SMALL_LANE_COALESCE_MAX_MS, Math.min(LONG_CALL_COALESCE_MAX_MS, Math.round(meanLatencyMs)));
+}
+
+/**
  * The same wait while the swarm hedges: the room's latency percentile counts a call it has not
  * heard the end of as still running, so outcomes held for a second raise the hedging delay (the
  * hedged run fell from 0.67× to 0.89× the pool at 1 s in an earlier trial).

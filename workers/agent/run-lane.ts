@@ -9,6 +9,7 @@ import {
   HEDGING_SMALL_LANE_COALESCE_MAX_MS,
   HEDGING_TAIL_COALESCE_MS,
   SMALL_LANE_COALESCE_MAX_MS,
+  smallLaneCoalesceMaxMs,
   TAIL_COALESCE_MS,
   type LaneTiming,
 } from "../../src/core/lane-sizing.ts";
@@ -321,7 +322,14 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
    */
   const laneShape = (holding: boolean, runs = running.size): LaneShape | undefined =>
     holding
-      ? { slots: sizer.capacity(), concurrency: ctx.concurrency, running: runs, outcomes: ctx.coalesce.outcomes, hedging: hedgeAfterMs !== null }
+      ? {
+          slots: sizer.capacity(),
+          concurrency: ctx.concurrency,
+          running: runs,
+          outcomes: ctx.coalesce.outcomes,
+          hedging: hedgeAfterMs !== null,
+          settled: outbox.every((report) => freesSlot(report.outcome)),
+        }
       : undefined;
 
   /**
@@ -638,10 +646,18 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     // refill). Not only once a slot is empty: a lane of 6 whose first grant's 6 standby tasks took
     // its first round's slots pulled again only when its second round ended, and those slots
     // waited for that pull (1,000 × 200 ms, W = 100, headers with the answer).
+    // A wait past SMALL_LANE_COALESCE_MAX_MS (a lane of long calls) holds only while every outcome
+    // in it frees its slot: a task to retry, or a deferral, goes as it would from a lane of short calls.
     const dryCompany = tail || urgent || retiring ? company : coalesceMs(ctx.coalesce.ms, sizer.timing().latencyMs);
-    const dry = dryCompany < company ? () => standby.size() === 0 : undefined;
-    await coalesce(outbox, running, ctx, Math.max(paced(), company - (ctx.now() - outboxSince)), untilWoken, dry);
-    if (dry?.() === true) await coalesce(outbox, running, ctx, Math.max(paced(), dryCompany - (ctx.now() - outboxSince)), untilWoken);
+    const long = company > SMALL_LANE_COALESCE_MAX_MS;
+    const dry = dryCompany < company ? () => standby.size() === 0 || (long && !outbox.every((report) => freesSlot(report.outcome))) : undefined;
+    // No wait outlasts the moment a lease is due for renewal: the pull carries the renewal.
+    const untilRenewal = (): number => {
+      const at = leases.renewAt();
+      return at === null ? Number.POSITIVE_INFINITY : Math.max(0, at - ctx.now());
+    };
+    await coalesce(outbox, running, ctx, Math.min(untilRenewal(), Math.max(paced(), company - (ctx.now() - outboxSince))), untilWoken, dry);
+    if (dry?.() === true) await coalesce(outbox, running, ctx, Math.min(untilRenewal(), Math.max(paced(), dryCompany - (ctx.now() - outboxSince))), untilWoken);
   }
 }
 
@@ -663,10 +679,13 @@ export function coalesceMs(settingMs: number, meanLatencyMs: number | null, lane
   if (carried >= Math.min(lane.outcomes, lane.concurrency)) return base;
   // A small lane (a header-bound executor carries 6 calls) would send a pull for every outcome or
   // two: it waits for about two carried tasks' worth of outcomes, at most
-  // SMALL_LANE_COALESCE_MAX_MS (HEDGING_SMALL_LANE_COALESCE_MAX_MS while the swarm hedges). Its
-  // standby tasks take the freed slots meanwhile.
+  // SMALL_LANE_COALESCE_MAX_MS, or one mean call up to LONG_CALL_COALESCE_MAX_MS when its calls are
+  // longer and every outcome waiting frees its slot (smallLaneCoalesceMaxMs);
+  // HEDGING_SMALL_LANE_COALESCE_MAX_MS while the swarm hedges. Its standby tasks take the freed
+  // slots meanwhile.
   const target = Math.min(lane.outcomes, 2 * carried);
-  const most = lane.hedging === true ? HEDGING_SMALL_LANE_COALESCE_MAX_MS : SMALL_LANE_COALESCE_MAX_MS;
+  const most =
+    lane.hedging === true ? HEDGING_SMALL_LANE_COALESCE_MAX_MS : lane.settled === false ? SMALL_LANE_COALESCE_MAX_MS : smallLaneCoalesceMaxMs(meanLatencyMs);
   return Math.round(Math.max(base, Math.min(most, (target * meanLatencyMs) / lane.running)));
 }
 
@@ -680,6 +699,8 @@ export interface LaneShape {
   running: number;
   outcomes: number;
   hedging?: boolean;
+  /** Every outcome waiting frees its slot (none to retry, none deferred); absent: it does. */
+  settled?: boolean;
 }
 
 /**

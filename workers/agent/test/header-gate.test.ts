@@ -483,7 +483,7 @@ describe("a header-bound lane whose standby tasks run out (headers with the answ
    * start (a header-bound prior: the lane makes no pull to say its first headers are slow). Returns
    * the room and when each task's call was sent.
    */
-  async function runLaneOf6(swarmId: string, tasks: number, delayMs: number, latencyOf: (taskId: string) => number) {
+  async function runLaneOf6(swarmId: string, tasks: number, delayMs: number, latencyOf: (taskId: string) => number, leaseMs?: number) {
     const startedAt = new Map<string, number>();
     const perTask: typeof fetch = (input, init) => {
       const taskId = /prompt of (t\d+)/.exec(typeof init?.body === "string" ? init.body : "")?.[1] ?? "";
@@ -491,7 +491,11 @@ describe("a header-bound lane whose standby tasks run out (headers with the answ
       return timedFetch(latencyOf(taskId), latencyOf(taskId))(input, init);
     };
     const client = createModelClient({ baseURL: env.MODEL_BASE_URL, apiKey: env.MODEL_API_KEY, fetch: perTask });
-    const room = new FakeRoom(swarmId, { tasks: Array.from({ length: tasks }, (_, i) => `t${i + 1}`), window: 6 });
+    const room = new FakeRoom(swarmId, {
+      tasks: Array.from({ length: tasks }, (_, i) => `t${i + 1}`),
+      window: 6,
+      ...(leaseMs === undefined ? {} : { leaseMs }),
+    });
     room.gateBound = true;
     const pull = room.pull.bind(room);
     room.pull = async (request) => {
@@ -523,6 +527,32 @@ describe("a header-bound lane whose standby tasks run out (headers with the answ
     const t7Ended = (startedAt.get("t7") ?? 0) + latencyOf("t7");
     expect(startedAt.get("t13") ?? Number.POSITIVE_INFINITY).toBeLessThan(t7Ended + 100);
   });
+
+  it("waits for company up to one long call, never past the moment its leases are due for renewal", async () => {
+    // Calls of 5 s (headers with the answer) and leases of 2 s, renewed when 1 s is left. t1–t6 end
+    // together at 5 s, the standby tasks t7–t12 take their slots, and the pull then brings t13–t18
+    // as standby. t7 ends 600 ms later and t13 takes its slot: with a mean call of about 4 s, t7's
+    // outcome may wait for company that long (one long call: a pull an outcome cost a lane of
+    // reasoning-model calls 0.8 SwarmRoom requests a task). The leases renewed at 5 s are due again
+    // at 6 s: the wait ends then, and the pull renews them. Waiting on (to 7.6 s here), t8–t12
+    // would lose their leases at 7 s and be handed out again.
+    const latencyOf = (taskId: string): number => {
+      const n = Number(taskId.slice(1));
+      return n === 7 ? 600 : n >= 13 ? 1_000 : 5_000;
+    };
+    const { room } = await runLaneOf6("sw_long_wait", 18, 20, latencyOf, 2_000);
+
+    expect(room.count("succeeded")).toBe(18);
+    expect(room.grants).toHaveLength(18);
+    // The room's alarm takes back a lease at its end (this fake room only when the next pull comes):
+    // from the first grant on, each pull that renews leases came less than a lease after the last.
+    const renewedAt = room.pulledAt.filter((_at, i) => i === 0 || (room.pulls[i]?.renew?.length ?? 0) > 0);
+    const gaps = renewedAt.slice(1).map((at, i) => at - (renewedAt[i] ?? at));
+    expect(Math.max(...gaps)).toBeLessThan(2_000);
+    // t7's outcome waited for company past its end, and went with a renewal.
+    const reportedT7 = room.pulls.find((pull) => pull.reports.some((report) => report.taskId === "t7"));
+    expect(reportedT7?.renew?.length ?? 0).toBeGreaterThan(0);
+  }, 30_000);
 
   it("fills the slots that end while its pull is on its way from the standby tasks the answer brings", async () => {
     // t1–t6 end at 500 ms and their slots take the six standby tasks t7–t12; t7 and t8 end 100 ms

@@ -806,7 +806,14 @@ describe("a lane stops before its invocation's limits", () => {
 });
 
 describe("how long outcomes wait for company", () => {
-  const lane = (slots: number, running: number, hedging = false): LaneShape => ({ slots, concurrency: 128, running, outcomes: 32, hedging });
+  const lane = (slots: number, running: number, hedging = false, settled = true): LaneShape => ({
+    slots,
+    concurrency: 128,
+    running,
+    outcomes: 32,
+    hedging,
+    settled,
+  });
   it.each<[string, number, number | null, LaneShape | undefined, number]>([
     ["no timing yet: the setting", 5, null, undefined, 5],
     ["200 ms calls: 10% is 20 ms", 5, 200, undefined, 20],
@@ -817,6 +824,11 @@ describe("how long outcomes wait for company", () => {
     ["a header-bound lane (6 slots, 6 running), 200 ms calls: two slots' worth, 400 ms", 5, 200, lane(6, 6), 400],
     ["a header-bound lane, 666 ms calls (lognormal 300/1500 with headers at the end): at most 1 s", 5, 666, lane(6, 6), 1_000],
     ["the same lane while the swarm hedges: at most 400 ms", 5, 666, lane(6, 6, true), 400],
+    ["a header-bound lane, 3 s calls (a reasoning model's slow first token): one call, 3 s", 5, 3_000, lane(6, 6), 3_000],
+    ["a header-bound lane, 20 s calls: at most 5 s (LONG_CALL_COALESCE_MAX_MS)", 5, 20_000, lane(6, 6), 5_000],
+    ["a header-bound lane of 3 s calls with a task to retry among its outcomes: at most 1 s", 5, 3_000, lane(6, 6, false, false), 1_000],
+    ["a header-bound lane of 3 s calls while the swarm hedges: at most 400 ms", 5, 3_000, lane(6, 6, true), 400],
+    ["a header-bound lane of 1.5 s calls running 3 of its 6: one call, 1.5 s", 5, 1_500, lane(6, 3), 1_500],
     ["a hedging header-bound lane of 200 ms calls: two slots' worth, 400 ms", 5, 200, lane(6, 6, true), 400],
     ["a header-bound lane running 3 of its 6, 300 ms calls: two carried tasks' worth, 600 ms", 5, 300, lane(6, 3), 600],
     ["a wide lane the room spreads thin (6 of 128 slots running), 480 ms calls: two carried tasks' worth, 960 ms", 5, 480, lane(128, 6), 960],
