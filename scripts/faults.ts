@@ -38,7 +38,8 @@ const SWARM_ENDS = new Set(["completed", "completed_with_failures", "failed", "c
 /**
  * How long a finished call may take to reach its SwarmRoom: the call journal's flush (250 ms,
  * CALL_FLUSH_MS in workers/agent/call-journal.ts, or the lane's pace when that is longer: a
- * header-bound lane's outcomes wait up to SMALL_LANE_COALESCE_MAX_MS for company), plus one RPC.
+ * header-bound lane's outcomes wait up to SMALL_LANE_COALESCE_MAX_MS for company, the wait of calls
+ * under 1 s like these: smallLaneCoalesceMaxMs), plus one RPC.
  */
 const UNRECORDED_WINDOW_MS = Math.max(250, SMALL_LANE_COALESCE_MAX_MS) + 100;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
