@@ -647,7 +647,8 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     // its first round's slots pulled again only when its second round ended, and those slots
     // waited for that pull (1,000 × 200 ms, W = 100, headers with the answer).
     // A wait past SMALL_LANE_COALESCE_MAX_MS (a lane of long calls) holds only while every outcome
-    // in it frees its slot: a task to retry, or a deferral, goes as it would from a lane of short calls.
+    // in it frees its slot: a task to retry, or a deferral, ends it as a lane holding no standby's
+    // would end (the room hears of a 429 no later than from a lane of short calls).
     const dryCompany = tail || urgent || retiring ? company : coalesceMs(ctx.coalesce.ms, sizer.timing().latencyMs);
     const long = company > SMALL_LANE_COALESCE_MAX_MS;
     const dry = dryCompany < company ? () => standby.size() === 0 || (long && !outbox.every((report) => freesSlot(report.outcome))) : undefined;
