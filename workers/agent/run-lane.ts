@@ -279,11 +279,16 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
   const leases = createLaneLeases();
   /**
    * Until a running task ends (or newer outcomes wait) and `ready()` holds then, or `ms` pass (null:
-   * no timer). One timer however often it is woken: a lane's outcomes arrive one by one while it
-   * coalesces them, and a timer set and cleared for each was a measurable part of its CPU.
+   * no timer), or a lease is due for renewal: no wait of the lane outlasts that moment, since the
+   * pull carries the renewal (a long wait for company overran it by up to its own length). One
+   * timer however often it is woken: a lane's outcomes arrive one by one while it coalesces them,
+   * and a timer set and cleared for each was a measurable part of its CPU.
    */
-  const untilWoken = (ms: number | null, ready: () => boolean = () => true): Promise<void> =>
+  const untilWoken = (waitMs: number | null, ready: () => boolean = () => true): Promise<void> =>
     new Promise<void>((resolve) => {
+      const renewAt = leases.renewAt();
+      const renewInMs = renewAt === null ? null : renewAt - ctx.now();
+      const ms = waitMs === null ? renewInMs : renewInMs === null ? waitMs : Math.min(waitMs, renewInMs);
       let timer: ReturnType<typeof setTimeout> | null = null;
       const done = (): void => {
         if (timer !== null) clearTimeout(timer);
@@ -310,11 +315,12 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     });
   /** Until a running task ends (or newer outcomes wait), or a lease is due for renewal. */
   const waitForWake = async (): Promise<void> => {
-    const at = leases.renewAt();
-    await untilWoken(at === null ? null : at - ctx.now());
+    await untilWoken(null);
     wake = null;
   };
 
+  /** Every outcome waiting for a pull ended its task for good (none to retry, none deferred). */
+  const outboxFreesSlots = (): boolean => outbox.every((report) => freesSlot(report.outcome));
   /**
    * What the coalescing of a small lane goes by: its slots, its running tasks, the outcomes a pull
    * waits for, whether the swarm hedges. Only while standby tasks fill its freed slots (`holding`):
@@ -328,7 +334,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
           running: runs,
           outcomes: ctx.coalesce.outcomes,
           hedging: hedgeAfterMs !== null,
-          settled: outbox.every((report) => freesSlot(report.outcome)),
+          settled: outboxFreesSlots(),
         }
       : undefined;
 
@@ -630,10 +636,7 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
       : retiring
         ? Math.max(ctx.coalesce.ms, RETIRING_COALESCE_MS)
         : tail
-          ? Math.max(
-              ctx.coalesce.ms,
-              outbox.every((report) => freesSlot(report.outcome)) ? (hedgeAfterMs === null ? TAIL_COALESCE_MS : HEDGING_TAIL_COALESCE_MS) : 0,
-            )
+          ? Math.max(ctx.coalesce.ms, outboxFreesSlots() ? (hedgeAfterMs === null ? TAIL_COALESCE_MS : HEDGING_TAIL_COALESCE_MS) : 0)
           : coalesceMs(ctx.coalesce.ms, sizer.timing().latencyMs, laneShape(standby.size() > 0));
     const paced = (): number => (tail ? 0 : Math.max(0, paceMs - (ctx.now() - lastPullAt)));
     ctx.pace.ms = Math.max(paceMs, company);
@@ -651,14 +654,11 @@ async function runLaneLoop(ticket: Ticket, ctx: LaneContext, closers: (() => Pro
     // would end (the room hears of a 429 no later than from a lane of short calls).
     const dryCompany = tail || urgent || retiring ? company : coalesceMs(ctx.coalesce.ms, sizer.timing().latencyMs);
     const long = company > SMALL_LANE_COALESCE_MAX_MS;
-    const dry = dryCompany < company ? () => standby.size() === 0 || (long && !outbox.every((report) => freesSlot(report.outcome))) : undefined;
-    // No wait outlasts the moment a lease is due for renewal: the pull carries the renewal.
-    const untilRenewal = (): number => {
-      const at = leases.renewAt();
-      return at === null ? Number.POSITIVE_INFINITY : Math.max(0, at - ctx.now());
-    };
-    await coalesce(outbox, running, ctx, Math.min(untilRenewal(), Math.max(paced(), company - (ctx.now() - outboxSince))), untilWoken, dry);
-    if (dry?.() === true) await coalesce(outbox, running, ctx, Math.min(untilRenewal(), Math.max(paced(), dryCompany - (ctx.now() - outboxSince))), untilWoken);
+    const dry = dryCompany < company ? () => standby.size() === 0 || (long && !outboxFreesSlots()) : undefined;
+    /** What is left of a wait of `ms` for company, counted from the oldest outcome (and no sooner than the pace). */
+    const leftOf = (ms: number): number => Math.max(paced(), ms - (ctx.now() - outboxSince));
+    await coalesce(outbox, running, ctx, leftOf(company), untilWoken, dry);
+    if (dry?.() === true) await coalesce(outbox, running, ctx, leftOf(dryCompany), untilWoken);
   }
 }
 
