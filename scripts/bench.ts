@@ -21,6 +21,7 @@ import { costOfUsage, DEFAULT_PRICES } from "../src/core/pricing.ts";
 import { priceOperations } from "../src/core/capacity-model.ts";
 import { formatUsd } from "./lib/format-usd.ts";
 import { DEFAULT_AGENT_PROCESSES, ROOT, generateToken, startStack } from "./lib/local-stack.ts";
+import { KEEP_INTERCEPTOR_ENV, keepsInterceptor } from "./lib/outbound-interceptor.ts";
 import { MAX_AGENT_PROCESSES } from "./lib/agent-configs.ts";
 import { usageOfDescendants, type ProcessUsage } from "./lib/process-tree.ts";
 import { formatSelfTimeRows, samplesByModule, selfTimeByFunction, summarizeCpuProfile, type CpuProfile } from "./lib/cpu-profile-summary.ts";
@@ -262,7 +263,7 @@ const persistTo = state.dir;
 await rm(persistTo, { recursive: true, force: true });
 const gateText = values.gate ? `${HEADER_SLOTS_PER_INVOCATION} header slots/invocation` : "off";
 console.log(
-  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms)${sharedSystem === null ? "" : ` prefill=${prefillMsPer1k} ms/1k prompt tokens`} concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev: ${values.oneProcess ? "both Workers in one workerd" : `a workerd per Worker, the agent's executors in ${agentProcesses}`})`,
+  `bench: tasks=${tasks} latency=${values.latency} ttfb=${ttfb} ms (mean call ${meanMs.toFixed(0)} ms)${sharedSystem === null ? "" : ` prefill=${prefillMsPer1k} ms/1k prompt tokens`} concurrency=${concurrency} faults=${values.faults}${faulty ? ` ${JSON.stringify(rates)}` : ""} gate=${gateText} timeout=${timeoutS} s max_attempts=${MAX_ATTEMPTS}${toolTurns > 0 ? ` tool-turns=${toolTurns}` : ""} state=${persistTo}${state.tmpfs ? " (tmpfs)" : ""} (mock model, local wrangler dev: ${values.oneProcess ? "both Workers in one workerd" : `a workerd per Worker, the agent's executors in ${agentProcesses}`}; miniflare's outbound interceptor ${keepsInterceptor(process.env) ? `kept (${KEEP_INTERCEPTOR_ENV}=true)` : "left out"})`,
 );
 // --trace: an OTLP receiver in this process (its CPU is Node's, not the Workers'), which both Workers export to.
 const traceReceiver = values.trace ? await startOtlpReceiver({ port: 0 }) : null;
@@ -464,6 +465,13 @@ async function runEdgeswarmOnce(
       `state=${status.state}`,
     ].join(" "),
   );
+  // The calls came as the stack says they would: through miniflare's interceptor (it sets CF-Worker) or not.
+  const intercepted = upstream.cf_worker_requests;
+  if (intercepted !== (stack.outboundInterceptor ? upstream.calls : 0)) {
+    console.log(
+      `warning: ${intercepted} of ${upstream.calls} upstream calls came through miniflare's outbound interceptor (it was ${stack.outboundInterceptor ? "kept" : "left out"}): the CPU figures are not what they say`,
+    );
+  }
   const billable = formatBillable(status, tasks, statusReads);
   if (billable !== null) console.log(billable);
   const hedgeLine = formatHedges(status, tasks, upstream.calls);

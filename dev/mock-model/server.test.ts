@@ -78,6 +78,14 @@ describe("non-streaming chat completion", () => {
     });
     expect(c.usage?.prompt_tokens).toBe(12);
   });
+
+  it("counts the requests that carry a CF-Worker header (those through miniflare's outbound interceptor)", async () => {
+    const before = mock.stats().cf_worker_requests;
+    await (await chat(mock, { headers: { "cf-worker": "edgeswarm-agent.example.com" } })).text();
+    await (await chat(mock)).text();
+    await (await chat(mock, { headers: { "CF-Worker": "example.com" } })).text();
+    expect(mock.stats().cf_worker_requests - before).toBe(2);
+  });
 });
 
 describe("streaming", () => {

@@ -376,6 +376,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
 
   async function chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const startedAt = stats.begin();
+    if (req.headers["cf-worker"] !== undefined) stats.count("cf_worker_requests");
     let done = false;
     let timer: NodeJS.Timeout | undefined;
     /** The TPM charge of an admitted request, and what it settles to (set once an answer body starts). */

@@ -69,6 +69,11 @@ export interface StatsSnapshot {
   /** POST /tools/lint requests, and those refused for their signature (401). */
   webhook_calls: number;
   webhook_rejected: number;
+  /**
+   * Chat-completion requests that carried a `CF-Worker` header: under `wrangler dev`, those that
+   * passed through miniflare's outbound interceptor, which sets it (production's edge sets it too).
+   */
+  cf_worker_requests: number;
   started_at: string;
   reset_at: string;
   /**
@@ -111,6 +116,7 @@ export const COUNTERS = [
   "fixture_requests",
   "webhook_calls",
   "webhook_rejected",
+  "cf_worker_requests",
 ] as const;
 export type Counter = (typeof COUNTERS)[number];
 

@@ -15,11 +15,13 @@ import { DEFAULT_TENANT_ID } from "../../src/core/ids.ts";
 import { WRANGLER_OFFLINE_ENV } from "./wrangler-env.ts";
 import { MAX_AGENT_PROCESSES, toAgentConfigs } from "./agent-configs.ts";
 import { OTEL_SETTING_NAMES, type OtelSettingName } from "../../src/core/otel-settings.ts";
+import { KEEP_INTERCEPTOR_ENV, keepsInterceptor } from "./outbound-interceptor.ts";
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 const WRANGLER = path.join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
 const AGENT_CONFIG = path.join(ROOT, "workers", "agent", "wrangler.toml");
 const SESSION_GUARD = path.join(import.meta.dirname, "session-guard.ts");
+const OUTBOUND_HOOK = path.join(import.meta.dirname, "outbound-interceptor-hook.ts");
 /** How often startStack triggers the cron handler unless told otherwise (StackOptions.cronEveryMs). */
 export const DEFAULT_CRON_EVERY_MS = 5_000;
 /**
@@ -30,7 +32,7 @@ export const DEFAULT_CRON_EVERY_MS = 5_000;
  */
 export const DEFAULT_AGENT_PROCESSES = 2;
 /** For a script's --help: what every stack it starts reads from the environment (docs/configuration.md). */
-export const STACK_ENVIRONMENT = "OTEL_* (traces from both Workers) and X_LOCAL_OBSERVABILITY (wrangler dev's trace collector), as npm start";
+export const STACK_ENVIRONMENT = `OTEL_* (traces from both Workers), X_LOCAL_OBSERVABILITY (wrangler dev's trace collector) and ${KEEP_INTERCEPTOR_ENV} (miniflare's outbound interceptor), as npm start`;
 
 export interface StackOptions {
   /** API port; 0 picks a free one. */
@@ -121,6 +123,8 @@ export interface Stack {
   sessionPids: readonly number[];
   /** Names of `agentVars` the agent's config does not declare: wrangler dev did not pass them. */
   droppedAgentVars: string[];
+  /** Whether the Workers' fetches pass through miniflare's outbound interceptor (EDGESWARM_OUTBOUND_INTERCEPTOR=true; outbound-interceptor.ts). */
+  outboundInterceptor: boolean;
   /** The port of the primary session's wrangler DevTools inspector (its first Worker), for CPU profiles. */
   inspectorPort: number;
   /** wrangler's output so far, when captured. */
@@ -354,6 +358,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     ...agentVars,
     ...(registry === null ? {} : { WRANGLER_REGISTRY_PATH: registry }),
   };
+  const interceptor = keepsInterceptor(process.env);
   let captured = "";
   const keep = (chunk: Buffer) => {
     captured = (captured + chunk.toString()).slice(-200_000);
@@ -361,6 +366,8 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   const sessions: Array<{ child: ChildProcess; name: string; configDir: string }> = [];
   /** One `wrangler dev` session of `configs`, its process group of its own (signalled whole). */
   const startSession = (configs: readonly string[], sessionPort: number, sessionInspectorPort: number, persistTo: string | undefined, extra: string[]) => {
+    // Without miniflare's outbound interceptor unless the environment keeps it (outbound-interceptor.ts).
+    const hook = interceptor ? [] : ["--import", OUTBOUND_HOOK];
     const args = wranglerArgs(
       [
         "dev",
@@ -380,7 +387,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     // The session runs under lib/session-guard.ts, which holds the other end of its stdin pipe and
     // ends the session when this process goes away without stop() (a Ctrl-C, a crash, a SIGKILL):
     // detached, its process group would otherwise outlive the script.
-    const child = spawn(process.execPath, [SESSION_GUARD, process.execPath, ...args], {
+    const child = spawn(process.execPath, [SESSION_GUARD, process.execPath, ...hook, ...args], {
       cwd: ROOT,
       env,
       stdio: ["pipe", options.log === "inherit" ? "inherit" : "pipe", options.log === "inherit" ? "inherit" : "pipe"],
@@ -491,6 +498,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     sessionPids: primaryFirst.map(({ child }) => child.pid ?? -1),
     inspectorPort,
     droppedAgentVars,
+    outboundInterceptor: interceptor,
     output: () => captured,
     stop,
     kill,

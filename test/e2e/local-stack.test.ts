@@ -110,6 +110,9 @@ describe("the local stack", () => {
     const upstreamCalls = (after?.calls ?? 0) - (before?.calls ?? 0);
     const upstreamTokens = (after?.total_tokens ?? 0) - (before?.total_tokens ?? 0);
     expect(upstreamCalls).toBe(24);
+    // Straight to the upstream, as in production: miniflare's outbound interceptor (which sets
+    // CF-Worker) is left out unless the environment keeps it (scripts/lib/outbound-interceptor.ts).
+    expect((after?.cf_worker_requests ?? 0) - (before?.cf_worker_requests ?? 0)).toBe(stack.outboundInterceptor ? 24 : 0);
     // Windowed dispatch: the upstream never saw more than W calls at once.
     expect(after?.max_in_flight).toBeLessThanOrEqual(8);
     expect(status.usage).toMatchObject({ calls: 24, total_tokens: upstreamTokens });

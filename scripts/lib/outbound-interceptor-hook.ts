@@ -1,0 +1,16 @@
+// Loaded with `node --import` into each `wrangler dev` session the local stack starts (wrangler's
+// bin passes its `execArgv` on to the process that runs its CLI): rewrites miniflare's bundle as it
+// is loaded so that user Workers fetch without miniflare's outbound interceptor
+// (outbound-interceptor.ts says why). Node's synchronous module hooks see `require()` too, which is
+// how wrangler loads miniflare.
+import { registerHooks } from "node:module";
+import { MINIFLARE_BUNDLE, withoutOutboundInterceptor } from "./outbound-interceptor.ts";
+
+registerHooks({
+  load(url, context, nextLoad) {
+    const loaded = nextLoad(url, context);
+    if (!url.endsWith(MINIFLARE_BUNDLE) || loaded.source === undefined || loaded.source === null) return loaded;
+    const text = typeof loaded.source === "string" ? loaded.source : new TextDecoder().decode(loaded.source);
+    return { ...loaded, source: withoutOutboundInterceptor(text) };
+  },
+});
