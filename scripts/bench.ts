@@ -411,7 +411,7 @@ async function runEdgeswarmOnce(
 ): Promise<RunFigures & { swarmId: string; status: SwarmStatusBody; statusReads: number; settledS: number | null; agentPerf: PerfKindCost[] | null }> {
   const sampler = startRun(mock);
   // --workerd-cpu-prof: each Worker's isolate is profiled through the inspector during the swarm.
-  const workerdProfiles = profile && values.workerdCpuProf ? await startAllProfiles(stack.sessionPids, stack.inspectorPort) : null;
+  const workerdProfiles = profile && values.workerdCpuProf ? await startAllProfiles(stack.sessionPids, stack.inspectorPort, stack.outboundInterceptor) : null;
   // --workerd-perf: Linux perf samples workerd's native stacks (every isolate, exactly attributed),
   // from before the submit on (startPerfRecord resolves once perf samples).
   const perf =
@@ -1083,17 +1083,18 @@ function formatPlatformCost(
 
 /**
  * A profile of each isolate that runs edgeswarm's code for a swarm, through workerd's own
- * inspector: both Workers (the orchestrator's hosts the SwarmRooms and KeyPools) and miniflare's
- * outbound interceptors, which every upstream fetch passes through locally. Without it (no /proc),
+ * inspector: both Workers (the orchestrator's hosts the SwarmRooms and KeyPools) and, when the
+ * stack keeps them (EDGESWARM_OUTBOUND_INTERCEPTOR=true), miniflare's outbound interceptors, which
+ * every upstream fetch then passes through. Without it (no /proc),
  * wrangler's inspector, which lists the orchestrator's isolate only.
  */
-async function startAllProfiles(sessionPids: readonly number[], wranglerInspectorPort: number): Promise<WorkerdProfiles> {
+async function startAllProfiles(sessionPids: readonly number[], wranglerInspectorPort: number, interceptor: boolean): Promise<WorkerdProfiles> {
   const ports = await findWorkerdInspectors(sessionPids);
   if (ports.length === 0) {
     console.log("note: workerd's own inspector was not found; profiling the orchestrator's isolate only (wrangler's inspector)");
     return startWorkerdProfiles([wranglerInspectorPort], () => true, profileIntervalUs);
   }
-  return startWorkerdProfiles(ports, (id) => id.startsWith("core:user:edgeswarm-") || id.startsWith("outbound:"), profileIntervalUs);
+  return startWorkerdProfiles(ports, (id) => id.startsWith("core:user:edgeswarm-") || (interceptor && id.startsWith("outbound:")), profileIntervalUs);
 }
 
 /** The script `wrangler dev` bundled for a Worker's isolate (the newest under its session's config's `.wrangler/tmp`), or null. */
