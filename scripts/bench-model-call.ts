@@ -4,15 +4,17 @@
 // fetch read by the same stream reader, and a bare fetch whose body is read whole. A driver Worker
 // (scripts/model-call-bench/) makes the calls; workerd's CPU is read from /proc around each run,
 // and the paths take turns, round after round, so the machine's drift falls on all of them.
-// Figures only, no pass/fail. Every upstream fetch of a local Worker also passes through
-// miniflare's outbound interceptor (docs/benchmarks.md), so each figure holds that hop too; a fourth
-// path takes one more such hop, and the difference is printed: what the local stack adds to a call.
+// Figures only, no pass/fail. Under `wrangler dev` as miniflare runs it, every upstream fetch of a
+// Worker also passes through miniflare's outbound interceptor; the local stack leaves it out unless
+// EDGESWARM_OUTBOUND_INTERCEPTOR=true (scripts/lib/outbound-interceptor.ts). A fourth path takes one
+// such hop, and the difference is printed: what the interceptor adds to a call.
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { readIntOption } from "./lib/int-option.ts";
 import { LATENCY_FORMS, readLatencyOption } from "./lib/latency-option.ts";
 import { ROOT, STACK_ENVIRONMENT, generateToken, startStack } from "./lib/local-stack.ts";
+import { KEEP_INTERCEPTOR_ENV } from "./lib/outbound-interceptor.ts";
 import { newProgram, parseOrExit } from "./lib/parse-options.ts";
 import { usageOfDescendants } from "./lib/process-tree.ts";
 
@@ -72,7 +74,7 @@ try {
   // Round by round, so the machine's drift between rounds does not enter the difference.
   const hops = (perCall.get("fetch-text-hop") ?? []).map((ms, i) => ms - (perCall.get("fetch-text")?.[i] ?? Number.NaN));
   console.log(
-    `one interceptor-like hop (fetch-text-hop − fetch-text, median of rounds): ${median(hops).toFixed(3)} ms a call (${Math.min(...hops).toFixed(3)}–${Math.max(...hops).toFixed(3)}); every upstream fetch of a local Worker takes one (miniflare's outbound interceptor), production's none`,
+    `one interceptor-like hop (fetch-text-hop − fetch-text, median of rounds): ${median(hops).toFixed(3)} ms a call (${Math.min(...hops).toFixed(3)}–${Math.max(...hops).toFixed(3)}); miniflare's outbound interceptor is one, which the local stack leaves out (${KEEP_INTERCEPTOR_ENV}=true keeps it), production has none`,
   );
 } finally {
   await stack.stop();

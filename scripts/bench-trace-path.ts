@@ -5,10 +5,11 @@
 // from /proc around each run, and the modes take turns, round after round, so the machine's drift
 // falls on all of them. First, 1,000 tasks `spans` in the isolate's first traced run: the traced
 // code not yet compiled (a bench swarm's lane runs about that many). Figures only, no pass/fail.
-// Every fetch of a local Worker passes through miniflare's outbound interceptor, so `export` holds
-// that hop too: an isolate of its own in the same workerd that re-sends the request with its body as
-// a stream (`fetch(request, { headers })`, workers-sdk packages/miniflare/src/workers/core/
-// outbound.worker.ts), a cost a request and not a byte; production has no such hop.
+// With EDGESWARM_OUTBOUND_INTERCEPTOR=true every fetch of a local Worker passes through miniflare's
+// outbound interceptor, and `export` holds that hop too: an isolate of its own in the same workerd
+// that re-sends the request with its body as a stream (`fetch(request, { headers })`, workers-sdk
+// packages/miniflare/src/workers/core/outbound.worker.ts), a cost a request and not a byte;
+// production has no such hop, and the local stack leaves it out by default (lib/outbound-interceptor.ts).
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { rm } from "node:fs/promises";

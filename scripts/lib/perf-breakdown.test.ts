@@ -36,7 +36,7 @@ describe("perf samples by the event workerd ran", () => {
     [
       "an incoming request",
       sample("workerd", "workerd::api::ServiceWorkerGlobalScope::request", HTTP_IN, ...ROOT),
-      "an incoming HTTP request (miniflare's outbound interceptor, D1, the API)",
+      "an incoming HTTP request (D1, the API, miniflare's outbound interceptor when kept)",
       0,
     ],
     [

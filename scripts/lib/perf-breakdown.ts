@@ -29,7 +29,7 @@ const EVENT_RULES: ReadonlyArray<{ kind: string; frame: RegExp }> = [
   { kind: "a body chunk arrived (stream reads, then the code after them)", frame: /IoContext::resumeAfterIo<kj::Array<unsigned char>/ },
   { kind: "an RPC's answer arrived (the caller's code after it)", frame: /IoContext::resumeAfterIo<capnp::Response/ },
   {
-    kind: "an incoming HTTP request (miniflare's outbound interceptor, D1, the API)",
+    kind: "an incoming HTTP request (D1, the API, miniflare's outbound interceptor when kept)",
     frame: /IoContext::run<workerd::(?:\(anonymous namespace\)::)?WorkerEntrypoint::requestImpl/,
   },
   { kind: "a timer fired", frame: /TimeoutManagerImpl::setTimeoutImpl/ },

@@ -91,7 +91,7 @@ export function usageOfDescendants(rootPids: readonly number[], name: string): P
  * /proc/<pid>/net/tcp (state 0A = LISTEN) and matched to the process's own socket fds; [] without
  * /proc. The bench finds workerd's own inspector this way: miniflare starts workerd with
  * `--inspector-addr=127.0.0.1:0`, which lists every isolate (each Worker, miniflare's outbound
- * interceptors, the local Queue and D1), where wrangler's `--inspector-port` lists one.
+ * interceptors when kept, the local Queue and D1), where wrangler's `--inspector-port` lists one.
  */
 export function listeningPortsOfDescendants(rootPids: readonly number[], name: string): number[] {
   const ports: number[] = [];

@@ -5,7 +5,8 @@
 // `--inspector-port` lists one target (the first config's Worker); miniflare starts workerd with
 // `--inspector-addr=127.0.0.1:0`, whose inspector lists every isolate by service name:
 // `core:user:<worker>` (a Worker and the Durable Objects it hosts), `outbound:<n>` (miniflare's
-// interceptor, a JavaScript Worker that every outbound fetch of a local Worker passes through),
+// interceptor, a JavaScript Worker that every outbound fetch of a local Worker passes through when
+// the stack keeps it: lib/outbound-interceptor.ts),
 // `d1:db`, `queues:queue`, and miniflare's other simulators.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
@@ -47,8 +48,7 @@ async function listAllTargets(inspectorPorts: readonly number[]): Promise<z.infe
 
 /**
  * workerd's own inspector, which lists every isolate by service name (`core:user:<worker>`,
- * `outbound:<n>` — miniflare's interceptor that every outbound fetch of a local Worker passes
- * through —, `d1:db`, `queues:queue`, …): the listening ports of the workerd processes under the
+ * `outbound:<n>` — miniflare's interceptor, when the stack keeps it —, `d1:db`, `queues:queue`, …): the listening ports of the workerd processes under the
  * `sessionPids` that answer /json with targets, one a workerd (the local stack runs a workerd per
  * Worker). Empty when there is none (no /proc, or workerd started without `--inspector-addr`).
  */
