@@ -5,6 +5,7 @@ import {
   smallLaneCoalesceMaxMs,
   FIRST_LANES_MAX,
   isSurplusLane,
+  retireMargin,
   MAX_TICKETS_PER_SWARM,
   toCoveredSlots,
   toExecutorCount,
@@ -207,6 +208,21 @@ describe("pull pace", () => {
 
   it("keeps the open lanes' pulls within ROOM_PULLS_PER_S together", () => {
     for (const lanes of [1, 17, 100, MAX_TICKETS_PER_SWARM]) expect((lanes * 1_000) / toPullPaceMs(lanes)).toBeLessThanOrEqual(400);
+  });
+});
+
+describe("what the other lanes must cover beyond the demand before a lane retires", () => {
+  it.each([
+    ["a lane carrying most of its slots: half the demand", { demand: 100, running: 94, ended: 0, slots: 128 }, 50],
+    ["a thin lane (6 of 128): what it runs, and one", { demand: 100, running: 6, ended: 0, slots: 128 }, 7],
+    ["a thin lane that also reports 3 ended: still thin", { demand: 100, running: 6, ended: 3, slots: 128 }, 7],
+    ["a header-bound lane, 6 running of 8: half the demand", { demand: 100, running: 6, ended: 0, slots: 8 }, 50],
+    ["a header-bound lane whose 6 calls all just ended (running 0, 6 reported): half the demand", { demand: 1_000, running: 0, ended: 6, slots: 7 }, 500],
+    ["a lane that ran nothing and reports nothing: one", { demand: 1_000, running: 0, ended: 0, slots: 7 }, 1],
+    ["a small demand bounds the thin lane's margin", { demand: 1, running: 6, ended: 0, slots: 128 }, 1],
+    ["no demand: none", { demand: 0, running: 94, ended: 0, slots: 128 }, 0],
+  ])("%s", (_label, input, expected) => {
+    expect(retireMargin(input)).toBe(expected);
   });
 });
 

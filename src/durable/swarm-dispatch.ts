@@ -7,7 +7,7 @@ import { adjustWindow, defaultRetryBudget } from "../core/adaptive-window.ts";
 import { fitsBudget, toBudgetReason, type Amount } from "../core/budget.ts";
 import type { RoomSettings } from "../core/env-settings.ts";
 import { estimatePromptTokens } from "../core/estimate-swarm.ts";
-import { isSurplusLane, toGrantedRoom } from "../core/lane-sizing.ts";
+import { isSurplusLane, retireMargin, toGrantedRoom } from "../core/lane-sizing.ts";
 import { areCallsEven, EVEN_CALLS_MIN_SAMPLES, STANDBY_MAX, STANDBY_SLOTS_SHARE, standbyPastRoom, standbyShare, tailStandbyRoom } from "../core/standby.ts";
 import { backoffDelayMs, toQueueDelaySeconds } from "../core/retry-policy.ts";
 import type { Limits } from "../core/spec-schema.ts";
@@ -41,9 +41,6 @@ const CLAIM_MAX_PROMPT_CHARS = 8_000_000;
 
 /** Per model call: `long_timeout_s` for a task flagged long, else `timeout_s`. */
 const toCallTimeoutS = (task: { long: number } | null, limits: Limits): number => (task?.long === 1 ? limits.long_timeout_s : limits.timeout_s);
-
-/** A lane retires only when the others cover the demand and this share of it again. */
-const RETIRE_MARGIN = 0.5;
 
 /** After a failed ticket send, the next try waits this long. */
 const SEND_RETRY_MS = 1_000;
@@ -610,13 +607,12 @@ export class SwarmDispatch {
    * Whether the lane of `ticket` is surplus (isSurplusLane): the room then tells it to retire, and
    * its ticket counts only for the tasks it still carries (SwarmTickets.retire).
    */
-  isSurplus(swarm: SwarmRow, ticket: string, pool: TaskPool, now: number, measured: boolean, lane: { running: number; slots: number }): boolean {
+  isSurplus(swarm: SwarmRow, ticket: string, pool: TaskPool, now: number, measured: boolean, lane: { running: number; ended: number; slots: number }): boolean {
     if (!measured || swarm.finished_at !== null || swarm.state === "cancelled") return false;
     const waiting = this.totals.waiting();
     if (waiting === 0) return false;
     const demand = this.demand(swarm, pool, now);
     const others = this.tickets.coveredByActiveExcept(ticket, pool, now);
-    const halfDemand = Math.ceil(demand * RETIRE_MARGIN);
     return isSurplusLane({
       measured,
       waiting,
@@ -624,15 +620,9 @@ export class SwarmDispatch {
       coveredByOthers: others.slots,
       running: lane.running,
       othersLeastRunning: others.leastRunning,
-      // Half the demand to spare: lanes' reported slots move with their timing (a busy machine
-      // swells the measured TTFB), and a lane retired near the edge is sent again by the next
-      // ticket sizing — a churn of lanes that costs starts and pulls. Retire only a clear surplus.
-      // But a lane the window spreads thin (it runs under half its slots) needs only what it runs
-      // to spare: the others take that over, and such a lane kept on (6 of a window of 100 next
-      // to a lane carrying 94 with room for 128) ran its standby tasks 6 at a time at the swarm's
-      // end (1,000 × 200 ms: 1.09× the pool where one lane alone took 0.91×). Header-bound lanes
-      // (6 running of 8 slots) keep the wide margin: 17 of them are what the window needs.
-      margin: 2 * lane.running <= lane.slots ? Math.min(halfDemand, lane.running + 1) : halfDemand,
+      // Half the demand to spare, or what a thin lane runs (retireMargin). Header-bound lanes (6
+      // running of 8 slots, or 6 just ended) keep the wide margin: 17 of them are what the window needs.
+      margin: retireMargin({ demand, running: lane.running, ended: lane.ended, slots: lane.slots }),
     });
   }
 

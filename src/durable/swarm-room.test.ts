@@ -1502,6 +1502,35 @@ describe("SwarmRoom tickets", () => {
     expect(answer.retire).toBeUndefined();
   });
 
+  it("keeps a header-bound lane whose calls all just ended: it runs none for a moment, but it carried its slots", async () => {
+    const { input, stub } = newSwarm(1_000, { concurrency: 100 });
+    await stub.start(input);
+    const lanes = await tickets(stub);
+    expect(lanes).toHaveLength(17);
+    // Headers with the answer; each lane's timing gave it 7 slots (one more than the 6 it runs).
+    const timing = { ttfbMs: 600, latencyMs: 666 };
+    const firsts: Pulled[] = [];
+    for (const [i, t] of lanes.entries()) firsts.push(await pull(stub, { ticket: t.id, lane: `lane-${i}`, seq: 1, want: 6, slots: 7, timing }));
+    for (const [i, t] of lanes.entries()) {
+      if (i > 0) expect((await pull(stub, { ticket: t.id, lane: `lane-${i}`, seq: 2, want: 0, slots: 7, timing, running: 6 })).retire).toBeUndefined();
+    }
+    // Lane 0's six calls end together: it reports them, runs none, and asks for six more. The
+    // others' 16 × 7 = 112 slots cover the window (100) and one, so counted as a thin lane (it runs
+    // 0) it was retired, and the tasks it would have run waited a round for another lane's slots.
+    const ended = await pull(stub, {
+      ticket: lanes[0]?.id ?? "",
+      lane: "lane-0",
+      seq: 2,
+      want: 6,
+      slots: 7,
+      timing,
+      running: 0,
+      reports: reportAll(firsts[0] as Pulled, ok("done")),
+    });
+    expect(ended.retire).toBeUndefined();
+    expect(ended.granted).toHaveLength(6);
+  });
+
   it.each([
     ["a small swarm", 5, 3],
     ["a window larger than a lane", 300, 300],

@@ -341,7 +341,12 @@ export class SwarmRoom extends DurableObject<SwarmRoomEnv> {
         repeated === null &&
         !request.final &&
         run.length === 0 &&
-        this.dispatch.isSurplus(current, request.ticket, pool, now, request.timing !== undefined, { running: request.running ?? 0, slots: request.slots });
+        this.dispatch.isSurplus(current, request.ticket, pool, now, request.timing !== undefined, {
+          running: request.running ?? 0,
+          // What it carried until this pull: its calls may all have just ended (a header-bound round's end).
+          ended: request.reports.length,
+          slots: request.slots,
+        });
       const grant =
         repeated !== null
           ? { granted: this.tasks.stillLeased(repeated), ended: false, blocked: false }
