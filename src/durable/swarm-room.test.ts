@@ -1486,46 +1486,48 @@ describe("SwarmRoom tickets", () => {
     expect(kept.retire).toBeUndefined();
   });
 
-  it("keeps header-bound lanes (6 running of 8 slots) while the others cover less than half the window again", async () => {
+  /**
+   * A header-bound swarm of 1,000 tasks at W = 100: its 17 lanes each take 6 with `slots` slots,
+   * and then every lane but lane 0 says it runs 6 (lane 0, which has said nothing yet, runs fewest:
+   * none of them retires). Returns the stub, the lanes and lane 0's first grant.
+   */
+  async function headerBoundLanes(slots: number, timing: { ttfbMs: number; latencyMs: number }) {
     const { input, stub } = newSwarm(1_000, { concurrency: 100 });
     await stub.start(input);
     const lanes = await tickets(stub);
     expect(lanes).toHaveLength(17);
-    const timing = { ttfbMs: 484, latencyMs: 666 };
-    for (const [i, t] of lanes.entries()) await pull(stub, { ticket: t.id, lane: `lane-${i}`, seq: 1, want: 6, slots: 8, timing });
-    // Each says it runs 6 (lane 0, which has said nothing yet, runs fewest: none of them retires) ...
+    const firsts: Pulled[] = [];
+    for (const [i, t] of lanes.entries()) firsts.push(await pull(stub, { ticket: t.id, lane: `lane-${i}`, seq: 1, want: 6, slots, timing }));
     for (const [i, t] of lanes.entries()) {
-      if (i > 0) expect((await pull(stub, { ticket: t.id, lane: `lane-${i}`, seq: 2, want: 0, slots: 8, timing, running: 6 })).retire).toBeUndefined();
+      if (i > 0) expect((await pull(stub, { ticket: t.id, lane: `lane-${i}`, seq: 2, want: 0, slots, timing, running: 6 })).retire).toBeUndefined();
     }
-    // ... and then lane 0: 16 others × 8 = 128 cover the window (100) and its 6, but not half the window again.
-    const answer = await pull(stub, { ticket: lanes[0]?.id ?? "", lane: "lane-0", seq: 2, want: 0, slots: 8, timing, running: 6 });
+    return { stub, lane0: lanes[0]?.id ?? "", first0: firsts[0] as Pulled };
+  }
+
+  it("keeps header-bound lanes (6 running of 8 slots) while the others cover less than half the window again", async () => {
+    const timing = { ttfbMs: 484, latencyMs: 666 };
+    const { stub, lane0 } = await headerBoundLanes(8, timing);
+    // Then lane 0: 16 others × 8 = 128 cover the window (100) and its 6, but not half the window again.
+    const answer = await pull(stub, { ticket: lane0, lane: "lane-0", seq: 2, want: 0, slots: 8, timing, running: 6 });
     expect(answer.retire).toBeUndefined();
   });
 
   it("keeps a header-bound lane whose calls all just ended: it runs none for a moment, but it carried its slots", async () => {
-    const { input, stub } = newSwarm(1_000, { concurrency: 100 });
-    await stub.start(input);
-    const lanes = await tickets(stub);
-    expect(lanes).toHaveLength(17);
     // Headers with the answer; each lane's timing gave it 7 slots (one more than the 6 it runs).
     const timing = { ttfbMs: 600, latencyMs: 666 };
-    const firsts: Pulled[] = [];
-    for (const [i, t] of lanes.entries()) firsts.push(await pull(stub, { ticket: t.id, lane: `lane-${i}`, seq: 1, want: 6, slots: 7, timing }));
-    for (const [i, t] of lanes.entries()) {
-      if (i > 0) expect((await pull(stub, { ticket: t.id, lane: `lane-${i}`, seq: 2, want: 0, slots: 7, timing, running: 6 })).retire).toBeUndefined();
-    }
+    const { stub, lane0, first0 } = await headerBoundLanes(7, timing);
     // Lane 0's six calls end together: it reports them, runs none, and asks for six more. The
     // others' 16 × 7 = 112 slots cover the window (100) and one, so counted as a thin lane (it runs
     // 0) it was retired, and the tasks it would have run waited a round for another lane's slots.
     const ended = await pull(stub, {
-      ticket: lanes[0]?.id ?? "",
+      ticket: lane0,
       lane: "lane-0",
       seq: 2,
       want: 6,
       slots: 7,
       timing,
       running: 0,
-      reports: reportAll(firsts[0] as Pulled, ok("done")),
+      reports: reportAll(first0, ok("done")),
     });
     expect(ended.retire).toBeUndefined();
     expect(ended.granted).toHaveLength(6);
